@@ -1,0 +1,50 @@
+# Run `make help` for the list. Every target installs what it needs into .venv first.
+PYTHON ?= python3
+VENV   ?= .venv
+PY     := $(VENV)/bin/python
+PYTEST_ARGS ?=
+
+.DEFAULT_GOAL := help
+.PHONY: help deps run test test-fast lint format migrations browser bench clean
+
+help:  ## List the targets
+	@grep -E '^[a-z-]+:.*##' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
+
+$(VENV)/.deps: requirements.txt requirements-dev.txt
+	$(PYTHON) -m venv $(VENV)
+	$(VENV)/bin/pip install --quiet --upgrade pip
+	$(VENV)/bin/pip install --quiet -r requirements-dev.txt
+	touch $@
+
+deps: $(VENV)/.deps  ## Create .venv and install the pinned requirements
+
+run: deps  ## Migrate and start the whole app (daphne, celery worker, Redis if REDIS_URL is unset)
+	$(PY) manage.py migrate --noinput
+	$(PY) manage.py collectstatic --noinput --verbosity 0
+	$(PY) manage.py serve
+
+test: deps browser  ## Run the whole test suite (Redis is embedded if REDIS_URL is unset)
+	$(PY) -m chatsite.embedded $(PY) -m pytest $(PYTEST_ARGS)
+
+test-fast: deps  ## Only the tests that need no worker, daphne or browser
+	$(PY) -m chatsite.embedded $(PY) -m pytest -m "not integration and not e2e" $(PYTEST_ARGS)
+
+lint: deps  ## ruff check, ruff format --check, and migrations in step with models
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+	$(PY) manage.py makemigrations --check --dry-run
+
+format: deps  ## Apply ruff's fixes and formatting
+	$(VENV)/bin/ruff check --fix .
+	$(VENV)/bin/ruff format .
+
+browser:  ## Install Debian's Chromium for the browser tests if it is missing
+	@command -v chromium >/dev/null 2>&1 || { \
+	  echo "chromium is missing: installing Debian's package"; \
+	  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium) >/dev/null; }
+
+bench: deps  ## Run the benchmarks in bench/ (see docs/performance.md)
+	@echo "see docs/performance.md for each script's command"
+
+clean:  ## Remove the virtualenv and local data in var/
+	rm -rf $(VENV) var

@@ -1,0 +1,430 @@
+"""chatsite's data.
+
+Models hold data and invariants (constraints, ``clean``); workflows live in ``services/``.
+Sections: model and tool configuration, agent profiles and their versions, conversations
+and messages, runs and their event log, memory, and the knowledge base.
+"""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.contrib.auth.models import Group
+from django.core.validators import MinValueValidator, RegexValidator
+from django.db import models
+from django.db.models import Q
+
+from agents.crypto import decrypt_json, decrypt_text, encrypt_json, encrypt_text
+
+# --------------------------------------------------------------------------------------
+# Model endpoints and tools
+# --------------------------------------------------------------------------------------
+
+
+class ModelConfig(models.Model):
+    """An OpenAI-compatible endpoint. An empty ``base_url`` means the offline demo model."""
+
+    name = models.CharField(max_length=100, unique=True)
+    base_url = models.URLField(
+        blank=True, help_text="e.g. https://api.openai.com/v1 or http://localhost:11434/v1"
+    )
+    model = models.CharField(max_length=200, help_text="The model name the endpoint expects.")
+    api_key_encrypted = models.TextField(blank=True, editable=False)
+    default_temperature = models.FloatField(default=0.0)
+    context_window = models.PositiveIntegerField(default=8192)
+    request_timeout_seconds = models.FloatField(default=120.0, validators=[MinValueValidator(1)])
+    max_retries = models.PositiveSmallIntegerField(default=3)
+    # Prices are per million tokens, in whatever currency the operator bills in.
+    prompt_price_per_million = models.DecimalField(max_digits=10, decimal_places=4, default=0)
+    completion_price_per_million = models.DecimalField(max_digits=10, decimal_places=4, default=0)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return self.name
+
+    @property
+    def is_demo(self) -> bool:
+        return not self.base_url
+
+    @property
+    def has_api_key(self) -> bool:
+        return bool(self.api_key_encrypted)
+
+    def set_api_key(self, plain: str) -> None:
+        self.api_key_encrypted = encrypt_text(plain)
+
+    def get_api_key(self) -> str:
+        return decrypt_text(self.api_key_encrypted)
+
+
+tool_name_validator = RegexValidator(
+    r"^[A-Za-z][A-Za-z0-9_]{0,63}$",
+    "Tool names start with a letter and use only letters, digits and underscores.",
+)
+
+
+class ToolConfig(models.Model):
+    """A configured instance of a registered tool kind (see ``agents/tools/registry.py``)."""
+
+    name = models.CharField(
+        max_length=64,
+        unique=True,
+        validators=[tool_name_validator],
+        help_text="The name the model sees and calls.",
+    )
+    kind = models.CharField(max_length=64)
+    description = models.TextField(help_text="What the model reads to decide when to call it.")
+    config = models.JSONField(default=dict, blank=True)
+    secrets_encrypted = models.TextField(blank=True, editable=False)
+    enabled = models.BooleanField(default=True)
+    timeout_seconds = models.FloatField(default=30.0, validators=[MinValueValidator(0.1)])
+    return_direct = models.BooleanField(
+        default=False, help_text="Return the tool's output as the final answer."
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return self.name
+
+    def set_secrets(self, values: dict[str, str]) -> None:
+        self.secrets_encrypted = encrypt_json(values)
+
+    def get_secrets(self) -> dict[str, str]:
+        return decrypt_json(self.secrets_encrypted)
+
+    @property
+    def secret_names(self) -> list[str]:
+        return sorted(self.get_secrets())
+
+
+# --------------------------------------------------------------------------------------
+# Agent profiles (prompts) and their immutable versions
+# --------------------------------------------------------------------------------------
+
+
+class AgentProfile(models.Model):
+    class Mode(models.TextChoices):
+        REACT = "react", "ReAct text"
+        TOOLS = "tools", "Native tool calling"
+
+    class LabelSet(models.TextChoices):
+        ENGLISH = "en", "English"
+        CHINESE = "zh", "Chinese"
+
+    class MemoryStrategy(models.TextChoices):
+        BUFFER = "buffer", "Whole history"
+        WINDOW = "window", "Last k turns"
+        SUMMARY_BUFFER = "summary_buffer", "Summary + recent turns"
+
+    name = models.CharField(max_length=100)
+    slug = models.SlugField(unique=True)
+    description = models.TextField(blank=True)
+    mode = models.CharField(max_length=10, choices=Mode.choices, default=Mode.REACT)
+    model_config = models.ForeignKey(
+        ModelConfig, on_delete=models.PROTECT, null=True, blank=True, related_name="profiles"
+    )
+    temperature = models.FloatField(null=True, blank=True, help_text="Empty: the model's default.")
+    system_prompt = models.TextField(
+        blank=True, help_text="Empty: the default template for the mode and label set."
+    )
+    label_set = models.CharField(max_length=4, choices=LabelSet.choices, default=LabelSet.ENGLISH)
+    few_shot_examples = models.TextField(blank=True)
+    tools = models.ManyToManyField(ToolConfig, blank=True, related_name="profiles")
+    max_iterations = models.PositiveSmallIntegerField(default=15, validators=[MinValueValidator(1)])
+    max_execution_time = models.FloatField(
+        default=300.0, validators=[MinValueValidator(1)], help_text="Seconds."
+    )
+    memory_strategy = models.CharField(
+        max_length=20, choices=MemoryStrategy.choices, default=MemoryStrategy.SUMMARY_BUFFER
+    )
+    memory_window_turns = models.PositiveSmallIntegerField(default=6)
+    memory_token_budget = models.PositiveIntegerField(default=2000)
+    allowed_groups = models.ManyToManyField(
+        Group, blank=True, help_text="Empty: every signed-in user may use this profile."
+    )
+    is_default = models.BooleanField(default=False)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["name"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["is_default"], condition=Q(is_default=True), name="one_default_profile"
+            )
+        ]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class PromptVersion(models.Model):
+    """An immutable snapshot of a profile, written on every save. Runs point at one."""
+
+    profile = models.ForeignKey(AgentProfile, on_delete=models.CASCADE, related_name="versions")
+    number = models.PositiveIntegerField()
+    snapshot = models.JSONField(help_text="Everything the engine needs from the profile.")
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["profile", "-number"]
+        constraints = [
+            models.UniqueConstraint(fields=["profile", "number"], name="unique_prompt_version")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.profile.slug} v{self.number}"
+
+
+# --------------------------------------------------------------------------------------
+# Conversations and messages
+# --------------------------------------------------------------------------------------
+
+
+class Conversation(models.Model):
+    owner = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="conversations"
+    )
+    title = models.CharField(max_length=200, blank=True)
+    profile = models.ForeignKey(
+        AgentProfile, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+    archived = models.BooleanField(default=False)
+    # The last seq handed out in this conversation's event log; bumped under a row lock.
+    last_seq = models.PositiveBigIntegerField(default=0)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True, db_index=True)
+
+    class Meta:
+        ordering = ["-updated_at"]
+        indexes = [models.Index(fields=["owner", "archived", "-updated_at"])]
+
+    def __str__(self) -> str:
+        return self.title or f"Conversation {self.pk}"
+
+
+class Message(models.Model):
+    class Role(models.TextChoices):
+        USER = "user"
+        ASSISTANT = "assistant"
+
+    conversation = models.ForeignKey(
+        Conversation, on_delete=models.CASCADE, related_name="messages"
+    )
+    role = models.CharField(max_length=10, choices=Role.choices)
+    content = models.TextField()
+    # Set by the browser so a resend after a dropped socket does not create a second message.
+    # NULL rather than "" so the conditional unique constraint ignores messages without one.
+    client_id = models.CharField(max_length=64, null=True, blank=True)  # noqa: DJ001
+    # The run that produced an assistant message.
+    run = models.OneToOneField(
+        "AgentRun", on_delete=models.SET_NULL, null=True, blank=True, related_name="answer"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["id"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["conversation", "client_id"],
+                condition=Q(client_id__isnull=False),
+                name="unique_client_id_per_conversation",
+            )
+        ]
+        indexes = [models.Index(fields=["conversation", "id"])]
+
+    def __str__(self) -> str:
+        return f"{self.role}: {self.content[:50]}"
+
+
+# --------------------------------------------------------------------------------------
+# Runs, their event log, and the raw model calls
+# --------------------------------------------------------------------------------------
+
+
+class AgentRun(models.Model):
+    class Status(models.TextChoices):
+        QUEUED = "queued"
+        RUNNING = "running"
+        SUCCEEDED = "succeeded"
+        FAILED = "failed"
+        CANCELLED = "cancelled"
+
+    TERMINAL_STATUSES = (Status.SUCCEEDED, Status.FAILED, Status.CANCELLED)
+
+    conversation = models.ForeignKey(Conversation, on_delete=models.CASCADE, related_name="runs")
+    trigger_message = models.ForeignKey(
+        Message, on_delete=models.CASCADE, related_name="triggered_runs"
+    )
+    profile_version = models.ForeignKey(
+        PromptVersion, on_delete=models.PROTECT, null=True, blank=True, related_name="runs"
+    )
+    model_config = models.ForeignKey(
+        ModelConfig, on_delete=models.SET_NULL, null=True, blank=True, related_name="runs"
+    )
+    model_name = models.CharField(max_length=200, blank=True)
+    mode = models.CharField(max_length=10, default="react")
+    status = models.CharField(
+        max_length=10, choices=Status.choices, default=Status.QUEUED, db_index=True
+    )
+    attempts = models.PositiveSmallIntegerField(default=0)
+    worker_id = models.CharField(max_length=200, blank=True)
+    heartbeat_at = models.DateTimeField(null=True, blank=True)
+    cancel_requested_at = models.DateTimeField(null=True, blank=True)
+    prompt_tokens = models.PositiveIntegerField(default=0)
+    completion_tokens = models.PositiveIntegerField(default=0)
+    created_at = models.DateTimeField(auto_now_add=True, db_index=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    error_code = models.CharField(max_length=64, blank=True)
+    error_message = models.TextField(blank=True)
+
+    class Meta:
+        ordering = ["-id"]
+        indexes = [models.Index(fields=["status", "heartbeat_at"])]
+
+    def __str__(self) -> str:
+        return f"Run {self.pk} ({self.status})"
+
+    @property
+    def is_terminal(self) -> bool:
+        return self.status in self.TERMINAL_STATUSES
+
+    @property
+    def total_tokens(self) -> int:
+        return self.prompt_tokens + self.completion_tokens
+
+    @property
+    def duration_seconds(self) -> float | None:
+        if self.started_at and self.finished_at:
+            return (self.finished_at - self.started_at).total_seconds()
+        return None
+
+
+class RunEvent(models.Model):
+    """The durable log a browser replays from. ``seq`` strictly increases per conversation."""
+
+    conversation = models.ForeignKey(Conversation, on_delete=models.CASCADE, related_name="events")
+    run = models.ForeignKey(
+        AgentRun, on_delete=models.CASCADE, null=True, blank=True, related_name="events"
+    )
+    seq = models.PositiveBigIntegerField()
+    type = models.CharField(max_length=32)
+    payload = models.JSONField(default=dict)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["conversation", "seq"]
+        constraints = [
+            models.UniqueConstraint(fields=["conversation", "seq"], name="unique_seq_per_conv")
+        ]
+
+    def __str__(self) -> str:
+        return f"#{self.seq} {self.type}"
+
+
+class ModelCall(models.Model):
+    """One request to the model and what came back, for the run inspector."""
+
+    run = models.ForeignKey(AgentRun, on_delete=models.CASCADE, related_name="model_calls")
+    index = models.PositiveIntegerField()
+    request_messages = models.JSONField()
+    request_options = models.JSONField(default=dict)
+    response_text = models.TextField(blank=True)
+    response_tool_calls = models.JSONField(default=list, blank=True)
+    prompt_tokens = models.PositiveIntegerField(default=0)
+    completion_tokens = models.PositiveIntegerField(default=0)
+    duration_ms = models.PositiveIntegerField(default=0)
+    error = models.TextField(blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["run", "index"]
+        constraints = [
+            models.UniqueConstraint(fields=["run", "index"], name="unique_model_call_index")
+        ]
+
+    def __str__(self) -> str:
+        return f"Run {self.run_id} call {self.index}"
+
+
+# --------------------------------------------------------------------------------------
+# Memory
+# --------------------------------------------------------------------------------------
+
+
+class MemorySummary(models.Model):
+    """A running summary of a conversation up to and including ``covers_through``.
+
+    The newest row is the one in use; older rows stay as history.
+    """
+
+    conversation = models.ForeignKey(
+        Conversation, on_delete=models.CASCADE, related_name="summaries"
+    )
+    text = models.TextField()
+    covers_from = models.ForeignKey(
+        Message, on_delete=models.CASCADE, related_name="+", null=True, blank=True
+    )
+    covers_through = models.ForeignKey(Message, on_delete=models.CASCADE, related_name="+")
+    token_count = models.PositiveIntegerField(default=0)
+    model_name = models.CharField(max_length=200, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["conversation", "-id"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["conversation", "covers_through"], name="one_summary_per_cut"
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"Summary of conversation {self.conversation_id} through {self.covers_through_id}"
+
+
+# --------------------------------------------------------------------------------------
+# Knowledge base (for the knowledge_search tool)
+# --------------------------------------------------------------------------------------
+
+
+class KnowledgeDocument(models.Model):
+    title = models.CharField(max_length=200)
+    source_file = models.FileField(upload_to="knowledge/", blank=True)
+    text = models.TextField(blank=True, help_text="Extracted text; filled from the file.")
+    collection = models.SlugField(
+        default="default", help_text="A knowledge_search tool searches one collection."
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["title"]
+
+    def __str__(self) -> str:
+        return self.title
+
+
+class KnowledgeChunk(models.Model):
+    document = models.ForeignKey(KnowledgeDocument, on_delete=models.CASCADE, related_name="chunks")
+    position = models.PositiveIntegerField()
+    text = models.TextField()
+
+    class Meta:
+        ordering = ["document", "position"]
+        constraints = [
+            models.UniqueConstraint(fields=["document", "position"], name="unique_chunk_position")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.document_id}#{self.position}"

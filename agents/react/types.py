@@ -1,0 +1,149 @@
+"""The engine's vocabulary: the steps a run yields and the model interface it calls.
+
+Pure Python. Every step turns into the payload of a ``step`` event (``to_event``) and back
+(``step_from_event``), so a run can be stored, pushed to a browser, printed by ``ask --json``
+and resumed after a crash from the same shapes (docs/protocol.md).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from typing import Any, Literal, Protocol
+
+JsonDict = dict[str, Any]
+ChatMessage = dict[str, Any]  # OpenAI chat format: {"role": ..., "content": ..., ...}
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    """A call the model asked for, natively or parsed from ReAct text."""
+
+    id: str
+    name: str
+    arguments: str  # raw JSON text as the model produced it (native mode) or the Action Input
+
+
+@dataclass(frozen=True)
+class Completion:
+    """What one model call returned."""
+
+    text: str
+    tool_calls: tuple[ToolCall, ...] = ()
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    finish_reason: str | None = None
+    duration_ms: int = 0
+
+
+class ChatModel(Protocol):
+    """The one interface the engine calls. ``agents/llm`` implements it with the openai SDK.
+
+    ``on_text`` receives text deltas as they stream in; it may raise (for example to cancel),
+    and the implementation must let that exception propagate after closing the stream.
+    """
+
+    model_name: str
+
+    def complete(
+        self,
+        messages: list[ChatMessage],
+        *,
+        stop: list[str] | None = None,
+        tools: list[JsonDict] | None = None,
+        temperature: float | None = None,
+        on_text: Callable[[str], None] | None = None,
+    ) -> Completion: ...
+
+
+# --------------------------------------------------------------------------------------
+# Steps
+# --------------------------------------------------------------------------------------
+
+StopReason = Literal["answer", "return_direct", "max_iterations", "max_execution_time"]
+
+
+@dataclass(frozen=True)
+class ThoughtStep:
+    text: str
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    duration_ms: int = 0
+    kind: Literal["thought"] = "thought"
+
+
+@dataclass(frozen=True)
+class ActionStep:
+    tool: str
+    tool_input: str | JsonDict
+    call_id: str
+    kind: Literal["action"] = "action"
+
+
+@dataclass(frozen=True)
+class ObservationStep:
+    tool: str
+    call_id: str
+    text: str
+    is_error: bool = False
+    truncated: bool = False
+    duration_ms: int = 0
+    kind: Literal["observation"] = "observation"
+
+
+@dataclass(frozen=True)
+class ErrorStep:
+    """Something went wrong that the model is told about and may recover from."""
+
+    code: str  # parse_error | unknown_tool | invalid_arguments | tool_error | tool_timeout
+    message: str
+    kind: Literal["error"] = "error"
+
+
+@dataclass(frozen=True)
+class FinalAnswerStep:
+    text: str
+    stop_reason: StopReason = "answer"
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    duration_ms: int = 0
+    kind: Literal["final_answer"] = "final_answer"
+
+
+@dataclass(frozen=True)
+class ModelCallRecord:
+    """The exact request and response of one model call (stored for the inspector, not sent)."""
+
+    index: int
+    messages: list[ChatMessage]
+    options: JsonDict
+    response_text: str
+    tool_calls: list[JsonDict] = field(default_factory=list)
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    duration_ms: int = 0
+    error: str = ""
+    kind: Literal["model_call"] = "model_call"
+
+
+Step = ThoughtStep | ActionStep | ObservationStep | ErrorStep | FinalAnswerStep | ModelCallRecord
+
+_STEP_CLASSES: dict[str, type] = {
+    "thought": ThoughtStep,
+    "action": ActionStep,
+    "observation": ObservationStep,
+    "error": ErrorStep,
+    "final_answer": FinalAnswerStep,
+    "model_call": ModelCallRecord,
+}
+
+
+def step_to_event(step: Step) -> JsonDict:
+    """The JSON payload of a step event (``kind`` plus the step's fields)."""
+    return asdict(step)
+
+
+def step_from_event(payload: JsonDict) -> Step:
+    cls = _STEP_CLASSES[payload["kind"]]
+    fields = {k: v for k, v in payload.items() if k in cls.__dataclass_fields__}
+    return cls(**fields)
