@@ -6,4 +6,5 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "chatsite.settings")
 
 app = Celery("chatsite")
 app.config_from_object("django.conf:settings", namespace="CELERY")
-app.autodiscover_tasks()
+# agents.tasks holds the run tasks; agents.memory.tasks the summariser.
+app.autodiscover_tasks(["agents", "agents.memory"])

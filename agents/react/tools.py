@@ -1,0 +1,135 @@
+"""What a tool is, to the engine.
+
+A tool is an object with a name, a description and a ``run`` method whose keyword arguments
+are type-hinted. The JSON schema the model sees is derived from those hints, so the schema
+cannot drift from the code. Pure Python: Django-backed tools live in ``agents/tools``.
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+import types
+import typing
+from typing import Any
+
+JsonDict = dict[str, Any]
+
+_JSON_TYPES: dict[Any, str] = {
+    str: "string",
+    int: "integer",
+    float: "number",
+    bool: "boolean",
+    dict: "object",
+    list: "array",
+}
+
+
+class ToolInputError(ValueError):
+    """The input does not fit the tool's arguments; the model is told why."""
+
+
+class Tool:
+    """Subclass and implement ``run(self, *, arg: type, ...) -> str``.
+
+    The first line of ``run``'s docstring is not used: ``description`` is what the model
+    reads, so that staff can edit it in the admin.
+    """
+
+    # Instance attributes with class defaults: a configured tool (ToolConfig) sets its own.
+    name: str = ""
+    description: str = ""
+    return_direct: bool = False
+    timeout_seconds: float = 30.0
+
+    def run(self, **kwargs: Any) -> str:
+        raise NotImplementedError(f"{type(self).__name__} must implement run()")
+
+    # -- schema ----------------------------------------------------------------------
+    @classmethod
+    def args_schema(cls) -> JsonDict:
+        """JSON schema of ``run``'s keyword arguments, from its type hints and defaults."""
+        signature = inspect.signature(cls.run)
+        hints = typing.get_type_hints(cls.run)
+        properties: dict[str, JsonDict] = {}
+        required: list[str] = []
+        for name, param in signature.parameters.items():
+            if name == "self" or param.kind in (param.VAR_KEYWORD, param.VAR_POSITIONAL):
+                continue
+            properties[name] = {"type": _json_type(hints.get(name, str))}
+            if param.default is inspect.Parameter.empty:
+                required.append(name)
+            else:
+                properties[name]["default"] = param.default
+        return {"type": "object", "properties": properties, "required": required}
+
+    def coerce_input(self, tool_input: str | JsonDict) -> JsonDict:
+        """Turn an Action Input (text or JSON object) into ``run``'s keyword arguments.
+
+        A text input goes to the only required argument; text that is a JSON object is
+        treated as the arguments themselves.
+        """
+        schema = self.args_schema()
+        properties: dict[str, JsonDict] = schema["properties"]
+        if isinstance(tool_input, str):
+            stripped = tool_input.strip()
+            if stripped.startswith("{"):
+                try:
+                    parsed = json.loads(stripped)
+                except json.JSONDecodeError:
+                    parsed = None
+                if isinstance(parsed, dict) and set(parsed) <= set(properties):
+                    tool_input = parsed
+            if isinstance(tool_input, str):
+                targets = schema["required"] or list(properties)
+                if len(targets) != 1:
+                    raise ToolInputError(
+                        f"{self.name} takes a JSON object with keys {sorted(properties)}"
+                    )
+                tool_input = {targets[0]: tool_input}
+        unknown = set(tool_input) - set(properties)
+        if unknown:
+            raise ToolInputError(f"{self.name} has no argument(s) {sorted(unknown)}")
+        missing = [name for name in schema["required"] if name not in tool_input]
+        if missing:
+            raise ToolInputError(f"{self.name} is missing argument(s) {missing}")
+        for name, value in tool_input.items():
+            expected = properties[name]["type"]
+            if not _matches(value, expected):
+                raise ToolInputError(f"{self.name}: argument {name!r} must be a {expected}")
+        return dict(tool_input)
+
+    def openai_schema(self) -> JsonDict:
+        """The ``tools`` entry for native tool calling."""
+        return {
+            "type": "function",
+            "function": {
+                "name": self.name,
+                "description": self.description,
+                "parameters": self.args_schema(),
+            },
+        }
+
+
+def _json_type(hint: Any) -> str:
+    origin = typing.get_origin(hint) or hint
+    if origin in (typing.Union, types.UnionType):
+        args = [a for a in typing.get_args(hint) if a is not type(None)]
+        return _json_type(args[0]) if args else "string"
+    return _JSON_TYPES.get(origin, "string")
+
+
+def _matches(value: Any, expected: str) -> bool:
+    if expected == "string":
+        return isinstance(value, str)
+    if expected == "integer":
+        return isinstance(value, int) and not isinstance(value, bool)
+    if expected == "number":
+        return isinstance(value, int | float) and not isinstance(value, bool)
+    if expected == "boolean":
+        return isinstance(value, bool)
+    if expected == "object":
+        return isinstance(value, dict)
+    if expected == "array":
+        return isinstance(value, list)
+    return True
