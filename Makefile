@@ -21,7 +21,7 @@ deps: $(VENV)/.deps  ## Create .venv and install the pinned requirements
 run: deps  ## Migrate and start the whole app (daphne, celery worker, Redis if REDIS_URL is unset)
 	$(PY) manage.py migrate --noinput
 	$(PY) manage.py collectstatic --noinput --verbosity 0
-	$(PY) manage.py serve
+	SECURE_SSL_REDIRECT=0 SESSION_COOKIE_SECURE=0 CSRF_COOKIE_SECURE=0 $(PY) manage.py serve
 
 test: deps browser  ## Run the whole test suite (Redis is embedded if REDIS_URL is unset)
 	$(PY) -m chatsite.embedded $(PY) -m pytest $(PYTEST_ARGS)
