@@ -1,0 +1,106 @@
+"""The engine's error family.
+
+Every error carries a short ``code`` string: the run pipeline stores it on a failed run and the
+browser shows it, so codes are stable API. Errors the model can recover from (a parse error,
+an unknown tool, a failing tool) never leave the executor: they become an ``ErrorStep`` and an
+observation. What does leave it is a ``ModelError`` (the endpoint failed) or ``RunCancelled``.
+"""
+
+from __future__ import annotations
+
+
+class AgentError(Exception):
+    """Base of every error the engine raises on purpose."""
+
+    code: str = "agent_error"
+
+    def __init__(self, message: str = "", *, code: str | None = None) -> None:
+        super().__init__(message or self.__class__.__doc__ or self.code)
+        if code is not None:
+            self.code = code
+
+    @property
+    def message(self) -> str:
+        return str(self)
+
+
+class RunCancelled(AgentError):
+    """The run was cancelled."""
+
+    code = "cancelled"
+
+
+class ParseError(AgentError):
+    """The model's text does not follow the ReAct format.
+
+    ``text`` is what the model wrote (after cutting invented observations); ``hint`` is the
+    short instruction the model is shown so it can correct itself.
+    """
+
+    code = "parse_error"
+
+    def __init__(self, message: str, *, text: str = "", hint: str = "") -> None:
+        super().__init__(message)
+        self.text = text
+        self.hint = hint or message
+
+
+class PromptTemplateError(AgentError):
+    """A prompt template cannot be rendered (unknown variables, bad braces)."""
+
+    code = "prompt_template"
+
+    def __init__(self, problems: list[str]) -> None:
+        super().__init__("; ".join(problems))
+        self.problems = list(problems)
+
+
+# -- raised by the model client (agents/llm) ---------------------------------------------
+
+
+class ModelError(AgentError):
+    """The model endpoint failed. ``status_code`` is the HTTP status when there was one."""
+
+    code = "model_error"
+
+    def __init__(
+        self, message: str = "", *, status_code: int | None = None, code: str | None = None
+    ) -> None:
+        super().__init__(message, code=code)
+        self.status_code = status_code
+
+
+class ModelAuthError(ModelError):
+    """The endpoint rejected the API key."""
+
+    code = "model_auth"
+
+
+class ModelQuotaError(ModelError):
+    """The account behind the API key has no quota left."""
+
+    code = "model_quota"
+
+
+class ModelRateLimited(ModelError):
+    """The endpoint kept answering 429 after the allowed retries."""
+
+    code = "model_rate_limited"
+
+
+class ModelUnavailable(ModelError):
+    """The endpoint could not be reached or kept failing with server errors."""
+
+    code = "model_unavailable"
+
+
+class ModelTimeout(ModelError):
+    """The model did not finish within the call's deadline."""
+
+    code = "model_timeout"
+
+
+class ModelBadResponse(ModelError):
+    """The endpoint answered with something that is not a usable chat completion."""
+
+    code = "model_bad_response"
