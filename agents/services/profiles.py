@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import difflib
+import json
+from dataclasses import dataclass
 from typing import Any
 
 from django.db import transaction
 
-from agents.models import AgentProfile, PromptVersion
+from agents.models import AgentProfile, ModelConfig, PromptVersion, ToolConfig
 
 
 def profile_snapshot(profile: AgentProfile) -> dict[str, Any]:
@@ -46,3 +49,126 @@ def prompt_version_ensure(*, profile: AgentProfile, user=None) -> PromptVersion:
         snapshot=snapshot,
         created_by=user,
     )
+
+
+@transaction.atomic
+def profile_save(*, profile: AgentProfile, is_default: bool) -> AgentProfile:
+    """Save a profile's own fields; making it the default takes the flag from the old one.
+
+    Only one profile may be the default (a database constraint), so the flag moves instead of
+    failing. The caller saves many-to-many fields afterwards and then calls
+    ``prompt_version_ensure``, because the snapshot includes the tools.
+    """
+    if is_default:
+        AgentProfile.objects.filter(is_default=True).exclude(pk=profile.pk).update(is_default=False)
+    profile.is_default = is_default
+    profile.save()
+    return profile
+
+
+@dataclass(frozen=True)
+class RestoreResult:
+    version: PromptVersion
+    # What the old snapshot named that no longer exists, so it could not come back.
+    missing_tools: list[str]
+    missing_model_config: bool
+
+
+@transaction.atomic
+def prompt_version_restore(*, version: PromptVersion, user=None) -> RestoreResult:
+    """Put a profile back the way an old version had it, recorded as a new version.
+
+    Old versions are never changed: the restored state becomes the next number, so the
+    history still shows what was live in between.
+    """
+    profile = AgentProfile.objects.select_for_update().get(pk=version.profile_id)
+    snapshot = version.snapshot
+    for field in _RESTORED_FIELDS:
+        if field in snapshot:
+            setattr(profile, field, snapshot[field])
+
+    model_config_id = snapshot.get("model_config_id")
+    missing_model_config = False
+    if model_config_id is not None and not ModelConfig.objects.filter(pk=model_config_id).exists():
+        model_config_id = None
+        missing_model_config = True
+    profile.model_config_id = model_config_id
+    profile.save()
+
+    wanted = dict(zip(snapshot.get("tool_ids", []), snapshot.get("tool_names", []), strict=False))
+    existing = list(ToolConfig.objects.filter(pk__in=wanted))
+    profile.tools.set(existing)
+    found = {tool.pk for tool in existing}
+    missing_tools = sorted(name for tool_id, name in wanted.items() if tool_id not in found)
+
+    return RestoreResult(
+        version=prompt_version_ensure(profile=profile, user=user),
+        missing_tools=missing_tools,
+        missing_model_config=missing_model_config,
+    )
+
+
+# The snapshot keys that are plain profile fields (tools and the model are restored apart).
+_RESTORED_FIELDS = (
+    "name",
+    "mode",
+    "label_set",
+    "system_prompt",
+    "few_shot_examples",
+    "temperature",
+    "max_iterations",
+    "max_execution_time",
+    "memory_strategy",
+    "memory_window_turns",
+    "memory_token_budget",
+)
+
+
+@dataclass(frozen=True)
+class DiffLine:
+    kind: str  # "added" | "removed" | "context" | "hunk"
+    text: str
+
+
+def prompt_version_diff(*, version: PromptVersion) -> list[DiffLine]:
+    """A unified diff of a version against the one before it (all lines added for v1).
+
+    Read-only; lives beside the writes because it needs the same snapshot layout.
+    """
+    previous = (
+        PromptVersion.objects.filter(profile_id=version.profile_id, number__lt=version.number)
+        .order_by("-number")
+        .first()
+    )
+    old_lines = _snapshot_lines(previous.snapshot) if previous else []
+    new_lines = _snapshot_lines(version.snapshot)
+    old_name = f"v{previous.number}" if previous else "(nothing)"
+    lines: list[DiffLine] = []
+    diff = difflib.unified_diff(
+        old_lines, new_lines, fromfile=old_name, tofile=f"v{version.number}", lineterm="", n=3
+    )
+    for line in diff:
+        if line.startswith(("---", "+++")):
+            continue
+        if line.startswith("@@"):
+            lines.append(DiffLine("hunk", line))
+        elif line.startswith("+"):
+            lines.append(DiffLine("added", line[1:]))
+        elif line.startswith("-"):
+            lines.append(DiffLine("removed", line[1:]))
+        else:
+            lines.append(DiffLine("context", line[1:]))
+    return lines
+
+
+def _snapshot_lines(snapshot: dict[str, Any]) -> list[str]:
+    """A snapshot as text a person can diff: one line per setting, prompts line by line."""
+    lines: list[str] = []
+    for key in sorted(snapshot):
+        value = snapshot[key]
+        if isinstance(value, str) and "\n" in value:
+            lines.append(f"{key}:")
+            lines.extend(f"    {text_line}" for text_line in value.splitlines())
+        else:
+            lines.append(f"{key}: {json.dumps(value, ensure_ascii=False)}")
+    return lines
