@@ -1,0 +1,115 @@
+"""The base of every configurable tool kind.
+
+A configured tool is an ``agents.react.tools.Tool`` that also carries its admin-set config and
+its decrypted secrets. Secrets reach only the code that needs them (``secret()``); every
+value a tool returns or raises is passed through ``redact`` first, so a secret cannot leak
+into an observation, an error message, the description or ``repr`` even if a remote server
+echoes it back.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from collections.abc import Mapping
+from typing import Any, ClassVar
+
+from agents.react.tools import Tool, ToolInputError
+
+REDACTED = "[secret]"
+SECRET_NAME_PATTERN = r"[A-Z][A-Z0-9_]{0,63}"  # noqa: S105 (a pattern, not a password)
+_SECRET_REFERENCE = re.compile(r"\{secret:(" + SECRET_NAME_PATTERN + r")\}")
+
+
+class ToolError(RuntimeError):
+    """The tool ran but could not produce a result; the message is shown to the model."""
+
+
+class ConfiguredTool(Tool):
+    """Subclass, set ``name``/``description`` defaults and implement typed ``run``.
+
+    ``check_config`` may add checks the JSON schema cannot express (for example that a
+    time zone exists); it returns field -> error like ``validate_tool_config``.
+    """
+
+    # Secret values shorter than this are not redacted: replacing "a" everywhere would
+    # mangle every observation and hide nothing worth hiding.
+    _MIN_REDACTED_LENGTH: ClassVar[int] = 4
+
+    def __init__(
+        self,
+        *,
+        name: str = "",
+        description: str = "",
+        config: Mapping[str, Any] | None = None,
+        secrets: Mapping[str, str] | None = None,
+        timeout_seconds: float | None = None,
+        return_direct: bool = False,
+        user: Any = None,
+        conversation: Any = None,
+    ) -> None:
+        self._secrets = dict(secrets or {})
+        self.name = name or type(self).name
+        self.description = self.redact(description or type(self).description)
+        self.config: dict[str, Any] = dict(config or {})
+        if timeout_seconds is not None:
+            self.timeout_seconds = float(timeout_seconds)
+        self.return_direct = return_direct
+        self.user = user
+        self.conversation = conversation
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if "run" in cls.__dict__:
+            cls.run = _redacting(cls.__dict__["run"])  # type: ignore[method-assign]
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} {self.name!r}>"
+
+    @classmethod
+    def check_config(cls, config: Mapping[str, Any]) -> dict[str, str]:
+        return {}
+
+    # -- secrets -----------------------------------------------------------------------
+    def secret(self, name: str) -> str:
+        try:
+            return self._secrets[name]
+        except KeyError:
+            raise ToolError(
+                f"the secret {name} is not set for tool {self.name}; ask an administrator"
+            ) from None
+
+    def fill_secrets(self, template: str) -> str:
+        """Replace ``{secret:NAME}`` references with the secret values."""
+        return _SECRET_REFERENCE.sub(lambda match: self.secret(match.group(1)), template)
+
+    def redact(self, text: str) -> str:
+        for value in sorted(self._secrets.values(), key=len, reverse=True):
+            if value and len(value) >= self._MIN_REDACTED_LENGTH:
+                text = text.replace(value, REDACTED)
+        return text
+
+
+def secret_references(text: str) -> list[str]:
+    """The secret names a template refers to with ``{secret:NAME}``."""
+    return _SECRET_REFERENCE.findall(text)
+
+
+def _redacting(run: Any) -> Any:
+    """Wrap ``run`` so its result and its error messages never carry a secret value."""
+
+    @functools.wraps(run)  # keeps the signature and hints the argument schema comes from
+    def wrapper(self: ConfiguredTool, *args: Any, **kwargs: Any) -> str:
+        try:
+            result = run(self, *args, **kwargs)
+        except ToolInputError as exc:
+            raise ToolInputError(self.redact(str(exc))) from None
+        except ToolError as exc:
+            raise ToolError(self.redact(str(exc))) from None
+        except Exception as exc:
+            # Unexpected failures still reach the model as a readable, redacted message;
+            # the original traceback is dropped because it may hold secret values.
+            raise ToolError(self.redact(f"{type(exc).__name__}: {exc}")) from None
+        return self.redact(str(result))
+
+    return wrapper
