@@ -1,0 +1,344 @@
+"""Conversation memory: what a run sees of the past, and the summaries that keep it bounded.
+
+``memory_for_run`` is read at the start of every run, ``memory_after_run`` at its end, and
+``memory_summary_create`` is the work of the ``summarize_conversation`` task. Summaries form a
+chain: each row folds the lines after the previous row's cut into the previous text, so row N
+summarises everything from the first message through its ``covers_through``, and the rows'
+``covers_from``..``covers_through`` ranges (the lines each one added) tile the history.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from typing import Any
+
+from django.core.exceptions import PermissionDenied
+from django.db import IntegrityError, transaction
+
+from agents.memory.strategies import (
+    BUFFER,
+    SUMMARY_BUFFER,
+    WINDOW,
+    HistoryMessage,
+    MemorySettings,
+    Turn,
+    choose_cut,
+    needs_summary,
+    select_summary_buffer,
+    split_turns,
+    turns_to_messages,
+    window,
+)
+from agents.memory.summarizer import summary_tokens, write_summary
+from agents.models import AgentProfile, AgentRun, Conversation, MemorySummary, Message, ModelConfig
+from agents.react.types import ChatMessage, ChatModel
+
+logger = logging.getLogger(__name__)
+
+# One summarising call folds at most this many tokens of new lines; a longer backlog (after
+# /compact on a long conversation, or after the summariser was down) takes several calls,
+# each stored as its own row, so progress survives a failure halfway.
+MAX_FOLD_TOKENS = 6000
+# A task stops after this many calls; anything left is picked up after the next run.
+MAX_FOLD_ROUNDS = 25
+
+
+@dataclass(frozen=True)
+class MemoryContext:
+    """What a run is given of the conversation before its question."""
+
+    summary: str
+    history: list[ChatMessage]
+    summary_id: int | None
+
+
+# --------------------------------------------------------------------------------------
+# Reading
+# --------------------------------------------------------------------------------------
+
+
+def _history(
+    conversation: Conversation, *, after_id: int | None = None, before_id: int | None = None
+) -> list[HistoryMessage]:
+    messages = Message.objects.filter(conversation=conversation)
+    if after_id is not None:
+        messages = messages.filter(id__gt=after_id)
+    if before_id is not None:
+        messages = messages.filter(id__lt=before_id)
+    rows = messages.order_by("id").values_list("id", "role", "content")
+    return [HistoryMessage(id=pk, role=role, content=content) for pk, role, content in rows]
+
+
+def _newest_summary(
+    conversation: Conversation, *, before_id: int | None = None
+) -> MemorySummary | None:
+    summaries = MemorySummary.objects.filter(conversation=conversation)
+    if before_id is not None:
+        summaries = summaries.filter(covers_through_id__lt=before_id)
+    return summaries.order_by("-covers_through_id").first()
+
+
+def memory_for_run(
+    *,
+    conversation: Conversation,
+    snapshot: dict[str, Any],
+    model_name: str,
+    before_message: Message | None,
+) -> MemoryContext:
+    """The bounded past for a run answering ``before_message`` (None: the whole conversation).
+
+    ``summary_buffer`` gives the newest summary and the turns after its cut, the oldest of
+    those left out if they would take the total over the token budget (a summary is pending,
+    or failed): the prompt stays bounded either way.
+    """
+    settings = MemorySettings.from_snapshot(snapshot)
+    before_id = before_message.pk if before_message is not None else None
+
+    if settings.strategy == BUFFER:
+        history = _history(conversation, before_id=before_id)
+        return MemoryContext("", [message.as_chat() for message in history], None)
+
+    if settings.strategy == WINDOW:
+        turns = split_turns(_history(conversation, before_id=before_id), model=model_name)
+        return MemoryContext("", turns_to_messages(window(turns, settings.window_turns)), None)
+
+    summary = _newest_summary(conversation, before_id=before_id)
+    after_id = summary.covers_through_id if summary else None
+    turns = split_turns(
+        _history(conversation, after_id=after_id, before_id=before_id), model=model_name
+    )
+    selection = select_summary_buffer(
+        summary=summary.text if summary else "",
+        turns_after_summary=turns,
+        budget=settings.token_budget,
+        model=model_name,
+    )
+    if selection.trimmed_turns:
+        logger.info(
+            "conversation %s: %d unsummarised turns left out to stay within %d tokens",
+            conversation.pk,
+            selection.trimmed_turns,
+            settings.token_budget,
+        )
+    return MemoryContext(selection.summary, selection.history, summary.pk if summary else None)
+
+
+def summary_in_use(*, conversation: Conversation) -> MemorySummary | None:
+    """The summary the next run will read (for the chat's marker). Callers scope the
+    conversation to the requesting user first (``agents.selectors.conversation_get``)."""
+    return _newest_summary(conversation)
+
+
+def summary_history(*, conversation: Conversation) -> list[MemorySummary]:
+    """Every summary of the conversation, oldest cut first (for the admin)."""
+    return list(
+        MemorySummary.objects.filter(conversation=conversation).order_by("covers_through_id")
+    )
+
+
+# --------------------------------------------------------------------------------------
+# Deciding to summarise
+# --------------------------------------------------------------------------------------
+
+
+def _model_name_for(snapshot: dict[str, Any]) -> str:
+    model_config_id = snapshot.get("model_config_id")
+    if not model_config_id:
+        return ""
+    return ModelConfig.objects.filter(pk=model_config_id).values_list("model", flat=True).first()
+
+
+def _over_budget(conversation: Conversation, settings: MemorySettings, model: str) -> bool:
+    summary = _newest_summary(conversation)
+    turns = split_turns(
+        _history(conversation, after_id=summary.covers_through_id if summary else None),
+        model=model,
+    )
+    return needs_summary(
+        summary=summary.text if summary else "",
+        turns_after_summary=turns,
+        budget=settings.token_budget,
+        model=model,
+    )
+
+
+def _enqueue_summary(conversation_id: int, *, force: bool) -> None:
+    from agents.memory.tasks import summarize_conversation
+
+    transaction.on_commit(lambda: summarize_conversation.delay(conversation_id, force=force))
+
+
+def memory_after_run(*, conversation: Conversation, snapshot: dict[str, Any]) -> bool:
+    """Enqueue summarising, after commit, when the conversation no longer fits its budget.
+
+    Returns whether a task was enqueued. Only ``summary_buffer`` profiles summarise.
+    """
+    settings = MemorySettings.from_snapshot(snapshot)
+    if settings.strategy != SUMMARY_BUFFER:
+        return False
+    if not _over_budget(conversation, settings, _model_name_for(snapshot) or ""):
+        return False
+    _enqueue_summary(conversation.pk, force=False)
+    return True
+
+
+def summary_request(*, conversation: Conversation, user) -> bool:
+    """ "Summarise now" (``/compact``): fold every finished turn into the summary at once.
+
+    Only the owner may ask. Returns False, enqueuing nothing, when no finished turn is left
+    outside the summary.
+    """
+    if conversation.owner_id != getattr(user, "pk", None):
+        raise PermissionDenied("Only the conversation's owner can summarise it.")
+    summary = _newest_summary(conversation)
+    turns = split_turns(
+        _history(conversation, after_id=summary.covers_through_id if summary else None)
+    )
+    if (
+        not turns
+        or choose_cut(
+            turns, keep_tokens=0, last_turn_closed=_last_turn_closed(conversation), keep_at_least=0
+        )
+        == 0
+    ):
+        return False
+    _enqueue_summary(conversation.pk, force=True)
+    return True
+
+
+# --------------------------------------------------------------------------------------
+# Summarising (the task's work)
+# --------------------------------------------------------------------------------------
+
+
+def _snapshot_for(conversation: Conversation) -> dict[str, Any]:
+    """The profile snapshot the conversation's latest run used, else its profile's today."""
+    from agents.services.profiles import profile_snapshot
+
+    latest = (
+        AgentRun.objects.filter(conversation=conversation, profile_version__isnull=False)
+        .select_related("profile_version")
+        .order_by("-id")
+        .first()
+    )
+    if latest is not None:
+        return latest.profile_version.snapshot
+    profile = conversation.profile or AgentProfile.objects.filter(is_default=True).first()
+    return profile_snapshot(profile) if profile is not None else {}
+
+
+def _last_turn_closed(conversation: Conversation) -> bool:
+    """False while a run is still answering (its turn's answer is not written yet)."""
+    return not (
+        AgentRun.objects.filter(conversation=conversation)
+        .exclude(status__in=AgentRun.TERMINAL_STATUSES)
+        .exists()
+    )
+
+
+@dataclass(frozen=True)
+class _FoldPlan:
+    base_summary_id: int | None
+    base_text: str
+    turns: list[Turn]
+
+    @property
+    def lines(self) -> list[HistoryMessage]:
+        return [message for turn in self.turns for message in turn.messages]
+
+
+def _plan(
+    conversation: Conversation, settings: MemorySettings, *, model: str, force: bool
+) -> _FoldPlan | None:
+    summary = _newest_summary(conversation)
+    text = summary.text if summary else ""
+    turns = split_turns(
+        _history(conversation, after_id=summary.covers_through_id if summary else None),
+        model=model,
+    )
+    if not force and not needs_summary(
+        summary=text, turns_after_summary=turns, budget=settings.token_budget, model=model
+    ):
+        return None
+    count = choose_cut(
+        turns,
+        keep_tokens=0 if force else settings.keep_verbatim_tokens,
+        last_turn_closed=_last_turn_closed(conversation),
+        keep_at_least=0 if force else 1,
+    )
+    folded: list[Turn] = []
+    used = 0
+    for turn in turns[:count]:
+        if folded and used + turn.tokens > MAX_FOLD_TOKENS:
+            break
+        folded.append(turn)
+        used += turn.tokens
+    if not folded:
+        return None
+    return _FoldPlan(summary.pk if summary else None, text, folded)
+
+
+def _store(conversation: Conversation, plan: _FoldPlan, text: str, model: str) -> MemorySummary:
+    """Write the new row, or return None if another summariser moved the cut meanwhile."""
+    with transaction.atomic():
+        # Held only for these few queries, never during the model call: runs take the same
+        # row lock to number their events (docs/architecture.md, invariant 3).
+        Conversation.objects.select_for_update().filter(pk=conversation.pk).first()
+        newest = _newest_summary(conversation)
+        if (newest.pk if newest else None) != plan.base_summary_id:
+            return None
+        first, last = plan.lines[0], plan.lines[-1]
+        if Message.objects.filter(pk__in=[first.id, last.id]).count() != len({first.id, last.id}):
+            return None  # messages deleted (an edit and resend) while the model was writing
+        try:
+            with transaction.atomic():
+                return MemorySummary.objects.create(
+                    conversation=conversation,
+                    text=text,
+                    covers_from_id=first.id,
+                    covers_through_id=last.id,
+                    token_count=summary_tokens(text, model),
+                    model_name=model,
+                )
+        except IntegrityError:
+            return None
+
+
+def memory_summary_create(
+    *, conversation: Conversation, force: bool = False, chat_model: ChatModel | None = None
+) -> MemorySummary | None:
+    """Fold old turns into the conversation's summary; the newest row written, or None.
+
+    Without ``force`` it does nothing unless the conversation is over its budget, and keeps
+    the newest turns verbatim; with ``force`` (``/compact``) it folds every finished turn.
+    Safe to run twice at once: the model is called outside any lock, and a result whose base
+    summary is no longer the newest is dropped and the work planned again. Model failures
+    propagate (the task retries); nothing is stored then and no message is touched.
+    """
+    snapshot = _snapshot_for(conversation)
+    settings = MemorySettings.from_snapshot(snapshot)
+    if chat_model is None:
+        from agents.llm.factory import chat_model_for
+
+        model_config = ModelConfig.objects.filter(pk=snapshot.get("model_config_id")).first()
+        chat_model = chat_model_for(model_config)
+    model = getattr(chat_model, "model_name", "") or ""
+
+    newest = None
+    for _ in range(MAX_FOLD_ROUNDS):
+        plan = _plan(conversation, settings, model=model, force=force)
+        if plan is None:
+            break
+        text = write_summary(
+            chat_model=chat_model,
+            current_summary=plan.base_text,
+            new_lines=plan.lines,
+            target_tokens=settings.summary_target_tokens,
+        )
+        stored = _store(conversation, plan, text, model)
+        if stored is None:
+            logger.info("conversation %s: summary superseded, planning again", conversation.pk)
+            continue
+        newest = stored
+    return newest

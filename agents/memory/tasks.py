@@ -1,0 +1,30 @@
+"""The summariser task: thin, takes an id, safe to run twice (see ``memory_summary_create``)."""
+
+from __future__ import annotations
+
+from celery import shared_task
+
+from agents.memory.services import memory_summary_create
+from agents.models import Conversation
+from agents.react.errors import ModelError
+
+# A summary that cannot be written today is not urgent: the run before it already fell back
+# to a bounded window. Back off up to ten minutes between tries, and give up after six.
+MAX_RETRIES = 6
+
+
+@shared_task(
+    autoretry_for=(ModelError,),
+    max_retries=MAX_RETRIES,
+    retry_backoff=5,
+    retry_backoff_max=600,
+    retry_jitter=True,
+    acks_late=True,
+)
+def summarize_conversation(conversation_id: int, force: bool = False) -> int | None:
+    """Fold the conversation's old turns into its summary; the id of the newest row written."""
+    conversation = Conversation.objects.filter(pk=conversation_id).first()
+    if conversation is None:
+        return None  # deleted since the task was enqueued
+    summary = memory_summary_create(conversation=conversation, force=force)
+    return summary.pk if summary else None
