@@ -1,0 +1,486 @@
+"""The chat model the engine calls: any OpenAI-compatible endpoint, through the openai SDK.
+
+Every call streams. What this module adds over the SDK:
+
+- An overall deadline per call. The SDK's timeout bounds each socket read, so a server that
+  trickles a byte every few seconds would never time out; here a watchdog shuts the socket
+  at the deadline and the call raises ``ModelTimeout``.
+- Its own bounded retries with backoff (honouring ``Retry-After``) on 429, 5xx, connection
+  errors and timeouts, inside that deadline. The SDK's retries are off because they know
+  nothing of the deadline. A stream that fails after text was already handed to ``on_text``
+  is not retried: the caller has shown that text and a second attempt could differ.
+- A fast, clear failure on a rejected key and on ``insufficient_quota``.
+- Usage from the stream's last chunk, or counted with tiktoken when the server sends none.
+
+Failures leave as the ``ModelError`` family of ``agents/react/errors.py``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import heapq
+import itertools
+import json
+import logging
+import random
+import socket
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from email.utils import parsedate_to_datetime
+from functools import lru_cache
+from typing import Any
+
+import openai
+
+from agents.llm.tokens import count_message_tokens, count_tokens
+from agents.react.errors import (
+    ModelAuthError,
+    ModelBadResponse,
+    ModelError,
+    ModelQuotaError,
+    ModelRateLimited,
+    ModelTimeout,
+    ModelUnavailable,
+)
+from agents.react.types import ChatMessage, Completion, JsonDict, ToolCall
+
+logger = logging.getLogger(__name__)
+
+CONNECT_TIMEOUT_SECONDS = 10.0
+BACKOFF_BASE_SECONDS = 0.5
+BACKOFF_MAX_SECONDS = 20.0
+RETRYABLE_STATUSES = frozenset({408, 409, 429})
+# An API key is required by the SDK; local servers (Ollama, llama.cpp) ignore it.
+PLACEHOLDER_API_KEY = "not-needed"
+
+
+class OpenAIChatModel:
+    """``ChatModel`` over an OpenAI-compatible ``base_url`` (OpenAI, Ollama, vLLM, llama.cpp)."""
+
+    def __init__(
+        self,
+        *,
+        base_url: str,
+        api_key: str,
+        model: str,
+        deadline_seconds: float = 120.0,
+        max_retries: int = 3,
+        default_temperature: float | None = None,
+    ) -> None:
+        if deadline_seconds <= 0:
+            raise ValueError("deadline_seconds must be positive")
+        if max_retries < 0:
+            raise ValueError("max_retries cannot be negative")
+        self.model_name = model
+        self.base_url = base_url
+        self.deadline_seconds = deadline_seconds
+        self.max_retries = max_retries
+        self.default_temperature = default_temperature
+        self._client = _sdk_client(base_url, api_key or PLACEHOLDER_API_KEY)
+        # Cleared for good once the server refuses stream_options (older vLLM, llama.cpp).
+        self._send_stream_options = True
+
+    def __repr__(self) -> str:
+        return f"OpenAIChatModel(model={self.model_name!r}, base_url={self.base_url!r})"
+
+    def complete(
+        self,
+        messages: list[ChatMessage],
+        *,
+        stop: list[str] | None = None,
+        tools: list[JsonDict] | None = None,
+        temperature: float | None = None,
+        on_text: Callable[[str], None] | None = None,
+    ) -> Completion:
+        started = time.monotonic()
+        deadline = started + self.deadline_seconds
+        request: JsonDict = {"model": self.model_name, "messages": messages, "stream": True}
+        if stop:
+            request["stop"] = list(stop)
+        if tools:
+            request["tools"] = tools
+        if temperature is None:
+            temperature = self.default_temperature
+        if temperature is not None:
+            request["temperature"] = temperature
+
+        retries = 0
+        while True:
+            outcome = _Attempt(on_text)
+            try:
+                self._attempt(request, outcome, deadline)
+            except _Retryable as failure:
+                if outcome.delivered_text or retries >= self.max_retries:
+                    raise failure.error from failure.__cause__
+                retries += 1
+                wait = _backoff(retries, failure.retry_after)
+                if time.monotonic() + wait >= deadline:
+                    raise failure.error from failure.__cause__
+                logger.info(
+                    "model call to %s failed (%s); retry %d/%d in %.1fs",
+                    self.base_url,
+                    failure.error.code,
+                    retries,
+                    self.max_retries,
+                    wait,
+                )
+                time.sleep(wait)
+                continue
+            except _StreamOptionsRefused:
+                self._send_stream_options = False
+                continue
+            return self._completion(messages, outcome, started)
+
+    # -- one HTTP request ----------------------------------------------------------
+    def _attempt(self, request: JsonDict, outcome: _Attempt, deadline: float) -> None:
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            raise ModelTimeout(self._timeout_message())
+        options = dict(request)
+        if self._send_stream_options:
+            options["stream_options"] = {"include_usage": True}
+        # Each read may take at most what is left of the deadline; the watchdog covers the
+        # sum of many slow reads.
+        timeout = openai.Timeout(
+            remaining, connect=min(CONNECT_TIMEOUT_SECONDS, remaining), pool=remaining
+        )
+        try:
+            stream = self._client.chat.completions.create(**options, timeout=timeout)
+        except openai.APIError as exc:
+            if self._send_stream_options and _refuses_stream_options(exc):
+                raise _StreamOptionsRefused from exc
+            raise self._translate(exc, deadline) from exc
+
+        guard = _DEADLINE_WATCHDOG.arm(deadline, lambda: _abort_stream(stream))
+        try:
+            iterator = iter(stream)
+            while True:
+                try:
+                    chunk = next(iterator)
+                except StopIteration:
+                    break
+                except openai.APIError as exc:
+                    if guard.fired:
+                        raise ModelTimeout(self._timeout_message()) from exc
+                    raise self._translate(exc, deadline) from exc
+                except ValueError as exc:  # a data line that is not JSON
+                    raise ModelBadResponse(
+                        f"{self.base_url} sent a malformed stream chunk: {exc}"
+                    ) from exc
+                # on_text runs here, outside the error translation: whatever it raises
+                # (cancellation) propagates unchanged.
+                outcome.add(chunk)
+                if time.monotonic() > deadline:
+                    raise ModelTimeout(self._timeout_message())
+        finally:
+            _DEADLINE_WATCHDOG.disarm(guard)
+            stream.close()
+        if guard.fired:
+            raise ModelTimeout(self._timeout_message())
+        if not outcome.chunks:
+            raise ModelBadResponse(f"{self.base_url} returned an empty stream")
+
+    def _completion(
+        self, messages: list[ChatMessage], outcome: _Attempt, started: float
+    ) -> Completion:
+        text = "".join(outcome.text_parts)
+        calls = outcome.tool_calls()
+        if outcome.usage is not None:
+            prompt_tokens = outcome.usage.get("prompt_tokens") or 0
+            completion_tokens = outcome.usage.get("completion_tokens") or 0
+        else:
+            prompt_tokens = count_message_tokens(messages, self.model_name)
+            completion_tokens = count_tokens(text, self.model_name) + sum(
+                count_tokens(call.name, self.model_name)
+                + count_tokens(call.arguments, self.model_name)
+                for call in calls
+            )
+        return Completion(
+            text=text,
+            tool_calls=calls,
+            prompt_tokens=int(prompt_tokens),
+            completion_tokens=int(completion_tokens),
+            finish_reason=outcome.finish_reason,
+            duration_ms=int((time.monotonic() - started) * 1000),
+        )
+
+    # -- errors --------------------------------------------------------------------
+    def _timeout_message(self) -> str:
+        return (
+            f"{self.model_name} at {self.base_url} did not finish within {self.deadline_seconds:g}s"
+        )
+
+    def _translate(self, exc: openai.APIError, deadline: float) -> Exception:
+        """The ModelError for an SDK error; wrapped in ``_Retryable`` when worth retrying."""
+        where = f"{self.model_name} at {self.base_url}"
+        if isinstance(exc, openai.APITimeoutError):
+            error = ModelTimeout(self._timeout_message())
+            if time.monotonic() >= deadline:
+                return error
+            return _Retryable(error)
+        if isinstance(exc, openai.APIConnectionError):
+            return _Retryable(ModelUnavailable(f"cannot reach {self.base_url}: {_cause(exc)}"))
+        if isinstance(exc, openai.APIStatusError):
+            status = exc.status_code
+            detail = _server_message(exc)
+            if status in (401, 403):
+                return ModelAuthError(
+                    f"{self.base_url} rejected the API key ({status}): {detail}",
+                    status_code=status,
+                )
+            if status == 429 and _is_quota_error(exc):
+                return ModelQuotaError(
+                    f"the account behind the API key for {self.base_url} has no quota left: "
+                    f"{detail}",
+                    status_code=status,
+                )
+            if status == 429:
+                return _Retryable(
+                    ModelRateLimited(f"{where} is rate limiting: {detail}", status_code=status),
+                    retry_after=_retry_after(exc.response.headers),
+                )
+            if status >= 500 or status in RETRYABLE_STATUSES:
+                return _Retryable(
+                    ModelUnavailable(f"{where} failed ({status}): {detail}", status_code=status),
+                    retry_after=_retry_after(exc.response.headers),
+                )
+            if status == 404:
+                return ModelUnavailable(
+                    f"{where} was not found ({status}): {detail}", status_code=status
+                )
+            return ModelBadResponse(
+                f"{where} refused the request ({status}): {detail}", status_code=status
+            )
+        # An error object inside the stream (the server broke off mid-answer).
+        return _Retryable(ModelUnavailable(f"{where} failed mid-stream: {exc.message}"))
+
+
+# --------------------------------------------------------------------------------------
+# Accumulating one streamed answer
+# --------------------------------------------------------------------------------------
+
+
+@dataclass
+class _PartialCall:
+    id: str = ""
+    name: str = ""
+    arguments: list[str] = field(default_factory=list)
+
+
+class _Attempt:
+    """The pieces of one streamed completion as they arrive."""
+
+    def __init__(self, on_text: Callable[[str], None] | None) -> None:
+        self.on_text = on_text
+        self.text_parts: list[str] = []
+        self.calls: dict[int, _PartialCall] = {}
+        self.finish_reason: str | None = None
+        self.usage: dict[str, Any] | None = None
+        self.chunks = 0
+        self.delivered_text = False
+
+    def add(self, chunk: Any) -> None:
+        self.chunks += 1
+        usage = getattr(chunk, "usage", None)
+        if usage is not None:
+            self.usage = {
+                "prompt_tokens": getattr(usage, "prompt_tokens", 0),
+                "completion_tokens": getattr(usage, "completion_tokens", 0),
+            }
+        for choice in chunk.choices or ():
+            if choice.index not in (0, None):
+                continue  # we never ask for n > 1
+            if choice.finish_reason:
+                self.finish_reason = choice.finish_reason
+            delta = choice.delta
+            if delta is None:
+                continue
+            for call_delta in delta.tool_calls or ():
+                self._add_call_delta(call_delta)
+            if delta.content:
+                self.text_parts.append(delta.content)
+                if self.on_text is not None:
+                    self.delivered_text = True
+                    self.on_text(delta.content)
+
+    def _add_call_delta(self, call_delta: Any) -> None:
+        index = call_delta.index
+        if index is None:
+            # Some servers leave out the index: a new id starts a new call.
+            is_new = call_delta.id and all(c.id != call_delta.id for c in self.calls.values())
+            index = len(self.calls) if is_new or not self.calls else max(self.calls)
+        call = self.calls.setdefault(index, _PartialCall())
+        if call_delta.id:
+            call.id = call_delta.id
+        function = call_delta.function
+        if function is None:
+            return
+        # OpenAI sends the name once; some servers repeat it in every delta.
+        if function.name and function.name != call.name:
+            call.name += function.name
+        if function.arguments:
+            call.arguments.append(function.arguments)
+
+    def tool_calls(self) -> tuple[ToolCall, ...]:
+        return tuple(
+            ToolCall(
+                id=call.id or f"call_{index}",
+                name=call.name,
+                arguments="".join(call.arguments),
+            )
+            for index, call in sorted(self.calls.items())
+        )
+
+
+# --------------------------------------------------------------------------------------
+# Retries and the deadline
+# --------------------------------------------------------------------------------------
+
+
+class _Retryable(Exception):
+    def __init__(self, error: ModelError, *, retry_after: float | None = None) -> None:
+        super().__init__(str(error))
+        self.error = error
+        self.retry_after = retry_after
+
+
+class _StreamOptionsRefused(Exception):
+    pass
+
+
+def _backoff(retry: int, retry_after: float | None) -> float:
+    if retry_after is not None:
+        return max(0.0, retry_after)
+    ceiling = min(BACKOFF_MAX_SECONDS, BACKOFF_BASE_SECONDS * 2 ** (retry - 1))
+    return ceiling / 2 + random.uniform(0, ceiling / 2)  # noqa: S311 - jitter, not security
+
+
+def _retry_after(headers: Any) -> float | None:
+    """Seconds from ``retry-after-ms`` or ``Retry-After`` (seconds or an HTTP date)."""
+    value = headers.get("retry-after-ms")
+    if value:
+        try:
+            return float(value) / 1000
+        except ValueError:
+            pass
+    value = headers.get("retry-after")
+    if not value:
+        return None
+    try:
+        return float(value)
+    except ValueError:
+        pass
+    try:
+        return max(0.0, parsedate_to_datetime(value).timestamp() - time.time())
+    except (TypeError, ValueError):
+        return None
+
+
+@dataclass(eq=False)
+class _Guard:
+    when: float
+    action: Callable[[], None] | None
+    fired: bool = False
+
+
+class _Watchdog:
+    """One thread that runs actions at their deadlines (cheaper than a timer per call)."""
+
+    def __init__(self) -> None:
+        self._condition = threading.Condition()
+        self._heap: list[tuple[float, int, _Guard]] = []
+        self._order = itertools.count()
+        self._thread: threading.Thread | None = None
+
+    def arm(self, when: float, action: Callable[[], None]) -> _Guard:
+        guard = _Guard(when=when, action=action)
+        with self._condition:
+            heapq.heappush(self._heap, (when, next(self._order), guard))
+            if self._thread is None or not self._thread.is_alive():
+                self._thread = threading.Thread(
+                    target=self._run, name="llm-deadline-watchdog", daemon=True
+                )
+                self._thread.start()
+            self._condition.notify()
+        return guard
+
+    def disarm(self, guard: _Guard) -> None:
+        with self._condition:
+            guard.action = None
+
+    def _run(self) -> None:
+        while True:
+            with self._condition:
+                while self._heap and self._heap[0][2].action is None:
+                    heapq.heappop(self._heap)
+                if not self._heap:
+                    self._condition.wait()
+                    continue
+                delay = self._heap[0][0] - time.monotonic()
+                if delay > 0:
+                    self._condition.wait(delay)
+                    continue
+                guard = heapq.heappop(self._heap)[2]
+                action, guard.action = guard.action, None
+            if action is not None:
+                guard.fired = True
+                try:
+                    action()
+                except Exception:  # the watchdog must survive whatever one abort does
+                    logger.exception("aborting a model stream at its deadline failed")
+
+
+_DEADLINE_WATCHDOG = _Watchdog()
+
+
+def _abort_stream(stream: Any) -> None:
+    """Unblock a thread stuck reading the stream: shut the socket down, then close."""
+    response = stream.response
+    network_stream = response.extensions.get("network_stream")
+    sock = network_stream.get_extra_info("socket") if network_stream is not None else None
+    if sock is not None:
+        with contextlib.suppress(OSError):  # already closed
+            sock.shutdown(socket.SHUT_RDWR)
+    else:
+        response.close()
+
+
+# --------------------------------------------------------------------------------------
+# Reading SDK errors
+# --------------------------------------------------------------------------------------
+
+
+def _server_message(exc: openai.APIStatusError) -> str:
+    body = exc.body
+    if isinstance(body, dict):
+        message = body.get("message") or body.get("detail") or body.get("error")
+        if isinstance(message, str) and message:
+            return message
+        return json.dumps(body)[:300]
+    if isinstance(body, str) and body.strip():
+        return body.strip()[:300]
+    return exc.response.reason_phrase or "no details"
+
+
+def _is_quota_error(exc: openai.APIStatusError) -> bool:
+    body = exc.body if isinstance(exc.body, dict) else {}
+    return "insufficient_quota" in (exc.code, body.get("type"), body.get("code"))
+
+
+def _refuses_stream_options(exc: openai.APIError) -> bool:
+    if not isinstance(exc, openai.APIStatusError) or exc.status_code not in (400, 422):
+        return False
+    return "stream_options" in f"{exc.message} {exc.body}"
+
+
+def _cause(exc: BaseException) -> str:
+    cause = exc.__cause__ or exc.__context__
+    return str(cause) if cause is not None and str(cause) else str(exc)
+
+
+@lru_cache(maxsize=32)
+def _sdk_client(base_url: str, api_key: str) -> openai.OpenAI:
+    """One SDK client (and connection pool) per endpoint and key, shared by threads."""
+    return openai.OpenAI(base_url=base_url, api_key=api_key, max_retries=0)

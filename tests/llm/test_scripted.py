@@ -1,0 +1,131 @@
+"""The scripted server speaks enough of the OpenAI API for the real SDK, and can be programmed."""
+
+from __future__ import annotations
+
+import json
+import urllib.request
+
+import openai
+import pytest
+
+from agents.llm.scripted import Fail, Reply, ToolCalls, reply_from_dict
+
+QUESTION = [{"role": "user", "content": "hello"}]
+
+
+def _post(url: str, payload: dict) -> tuple[int, dict]:
+    request = urllib.request.Request(
+        url, data=json.dumps(payload).encode(), headers={"Content-Type": "application/json"}
+    )
+    try:
+        with urllib.request.urlopen(request) as response:
+            return response.status, json.loads(response.read())
+    except urllib.error.HTTPError as error:
+        return error.code, json.loads(error.read())
+
+
+@pytest.fixture
+def sdk(scripted_server):
+    return openai.OpenAI(base_url=scripted_server.base_url, api_key="k", max_retries=0)
+
+
+def test_non_streaming_completion_with_tool_calls_and_usage(scripted_server, model_name, sdk):
+    scripted_server.script(model_name, [ToolCalls([("calculator", {"expression": "2*3"})])])
+
+    completion = sdk.chat.completions.create(model=model_name, messages=QUESTION)
+
+    choice = completion.choices[0]
+    assert choice.finish_reason == "tool_calls"
+    assert choice.message.tool_calls[0].function.name == "calculator"
+    assert json.loads(choice.message.tool_calls[0].function.arguments) == {"expression": "2*3"}
+    assert completion.usage.prompt_tokens > 0
+
+
+def test_non_streaming_honours_stop_and_can_omit_usage(scripted_server, model_name, sdk):
+    scripted_server.script(model_name, [Reply("one STOP two", usage=False)])
+
+    completion = sdk.chat.completions.create(model=model_name, messages=QUESTION, stop="STOP")
+
+    assert completion.choices[0].message.content == "one "
+    assert completion.usage is None
+
+
+def test_streaming_sends_usage_only_when_asked(scripted_server, model_name, sdk):
+    scripted_server.script(model_name, [Reply("abc"), Reply("abc")])
+
+    plain = list(sdk.chat.completions.create(model=model_name, messages=QUESTION, stream=True))
+    with_usage = list(
+        sdk.chat.completions.create(
+            model=model_name,
+            messages=QUESTION,
+            stream=True,
+            stream_options={"include_usage": True},
+        )
+    )
+
+    assert all(chunk.usage is None for chunk in plain)
+    assert with_usage[-1].usage.completion_tokens > 0
+
+
+def test_models_lists_scripted_models(scripted_server, model_name, sdk):
+    scripted_server.policy(model_name, lambda body: Reply("always this"))
+
+    assert model_name in [model.id for model in sdk.models.list()]
+    for _ in range(2):
+        reply = sdk.chat.completions.create(model=model_name, messages=QUESTION)
+        assert reply.choices[0].message.content == "always this"
+
+
+def test_fail_sends_the_status_body_and_retry_after(scripted_server, model_name, sdk):
+    scripted_server.script(model_name, [Fail(429, retry_after=7)])
+
+    with pytest.raises(openai.RateLimitError) as raised:
+        sdk.chat.completions.create(model=model_name, messages=QUESTION)
+
+    assert raised.value.response.headers["Retry-After"] == "7"
+    assert raised.value.code == "rate_limit_exceeded"
+
+
+def test_control_api_scripts_replies_and_reports_requests(scripted_server, model_name, sdk):
+    root = scripted_server.base_url.removesuffix("/v1")
+    status, body = _post(
+        f"{root}/_control/script",
+        {
+            "model": model_name,
+            "responses": [
+                {"type": "reply", "text": "from another process"},
+                {"type": "fail", "status": 500},
+            ],
+        },
+    )
+    assert (status, body) == (200, {"queued": 2})
+
+    reply = sdk.chat.completions.create(model=model_name, messages=QUESTION)
+    with pytest.raises(openai.InternalServerError):
+        sdk.chat.completions.create(model=model_name, messages=QUESTION)
+
+    assert reply.choices[0].message.content == "from another process"
+    url = f"{root}/_control/requests?model={model_name}"
+    with urllib.request.urlopen(url) as response:
+        recorded = json.loads(response.read())
+    assert [r["messages"] for r in recorded] == [QUESTION, QUESTION]
+
+
+def test_control_api_rejects_a_bad_script(scripted_server, model_name):
+    root = scripted_server.base_url.removesuffix("/v1")
+
+    status, body = _post(
+        f"{root}/_control/script", {"model": model_name, "responses": [{"type": "poem"}]}
+    )
+
+    assert status == 400
+    assert "poem" in body["error"]["message"]
+    assert scripted_server.pending(model_name) == 0
+
+
+def test_reply_from_dict_builds_every_kind():
+    assert reply_from_dict({"text": "x"}) == Reply("x")
+    assert reply_from_dict({"type": "fail", "insufficient_quota": True}).status == 429
+    calls = reply_from_dict({"type": "tool_calls", "calls": [{"name": "t", "arguments": {}}]})
+    assert calls.tool_calls[0].name == "t"
+    assert reply_from_dict({"type": "hang", "seconds": 1}).seconds == 1
