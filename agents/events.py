@@ -1,0 +1,138 @@
+"""The one module that talks to the channel layer (docs/architecture.md, "events").
+
+Stored events reach a conversation's group only after the transaction that wrote them
+commits (``publish_on_commit``), so a browser never sees a step that could still roll back.
+Ephemeral frames (``answer.delta``) carry no ``seq`` and go out at once.
+
+Sends are handed to one long-lived asyncio loop per process, running in a daemon thread with
+one channel layer: a worker thread holding a run does not build an event loop and a Redis
+pool for every frame, and a caller already inside an event loop (daphne) is never blocked.
+Frames for one conversation leave in the order they were submitted.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import threading
+from concurrent.futures import Future
+from typing import TYPE_CHECKING, Any
+
+from channels.layers import get_channel_layer
+from django.db import transaction
+
+if TYPE_CHECKING:
+    from agents.models import RunEvent
+
+logger = logging.getLogger(__name__)
+
+GROUP_MESSAGE_TYPE = "chat.event"
+
+
+def group_name(conversation_id: int) -> str:
+    """The channel-layer group every socket open on this conversation joins."""
+    return f"conversation.{conversation_id}"
+
+
+def event_frame(event: RunEvent) -> dict[str, Any]:
+    """The frame a client receives for a stored event (docs/protocol.md)."""
+    return {
+        **event.payload,
+        "type": event.type,
+        "seq": event.seq,
+        "run_id": event.run_id,
+        "ts": event.created_at.isoformat(),
+    }
+
+
+def publish_on_commit(event: RunEvent) -> None:
+    """Publish ``event`` to its conversation's group once the current transaction commits."""
+    conversation_id = event.conversation_id
+    frame = event_frame(event)
+    transaction.on_commit(lambda: _publisher().send(conversation_id, frame))
+
+
+def publish_ephemeral(conversation_id: int, frame: dict[str, Any]) -> None:
+    """Publish a frame that is not stored (no ``seq``), immediately."""
+    _publisher().send(conversation_id, frame)
+
+
+def publish_flush(timeout: float = 5.0) -> bool:
+    """Wait until every frame submitted so far has been handed to the layer.
+
+    For a worker about to exit or a test about to assert; returns False on timeout.
+    """
+    return _publisher().flush(timeout)
+
+
+class _Publisher:
+    """An event loop in a daemon thread that owns this process's channel-layer sends."""
+
+    def __init__(self) -> None:
+        self.loop = asyncio.new_event_loop()
+        self.layer = get_channel_layer()
+        # The last send per group: the next one for that group waits for it, so frames stay
+        # in order per conversation while different conversations go out concurrently.
+        self._tails: dict[str, asyncio.Future] = {}
+        self._thread = threading.Thread(
+            target=self.loop.run_forever, name="chatsite-events", daemon=True
+        )
+        self._thread.start()
+
+    def send(self, conversation_id: int, frame: dict[str, Any]) -> None:
+        if self.layer is None:
+            return
+        group = group_name(conversation_id)
+        message = {"type": GROUP_MESSAGE_TYPE, "frame": frame}
+        # call_soon_threadsafe keeps submission order, which the per-group chain relies on.
+        self.loop.call_soon_threadsafe(self._enqueue, group, message)
+
+    def _enqueue(self, group: str, message: dict[str, Any]) -> None:
+        previous = self._tails.get(group)
+        task = self.loop.create_task(self._send_after(previous, group, message))
+        self._tails[group] = task
+        task.add_done_callback(lambda done: self._forget(group, done))
+
+    def _forget(self, group: str, task: asyncio.Future) -> None:
+        if self._tails.get(group) is task:
+            del self._tails[group]
+
+    async def _send_after(
+        self, previous: asyncio.Future | None, group: str, message: dict[str, Any]
+    ) -> None:
+        if previous is not None:
+            await asyncio.wait([previous])
+        try:
+            await self.layer.group_send(group, message)
+        except Exception:
+            # A lost live frame is recoverable: the client replays stored events by seq.
+            logger.exception("could not publish to %s", group)
+
+    def flush(self, timeout: float) -> bool:
+        future: Future = asyncio.run_coroutine_threadsafe(self._drain(), self.loop)
+        try:
+            future.result(timeout)
+        except TimeoutError:
+            return False
+        return True
+
+    async def _drain(self) -> None:
+        while self._tails:
+            await asyncio.wait(list(self._tails.values()))
+
+
+_lock = threading.Lock()
+_instance: _Publisher | None = None
+_instance_pid: int | None = None
+
+
+def _publisher() -> _Publisher:
+    global _instance, _instance_pid
+    # A forked child inherits the object but not the thread running its loop.
+    if _instance is None or _instance_pid != os.getpid():
+        with _lock:
+            if _instance is None or _instance_pid != os.getpid():
+                _instance = _Publisher()
+                _instance_pid = os.getpid()
+    return _instance

@@ -1,0 +1,58 @@
+"""Reads, always scoped to the user asking. A foreign id looks exactly like a missing one."""
+
+from __future__ import annotations
+
+from django.db.models import Q, QuerySet
+
+from agents.models import AgentProfile, AgentRun, Conversation, Message, RunEvent
+
+
+def conversation_list(*, user, q: str = "", archived: bool = False) -> QuerySet[Conversation]:
+    """The user's conversations, most recently active first; ``q`` searches title and text."""
+    conversations = Conversation.objects.filter(owner_id=user.pk, archived=archived)
+    q = q.strip()
+    if q:
+        matching_messages = Message.objects.filter(content__icontains=q).values("conversation_id")
+        conversations = conversations.filter(Q(title__icontains=q) | Q(pk__in=matching_messages))
+    return conversations.select_related("profile").order_by("-updated_at", "-pk")
+
+
+def conversation_get(*, user, conversation_id: int) -> Conversation | None:
+    return (
+        Conversation.objects.filter(pk=conversation_id, owner_id=user.pk)
+        .select_related("profile")
+        .first()
+    )
+
+
+def events_after(
+    *, conversation: Conversation, after_seq: int, limit: int | None = None
+) -> QuerySet[RunEvent]:
+    """Stored events with ``seq > after_seq``, oldest first: what a reconnecting client missed."""
+    events = RunEvent.objects.filter(conversation=conversation, seq__gt=after_seq).order_by("seq")
+    return events[:limit] if limit is not None else events
+
+
+def message_list(*, conversation: Conversation) -> QuerySet[Message]:
+    return Message.objects.filter(conversation=conversation).order_by("id")
+
+
+def run_get(*, user, run_id: int) -> AgentRun | None:
+    return (
+        AgentRun.objects.filter(pk=run_id, conversation__owner_id=user.pk)
+        .select_related("conversation")
+        .first()
+    )
+
+
+def profiles_for_user(*, user) -> QuerySet[AgentProfile]:
+    """Profiles open to everyone, plus those restricted to a group the user is in."""
+    if not user.is_authenticated:
+        return AgentProfile.objects.none()
+    open_to_all = Q(allowed_groups__isnull=True)
+    in_group = Q(allowed_groups__in=user.groups.all())
+    return (
+        AgentProfile.objects.filter(open_to_all | in_group)
+        .distinct()
+        .order_by("-is_default", "name")
+    )

@@ -1,0 +1,341 @@
+"""Conversations and the write path of a chat turn: send, regenerate, edit, cancel.
+
+A send is one transaction: the user message, a queued run pinned to the profile's current
+version, and the ``message.created`` event. The Celery task is enqueued only after commit
+(docs/architecture.md), so a worker never looks for a run that is not there yet.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime, time
+
+from django.conf import settings
+from django.core.cache import cache
+from django.db import transaction
+from django.db.models import Sum
+from django.utils import timezone
+
+from agents.models import AgentProfile, AgentRun, Conversation, Message, ModelConfig
+from agents.services.profiles import prompt_version_ensure
+from agents.services.runs import (
+    ACTIVE_STATUSES,
+    RunEventType,
+    event_append,
+    message_payload,
+    run_mark_cancelled,
+)
+
+TITLE_CHARS = 60
+
+
+class SendRefused(Exception):
+    """A send (or regenerate, edit, cancel) that was not accepted; nothing was written.
+
+    ``code`` is one of: ``empty``, ``too_long``, ``rate_limited``, ``quota_exceeded``,
+    ``run_in_progress``, ``not_found``, ``profile_not_allowed``, ``nothing_to_regenerate``,
+    ``not_editable``.
+    """
+
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+
+
+@dataclass(frozen=True)
+class SendResult:
+    message: Message
+    run: AgentRun
+    created: bool
+
+
+# --------------------------------------------------------------------------------------
+# Conversations
+# --------------------------------------------------------------------------------------
+
+
+def conversation_create(
+    *, owner, title: str = "", profile: AgentProfile | None = None
+) -> Conversation:
+    if profile is not None:
+        _check_profile_allowed(profile=profile, user=owner)
+    return Conversation.objects.create(owner=owner, title=title.strip()[:200], profile=profile)
+
+
+def conversation_rename(*, conversation: Conversation, title: str) -> Conversation:
+    conversation.title = title.strip()[:200]
+    conversation.save(update_fields=["title", "updated_at"])
+    return conversation
+
+
+def conversation_set_archived(*, conversation: Conversation, archived: bool) -> Conversation:
+    conversation.archived = archived
+    conversation.save(update_fields=["archived", "updated_at"])
+    return conversation
+
+
+def conversation_delete(*, conversation: Conversation) -> None:
+    # Runs still going notice the missing row at their next write and stop.
+    conversation.delete()
+
+
+# --------------------------------------------------------------------------------------
+# Sending
+# --------------------------------------------------------------------------------------
+
+
+def message_send(
+    *,
+    conversation: Conversation,
+    user,
+    content: str,
+    client_id: str | None = None,
+    profile: AgentProfile | None = None,
+) -> SendResult:
+    """Save a user message and queue a run for it; a repeated ``client_id`` is a no-op.
+
+    Raises ``SendRefused`` (and writes nothing) for bad content, a foreign conversation,
+    the rate limit, the daily token quota, or a run already in progress.
+    """
+    return _send(
+        conversation=conversation, user=user, content=content, client_id=client_id, profile=profile
+    )
+
+
+def _send(
+    *,
+    conversation: Conversation,
+    user,
+    content: str,
+    client_id: str | None,
+    profile: AgentProfile | None,
+    edited_from: Message | None = None,
+) -> SendResult:
+    _check_content(content)
+    client_id = client_id or None
+    with transaction.atomic():
+        locked = _lock_owned(conversation=conversation, user=user)
+        if client_id is not None:
+            existing = locked.messages.filter(client_id=client_id).first()
+            if existing is not None:
+                return SendResult(message=existing, run=_run_for(existing), created=False)
+        profile = _profile_for(conversation=locked, user=user, profile=profile)
+        _check_can_start_run(conversation=locked, user=user)
+        message = Message.objects.create(
+            conversation=locked, role=Message.Role.USER, content=content, client_id=client_id
+        )
+        run = _queue_run(conversation=locked, message=message, profile=profile, user=user)
+        _touch(locked, first_message=content)
+        payload = message_payload(message)
+        if edited_from is not None:
+            payload["edited_from"] = edited_from.pk
+        event_append(
+            conversation=locked,
+            run=run,
+            type=RunEventType.MESSAGE_CREATED,
+            payload={"message": payload},
+        )
+    conversation.title, conversation.last_seq = locked.title, locked.last_seq
+    return SendResult(message=message, run=run, created=True)
+
+
+def run_regenerate(*, conversation: Conversation, user) -> AgentRun:
+    """Queue a new run answering the conversation's latest user message again."""
+    with transaction.atomic():
+        locked = _lock_owned(conversation=conversation, user=user)
+        message = locked.messages.filter(role=Message.Role.USER).order_by("-id").first()
+        if message is None:
+            raise SendRefused("nothing_to_regenerate", "There is no message to answer again.")
+        profile = _profile_for(conversation=locked, user=user, profile=None)
+        _check_can_start_run(conversation=locked, user=user)
+        run = _queue_run(conversation=locked, message=message, profile=profile, user=user)
+        _touch(locked)
+    return run
+
+
+def message_edit_resend(
+    *, message: Message, user, content: str, client_id: str | None = None
+) -> SendResult:
+    """Send an edited copy of one of the user's own messages as a new turn.
+
+    The original stays in the log (events are never rewritten); the new message's
+    ``message.created`` event names it in ``edited_from``.
+    """
+    conversation = message.conversation
+    if conversation.owner_id != user.pk:
+        raise SendRefused("not_found", "No such message.")
+    if message.role != Message.Role.USER:
+        raise SendRefused("not_editable", "Only your own messages can be edited.")
+    return _send(
+        conversation=conversation,
+        user=user,
+        content=content,
+        client_id=client_id,
+        profile=None,
+        edited_from=message,
+    )
+
+
+def run_cancel(*, run: AgentRun, user) -> AgentRun:
+    """Cancel a run: a queued one ends at once, a running one is asked to stop.
+
+    The worker polls ``cancel_requested_at`` and stops within a second, keeping the partial
+    answer. Cancelling a run that already ended changes nothing.
+    """
+    if run.conversation.owner_id != user.pk:
+        raise SendRefused("not_found", "No such run.")
+    with transaction.atomic():
+        locked = AgentRun.objects.select_for_update().get(pk=run.pk)
+        if locked.status == AgentRun.Status.QUEUED:
+            run_mark_cancelled(run=locked, partial_answer="")
+        elif locked.status == AgentRun.Status.RUNNING and locked.cancel_requested_at is None:
+            locked.cancel_requested_at = timezone.now()
+            locked.save(update_fields=["cancel_requested_at"])
+    run.refresh_from_db()
+    return run
+
+
+# --------------------------------------------------------------------------------------
+# Checks
+# --------------------------------------------------------------------------------------
+
+
+def _check_content(content: str) -> None:
+    if not content or not content.strip():
+        raise SendRefused("empty", "The message is empty.")
+    limit = settings.CHAT_MAX_MESSAGE_CHARS
+    if len(content) > limit:
+        raise SendRefused("too_long", f"The message is longer than {limit} characters.")
+
+
+def _lock_owned(*, conversation: Conversation, user) -> Conversation:
+    locked = (
+        Conversation.objects.select_for_update()
+        .filter(pk=conversation.pk, owner_id=user.pk)
+        .first()
+    )
+    if locked is None:
+        raise SendRefused("not_found", "No such conversation.")
+    return locked
+
+
+def _check_can_start_run(*, conversation: Conversation, user) -> None:
+    """Checks in order of what the user can do about them: wait for the run, then limits."""
+    if conversation.runs.filter(status__in=ACTIVE_STATUSES).exists():
+        raise SendRefused("run_in_progress", "Wait for the current answer, or stop it.")
+    quota = settings.CHAT_DAILY_TOKEN_QUOTA
+    if quota and tokens_used_today(user=user) >= quota:
+        raise SendRefused("quota_exceeded", "You have used today's token allowance.")
+    _count_send_against_rate_limit(user)
+
+
+def tokens_used_today(*, user) -> int:
+    """Prompt + completion tokens of the user's runs started since local midnight."""
+    midnight = timezone.make_aware(datetime.combine(timezone.localdate(), time.min))
+    totals = AgentRun.objects.filter(
+        conversation__owner_id=user.pk, created_at__gte=midnight
+    ).aggregate(prompt=Sum("prompt_tokens"), completion=Sum("completion_tokens"))
+    return (totals["prompt"] or 0) + (totals["completion"] or 0)
+
+
+def _count_send_against_rate_limit(user) -> None:
+    """A fixed one-minute window per user, counted in the shared cache (Redis)."""
+    limit = settings.CHAT_SENDS_PER_MINUTE
+    if not limit:
+        return
+    window = int(timezone.now().timestamp() // 60)
+    key = f"chat:sends:{user.pk}:{window}"
+    cache.add(key, 0, timeout=90)
+    try:
+        count = cache.incr(key)
+    except ValueError:  # expired between add and incr
+        cache.set(key, 1, timeout=90)
+        count = 1
+    if count > limit:
+        raise SendRefused("rate_limited", f"At most {limit} messages a minute; try again soon.")
+
+
+def _check_profile_allowed(*, profile: AgentProfile, user) -> None:
+    groups = list(profile.allowed_groups.values_list("pk", flat=True))
+    if groups and not user.groups.filter(pk__in=groups).exists():
+        raise SendRefused("profile_not_allowed", "That agent is not available to you.")
+
+
+def _profile_for(*, conversation: Conversation, user, profile: AgentProfile | None) -> AgentProfile:
+    """The profile a new run uses: the one asked for, the conversation's, or the default."""
+    chosen = profile or conversation.profile
+    if chosen is None:
+        chosen = AgentProfile.objects.filter(is_default=True).first()
+    if chosen is None:
+        from agents.services.defaults import ensure_defaults
+
+        chosen = ensure_defaults()
+    _check_profile_allowed(profile=chosen, user=user)
+    if profile is not None and conversation.profile_id != profile.pk:
+        conversation.profile = profile
+        conversation.save(update_fields=["profile"])
+    return chosen
+
+
+# --------------------------------------------------------------------------------------
+# Writing
+# --------------------------------------------------------------------------------------
+
+
+def _queue_run(
+    *, conversation: Conversation, message: Message, profile: AgentProfile, user
+) -> AgentRun:
+    version = prompt_version_ensure(profile=profile, user=None)
+    model_config = None
+    model_config_id = version.snapshot.get("model_config_id")
+    if model_config_id:
+        model_config = ModelConfig.objects.filter(pk=model_config_id).first()
+    run = AgentRun.objects.create(
+        conversation=conversation,
+        trigger_message=message,
+        profile_version=version,
+        model_config=model_config,
+        model_name=model_name_for(model_config),
+        mode=version.snapshot.get("mode", AgentProfile.Mode.REACT),
+    )
+    transaction.on_commit(lambda: _enqueue_run(run.pk))
+    return run
+
+
+def _enqueue_run(run_id: int) -> None:
+    from agents.tasks import run_agent
+
+    run_agent.delay(run_id)
+
+
+def model_name_for(model_config: ModelConfig | None) -> str:
+    """The model a run will call, for display: the config's, the settings', or the demo."""
+    if model_config is not None and model_config.base_url:
+        return model_config.model
+    if settings.OPENAI_BASE_URL:
+        return settings.OPENAI_MODEL
+    try:
+        from agents.llm.demo import DEMO_MODEL_NAME
+    except ImportError:
+        return "demo"
+    return DEMO_MODEL_NAME
+
+
+def _run_for(message: Message) -> AgentRun:
+    return message.triggered_runs.order_by("-id").first()
+
+
+def _touch(conversation: Conversation, *, first_message: str = "") -> None:
+    fields = ["updated_at"]
+    if first_message and not conversation.title:
+        conversation.title = _title_from(first_message)
+        fields.append("title")
+    conversation.save(update_fields=fields)
+
+
+def _title_from(content: str) -> str:
+    line = " ".join(content.split())
+    if len(line) <= TITLE_CHARS:
+        return line
+    return line[: TITLE_CHARS - 1].rsplit(" ", 1)[0] + "…"

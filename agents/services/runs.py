@@ -1,0 +1,313 @@
+"""The event log and the life of an agent run: claim, heartbeat, steps, and how it ends.
+
+Each function here is its own transaction: a step is durable (and published) before the
+engine asks the model for the next one, so a crash loses at most the step in flight.
+"""
+
+from __future__ import annotations
+
+import logging
+from datetime import timedelta
+from typing import Any
+
+from django.conf import settings
+from django.db import transaction
+from django.db.models import F, Max, Q
+from django.utils import timezone
+
+from agents import events
+from agents.models import AgentRun, Conversation, Message, ModelCall, RunEvent
+from agents.react.types import FinalAnswerStep, ModelCallRecord, Step, step_to_event
+
+logger = logging.getLogger(__name__)
+
+Status = AgentRun.Status
+ACTIVE_STATUSES = (Status.QUEUED, Status.RUNNING)
+
+
+class RunEventType:
+    MESSAGE_CREATED = "message.created"
+    RUN_STARTED = "run.started"
+    STEP = "step"
+    RUN_FINISHED = "run.finished"
+    RUN_FAILED = "run.failed"
+    RUN_CANCELLED = "run.cancelled"
+
+
+# --------------------------------------------------------------------------------------
+# The event log
+# --------------------------------------------------------------------------------------
+
+
+def event_append(
+    *, conversation: Conversation, run: AgentRun | None, type: str, payload: dict[str, Any]
+) -> RunEvent:
+    """Append an event to the conversation's log and publish it after commit.
+
+    The conversation row stays locked from the ``last_seq`` bump to commit, so concurrent
+    appends take turns and ``seq`` increases by exactly one each time (no gaps, no repeats).
+    """
+    with transaction.atomic():
+        Conversation.objects.filter(pk=conversation.pk).update(last_seq=F("last_seq") + 1)
+        seq = Conversation.objects.values_list("last_seq", flat=True).get(pk=conversation.pk)
+        conversation.last_seq = seq
+        event = RunEvent.objects.create(
+            conversation=conversation, run=run, seq=seq, type=type, payload=payload
+        )
+        events.publish_on_commit(event)
+    return event
+
+
+def message_payload(message: Message) -> dict[str, Any]:
+    """A message as the protocol shows it; assistant messages carry rendered ``html``."""
+    payload: dict[str, Any] = {
+        "id": message.pk,
+        "role": message.role,
+        "content": message.content,
+        "client_id": message.client_id,
+        "run_id": message.run_id,
+        "created_at": message.created_at.isoformat(),
+    }
+    if message.role == Message.Role.ASSISTANT:
+        payload["html"] = _render_markdown(message.content)
+    return payload
+
+
+def _render_markdown(text: str) -> str:
+    try:
+        from agents.rendering import render_markdown
+    except ImportError:  # the ui's renderer is optional for the pipeline; escape instead
+        from django.utils.html import escape, linebreaks
+
+        return linebreaks(escape(text))
+    return render_markdown(text)
+
+
+# --------------------------------------------------------------------------------------
+# Claiming and keeping a run
+# --------------------------------------------------------------------------------------
+
+
+def _stale_before() -> Any:
+    return timezone.now() - timedelta(seconds=settings.AGENT_HEARTBEAT_STALE_SECONDS)
+
+
+def run_claim(*, run_id: int, worker_id: str) -> AgentRun | None:
+    """Take the run for this worker, or None if it is finished or a live worker holds it.
+
+    One conditional UPDATE decides: two workers racing for the same run cannot both win,
+    because the loser's WHERE is re-checked against the winner's fresh heartbeat.
+    """
+    now = timezone.now()
+    claimed = (
+        AgentRun.objects.filter(pk=run_id, status__in=ACTIVE_STATUSES)
+        .filter(Q(heartbeat_at__isnull=True) | Q(heartbeat_at__lt=_stale_before()))
+        .update(
+            status=Status.RUNNING,
+            worker_id=worker_id,
+            heartbeat_at=now,
+            attempts=F("attempts") + 1,
+        )
+    )
+    if not claimed:
+        return None
+    run = AgentRun.objects.select_related("conversation", "trigger_message", "profile_version").get(
+        pk=run_id
+    )
+    if run.started_at is None:
+        AgentRun.objects.filter(pk=run_id, started_at__isnull=True).update(started_at=now)
+        run.started_at = now
+    return run
+
+
+def run_heartbeat(*, run_ids: list[int], worker_id: str) -> set[int]:
+    """Refresh the heartbeat of the runs this worker still holds; returns those ids."""
+    if not run_ids:
+        return set()
+    held = AgentRun.objects.filter(pk__in=run_ids, worker_id=worker_id, status=Status.RUNNING)
+    ids = set(held.values_list("pk", flat=True))
+    AgentRun.objects.filter(pk__in=ids, worker_id=worker_id).update(heartbeat_at=timezone.now())
+    return ids
+
+
+def runs_cancel_requested(*, run_ids: list[int]) -> set[int]:
+    """Which of these runs a user asked to cancel."""
+    if not run_ids:
+        return set()
+    return set(
+        AgentRun.objects.filter(pk__in=run_ids, cancel_requested_at__isnull=False).values_list(
+            "pk", flat=True
+        )
+    )
+
+
+def run_started(*, run: AgentRun, model: str, profile: str) -> RunEvent:
+    """Announce an attempt; a resumed run announces itself again with its attempt number."""
+    return event_append(
+        conversation=run.conversation,
+        run=run,
+        type=RunEventType.RUN_STARTED,
+        payload={"attempt": run.attempts, "model": model, "profile": profile},
+    )
+
+
+def run_stored_steps(*, run: AgentRun) -> list[dict[str, Any]]:
+    """The payloads of the steps already stored for this run, in order (for resuming)."""
+    return list(
+        run.events.filter(type=RunEventType.STEP).order_by("seq").values_list("payload", flat=True)
+    )
+
+
+# --------------------------------------------------------------------------------------
+# Recording what the engine yields
+# --------------------------------------------------------------------------------------
+
+
+def run_record_step(*, run: AgentRun, step: Step) -> RunEvent:
+    """Store a thought / action / observation / error step as a ``step`` event."""
+    return event_append(
+        conversation=run.conversation, run=run, type=RunEventType.STEP, payload=step_to_event(step)
+    )
+
+
+def run_record_model_call(*, run: AgentRun, record: ModelCallRecord) -> ModelCall:
+    """Store one model request and response (not an event) and add its tokens to the run."""
+    with transaction.atomic():
+        # A resumed attempt numbers its calls from zero again; keep the run's numbering going.
+        last = run.model_calls.aggregate(last=Max("index"))["last"]
+        call = ModelCall.objects.create(
+            run=run,
+            index=0 if last is None else last + 1,
+            request_messages=record.messages,
+            request_options=record.options,
+            response_text=record.response_text,
+            response_tool_calls=record.tool_calls,
+            prompt_tokens=record.prompt_tokens,
+            completion_tokens=record.completion_tokens,
+            duration_ms=record.duration_ms,
+            error=record.error,
+        )
+        AgentRun.objects.filter(pk=run.pk).update(
+            prompt_tokens=F("prompt_tokens") + record.prompt_tokens,
+            completion_tokens=F("completion_tokens") + record.completion_tokens,
+        )
+    run.prompt_tokens += record.prompt_tokens
+    run.completion_tokens += record.completion_tokens
+    return call
+
+
+# --------------------------------------------------------------------------------------
+# How a run ends
+# --------------------------------------------------------------------------------------
+
+
+def _lock_active(run: AgentRun) -> AgentRun | None:
+    """Lock the run row; None if it already ended (a cancel or another worker got there)."""
+    locked = AgentRun.objects.select_for_update().get(pk=run.pk)
+    return None if locked.is_terminal else locked
+
+
+def _save_answer(run: AgentRun, text: str) -> Message:
+    return Message.objects.create(
+        conversation_id=run.conversation_id, role=Message.Role.ASSISTANT, content=text, run=run
+    )
+
+
+def _end(run: AgentRun, locked: AgentRun, status: str, **fields: Any) -> None:
+    now = timezone.now()
+    fields.update(status=status, finished_at=now, heartbeat_at=None)
+    AgentRun.objects.filter(pk=run.pk).update(**fields)
+    for name, value in fields.items():
+        setattr(run, name, value)
+    run.prompt_tokens = locked.prompt_tokens
+    run.completion_tokens = locked.completion_tokens
+
+
+def _usage(run: AgentRun) -> dict[str, Any]:
+    duration = run.duration_seconds
+    return {
+        "prompt_tokens": run.prompt_tokens,
+        "completion_tokens": run.completion_tokens,
+        "duration_ms": int(duration * 1000) if duration is not None else 0,
+    }
+
+
+def run_finish(*, run: AgentRun, step: FinalAnswerStep) -> Message | None:
+    """Save the answer as the assistant message and end the run as succeeded.
+
+    Returns None (and writes nothing) if the run had already ended.
+    """
+    with transaction.atomic():
+        locked = _lock_active(run)
+        if locked is None:
+            return None
+        message = _save_answer(run, step.text)
+        _end(run, locked, Status.SUCCEEDED)
+        event_append(
+            conversation=run.conversation,
+            run=run,
+            type=RunEventType.RUN_FINISHED,
+            payload={
+                "message": message_payload(message),
+                "usage": _usage(run),
+                "stop_reason": step.stop_reason,
+            },
+        )
+    return message
+
+
+def run_fail(*, run: AgentRun, code: str, message: str) -> bool:
+    """End the run as failed with an error the user sees; False if it had already ended."""
+    with transaction.atomic():
+        locked = _lock_active(run)
+        if locked is None:
+            return False
+        _end(run, locked, Status.FAILED, error_code=code[:64], error_message=message)
+        event_append(
+            conversation=run.conversation,
+            run=run,
+            type=RunEventType.RUN_FAILED,
+            payload={"code": code, "message": message},
+        )
+    return True
+
+
+def run_mark_cancelled(*, run: AgentRun, partial_answer: str = "") -> bool:
+    """End the run as cancelled, keeping any partial answer as the assistant message."""
+    with transaction.atomic():
+        locked = _lock_active(run)
+        if locked is None:
+            return False
+        message = _save_answer(run, partial_answer) if partial_answer.strip() else None
+        _end(run, locked, Status.CANCELLED)
+        event_append(
+            conversation=run.conversation,
+            run=run,
+            type=RunEventType.RUN_CANCELLED,
+            payload={
+                "partial_answer": partial_answer,
+                "message": message_payload(message) if message else None,
+            },
+        )
+    return True
+
+
+# --------------------------------------------------------------------------------------
+# Recovery
+# --------------------------------------------------------------------------------------
+
+
+def runs_needing_rescue(*, queued_for_seconds: float) -> list[int]:
+    """Runs no live worker holds: running with a stale heartbeat, or queued for too long.
+
+    A queued run this old most likely lost its broker message; enqueuing it again is safe
+    because claiming is conditional.
+    """
+    queued_before = timezone.now() - timedelta(seconds=queued_for_seconds)
+    stale = Q(status=Status.RUNNING) & (
+        Q(heartbeat_at__isnull=True) | Q(heartbeat_at__lt=_stale_before())
+    )
+    lost = Q(status=Status.QUEUED, created_at__lt=queued_before) & (
+        Q(heartbeat_at__isnull=True) | Q(heartbeat_at__lt=_stale_before())
+    )
+    return list(AgentRun.objects.filter(stale | lost).order_by("pk").values_list("pk", flat=True))

@@ -1,0 +1,27 @@
+from __future__ import annotations
+
+import uuid
+
+import pytest
+
+from agents.models import AgentProfile
+from agents.services.conversations import conversation_create
+
+
+@pytest.fixture(autouse=True)
+def _private_cache(settings):
+    """Rate-limit counters live in Redis: give each test its own key prefix."""
+    caches = {name: dict(config) for name, config in settings.CACHES.items()}
+    caches["default"]["KEY_PREFIX"] = f"test-{uuid.uuid4().hex}"
+    settings.CACHES = caches
+
+
+@pytest.fixture
+def default_profile(db) -> AgentProfile:
+    # Seeded by ensure_defaults on post_migrate (agents/apps.py).
+    return AgentProfile.objects.get(is_default=True)
+
+
+@pytest.fixture
+def conversation(user, default_profile):
+    return conversation_create(owner=user)

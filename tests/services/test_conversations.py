@@ -1,0 +1,253 @@
+"""The write path of a chat turn: send, its refusals, regenerate, edit, cancel."""
+
+from __future__ import annotations
+
+import pytest
+from django.contrib.auth.models import Group
+
+from agents.models import AgentProfile, AgentRun, Conversation, Message, RunEvent
+from agents.react.types import FinalAnswerStep
+from agents.selectors import events_after
+from agents.services.conversations import (
+    SendRefused,
+    conversation_create,
+    message_edit_resend,
+    message_send,
+    run_cancel,
+    run_regenerate,
+)
+from agents.services.runs import run_finish
+
+
+def _snapshot(conversation: Conversation) -> tuple[int, int, int, int]:
+    conversation.refresh_from_db()
+    return (
+        Message.objects.filter(conversation=conversation).count(),
+        AgentRun.objects.filter(conversation=conversation).count(),
+        RunEvent.objects.filter(conversation=conversation).count(),
+        conversation.last_seq,
+    )
+
+
+def test_send_saves_message_queued_run_and_event(conversation, user, default_profile):
+    result = message_send(
+        conversation=conversation, user=user, content="What is 6 times 7?", client_id="c-1"
+    )
+
+    assert result.created
+    assert result.message.role == Message.Role.USER
+    assert result.message.client_id == "c-1"
+    run = result.run
+    assert run.status == AgentRun.Status.QUEUED
+    assert run.trigger_message == result.message
+    assert run.profile_version.profile == default_profile
+    assert run.profile_version.snapshot["slug"] == default_profile.slug
+    assert run.model_name
+    [event] = events_after(conversation=conversation, after_seq=0)
+    assert (event.seq, event.type, event.run_id) == (1, "message.created", run.pk)
+    assert event.payload["message"]["content"] == "What is 6 times 7?"
+    assert event.payload["message"]["client_id"] == "c-1"
+    conversation.refresh_from_db()
+    assert conversation.title == "What is 6 times 7?"
+    assert conversation.last_seq == 1
+
+
+def test_repeated_client_id_returns_the_same_message_and_does_nothing_else(conversation, user):
+    first = message_send(conversation=conversation, user=user, content="hi", client_id="same")
+    before = _snapshot(conversation)
+
+    again = message_send(conversation=conversation, user=user, content="hi", client_id="same")
+
+    assert not again.created
+    assert again.message == first.message
+    assert again.run == first.run
+    assert _snapshot(conversation) == before
+
+
+def test_title_is_cut_at_a_word_and_kept_afterwards(conversation, user):
+    long_first = "word " * 40
+    message_send(conversation=conversation, user=user, content=long_first)
+    conversation.refresh_from_db()
+    assert conversation.title.endswith("…")
+    assert len(conversation.title) <= 60
+
+
+@pytest.mark.parametrize(
+    ("content", "code"), [("", "empty"), ("   \n ", "empty"), ("x" * 101, "too_long")]
+)
+def test_bad_content_is_refused_and_writes_nothing(conversation, user, settings, content, code):
+    settings.CHAT_MAX_MESSAGE_CHARS = 100
+    before = _snapshot(conversation)
+
+    with pytest.raises(SendRefused) as refused:
+        message_send(conversation=conversation, user=user, content=content, client_id="c")
+
+    assert refused.value.code == code
+    assert refused.value.message
+    assert _snapshot(conversation) == before
+    # The same client_id still works once the content is fixed: nothing was half-saved.
+    assert message_send(conversation=conversation, user=user, content="ok", client_id="c").created
+
+
+def test_second_send_while_a_run_is_active_is_refused(conversation, user):
+    message_send(conversation=conversation, user=user, content="first")
+    before = _snapshot(conversation)
+
+    with pytest.raises(SendRefused) as refused:
+        message_send(conversation=conversation, user=user, content="second")
+
+    assert refused.value.code == "run_in_progress"
+    assert _snapshot(conversation) == before
+
+
+def _finish(run: AgentRun, text: str = "done") -> None:
+    AgentRun.objects.filter(pk=run.pk).update(status=AgentRun.Status.RUNNING)
+    run.refresh_from_db()
+    run_finish(run=run, step=FinalAnswerStep(text=text))
+
+
+def test_rate_limit_per_minute(user, default_profile, settings):
+    settings.CHAT_SENDS_PER_MINUTE = 2
+    conversations = [conversation_create(owner=user) for _ in range(3)]
+    message_send(conversation=conversations[0], user=user, content="one")
+    message_send(conversation=conversations[1], user=user, content="two")
+    before = _snapshot(conversations[2])
+
+    with pytest.raises(SendRefused) as refused:
+        message_send(conversation=conversations[2], user=user, content="three")
+
+    assert refused.value.code == "rate_limited"
+    assert _snapshot(conversations[2]) == before
+
+
+def test_daily_token_quota(conversation, user, settings):
+    settings.CHAT_DAILY_TOKEN_QUOTA = 1000
+    sent = message_send(conversation=conversation, user=user, content="hello")
+    AgentRun.objects.filter(pk=sent.run.pk).update(prompt_tokens=900, completion_tokens=100)
+    _finish(sent.run)
+
+    with pytest.raises(SendRefused) as refused:
+        message_send(conversation=conversation, user=user, content="again")
+
+    assert refused.value.code == "quota_exceeded"
+
+
+def test_someone_elses_conversation_looks_missing(conversation, other_user):
+    before = _snapshot(conversation)
+    with pytest.raises(SendRefused) as refused:
+        message_send(conversation=conversation, user=other_user, content="hi")
+    assert refused.value.code == "not_found"
+    assert _snapshot(conversation) == before
+
+
+def test_profile_restricted_to_a_group(conversation, user, default_profile):
+    staff_only = AgentProfile.objects.create(name="Staff", slug="staff")
+    staff_only.allowed_groups.add(Group.objects.create(name="staff"))
+
+    with pytest.raises(SendRefused) as refused:
+        message_send(conversation=conversation, user=user, content="hi", profile=staff_only)
+    assert refused.value.code == "profile_not_allowed"
+
+    user.groups.add(Group.objects.get(name="staff"))
+    result = message_send(conversation=conversation, user=user, content="hi", profile=staff_only)
+    assert result.run.profile_version.profile == staff_only
+
+
+def test_run_is_pinned_to_the_profile_version_at_send_time(conversation, user, default_profile):
+    first = message_send(conversation=conversation, user=user, content="one")
+    _finish(first.run)
+    default_profile.max_iterations = 3
+    default_profile.save()
+
+    second = message_send(conversation=conversation, user=user, content="two")
+
+    assert first.run.profile_version.snapshot["max_iterations"] != 3
+    assert second.run.profile_version.snapshot["max_iterations"] == 3
+    assert second.run.profile_version.number == first.run.profile_version.number + 1
+
+
+def test_regenerate_queues_a_new_run_for_the_last_user_message(conversation, user):
+    sent = message_send(conversation=conversation, user=user, content="tell me a joke")
+    _finish(sent.run, "an old joke")
+
+    run = run_regenerate(conversation=conversation, user=user)
+
+    assert run.pk != sent.run.pk
+    assert run.status == AgentRun.Status.QUEUED
+    assert run.trigger_message == sent.message
+
+
+def test_regenerate_refused_while_running_or_with_nothing_to_answer(conversation, user):
+    with pytest.raises(SendRefused) as nothing:
+        run_regenerate(conversation=conversation, user=user)
+    assert nothing.value.code == "nothing_to_regenerate"
+
+    message_send(conversation=conversation, user=user, content="hi")
+    with pytest.raises(SendRefused) as busy:
+        run_regenerate(conversation=conversation, user=user)
+    assert busy.value.code == "run_in_progress"
+
+
+def test_edit_resend_sends_a_new_message_naming_the_original(conversation, user):
+    sent = message_send(conversation=conversation, user=user, content="wrong question")
+    _finish(sent.run)
+
+    edited = message_edit_resend(message=sent.message, user=user, content="right question")
+
+    assert edited.created
+    assert edited.message.pk != sent.message.pk
+    assert edited.message.content == "right question"
+    assert edited.run.trigger_message == edited.message
+    created = edited.run.events.get(type="message.created")
+    assert created.payload["message"]["edited_from"] == sent.message.pk
+    sent.message.refresh_from_db()
+    assert sent.message.content == "wrong question"
+
+
+def test_only_own_user_messages_can_be_edited(conversation, user, other_user):
+    sent = message_send(conversation=conversation, user=user, content="q")
+    _finish(sent.run, "an answer")
+    answer = Message.objects.get(role=Message.Role.ASSISTANT)
+
+    with pytest.raises(SendRefused) as not_editable:
+        message_edit_resend(message=answer, user=user, content="changed")
+    assert not_editable.value.code == "not_editable"
+    with pytest.raises(SendRefused) as foreign:
+        message_edit_resend(message=sent.message, user=other_user, content="changed")
+    assert foreign.value.code == "not_found"
+
+
+def test_cancel_a_queued_run_ends_it_at_once(conversation, user):
+    sent = message_send(conversation=conversation, user=user, content="hi")
+
+    run = run_cancel(run=sent.run, user=user)
+
+    assert run.status == AgentRun.Status.CANCELLED
+    assert run.finished_at is not None
+    last = events_after(conversation=conversation, after_seq=0).last()
+    assert (last.type, last.run_id, last.seq) == ("run.cancelled", run.pk, 2)
+    # A new message can be sent now.
+    assert message_send(conversation=conversation, user=user, content="again").created
+
+
+def test_cancel_a_running_run_asks_the_worker(conversation, user):
+    sent = message_send(conversation=conversation, user=user, content="hi")
+    AgentRun.objects.filter(pk=sent.run.pk).update(status=AgentRun.Status.RUNNING)
+
+    run = run_cancel(run=sent.run, user=user)
+
+    assert run.status == AgentRun.Status.RUNNING
+    assert run.cancel_requested_at is not None
+    assert events_after(conversation=conversation, after_seq=1).count() == 0
+
+
+def test_cancel_is_refused_for_others_and_a_no_op_when_finished(conversation, user, other_user):
+    sent = message_send(conversation=conversation, user=user, content="hi")
+    with pytest.raises(SendRefused) as foreign:
+        run_cancel(run=sent.run, user=other_user)
+    assert foreign.value.code == "not_found"
+
+    _finish(sent.run)
+    before = _snapshot(conversation)
+    assert run_cancel(run=sent.run, user=user).status == AgentRun.Status.SUCCEEDED
+    assert _snapshot(conversation) == before

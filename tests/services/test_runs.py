@@ -1,0 +1,254 @@
+"""The event log and a run's lifecycle, against the real database and channel layer."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from datetime import timedelta
+
+import pytest
+from asgiref.sync import async_to_sync
+from channels.layers import channel_layers
+from django.db import connection, transaction
+from django.utils import timezone
+
+from agents import events
+from agents.models import AgentRun, Message, ModelCall
+from agents.react.types import (
+    ActionStep,
+    FinalAnswerStep,
+    ModelCallRecord,
+    ObservationStep,
+    ThoughtStep,
+    step_from_event,
+)
+from agents.selectors import events_after
+from agents.services.conversations import conversation_create, message_send
+from agents.services.runs import (
+    event_append,
+    run_claim,
+    run_fail,
+    run_finish,
+    run_heartbeat,
+    run_mark_cancelled,
+    run_record_model_call,
+    run_record_step,
+    run_started,
+    run_stored_steps,
+    runs_needing_rescue,
+)
+
+
+@pytest.fixture
+def queued_run(conversation, user) -> AgentRun:
+    return message_send(conversation=conversation, user=user, content="What is 2+2?").run
+
+
+def test_claim_takes_a_queued_run_once(queued_run):
+    run = run_claim(run_id=queued_run.pk, worker_id="w1")
+
+    assert run.status == AgentRun.Status.RUNNING
+    assert (run.attempts, run.worker_id) == (1, "w1")
+    assert run.started_at is not None
+    assert run_claim(run_id=queued_run.pk, worker_id="w2") is None
+
+
+def test_a_stale_heartbeat_lets_another_worker_take_over(queued_run, settings):
+    run_claim(run_id=queued_run.pk, worker_id="w1")
+    stale = timezone.now() - timedelta(seconds=settings.AGENT_HEARTBEAT_STALE_SECONDS + 1)
+    AgentRun.objects.filter(pk=queued_run.pk).update(heartbeat_at=stale)
+
+    assert runs_needing_rescue(queued_for_seconds=60) == [queued_run.pk]
+    run = run_claim(run_id=queued_run.pk, worker_id="w2")
+
+    assert (run.attempts, run.worker_id) == (2, "w2")
+    # The first worker has lost it: its heartbeat no longer touches the run.
+    assert run_heartbeat(run_ids=[queued_run.pk], worker_id="w1") == set()
+    assert run_heartbeat(run_ids=[queued_run.pk], worker_id="w2") == {queued_run.pk}
+
+
+def test_a_queued_run_left_too_long_needs_rescue(queued_run):
+    assert runs_needing_rescue(queued_for_seconds=60) == []
+    AgentRun.objects.filter(pk=queued_run.pk).update(
+        created_at=timezone.now() - timedelta(seconds=120)
+    )
+    assert runs_needing_rescue(queued_for_seconds=60) == [queued_run.pk]
+
+
+def test_a_finished_run_cannot_be_claimed(queued_run):
+    run = run_claim(run_id=queued_run.pk, worker_id="w1")
+    run_fail(run=run, code="model_auth", message="The model rejected the API key.")
+    AgentRun.objects.filter(pk=run.pk).update(heartbeat_at=None)
+
+    assert run_claim(run_id=queued_run.pk, worker_id="w2") is None
+
+
+def test_steps_are_stored_in_order_and_read_back_for_resuming(queued_run):
+    run = run_claim(run_id=queued_run.pk, worker_id="w1")
+    run_started(run=run, model="m", profile="assistant")
+    steps = [
+        ThoughtStep(text="I should add.", prompt_tokens=10, completion_tokens=5),
+        ActionStep(tool="calculator", tool_input="2+2", call_id="c1"),
+        ObservationStep(tool="calculator", call_id="c1", text="4"),
+    ]
+    for step in steps:
+        run_record_step(run=run, step=step)
+
+    assert [step_from_event(p) for p in run_stored_steps(run=run)] == steps
+    stored = events_after(conversation=run.conversation, after_seq=0)
+    frames = [events.event_frame(e) for e in stored]
+    assert [f["seq"] for f in frames] == [1, 2, 3, 4, 5]
+    assert [f["type"] for f in frames] == ["message.created", "run.started", "step", "step", "step"]
+    assert frames[1]["attempt"] == 1
+    assert frames[3]["kind"] == "action"
+    assert (frames[3]["tool"], frames[3]["tool_input"]) == ("calculator", "2+2")
+    assert all(f["run_id"] == run.pk and f["ts"] for f in frames)
+
+
+def test_model_calls_are_rows_not_events_and_add_up_tokens(queued_run):
+    run = run_claim(run_id=queued_run.pk, worker_id="w1")
+    record = ModelCallRecord(
+        index=0,
+        messages=[{"role": "user", "content": "hi"}],
+        options={"stop": ["Observation:"]},
+        response_text="Thought: hm",
+        prompt_tokens=30,
+        completion_tokens=7,
+    )
+    run_record_model_call(run=run, record=record)
+    # A resumed attempt numbers from zero again; the rows keep counting.
+    run_record_model_call(run=run, record=record)
+
+    assert list(ModelCall.objects.filter(run=run).values_list("index", flat=True)) == [0, 1]
+    run.refresh_from_db()
+    assert (run.prompt_tokens, run.completion_tokens) == (60, 14)
+    assert run.events.count() == 1  # only message.created
+
+
+def test_finish_saves_the_answer_and_announces_it(queued_run):
+    run = run_claim(run_id=queued_run.pk, worker_id="w1")
+    run_record_model_call(
+        run=run,
+        record=ModelCallRecord(
+            index=0, messages=[], options={}, response_text="", prompt_tokens=3, completion_tokens=4
+        ),
+    )
+
+    message = run_finish(run=run, step=FinalAnswerStep(text="It is **4**."))
+
+    run.refresh_from_db()
+    assert run.status == AgentRun.Status.SUCCEEDED
+    assert message.role == Message.Role.ASSISTANT
+    assert message.run == run
+    finished = run.events.get(type="run.finished")
+    assert finished.payload["message"]["content"] == "It is **4**."
+    assert "<strong>4</strong>" in finished.payload["message"]["html"]
+    assert finished.payload["usage"]["prompt_tokens"] == 3
+    assert finished.payload["usage"]["completion_tokens"] == 4
+    assert finished.payload["stop_reason"] == "answer"
+
+
+def test_an_ended_run_is_not_ended_twice(queued_run):
+    run = run_claim(run_id=queued_run.pk, worker_id="w1")
+    assert run_mark_cancelled(run=run, partial_answer="Half an ans")
+
+    assert run_finish(run=run, step=FinalAnswerStep(text="too late")) is None
+    assert not run_fail(run=run, code="x", message="y")
+    run.refresh_from_db()
+    assert run.status == AgentRun.Status.CANCELLED
+    assert Message.objects.get(role=Message.Role.ASSISTANT).content == "Half an ans"
+    cancelled = run.events.get(type="run.cancelled")
+    assert cancelled.payload["partial_answer"] == "Half an ans"
+    assert list(run.events.values_list("type", flat=True)) == ["message.created", "run.cancelled"]
+
+
+def test_fail_records_a_visible_error(queued_run):
+    run = run_claim(run_id=queued_run.pk, worker_id="w1")
+
+    assert run_fail(run=run, code="model_timeout", message="The model did not answer in time.")
+
+    run.refresh_from_db()
+    assert (run.status, run.error_code) == (AgentRun.Status.FAILED, "model_timeout")
+    failed = run.events.get(type="run.failed")
+    assert failed.payload == {
+        "code": "model_timeout",
+        "message": "The model did not answer in time.",
+    }
+    assert not Message.objects.filter(role=Message.Role.ASSISTANT).exists()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_seq_has_no_gaps_or_repeats_under_concurrent_appends(user, default_profile):
+    conversation = conversation_create(owner=user)
+    writers, per_writer = 8, 15
+    start = threading.Barrier(writers)
+    errors: list[BaseException] = []
+
+    def append_many(n: int) -> None:
+        try:
+            start.wait()
+            for i in range(per_writer):
+                event_append(
+                    conversation=conversation, run=None, type="step", payload={"w": n, "i": i}
+                )
+        except BaseException as error:  # surfaced below
+            errors.append(error)
+        finally:
+            connection.close()
+
+    threads = [threading.Thread(target=append_many, args=(n,)) for n in range(writers)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+
+    assert errors == []
+    seqs = list(events_after(conversation=conversation, after_seq=0).values_list("seq", flat=True))
+    assert seqs == list(range(1, writers * per_writer + 1))
+    conversation.refresh_from_db()
+    assert conversation.last_seq == writers * per_writer
+    # Each writer's own events keep their order.
+    for n in range(writers):
+        mine = events_after(conversation=conversation, after_seq=0).filter(payload__w=n)
+        assert [e.payload["i"] for e in mine] == list(range(per_writer))
+
+
+def _receive_all(layer, channel: str) -> list[dict]:
+    """Everything already delivered to ``channel`` (publish_flush has been called)."""
+
+    async def drain() -> list[dict]:
+        received = []
+        while True:
+            try:
+                received.append(await asyncio.wait_for(layer.receive(channel), 0.5))
+            except TimeoutError:
+                return received
+
+    return async_to_sync(drain)()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_events_reach_the_group_only_after_commit(user, default_profile):
+    conversation = conversation_create(owner=user)
+    layer = channel_layers.make_backend("default")
+    channel = async_to_sync(layer.new_channel)()
+    async_to_sync(layer.group_add)(events.group_name(conversation.pk), channel)
+
+    with transaction.atomic():
+        stored = event_append(conversation=conversation, run=None, type="step", payload={"n": 1})
+        # Sent before the commit: if the stored event went out early it would arrive first.
+        events.publish_ephemeral(conversation.pk, {"type": "answer.delta", "text": "marker"})
+        assert events.publish_flush()
+    assert events.publish_flush()
+
+    with transaction.atomic():
+        event_append(conversation=conversation, run=None, type="step", payload={"n": 2})
+        transaction.set_rollback(True)
+    assert events.publish_flush()
+
+    received = _receive_all(layer, channel)
+    assert [m["type"] for m in received] == ["chat.event", "chat.event"]
+    assert [m["frame"] for m in received] == [
+        {"type": "answer.delta", "text": "marker"},
+        events.event_frame(stored),
+    ]
