@@ -1,0 +1,346 @@
+"""Admin forms: write-only secrets, template and tool-config validation, and the tryout forms.
+
+Write-only means a value goes in and never comes back out: the widgets below render empty
+even when the form is redisplayed with errors, and the stored value is only ever described
+("set" / "not set", or the names of the secrets).
+"""
+
+from __future__ import annotations
+
+import datetime
+import json
+import re
+from typing import Any
+
+from django import forms
+from django.utils import timezone
+
+from agents.models import AgentProfile, ModelConfig, ToolConfig
+from agents.tools.base import SECRET_NAME_PATTERN
+from agents.tools.registry import tool_kinds, validate_tool_config
+
+_SECRET_NAME = re.compile(rf"^{SECRET_NAME_PATTERN}$")
+
+
+class WriteOnlyTextarea(forms.Textarea):
+    """A textarea that never renders a value back, not even after a failed submit."""
+
+    def format_value(self, value: Any) -> None:
+        return None
+
+
+class WriteOnlyPasswordInput(forms.PasswordInput):
+    def __init__(self, attrs: dict | None = None) -> None:
+        super().__init__(attrs={"autocomplete": "new-password", **(attrs or {})})
+
+    def format_value(self, value: Any) -> None:
+        return None
+
+
+# --------------------------------------------------------------------------------------
+# Model endpoints
+# --------------------------------------------------------------------------------------
+
+
+class ModelConfigForm(forms.ModelForm):
+    base_url = forms.URLField(
+        label="Base URL",
+        required=False,
+        assume_scheme="https",
+        help_text="e.g. https://api.openai.com/v1 or http://localhost:11434/v1. "
+        "Empty: the settings' OPENAI_* endpoint, or the offline demo model.",
+    )
+    api_key = forms.CharField(
+        label="API key",
+        required=False,
+        strip=True,
+        widget=WriteOnlyPasswordInput(),
+        help_text="Leave empty to keep the current key.",
+    )
+    clear_api_key = forms.BooleanField(
+        label="Clear the stored API key", required=False, help_text="Remove the key entirely."
+    )
+
+    class Meta:
+        model = ModelConfig
+        fields = [
+            "name",
+            "base_url",
+            "model",
+            "api_key",
+            "clear_api_key",
+            "default_temperature",
+            "context_window",
+            "request_timeout_seconds",
+            "max_retries",
+            "prompt_price_per_million",
+            "completion_price_per_million",
+        ]
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        state = "set" if self.instance.has_api_key else "not set"
+        self.fields["api_key"].help_text = f"Currently {state}. Leave empty to keep it as it is."
+
+    def clean(self) -> dict[str, Any]:
+        cleaned = super().clean()
+        if cleaned.get("clear_api_key") and cleaned.get("api_key"):
+            self.add_error("clear_api_key", "Either enter a new key or clear it, not both.")
+        return cleaned
+
+    def save(self, commit: bool = True) -> ModelConfig:
+        instance: ModelConfig = super().save(commit=False)
+        if self.cleaned_data.get("clear_api_key"):
+            instance.set_api_key("")
+        elif self.cleaned_data.get("api_key"):
+            instance.set_api_key(self.cleaned_data["api_key"])
+        if commit:
+            instance.save()
+            self.save_m2m()
+        return instance
+
+
+# --------------------------------------------------------------------------------------
+# Agent profiles
+# --------------------------------------------------------------------------------------
+
+
+class AgentProfileForm(forms.ModelForm):
+    # Not the model field: making a profile the default moves the flag from the old default
+    # (services.profiles.profile_save) instead of failing the one-default constraint.
+    make_default = forms.BooleanField(
+        label="Default profile",
+        required=False,
+        help_text="New conversations use this profile. Ticking it unticks the old default.",
+    )
+
+    class Meta:
+        model = AgentProfile
+        fields = [
+            "name",
+            "slug",
+            "description",
+            "mode",
+            "model_config",
+            "temperature",
+            "system_prompt",
+            "label_set",
+            "few_shot_examples",
+            "tools",
+            "max_iterations",
+            "max_execution_time",
+            "memory_strategy",
+            "memory_window_turns",
+            "memory_token_budget",
+            "allowed_groups",
+        ]
+        widgets = {
+            "system_prompt": forms.Textarea(attrs={"rows": 18, "class": "vLargeTextField"}),
+            "few_shot_examples": forms.Textarea(attrs={"rows": 8, "class": "vLargeTextField"}),
+        }
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.fields["make_default"].initial = self.instance.is_default
+
+    def clean(self) -> dict[str, Any]:
+        cleaned = super().clean()
+        template = cleaned.get("system_prompt", "")
+        mode = cleaned.get("mode")
+        if template and template.strip() and mode:
+            from agents.react.prompt import validate_template
+
+            for problem in validate_template(template, mode):
+                self.add_error("system_prompt", problem)
+        return cleaned
+
+
+class VersionRestoreForm(forms.Form):
+    """Only a CSRF-protected POST: restoring changes the live profile."""
+
+
+# --------------------------------------------------------------------------------------
+# Tools
+# --------------------------------------------------------------------------------------
+
+
+def _kind_choices() -> list[tuple[str, str]]:
+    return [
+        (name, f"{name} — {kind.summary}" if kind.summary else name)
+        for name, kind in sorted(tool_kinds().items())
+    ]
+
+
+class ToolConfigForm(forms.ModelForm):
+    kind = forms.ChoiceField(choices=_kind_choices)
+    secrets = forms.CharField(
+        label="Secrets",
+        required=False,
+        widget=WriteOnlyTextarea(attrs={"rows": 3, "autocomplete": "off", "spellcheck": "false"}),
+        help_text=(
+            "One NAME=value per line; refer to them in the config as {secret:NAME}. "
+            "Leave empty to keep the stored secrets; NAME= with nothing after it removes one."
+        ),
+    )
+    clear_secrets = forms.BooleanField(label="Remove all stored secrets", required=False)
+
+    class Meta:
+        model = ToolConfig
+        fields = [
+            "name",
+            "kind",
+            "description",
+            "config",
+            "secrets",
+            "clear_secrets",
+            "enabled",
+            "timeout_seconds",
+            "return_direct",
+        ]
+        widgets = {"config": forms.Textarea(attrs={"rows": 10, "class": "vLargeTextField"})}
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        current = self.instance.kind
+        if current and current not in tool_kinds():
+            # Keep a row whose kind was removed from the code editable (and visibly broken).
+            self.fields["kind"].choices = [
+                *_kind_choices(),
+                (current, f"{current} (no longer registered)"),
+            ]
+        stored = self.instance.secret_names if self.instance.pk else []
+        names = ", ".join(stored) if stored else "none"
+        self.fields["secrets"].help_text = f"Stored secrets: {names}. " + (
+            self.fields["secrets"].help_text
+        )
+
+    def clean_secrets(self) -> dict[str, str]:
+        """``{name: value}``; an empty value means "remove this one"."""
+        entered: dict[str, str] = {}
+        for number, line in enumerate(self.cleaned_data.get("secrets", "").splitlines(), 1):
+            if not line.strip():
+                continue
+            name, sep, value = line.partition("=")
+            name = name.strip()
+            # Messages name the line, never echo it: it may hold the secret.
+            if not sep:
+                raise forms.ValidationError(f"Line {number} is not NAME=value.")
+            if not _SECRET_NAME.match(name):
+                raise forms.ValidationError(
+                    f"Line {number}: secret names use capital letters, digits and underscores "
+                    "and start with a letter."
+                )
+            entered[name] = value.strip()
+        return entered
+
+    def clean(self) -> dict[str, Any]:
+        cleaned = super().clean()
+        kind = cleaned.get("kind")
+        if kind and "config" in cleaned:
+            for field, message in validate_tool_config(kind, cleaned["config"]).items():
+                target = "kind" if field == "kind" else "config"
+                self.add_error(
+                    target, message if field in ("kind", "config") else f"{field}: {message}"
+                )
+        return cleaned
+
+    def save(self, commit: bool = True) -> ToolConfig:
+        instance: ToolConfig = super().save(commit=False)
+        entered: dict[str, str] = self.cleaned_data.get("secrets") or {}
+        if self.cleaned_data.get("clear_secrets") or entered:
+            current = {} if self.cleaned_data.get("clear_secrets") else instance.get_secrets()
+            for name, value in entered.items():
+                if value:
+                    current[name] = value
+                else:
+                    current.pop(name, None)
+            instance.set_secrets(current)
+        if commit:
+            instance.save()
+            self.save_m2m()
+        return instance
+
+
+class TestToolForm(forms.Form):
+    sample_input = forms.CharField(
+        label="Sample input",
+        widget=forms.Textarea(attrs={"rows": 4, "class": "vLargeTextField"}),
+        help_text="What the model would send as the Action Input: text, or a JSON object.",
+    )
+
+    def clean_sample_input(self) -> str | dict[str, Any]:
+        text = self.cleaned_data["sample_input"].strip()
+        if text.startswith("{"):
+            try:
+                parsed = json.loads(text)
+            except json.JSONDecodeError as exc:
+                raise forms.ValidationError(
+                    f"This looks like JSON but is not valid: {exc}"
+                ) from None
+            if isinstance(parsed, dict):
+                return parsed
+        return text
+
+
+# --------------------------------------------------------------------------------------
+# Trying a profile out
+# --------------------------------------------------------------------------------------
+
+
+class PreviewForm(forms.Form):
+    question = forms.CharField(
+        initial="What can you help me with?",
+        widget=forms.Textarea(attrs={"rows": 2, "class": "vLargeTextField"}),
+    )
+    memory_summary = forms.CharField(
+        label="Memory summary",
+        required=False,
+        widget=forms.Textarea(attrs={"rows": 3, "class": "vLargeTextField"}),
+        help_text="A summary of earlier turns, as the memory would supply it.",
+    )
+    history = forms.CharField(
+        label="Earlier turns",
+        required=False,
+        widget=forms.Textarea(attrs={"rows": 4, "class": "vLargeTextField"}),
+        help_text='One turn per line, starting "user:" or "assistant:".',
+    )
+
+    def clean_history(self) -> list[dict[str, str]]:
+        turns: list[dict[str, str]] = []
+        for number, line in enumerate(self.cleaned_data.get("history", "").splitlines(), 1):
+            if not line.strip():
+                continue
+            role, sep, content = line.partition(":")
+            role = role.strip().lower()
+            if not sep or role not in ("user", "assistant"):
+                raise forms.ValidationError(
+                    f'Line {number} must start with "user:" or "assistant:".'
+                )
+            turns.append({"role": role, "content": content.strip()})
+        return turns
+
+
+class TryItForm(forms.Form):
+    question = forms.CharField(widget=forms.Textarea(attrs={"rows": 3, "class": "vLargeTextField"}))
+
+
+class UsageRangeForm(forms.Form):
+    since = forms.DateField(required=False, widget=forms.DateInput(attrs={"type": "date"}))
+    until = forms.DateField(
+        required=False,
+        widget=forms.DateInput(attrs={"type": "date"}),
+        help_text="Inclusive.",
+    )
+
+    def date_range(self) -> tuple[datetime.datetime, datetime.datetime]:
+        """``[since, until + 1 day)`` in the current time zone; the last 30 days by default."""
+        today = timezone.localdate()
+        data = self.cleaned_data if self.is_valid() else {}
+        until = data.get("until") or today
+        since = data.get("since") or until - datetime.timedelta(days=29)
+        tz = timezone.get_current_timezone()
+        start = datetime.datetime.combine(since, datetime.time.min, tzinfo=tz)
+        end = datetime.datetime.combine(
+            until + datetime.timedelta(days=1), datetime.time.min, tzinfo=tz
+        )
+        return start, end

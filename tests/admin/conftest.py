@@ -1,0 +1,117 @@
+"""Fixtures for the admin tests: a staff client, and the settings a plain-HTTP test client needs."""
+
+from __future__ import annotations
+
+import itertools
+from pathlib import Path
+
+import pytest
+
+_model_names = itertools.count(1)
+
+
+@pytest.fixture(autouse=True)
+def _plain_http_admin(settings):
+    # Production defaults redirect to HTTPS and serve hashed static files after collectstatic;
+    # the test client speaks plain HTTP and nothing was collected.
+    settings.SECURE_SSL_REDIRECT = False
+    settings.STORAGES = {
+        **settings.STORAGES,
+        "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"},
+    }
+    Path(settings.STATIC_ROOT).mkdir(parents=True, exist_ok=True)
+
+
+@pytest.fixture
+def staff(make_user):
+    return make_user("admin", is_staff=True, is_superuser=True)
+
+
+@pytest.fixture
+def staff_client(client, staff):
+    client.force_login(staff)
+    return client
+
+
+@pytest.fixture
+def model_name():
+    """A model name no other test scripts, so tests can share one scripted server."""
+    return f"admin-test-model-{next(_model_names)}"
+
+
+def page_text(response) -> str:
+    if getattr(response, "streaming", False):
+        return b"".join(response.streaming_content).decode()
+    return response.content.decode()
+
+
+@pytest.fixture
+def make_finished_run(db):
+    """A succeeded run with its step events and one model call, as the pipeline stores them."""
+    from agents.models import AgentRun, Conversation, Message, ModelCall, RunEvent
+    from agents.react.types import (
+        ActionStep,
+        FinalAnswerStep,
+        ObservationStep,
+        ThoughtStep,
+        step_to_event,
+    )
+
+    def make(
+        *,
+        owner,
+        profile_version=None,
+        model_config=None,
+        prompt_tokens=120,
+        completion_tokens=30,
+        created_at=None,
+    ):
+        conversation = Conversation.objects.create(owner=owner, title="Capitals")
+        question = Message.objects.create(
+            conversation=conversation, role="user", content="What is the capital of France?"
+        )
+        run = AgentRun.objects.create(
+            conversation=conversation,
+            trigger_message=question,
+            profile_version=profile_version,
+            model_config=model_config,
+            model_name=model_config.model if model_config else "demo",
+            status=AgentRun.Status.SUCCEEDED,
+            prompt_tokens=prompt_tokens,
+            completion_tokens=completion_tokens,
+        )
+        if created_at is not None:
+            AgentRun.objects.filter(pk=run.pk).update(created_at=created_at)
+            run.refresh_from_db()
+        steps = [
+            ThoughtStep(text="I should look the capital up."),
+            ActionStep(tool="capitals", tool_input="France", call_id="call-1"),
+            ObservationStep(tool="capitals", call_id="call-1", text="Paris"),
+            FinalAnswerStep(text="The capital of France is Paris."),
+        ]
+        for seq, step in enumerate(steps, start=1):
+            RunEvent.objects.create(
+                conversation=conversation,
+                run=run,
+                seq=seq,
+                type="step",
+                payload=step_to_event(step),
+            )
+        conversation.last_seq = len(steps)
+        conversation.save(update_fields=["last_seq"])
+        ModelCall.objects.create(
+            run=run,
+            index=0,
+            request_messages=[
+                {"role": "system", "content": "You answer with tools. <b>bold</b>"},
+                {"role": "user", "content": "What is the capital of France?"},
+            ],
+            request_options={"stop": ["Observation:"], "temperature": 0.0},
+            response_text="Thought: I should look the capital up.\nAction: capitals",
+            prompt_tokens=prompt_tokens,
+            completion_tokens=completion_tokens,
+            duration_ms=420,
+        )
+        return run
+
+    return make
