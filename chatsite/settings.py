@@ -137,6 +137,10 @@ CELERY_BROKER_TRANSPORT_OPTIONS = {
 }
 CELERY_TASK_ALWAYS_EAGER = env.bool("CELERY_TASK_ALWAYS_EAGER", default=False)
 CELERY_WORKER_HIJACK_ROOT_LOGGER = False
+# Runs mostly wait on the model, so one process holds many in threads. The threads pool has
+# no hard time limit: the engine's max_execution_time and the model deadline bound a run.
+CELERY_WORKER_POOL = env.str("CELERY_WORKER_POOL", default="threads")
+CELERY_WORKER_CONCURRENCY = env.int("CELERY_WORKER_CONCURRENCY", default=100)
 
 # --- Model endpoint ---------------------------------------------------------------------
 # Empty OPENAI_BASE_URL means the offline demo model (agents/llm/demo.py) answers.
@@ -152,6 +156,13 @@ TIKTOKEN_ALLOW_DOWNLOAD = env.bool("TIKTOKEN_ALLOW_DOWNLOAD", default=False)
 # --- Agent runs -------------------------------------------------------------------------
 AGENT_MAX_ATTEMPTS = env.int("AGENT_MAX_ATTEMPTS", default=3)
 AGENT_HEARTBEAT_STALE_SECONDS = env.int("AGENT_HEARTBEAT_STALE_SECONDS", default=60)
+# A worker beats for all its runs every interval; a run whose beat is older than the stale
+# limit above is taken over. Cancel requests are polled more often, so a stop takes < 1 s.
+AGENT_HEARTBEAT_INTERVAL_SECONDS = env.float("AGENT_HEARTBEAT_INTERVAL_SECONDS", default=5.0)
+AGENT_CANCEL_POLL_SECONDS = env.float("AGENT_CANCEL_POLL_SECONDS", default=0.25)
+# Every worker sweeps for runs no one holds; a queued run this old lost its broker message.
+AGENT_SWEEP_INTERVAL_SECONDS = env.float("AGENT_SWEEP_INTERVAL_SECONDS", default=30.0)
+AGENT_QUEUED_RESCUE_SECONDS = env.float("AGENT_QUEUED_RESCUE_SECONDS", default=120.0)
 CHAT_MAX_MESSAGE_CHARS = env.int("CHAT_MAX_MESSAGE_CHARS", default=16000)
 CHAT_MAX_FRAME_BYTES = env.int("CHAT_MAX_FRAME_BYTES", default=65536)
 CHAT_SENDS_PER_MINUTE = env.int("CHAT_SENDS_PER_MINUTE", default=20)
