@@ -100,16 +100,20 @@ def _redacting(run: Any) -> Any:
 
     @functools.wraps(run)  # keeps the signature and hints the argument schema comes from
     def wrapper(self: ConfiguredTool, *args: Any, **kwargs: Any) -> str:
+        failure: Exception | None = None
         try:
             result = run(self, *args, **kwargs)
-        except ToolInputError as exc:
-            raise ToolInputError(self.redact(str(exc))) from None
-        except ToolError as exc:
-            raise ToolError(self.redact(str(exc))) from None
+        except (ToolInputError, ToolError) as exc:
+            # Same class (subclasses take a single message), so callers can still tell
+            # bad input from a failed call.
+            failure = type(exc)(self.redact(str(exc)))
         except Exception as exc:
-            # Unexpected failures still reach the model as a readable, redacted message;
-            # the original traceback is dropped because it may hold secret values.
-            raise ToolError(self.redact(f"{type(exc).__name__}: {exc}")) from None
+            # Unexpected failures still reach the model as a readable, redacted message.
+            failure = ToolError(self.redact(f"{type(exc).__name__}: {exc}"))
+        if failure is not None:
+            # Raised outside the except block: the original exception, which may hold a
+            # secret value, is not kept as __context__ or in the traceback.
+            raise failure
         return self.redact(str(result))
 
     return wrapper

@@ -140,7 +140,7 @@ def build_tools(
 
 
 def _register_builtins() -> None:
-    from agents.tools.builtin import calculator, current_time, lookup_table
+    from agents.tools.builtin import calculator, current_time, http_request, lookup_table
 
     register_kind("calculator", calculator.Calculator, config_schema=calculator.CONFIG_SCHEMA)
     register_kind(
@@ -148,6 +148,12 @@ def _register_builtins() -> None:
     )
     register_kind(
         "lookup_table", lookup_table.LookupTable, config_schema=lookup_table.CONFIG_SCHEMA
+    )
+    register_kind(
+        "http_request",
+        http_request.HttpRequest,
+        config_schema=http_request.CONFIG_SCHEMA,
+        secret_names=http_request.SECRET_NAMES,
     )
 
 

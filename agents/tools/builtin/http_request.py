@@ -1,0 +1,369 @@
+"""``http_request``: calls an admin-defined HTTP endpoint, safely.
+
+The admin writes a URL template such as ``https://api.example.com/weather?city={city}``; each
+``{name}`` is an argument the model fills (URL-encoded), each ``{secret:NAME}`` a stored
+secret. Requests are SSRF-safe: the host is resolved once, every address it resolves to must
+be public (or named by ``allow_hosts`` / ``allow_networks``), and the connection goes to the
+address that was checked, so a second DNS answer cannot swap in an internal one. Redirects
+are followed only after the same check, responses are cut at ``max_response_bytes`` and the
+whole exchange is bounded by ``timeout_seconds``.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import json
+import re
+import socket
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import quote
+
+import httpx2 as httpx
+
+from agents.react.tools import JsonDict, ToolInputError
+from agents.tools.base import ConfiguredTool, ToolError
+
+SECRET_NAMES = ("API_TOKEN",)
+METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD"]
+_METHODS_WITH_BODY = {"POST", "PUT", "PATCH", "DELETE"}
+
+CONFIG_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "url_template": {"type": "string", "minLength": 1, "maxLength": 2000},
+        "method": {"type": "string", "enum": METHODS, "default": "GET"},
+        "headers": {
+            "type": "object",
+            "additionalProperties": {"type": "string", "maxLength": 4000},
+            "maxProperties": 50,
+            "default": {},
+        },
+        "body_template": {"type": "string", "maxLength": 20000, "default": ""},
+        "allow_hosts": {"type": "array", "items": {"type": "string"}, "default": []},
+        "allow_networks": {"type": "array", "items": {"type": "string"}, "default": []},
+        "timeout_seconds": {"type": "number", "minimum": 0.1, "maximum": 300, "default": 10},
+        "max_response_bytes": {
+            "type": "integer",
+            "minimum": 1,
+            "maximum": 10_000_000,
+            "default": 65536,
+        },
+        "max_redirects": {"type": "integer", "minimum": 0, "maximum": 10, "default": 3},
+    },
+    "required": ["url_template"],
+    "additionalProperties": False,
+}
+
+# Hostnames of cloud metadata services: refused by name even before DNS, since inside a
+# cloud they resolve to link-local or private addresses an allow-list might cover.
+METADATA_HOSTNAMES = frozenset(
+    {
+        "metadata",
+        "metadata.google.internal",
+        "metadata.goog",
+        "instance-data",
+        "instance-data.ec2.internal",
+        "metadata.azure.com",
+        "metadata.platformequinix.com",
+    }
+)
+# Metadata addresses that are not link-local, refused even when an allowed network covers them.
+METADATA_ADDRESSES = frozenset(
+    ipaddress.ip_address(address)
+    for address in ("169.254.169.254", "169.254.170.2", "fd00:ec2::254", "100.100.100.200")
+)
+_NAT64 = ipaddress.ip_network("64:ff9b::/96")
+
+_PLACEHOLDER = re.compile(r"\{(secret:)?([A-Za-z_][A-Za-z0-9_]*)\}")
+_HEADER_NAME = re.compile(r"^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")
+_TEXT_TYPES = ("text/", "application/json", "application/xml", "application/javascript")
+
+
+class RefusedTarget(ToolError):
+    """The URL points somewhere this tool must not reach."""
+
+
+@dataclass(frozen=True)
+class _Target:
+    url: httpx.URL  # as written, with the hostname
+    address: str  # the checked IP the connection goes to
+
+
+class HttpRequest(ConfiguredTool):
+    """Calls an HTTP API the admin defines, with SSRF protection."""
+
+    name = "http_request"
+    description = "Calls a web API and returns its response."
+
+    @classmethod
+    def check_config(cls, config: Mapping[str, Any]) -> dict[str, str]:
+        errors: dict[str, str] = {}
+        template: str = config["url_template"]
+        if not template.lower().startswith(("http://", "https://")):
+            errors["url_template"] = "must start with http:// or https://"
+        else:
+            try:
+                httpx.URL(_fill(template, lambda name: "x", lambda name: "x"))
+            except httpx.InvalidURL as exc:
+                errors["url_template"] = f"is not a valid URL: {exc}"
+        for name in config["headers"]:
+            if not _HEADER_NAME.match(name):
+                errors[f"headers.{name}"] = "is not a valid header name"
+        if config["body_template"]:
+            if config["method"] not in _METHODS_WITH_BODY:
+                errors["body_template"] = f"a {config['method']} request has no body"
+            else:
+                try:
+                    json.loads(_fill(config["body_template"], json.dumps, lambda name: "x"))
+                except json.JSONDecodeError as exc:
+                    errors["body_template"] = (
+                        "must be JSON once each {name} is replaced by a JSON string "
+                        f"(write {{name}} without quotes): {exc.msg}"
+                    )
+        for index, network in enumerate(config["allow_networks"]):
+            try:
+                ipaddress.ip_network(network, strict=False)
+            except ValueError:
+                errors[f"allow_networks.{index}"] = f"{network!r} is not an address or CIDR"
+        return errors
+
+    # -- the arguments come from the URL template, not from a fixed signature ----------
+    def argument_names(self) -> list[str]:
+        templates = (self.config["url_template"], self.config.get("body_template", ""))
+        names: list[str] = []
+        for template in templates:
+            for is_secret, name in _PLACEHOLDER.findall(template):
+                if not is_secret and name not in names:
+                    names.append(name)
+        return names
+
+    def args_schema(self) -> JsonDict:  # type: ignore[override]
+        names = self.argument_names()
+        return {
+            "type": "object",
+            "properties": {name: {"type": "string"} for name in names},
+            "required": names,
+        }
+
+    def coerce_input(self, tool_input: str | JsonDict) -> JsonDict:
+        if not self.argument_names():
+            return {}  # nothing to fill in: whatever the model wrote is irrelevant
+        return super().coerce_input(tool_input)
+
+    def run(self, **arguments: str) -> str:
+        expected = self.argument_names()
+        missing = [name for name in expected if name not in arguments]
+        if missing:
+            raise ToolInputError(f"{self.name} is missing argument(s) {missing}")
+        url = _fill(
+            self.config["url_template"],
+            lambda name: quote(str(arguments[name]), safe=""),
+            lambda name: quote(self.secret(name), safe=""),
+        )
+        body = None
+        if self.config.get("body_template"):
+            body = _fill(
+                self.config["body_template"],
+                lambda name: json.dumps(str(arguments[name])),
+                lambda name: json.dumps(self.secret(name))[1:-1],
+            ).encode()
+        headers = {name: self.fill_secrets(value) for name, value in self.config["headers"].items()}
+        if body is not None:
+            headers.setdefault("Content-Type", "application/json")
+        return self._fetch(self.config["method"], url, headers, body)
+
+    # -- the exchange ------------------------------------------------------------------
+    def _fetch(self, method: str, url: str, headers: dict[str, str], body: bytes | None) -> str:
+        timeout = float(self.config["timeout_seconds"])
+        deadline = time.monotonic() + timeout
+        try:
+            target = self._checked(httpx.URL(url))
+        except httpx.InvalidURL as exc:
+            raise ToolInputError(f"the URL is not valid: {exc}") from None
+        origin = _origin(target.url)
+        with httpx.Client(
+            follow_redirects=False, trust_env=False, timeout=httpx.Timeout(timeout)
+        ) as client:
+            for _ in range(int(self.config["max_redirects"]) + 1):
+                # Admin headers (they may carry secrets) go only to the configured origin.
+                sent_headers = dict(headers) if _origin(target.url) == origin else {}
+                status, reason, location, text = self._exchange(
+                    client, method, target, sent_headers, body, deadline
+                )
+                if location is None:
+                    if status >= 400:
+                        raise ToolError(f"HTTP {status} {reason}: {text}".strip())
+                    return f"HTTP {status} {reason}\n\n{text}".rstrip()
+                next_url = target.url.join(location)
+                if next_url.scheme not in ("http", "https"):
+                    raise RefusedTarget(f"refused a redirect to a {next_url.scheme} URL")
+                target = self._checked(next_url)
+                if status in (301, 302, 303) and method not in ("GET", "HEAD"):
+                    method, body = "GET", None
+        raise ToolError(f"more than {self.config['max_redirects']} redirects")
+
+    def _exchange(
+        self,
+        client: httpx.Client,
+        method: str,
+        target: _Target,
+        headers: dict[str, str],
+        body: bytes | None,
+        deadline: float,
+    ) -> tuple[int, str, str | None, str]:
+        """One request to the checked address; (status, reason, redirect location, text)."""
+        host_header = target.url.netloc.decode("ascii").rsplit("@", 1)[-1]
+        pinned = target.url.copy_with(host=target.address)
+        extensions = {"sni_hostname": target.url.host} if target.url.scheme == "https" else {}
+        request_headers = {
+            **headers,
+            "Host": host_header,
+            "Accept-Encoding": "identity",
+            "User-Agent": "chatsite-http-tool",
+        }
+        cap = int(self.config["max_response_bytes"])
+        try:
+            with client.stream(
+                method, pinned, headers=request_headers, content=body, extensions=extensions
+            ) as response:
+                if response.is_redirect and "location" in response.headers:
+                    return (
+                        response.status_code,
+                        response.reason_phrase,
+                        response.headers["location"],
+                        "",
+                    )
+                received = bytearray()
+                truncated = False
+                for chunk in response.iter_bytes():
+                    received += chunk
+                    if len(received) > cap:
+                        del received[cap:]
+                        truncated = True
+                        break
+                    if time.monotonic() > deadline:
+                        raise ToolError(
+                            f"no complete response within {self.config['timeout_seconds']} s"
+                        )
+                text = _as_text(response, bytes(received))
+                if truncated:
+                    text += f"\n[response cut at {cap} bytes]"
+                return response.status_code, response.reason_phrase, None, text
+        except httpx.TimeoutException:
+            raise ToolError(
+                f"no response from {target.url.host} within {self.config['timeout_seconds']} s"
+            ) from None
+        except httpx.HTTPError as exc:
+            raise ToolError(f"request to {target.url.host} failed: {exc}") from None
+
+    def _checked(self, url: httpx.URL) -> _Target:
+        if url.scheme not in ("http", "https"):
+            raise RefusedTarget("only http:// and https:// URLs are allowed")
+        host = url.host.rstrip(".").lower()
+        if not host:
+            raise RefusedTarget("the URL has no host")
+        allowed_hosts = {name.rstrip(".").lower() for name in self.config["allow_hosts"]}
+        host_allowed = host in allowed_hosts
+        if host in METADATA_HOSTNAMES and not host_allowed:
+            raise RefusedTarget(f"{host} is a cloud metadata service")
+        port = url.port or (443 if url.scheme == "https" else 80)
+        addresses = _resolve(host, port)
+        networks = [
+            ipaddress.ip_network(net, strict=False) for net in self.config["allow_networks"]
+        ]
+        for address in addresses:
+            refusal = _refusal(address)
+            if refusal is None:
+                continue
+            if address in METADATA_ADDRESSES and not host_allowed:
+                raise RefusedTarget(
+                    f"{host} resolves to {_shown(address)}, a cloud metadata address"
+                )
+            if host_allowed or any(_within(address, network) for network in networks):
+                continue
+            article = "an" if refusal[0] in "aeiou" else "a"
+            raise RefusedTarget(
+                f"{host} resolves to {_shown(address)}, {article} {refusal} address; an "
+                "administrator can allow it with allow_hosts or allow_networks"
+            )
+        return _Target(url=url, address=str(addresses[0]))
+
+
+def _fill(template: str, argument: Any, secret: Any) -> str:
+    def replace(match: re.Match[str]) -> str:
+        return secret(match.group(2)) if match.group(1) else argument(match.group(2))
+
+    return _PLACEHOLDER.sub(replace, template)
+
+
+def _origin(url: httpx.URL) -> tuple[str, str, int | None]:
+    return (url.scheme, url.host.lower(), url.port)
+
+
+def _resolve(host: str, port: int) -> list[ipaddress.IPv4Address | ipaddress.IPv6Address]:
+    """Every address ``host`` resolves to (numeric forms like 0x7f000001 included)."""
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    except (socket.gaierror, UnicodeError):
+        raise ToolError(f"could not resolve the host {host}") from None
+    addresses = []
+    for info in infos:
+        address = ipaddress.ip_address(info[4][0].split("%", 1)[0])
+        if address not in addresses:
+            addresses.append(address)
+    if not addresses:
+        raise ToolError(f"could not resolve the host {host}")
+    return addresses
+
+
+def _refusal(address: ipaddress.IPv4Address | ipaddress.IPv6Address) -> str | None:
+    """Why ``address`` is not a public destination, or None when it is."""
+    if isinstance(address, ipaddress.IPv6Address):
+        embedded = address.ipv4_mapped or address.sixtofour
+        if embedded is None and address in _NAT64:
+            embedded = ipaddress.IPv4Address(int(address) & 0xFFFFFFFF)
+        if address.teredo:
+            embedded = address.teredo[1]
+        if embedded is not None:
+            inner = _refusal(embedded)
+            return f"{inner} (embedded in IPv6)" if inner else None
+    if address in METADATA_ADDRESSES:
+        return "cloud metadata"
+    for label, flag in (
+        ("loopback", address.is_loopback),
+        ("unspecified", address.is_unspecified),
+        ("link-local", address.is_link_local),
+        ("multicast", address.is_multicast),
+        ("private", address.is_private),
+        ("reserved", address.is_reserved),
+    ):
+        if flag:
+            return label
+    if not address.is_global:
+        return "non-public"
+    return None
+
+
+def _shown(address: ipaddress.IPv4Address | ipaddress.IPv6Address) -> str:
+    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped:
+        return f"::ffff:{address.ipv4_mapped}"
+    return str(address)
+
+
+def _within(
+    address: ipaddress.IPv4Address | ipaddress.IPv6Address,
+    network: ipaddress.IPv4Network | ipaddress.IPv6Network,
+) -> bool:
+    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped:
+        address = address.ipv4_mapped
+    return address.version == network.version and address in network
+
+
+def _as_text(response: httpx.Response, body: bytes) -> str:
+    content_type = response.headers.get("content-type", "").split(";")[0].strip().lower()
+    if content_type and not content_type.startswith(_TEXT_TYPES) and "+json" not in content_type:
+        return f"[{content_type} response of {len(body)} bytes, not shown]"
+    return body.decode(response.encoding or "utf-8", errors="replace")

@@ -1,0 +1,400 @@
+"""http_request: refused SSRF targets, an allow-listed loopback server, caps and secrets."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from urllib.parse import parse_qs, urlsplit
+
+import pytest
+
+from agents.react.tools import ToolInputError
+from agents.tools.base import REDACTED, ToolError
+from agents.tools.builtin.http_request import CONFIG_SCHEMA, HttpRequest, RefusedTarget
+from agents.tools.registry import validate_tool_config
+from agents.tools.schema import with_defaults
+
+TOKEN = "tok-9f8e7d6c5b4a"
+
+
+class _Handler(BaseHTTPRequestHandler):
+    """A few behaviours to probe the tool with; it records what it received."""
+
+    def log_message(self, *args) -> None:  # keep test output quiet
+        pass
+
+    def _reply(self, status: int, body: bytes, content_type: str = "text/plain") -> None:
+        self.send_response(status)
+        self.send_header("Content-Type", content_type)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        if self.command != "HEAD":
+            self.wfile.write(body)
+
+    def _handle(self) -> None:
+        length = int(self.headers.get("Content-Length") or 0)
+        body = self.rfile.read(length) if length else b""
+        self.server.received.append(
+            {"method": self.command, "path": self.path, "headers": dict(self.headers), "body": body}
+        )
+        parts = urlsplit(self.path)
+        query = {key: values[0] for key, values in parse_qs(parts.query).items()}
+        if parts.path == "/hello":
+            self._reply(200, f"hello {query.get('name', '')}".encode())
+        elif parts.path == "/echo":
+            echoed = {"headers": dict(self.headers), "body": body.decode()}
+            self._reply(200, json.dumps(echoed).encode(), "application/json")
+        elif parts.path == "/big":
+            self._reply(200, b"x" * 1_000_000)
+        elif parts.path == "/slow":
+            time.sleep(3)
+            self._reply(200, b"late")
+        elif parts.path == "/denied":
+            self._reply(401, f"bad token {self.headers.get('Authorization')}".encode())
+        elif parts.path == "/image":
+            self._reply(200, b"\x89PNG\r\n", "image/png")
+        elif parts.path == "/redirect":
+            self.send_response(302)
+            self.send_header("Location", query["to"])
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+        else:
+            self._reply(404, b"no such page")
+
+    do_GET = do_POST = do_HEAD = _handle
+
+
+@pytest.fixture
+def server() -> Iterator[ThreadingHTTPServer]:
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
+    httpd.daemon_threads = True
+    httpd.block_on_close = False  # the /slow handler may still be sleeping
+    httpd.received = []
+    thread = threading.Thread(target=httpd.serve_forever, args=(0.05,), daemon=True)
+    thread.start()
+    yield httpd
+    httpd.shutdown()
+    httpd.server_close()
+
+
+def _tool(secrets: dict[str, str] | None = None, **config) -> HttpRequest:
+    errors = validate_tool_config("http_request", config)
+    assert errors == {}
+    return HttpRequest(
+        name="api", config=with_defaults(CONFIG_SCHEMA, config), secrets=secrets or {}
+    )
+
+
+def _base(server) -> str:
+    return f"http://127.0.0.1:{server.server_address[1]}"
+
+
+# -- refused targets ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "http://127.0.0.1/",
+        "http://127.1/",
+        "http://localhost/",
+        "http://LOCALHOST./",
+        "http://[::1]/",
+        "http://0.0.0.0/",
+        "http://[::]/",
+        "http://10.1.2.3/",
+        "http://172.16.0.1/",
+        "http://172.31.255.254/",
+        "http://192.168.1.1/",
+        "http://100.64.0.1/",
+        "http://169.254.169.254/latest/meta-data/",
+        "http://169.254.1.1/",
+        "http://100.100.100.200/",
+        "http://[fd00:ec2::254]/",
+        "http://[fe80::1]/",
+        "http://224.0.0.1/",
+        "http://240.0.0.1/",
+        "http://[::ffff:127.0.0.1]/",
+        "http://[::ffff:169.254.169.254]/",
+        "http://[::ffff:10.0.0.1]/",
+        "http://[64:ff9b::7f00:1]/",
+        "http://[2002:7f00:1::]/",
+        "http://2130706433/",
+        "http://0x7f000001/",
+        "http://0x7f.0x0.0x0.0x1/",
+        "http://017700000001/",
+        "https://metadata.google.internal/computeMetadata/v1/",
+        "http://metadata/",
+        "http://instance-data/latest/",
+    ],
+)
+def test_refuses_internal_targets(url):
+    with pytest.raises(RefusedTarget) as refused:
+        _tool(url_template=url).run()
+    message = str(refused.value)
+    assert "metadata" in message or "allow_hosts or allow_networks" in message
+
+
+def test_octal_dotted_ip_is_refused_as_an_invalid_url():
+    errors = validate_tool_config("http_request", {"url_template": "http://0177.0.0.1/"})
+    assert errors["url_template"].startswith("is not a valid URL")
+    tool = HttpRequest(
+        config=with_defaults(CONFIG_SCHEMA, {"url_template": "http://{host}/"}),
+    )
+    with pytest.raises(ToolInputError, match="the URL is not valid"):
+        tool.run(host="0177.0.0.1")
+
+
+def test_refusal_names_the_reason():
+    with pytest.raises(RefusedTarget, match=r"127\.0\.0\.1, a loopback address"):
+        _tool(url_template="http://2130706433/").run()
+    with pytest.raises(RefusedTarget, match="metadata"):
+        _tool(url_template="http://169.254.169.254/").run()
+    with pytest.raises(RefusedTarget, match="embedded in IPv6"):
+        _tool(url_template="http://[::ffff:192.168.0.1]/").run()
+
+
+def test_a_placeholder_cannot_move_the_request_to_another_host(server):
+    tool = _tool(url_template=_base(server) + "/hello?name={name}", allow_networks=["127.0.0.0/8"])
+    output = tool.run(name="x@169.254.169.254/#")
+    assert output == "HTTP 200 OK\n\nhello x@169.254.169.254/#"
+    assert server.received[0]["path"] == "/hello?name=x%40169.254.169.254%2F%23"
+
+
+def test_metadata_address_stays_refused_even_inside_an_allowed_network():
+    tool = _tool(url_template="http://169.254.169.254/", allow_networks=["169.254.0.0/16"])
+    with pytest.raises(RefusedTarget, match="metadata"):
+        tool.run()
+
+
+# -- an allow-listed loopback server ----------------------------------------------------
+
+
+def test_allow_networks_lets_a_loopback_server_through(server):
+    tool = _tool(url_template=_base(server) + "/hello?name={name}", allow_networks=["127.0.0.0/8"])
+    assert tool.args_schema()["required"] == ["name"]
+    assert tool.run(**tool.coerce_input("Ada Lovelace")) == "HTTP 200 OK\n\nhello Ada Lovelace"
+
+
+def test_allow_hosts_by_name_connects_to_the_checked_address(server):
+    port = server.server_address[1]
+    tool = _tool(url_template=f"http://localhost:{port}/echo", allow_hosts=["localhost"])
+    output = tool.run()
+    # The connection went to the address that was checked; the Host header keeps the name.
+    assert json.loads(output.split("\n\n", 1)[1])["headers"]["Host"] == f"localhost:{port}"
+
+
+def test_tool_without_placeholders_ignores_the_input(server):
+    tool = _tool(url_template=_base(server) + "/hello", allow_hosts=["127.0.0.1"])
+    assert tool.coerce_input("anything at all") == {}
+    assert tool.run() == "HTTP 200 OK\n\nhello"
+
+
+def test_post_with_a_json_body_template(server):
+    tool = _tool(
+        url_template=_base(server) + "/echo",
+        method="POST",
+        body_template='{"city": {city}, "units": "metric"}',
+        allow_networks=["127.0.0.1/32"],
+    )
+    output = tool.run(city='Paris "centre"')
+    echoed = json.loads(output.split("\n\n", 1)[1])
+    assert json.loads(echoed["body"]) == {"city": 'Paris "centre"', "units": "metric"}
+    assert echoed["headers"]["Content-Type"] == "application/json"
+
+
+def test_http_error_status_is_an_error_with_the_body(server):
+    tool = _tool(url_template=_base(server) + "/missing", allow_networks=["127.0.0.0/8"])
+    with pytest.raises(ToolError, match="HTTP 404 Not Found: no such page"):
+        tool.run()
+
+
+def test_binary_responses_are_described_not_dumped(server):
+    tool = _tool(url_template=_base(server) + "/image", allow_networks=["127.0.0.0/8"])
+    assert tool.run() == "HTTP 200 OK\n\n[image/png response of 6 bytes, not shown]"
+
+
+def test_response_is_cut_at_the_cap(server):
+    tool = _tool(
+        url_template=_base(server) + "/big",
+        allow_networks=["127.0.0.0/8"],
+        max_response_bytes=1000,
+    )
+    output = tool.run()
+    assert output.endswith("\n[response cut at 1000 bytes]")
+    assert output.count("x") == 1000
+
+
+def test_a_slow_server_times_out(server):
+    tool = _tool(
+        url_template=_base(server) + "/slow", allow_networks=["127.0.0.0/8"], timeout_seconds=0.3
+    )
+    with pytest.raises(ToolError, match=r"no response from 127\.0\.0\.1 within 0\.3 s"):
+        tool.run()
+
+
+def test_connection_refused_is_a_clear_error():
+    import socket
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    tool = _tool(url_template=f"http://127.0.0.1:{port}/", allow_networks=["127.0.0.0/8"])
+    with pytest.raises(ToolError, match=r"request to 127\.0\.0\.1 failed"):
+        tool.run()
+
+
+# -- redirects --------------------------------------------------------------------------
+
+
+def test_redirect_within_the_allowed_server_is_followed(server):
+    tool = _tool(
+        url_template=_base(server) + "/redirect?to=/hello%3Fname%3Dagain",
+        allow_networks=["127.0.0.0/8"],
+    )
+    assert tool.run() == "HTTP 200 OK\n\nhello again"
+
+
+def test_redirect_to_an_internal_address_is_refused(server):
+    tool = _tool(
+        url_template=_base(server) + "/redirect?to=http://169.254.169.254/latest/",
+        allow_networks=["127.0.0.0/8"],
+    )
+    with pytest.raises(RefusedTarget, match="metadata"):
+        tool.run()
+    tool = _tool(
+        url_template=_base(server) + "/redirect?to=http://10.0.0.1/",
+        allow_networks=["127.0.0.0/8"],
+    )
+    with pytest.raises(RefusedTarget, match="private"):
+        tool.run()
+
+
+def test_redirect_to_another_scheme_is_refused(server):
+    tool = _tool(
+        url_template=_base(server) + "/redirect?to=file:///etc/passwd",
+        allow_networks=["127.0.0.0/8"],
+    )
+    with pytest.raises(RefusedTarget, match="file URL"):
+        tool.run()
+
+
+def test_redirect_loops_stop(server):
+    tool = _tool(
+        url_template=_base(server) + "/redirect?to=/redirect%3Fto%3D/hello",
+        allow_networks=["127.0.0.0/8"],
+        max_redirects=1,
+    )
+    with pytest.raises(ToolError, match="more than 1 redirects"):
+        tool.run()
+
+
+# -- secrets ----------------------------------------------------------------------------
+
+
+def test_secret_goes_into_the_header_and_nowhere_else(server):
+    tool = _tool(
+        secrets={"API_TOKEN": TOKEN},
+        url_template=_base(server) + "/echo",
+        headers={"Authorization": "Bearer {secret:API_TOKEN}"},
+        allow_networks=["127.0.0.0/8"],
+    )
+    output = tool.run()
+    assert server.received[0]["headers"]["Authorization"] == f"Bearer {TOKEN}"
+    assert TOKEN not in output
+    assert f"Bearer {REDACTED}" in output
+    assert TOKEN not in tool.description
+    assert TOKEN not in repr(tool)
+    assert TOKEN not in json.dumps(tool.openai_schema())
+
+
+def test_secret_is_absent_from_errors(server):
+    tool = _tool(
+        secrets={"API_TOKEN": TOKEN},
+        url_template=_base(server) + "/denied",
+        headers={"Authorization": "Bearer {secret:API_TOKEN}"},
+        allow_networks=["127.0.0.0/8"],
+    )
+    with pytest.raises(ToolError) as failed:
+        tool.run()
+    assert "HTTP 401" in str(failed.value)
+    assert TOKEN not in str(failed.value)
+    assert failed.value.__cause__ is None
+    assert failed.value.__context__ is None
+
+
+def test_secret_in_the_url_is_absent_from_refusals_and_output(server):
+    tool = _tool(
+        secrets={"API_TOKEN": TOKEN},
+        url_template=_base(server) + "/echo?key={secret:API_TOKEN}",
+        allow_networks=["127.0.0.0/8"],
+    )
+    tool.run()
+    assert server.received[0]["path"] == f"/echo?key={TOKEN}"
+    refused = _tool(secrets={"API_TOKEN": TOKEN}, url_template="http://10.0.0.1/{secret:API_TOKEN}")
+    with pytest.raises(RefusedTarget) as failed:
+        refused.run()
+    assert TOKEN not in str(failed.value)
+
+
+def test_secret_headers_are_not_sent_to_another_origin(server):
+    port = server.server_address[1]
+    tool = _tool(
+        secrets={"API_TOKEN": TOKEN},
+        url_template=f"http://127.0.0.1:{port}/redirect?to=http://localhost:{port}/echo",
+        headers={"Authorization": "Bearer {secret:API_TOKEN}"},
+        allow_hosts=["127.0.0.1", "localhost"],
+    )
+    tool.run()
+    first, second = server.received
+    assert first["headers"]["Authorization"] == f"Bearer {TOKEN}"
+    assert "Authorization" not in second["headers"]
+
+
+def test_missing_secret_is_named():
+    tool = _tool(
+        url_template="https://api.example.com/",
+        headers={"Authorization": "Bearer {secret:API_TOKEN}"},
+    )
+    with pytest.raises(ToolError, match="the secret API_TOKEN is not set"):
+        tool.run()
+
+
+# -- config validation -------------------------------------------------------------------
+
+
+def test_config_field_errors():
+    assert validate_tool_config("http_request", {}) == {"url_template": "this field is required"}
+    assert validate_tool_config("http_request", {"url_template": "file:///etc/passwd"}) == {
+        "url_template": "must start with http:// or https://"
+    }
+    errors = validate_tool_config(
+        "http_request",
+        {
+            "url_template": "https://api.example.com/{q}",
+            "method": "FETCH",
+        },
+    )
+    assert set(errors) == {"method"}
+    errors = validate_tool_config(
+        "http_request",
+        {
+            "url_template": "https://api.example.com/{q}",
+            "headers": {"Bad Header": "x"},
+            "allow_networks": ["10.0.0.0/8", "not-a-net"],
+            "body_template": "{}",
+        },
+    )
+    assert errors == {
+        "headers.Bad Header": "is not a valid header name",
+        "allow_networks.1": "'not-a-net' is not an address or CIDR",
+        "body_template": "a GET request has no body",
+    }
+    errors = validate_tool_config(
+        "http_request",
+        {"url_template": "https://a.example/", "method": "POST", "body_template": '{"q": "{q}"}'},
+    )
+    assert "write {name} without quotes" in errors["body_template"]
