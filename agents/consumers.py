@@ -1,0 +1,273 @@
+"""The conversation websocket: `/ws/conversations/<id>/` (frames in docs/protocol.md).
+
+One socket per open conversation. It joins the conversation's group, replays the stored
+events the client has not seen, then forwards live ones; client frames become service calls.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+from urllib.parse import parse_qs
+
+from channels.db import database_sync_to_async
+from channels.generic.websocket import AsyncJsonWebsocketConsumer
+from django.conf import settings
+
+from agents import events, selectors
+from agents.models import AgentRun, Conversation, RunEvent
+from agents.services.conversations import SendRefused, message_send, run_cancel
+
+# Sent to anyone who may not open this conversation, including when it does not exist, so a
+# refusal tells a stranger nothing. Outside 1000-3999, so clients can tell it from a drop.
+CLOSE_NOT_FOUND = 4404
+
+REPLAY_BATCH = 500
+CLIENT_ID_MAX_CHARS = 64
+TERMINAL_FRAME_TYPES = frozenset({"run.finished", "run.failed", "run.cancelled"})
+
+
+class FrameError(Exception):
+    """A client frame that cannot be acted on; becomes an `error` frame, the socket stays."""
+
+    def __init__(self, code: str, message: str, **extra: Any) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+        self.extra = extra
+
+
+class ConversationConsumer(AsyncJsonWebsocketConsumer):
+    conversation_id: int
+    group: str
+    # The highest stored seq sent down this socket; stored frames at or below it are dropped.
+    last_sent_seq: int
+    # Runs whose end this socket has delivered; late answer.delta frames for them are dropped.
+    finished_run_ids: set[int]
+
+    async def connect(self) -> None:
+        self.conversation_id = int(self.scope["url_route"]["kwargs"]["conversation_id"])
+        self.last_sent_seq = 0
+        self.finished_run_ids = set()
+        self.group = ""
+        user = self.scope.get("user")
+        conversation = None
+        if user is not None and user.is_authenticated:
+            conversation = await self._conversation()
+        # Accept before closing so the browser sees the code; a close during the handshake
+        # arrives as 1006, indistinguishable from a network failure, and would be retried.
+        await self.accept()
+        if conversation is None:
+            await self.close(code=CLOSE_NOT_FOUND)
+            return
+        # Join first, then read the log (docs/architecture.md, invariant 4): an event
+        # committed after the read is then certain to arrive live.
+        self.group = events.group_name(self.conversation_id)
+        await self.channel_layer.group_add(self.group, self.channel_name)
+        after_seq = _after_seq_param(self.scope, conversation)
+        self.last_sent_seq = after_seq
+        await self._replay(conversation, after_seq=after_seq)
+
+    async def disconnect(self, code: int) -> None:
+        if self.group:
+            await self.channel_layer.group_discard(self.group, self.channel_name)
+
+    # ---- client → server ---------------------------------------------------------------
+
+    async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None):
+        try:
+            frame = _parse_frame(text_data, bytes_data)
+            await self._handle(frame)
+        except FrameError as error:
+            await self.send_json(
+                {"type": "error", "code": error.code, "message": error.message, **error.extra}
+            )
+
+    async def _handle(self, frame: dict[str, Any]) -> None:
+        kind = frame.get("type")
+        if kind == "ping":
+            await self.send_json({"type": "pong"})
+        elif kind == "message.send":
+            await self._send_message(frame)
+        elif kind == "run.cancel":
+            await self._cancel_run(frame)
+        elif kind == "resume":
+            after_seq = _required_int(frame, "after_seq")
+            conversation = await self._conversation_or_close()
+            if conversation is not None:
+                # The client asked for these again: resend even what this socket already sent.
+                after_seq = min(after_seq, conversation.last_seq)
+                self.last_sent_seq = max(self.last_sent_seq, after_seq)
+                await self._replay(conversation, after_seq=after_seq)
+        elif isinstance(kind, str):
+            raise FrameError("unknown_type", f"Unknown frame type {kind!r}.")
+        else:
+            raise FrameError("invalid_field", "Every frame needs a string 'type'.")
+
+    async def _send_message(self, frame: dict[str, Any]) -> None:
+        client_id = _required_str(frame, "client_id")
+        if not client_id or len(client_id) > CLIENT_ID_MAX_CHARS:
+            raise FrameError(
+                "invalid_field", f"'client_id' must be 1 to {CLIENT_ID_MAX_CHARS} characters."
+            )
+        # Empty and over-long content are refused by message_send, one rule for every door.
+        content = _required_str(frame, "content", client_id=client_id)
+        profile_slug = frame.get("profile")
+        if profile_slug is not None and not isinstance(profile_slug, str):
+            raise FrameError(
+                "invalid_field", "'profile' must be a profile slug.", client_id=client_id
+            )
+        conversation = await self._conversation_or_close()
+        if conversation is None:
+            return
+        try:
+            await self._message_send(conversation, content, client_id, profile_slug or None)
+        except SendRefused as refusal:
+            raise FrameError(refusal.code, refusal.message, client_id=client_id) from refusal
+
+    async def _cancel_run(self, frame: dict[str, Any]) -> None:
+        run_id = _required_int(frame, "run_id")
+        if not await self._run_cancel(run_id):
+            raise FrameError("not_found", "No such run in this conversation.")
+
+    # ---- server → client ---------------------------------------------------------------
+
+    async def chat_event(self, message: dict[str, Any]) -> None:
+        """A frame published to the group by agents/events.py."""
+        frame = message["frame"]
+        seq = frame.get("seq")
+        if seq is None:
+            if frame.get("type") == "answer.delta" and frame.get("run_id") in self.finished_run_ids:
+                return
+            await self.send_json(frame)
+            return
+        if seq <= self.last_sent_seq:
+            return
+        if seq > self.last_sent_seq + 1:
+            # A gap: the channel layer dropped or delayed a frame. The log has it.
+            conversation = await self._conversation_or_close()
+            if conversation is None:
+                return
+            await self._replay(conversation, after_seq=self.last_sent_seq)
+            if seq <= self.last_sent_seq:
+                return
+        await self._send_stored(frame)
+
+    async def _replay(self, conversation: Conversation, *, after_seq: int) -> None:
+        """Send every stored event with seq > after_seq, in order, from the database."""
+        cursor = after_seq
+        while True:
+            frames = await self._frames_after(conversation, cursor)
+            for frame in frames:
+                await self._send_stored(frame)
+            if len(frames) < REPLAY_BATCH:
+                return
+            cursor = frames[-1]["seq"]
+
+    async def _send_stored(self, frame: dict[str, Any]) -> None:
+        await self.send_json(frame)
+        self.last_sent_seq = max(self.last_sent_seq, frame["seq"])
+        if frame.get("type") in TERMINAL_FRAME_TYPES and frame.get("run_id") is not None:
+            self.finished_run_ids.add(frame["run_id"])
+
+    async def _conversation_or_close(self) -> Conversation | None:
+        """The conversation, re-read so a deletion in another tab closes this socket."""
+        conversation = await self._conversation()
+        if conversation is None:
+            await self.send_json(
+                {"type": "error", "code": "not_found", "message": "This conversation is gone."}
+            )
+            await self.close(code=CLOSE_NOT_FOUND)
+        return conversation
+
+    # ---- database ----------------------------------------------------------------------
+
+    @database_sync_to_async
+    def _conversation(self) -> Conversation | None:
+        return selectors.conversation_get(
+            user=self.scope["user"], conversation_id=self.conversation_id
+        )
+
+    @database_sync_to_async
+    def _frames_after(self, conversation: Conversation, after_seq: int) -> list[dict[str, Any]]:
+        stored: list[RunEvent] = list(
+            selectors.events_after(
+                conversation=conversation, after_seq=after_seq, limit=REPLAY_BATCH
+            )
+        )
+        return [events.event_frame(event) for event in stored]
+
+    @database_sync_to_async
+    def _message_send(
+        self, conversation: Conversation, content: str, client_id: str, profile_slug: str | None
+    ) -> None:
+        user = self.scope["user"]
+        profile = None
+        if profile_slug is not None:
+            profile = selectors.profiles_for_user(user=user).filter(slug=profile_slug).first()
+            if profile is None:
+                raise SendRefused("profile_not_allowed", "That agent is not available to you.")
+        message_send(
+            conversation=conversation,
+            user=user,
+            content=content,
+            client_id=client_id,
+            profile=profile,
+        )
+
+    @database_sync_to_async
+    def _run_cancel(self, run_id: int) -> bool:
+        user = self.scope["user"]
+        run: AgentRun | None = selectors.run_get(user=user, run_id=run_id)
+        if run is None or run.conversation_id != self.conversation_id:
+            return False
+        run_cancel(run=run, user=user)
+        return True
+
+
+# ---- frame parsing ---------------------------------------------------------------------
+
+
+def _parse_frame(text_data: str | None, bytes_data: bytes | None) -> dict[str, Any]:
+    if text_data is None:
+        raise FrameError("invalid_frame", "Frames are JSON text, not binary.")
+    size = len(text_data.encode("utf-8"))
+    limit = settings.CHAT_MAX_FRAME_BYTES
+    if size > limit:
+        raise FrameError("frame_too_large", f"The frame is {size} bytes; the limit is {limit}.")
+    try:
+        frame = json.loads(text_data)
+    except ValueError as error:
+        raise FrameError("invalid_json", f"The frame is not valid JSON: {error}.") from error
+    if not isinstance(frame, dict):
+        raise FrameError("invalid_frame", "A frame is a JSON object with a 'type'.")
+    return frame
+
+
+def _required_str(frame: dict[str, Any], field: str, **extra: Any) -> str:
+    value = frame.get(field)
+    if not isinstance(value, str):
+        raise FrameError("invalid_field", f"'{field}' must be a string.", **extra)
+    return value
+
+
+def _required_int(frame: dict[str, Any], field: str) -> int:
+    value = frame.get(field)
+    # bool is an int in Python, but `true` is not a run id or a seq.
+    if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+        raise FrameError("invalid_field", f"'{field}' must be a non-negative integer.")
+    return value
+
+
+def _after_seq_param(scope: dict[str, Any], conversation: Conversation) -> int:
+    """`?after_seq=N` from the URL; missing or malformed means "send everything".
+
+    Clamped to the conversation's last seq: a client claiming more than exists (a stale
+    number from elsewhere) would otherwise have the next real events dropped as seen.
+    """
+    values = parse_qs(scope.get("query_string", b"").decode("latin-1")).get("after_seq")
+    try:
+        after_seq = int(values[-1]) if values else 0
+    except ValueError:
+        after_seq = 0
+    return min(max(after_seq, 0), conversation.last_seq)

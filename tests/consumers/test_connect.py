@@ -1,0 +1,94 @@
+"""Who may open a conversation's socket: its owner, from an allowed Origin, and nobody else."""
+
+from __future__ import annotations
+
+import pytest
+
+from agents.consumers import CLOSE_NOT_FOUND
+from tests.consumers.sockets import QUIET_SECONDS, receive, run, send, session_cookie, socket
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+async def _outcome(communicator) -> tuple[str, int | None]:
+    """("open", None), ("closed", code) after an accept, or ("rejected", code) at handshake."""
+    connected, code = await communicator.connect()
+    if not connected:
+        return ("rejected", code)
+    if await communicator.receive_nothing(timeout=QUIET_SECONDS):
+        await communicator.disconnect()
+        return ("open", None)
+    output = await communicator.receive_output(timeout=10)
+    assert output["type"] == "websocket.close", output
+    return ("closed", output.get("code"))
+
+
+def test_owner_connects_and_gets_pong(user, conversation):
+    cookie = session_cookie(user)
+
+    async def body():
+        communicator = socket(conversation.pk, cookie=cookie)
+        connected, _ = await communicator.connect()
+        assert connected
+        await send(communicator, {"type": "ping"})
+        assert await receive(communicator) == {"type": "pong"}
+        await communicator.disconnect()
+
+    run(body)
+
+
+def test_other_user_anonymous_and_missing_are_refused_alike(user, other_user, conversation):
+    stranger = session_cookie(other_user)
+    owner = session_cookie(user)
+    missing_id = conversation.pk + 1000
+
+    async def body():
+        return [
+            await _outcome(socket(conversation.pk, cookie=stranger)),
+            await _outcome(socket(conversation.pk)),
+            await _outcome(socket(missing_id, cookie=owner)),
+            await _outcome(socket(missing_id)),
+        ]
+
+    outcomes = run(body)
+    assert outcomes == [("closed", CLOSE_NOT_FOUND)] * 4
+
+
+def test_a_refused_socket_gets_no_frames(other_user, conversation):
+    from agents.services.runs import event_append
+
+    event_append(conversation=conversation, run=None, type="step", payload={"kind": "thought"})
+    stranger = session_cookie(other_user)
+
+    async def body():
+        communicator = socket(conversation.pk, cookie=stranger, after_seq=0)
+        connected, _ = await communicator.connect()
+        assert connected
+        output = await communicator.receive_output(timeout=10)
+        return output
+
+    assert run(body) == {"type": "websocket.close", "code": CLOSE_NOT_FOUND}
+
+
+@pytest.mark.parametrize(
+    "origin", ["http://evil.example", "https://localhost.evil.example", "null", None]
+)
+def test_foreign_or_missing_origin_is_rejected_at_handshake(user, conversation, origin):
+    cookie = session_cookie(user)
+
+    async def body():
+        return await _outcome(socket(conversation.pk, cookie=cookie, origin=origin))
+
+    state, _ = run(body)
+    assert state == "rejected"
+
+
+def test_allowed_origin_with_port_connects(user, conversation):
+    cookie = session_cookie(user)
+
+    async def body():
+        return await _outcome(
+            socket(conversation.pk, cookie=cookie, origin="http://127.0.0.1:8000")
+        )
+
+    assert run(body) == ("open", None)
