@@ -98,6 +98,9 @@ class ErrorStep:
     code: str  # parse_error | unknown_tool | invalid_arguments | tool_error | tool_timeout
     message: str
     kind: Literal["error"] = "error"
+    # For parse_error / empty_reply: the model's text (invented observations cut off), kept so
+    # that a resumed run shows the model the same scratchpad.
+    model_text: str = ""
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,589 @@
+"""The agent loop: a generator of typed steps.
+
+``AgentExecutor.run`` calls the model, reads its reply, runs tools, and yields every step as
+it happens; the caller decides what to do with them (store, push, print). Apart from calling
+the model and the tools it does no I/O. Steps of one iteration, in order:
+
+- ``ModelCallRecord`` after every model call (exact messages, options, response, tokens);
+- ``ThoughtStep`` when the reply had any thought text (it carries that call's tokens);
+- one ``ActionStep`` per tool call, then per call, in order: an ``ErrorStep`` if it failed
+  (unknown tool, invalid arguments, tool error, timeout) and its ``ObservationStep``;
+- or, for a reply that could not be used: ``ErrorStep`` (``parse_error`` / ``empty_reply``)
+  and an ``ObservationStep`` (tool ``""``) telling the model the format again;
+- and finally one ``FinalAnswerStep``. Its tokens are the whole run's totals (this call to
+  ``run`` plus the ``ModelCallRecord`` s among ``prior_steps``); its ``duration_ms`` is this
+  call's wall time. ``ModelCallRecord`` s remain the authoritative per-call usage.
+
+Limits: each iteration is one model reply that did not end the run. When ``max_iterations``
+replies have been used, or ``max_execution_time`` has passed (checked before each model
+call), one last call without tools asks for the final answer, and the ``FinalAnswerStep``'s
+``stop_reason`` names the limit.
+
+Cancellation: ``should_cancel`` is asked before every model call and every tool call, while
+waiting for a tool, and while a reply streams in; when it says yes, ``RunCancelled`` is
+raised. A tool already running cannot be stopped: it is abandoned.
+
+Streaming (``on_answer_delta``): in ReAct mode only the text after the final-answer label is
+passed on, as it arrives (``parser.AnswerStream``). In native tool-calling mode the model may
+follow its text with tool calls, so nothing can be known to be the answer until the reply
+ends: the answer is passed on in one piece. Either way, the concatenated deltas equal the
+``FinalAnswerStep`` text whenever the streamed part was a prefix of it.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+
+from agents.react.errors import ParseError, RunCancelled
+from agents.react.labels import LIMIT_REASONS, LabelSet
+from agents.react.parser import (
+    AnswerStream,
+    ParsedFinalAnswer,
+    find_markers,
+    parse,
+)
+from agents.react.prompt import (
+    PromptConfig,
+    react_messages,
+    request_options,
+    tools_messages,
+)
+from agents.react.tools import Tool, ToolInputError
+from agents.react.transcript import (
+    ToolRun,
+    Transcript,
+    Turn,
+    native_messages,
+    react_scratchpad,
+    transcript_from_steps,
+)
+from agents.react.types import (
+    ActionStep,
+    ChatMessage,
+    ChatModel,
+    Completion,
+    ErrorStep,
+    FinalAnswerStep,
+    JsonDict,
+    ModelCallRecord,
+    ObservationStep,
+    Step,
+    StopReason,
+    ThoughtStep,
+)
+
+# How often a long tool call or a streaming reply asks ``should_cancel``.
+CANCEL_POLL_SECONDS = 0.1
+
+
+@dataclass(frozen=True)
+class AgentConfig:
+    max_iterations: int = 15
+    max_execution_time: float = 300.0
+    max_observation_chars: int = 4000
+    temperature: float | None = None
+
+    def __post_init__(self) -> None:
+        if self.max_iterations < 1:
+            raise ValueError("max_iterations must be at least 1")
+        if self.max_execution_time <= 0:
+            raise ValueError("max_execution_time must be positive")
+        if self.max_observation_chars < 1:
+            raise ValueError("max_observation_chars must be at least 1")
+
+
+def _never_cancel() -> bool:
+    return False
+
+
+@dataclass
+class _Run:
+    """The state of one ``run`` call."""
+
+    question: str
+    history: Sequence[ChatMessage]
+    memory_summary: str
+    transcript: Transcript
+    started: float
+    model_calls: int = 0
+    actions: int = 0
+    streamed: str = ""  # what on_answer_delta got during the last model call
+
+
+@dataclass
+class _Outcome:
+    """What running a batch of tool calls produced."""
+
+    direct_answer: str | None = None
+
+
+class _ToolThread:
+    """One tool call in a worker thread, so that it can time out (and be abandoned)."""
+
+    def __init__(self, tool: Tool, arguments: JsonDict) -> None:
+        self.tool = tool
+        self.arguments = arguments
+        self.result: object = None
+        self.error: Exception | None = None
+        self.done = threading.Event()
+        self.started = time.monotonic()
+        self.thread = threading.Thread(target=self._target, name=f"tool-{tool.name}", daemon=True)
+        self.thread.start()
+
+    def _target(self) -> None:
+        try:
+            self.result = self.tool.run(**self.arguments)
+        except Exception as exc:  # the tool's failure is reported to the model
+            self.error = exc
+        finally:
+            self.done.set()
+
+
+class AgentExecutor:
+    def __init__(
+        self,
+        *,
+        model: ChatModel,
+        tools: Sequence[Tool],
+        prompt: PromptConfig,
+        config: AgentConfig | None = None,
+        should_cancel: Callable[[], bool] = _never_cancel,
+        on_answer_delta: Callable[[str], None] | None = None,
+    ) -> None:
+        names = [tool.name for tool in tools]
+        duplicates = sorted({name for name in names if names.count(name) > 1})
+        if duplicates:
+            raise ValueError(f"two tools share the name(s) {duplicates}")
+        self.model = model
+        self.tools = list(tools)
+        self.prompt = prompt
+        self.config = config or AgentConfig()
+        self.should_cancel = should_cancel
+        self.on_answer_delta = on_answer_delta
+        self.labels: LabelSet = prompt.labels
+        self._by_name = {tool.name: tool for tool in self.tools}
+        self._by_folded_name = {tool.name.casefold(): tool for tool in self.tools}
+        self._tool_names = ", ".join(names)
+        self._options = request_options(prompt, tools=self.tools)
+
+    # -- the loop ----------------------------------------------------------------------
+    def run(
+        self,
+        question: str,
+        *,
+        history: Sequence[ChatMessage] = (),
+        memory_summary: str = "",
+        prior_steps: Sequence[Step] = (),
+    ) -> Iterator[Step]:
+        """Yield the run's steps, ending with one ``FinalAnswerStep``.
+
+        ``prior_steps`` are the steps a crashed attempt already yielded (and the caller
+        stored). They are not yielded again, nor re-run: they rebuild the scratchpad. A tool
+        call whose observation is missing is run again. If they already end with a final
+        answer, that answer is yielded again and nothing else happens.
+
+        Raises ``RunCancelled`` or a ``ModelError``.
+        """
+        transcript = transcript_from_steps(prior_steps)
+        if transcript.final is not None:
+            yield transcript.final
+            return
+        state = _Run(
+            question=question,
+            history=history,
+            memory_summary=memory_summary,
+            transcript=transcript,
+            started=time.monotonic(),
+            model_calls=transcript.model_calls,
+            actions=transcript.action_count,
+        )
+        turns = transcript.turns
+        if turns and turns[-1].pending:
+            outcome = _Outcome()
+            yield from self._run_tools(turns[-1].pending, outcome)
+            if outcome.direct_answer is not None:
+                yield self._finish(state, outcome.direct_answer, "return_direct")
+                return
+
+        while True:
+            limit = self._limit_reached(state)
+            if limit is not None:
+                yield from self._final_call(state, limit)
+                return
+            if self.prompt.mode == "react":
+                final = yield from self._react_iteration(state)
+            else:
+                final = yield from self._native_iteration(state)
+            if final is not None:
+                yield final
+                return
+
+    def _limit_reached(self, state: _Run) -> StopReason | None:
+        if len(state.transcript.turns) >= self.config.max_iterations:
+            return "max_iterations"
+        if time.monotonic() - state.started >= self.config.max_execution_time:
+            return "max_execution_time"
+        return None
+
+    # -- one iteration, ReAct mode ------------------------------------------------------
+    def _react_iteration(self, state: _Run) -> Iterator[Step]:
+        messages = self._react_messages(state)
+        completion, record = yield from self._call_model(state, messages, self._options)
+        try:
+            parsed = parse(completion.text)
+        except ParseError as error:
+            yield from self._unusable_reply(state, "parse_error", error, error.text)
+            return None
+        if isinstance(parsed, ParsedFinalAnswer):
+            if parsed.thought:
+                yield ThoughtStep(text=parsed.thought)
+            return self._finish(state, parsed.answer, "answer")
+        yield from self._thought(parsed.thought, record)
+        state.actions += 1
+        action = ActionStep(
+            tool=parsed.tool, tool_input=parsed.tool_input, call_id=f"call-{state.actions}"
+        )
+        yield action
+        turn = Turn(thought=parsed.thought, runs=[ToolRun(action)])
+        state.transcript.turns.append(turn)
+        outcome = _Outcome()
+        yield from self._run_tools(turn.runs, outcome)
+        if outcome.direct_answer is not None:
+            return self._finish(state, outcome.direct_answer, "return_direct")
+        return None
+
+    def _react_messages(self, state: _Run, *, closing_note: str = "") -> list[ChatMessage]:
+        messages = react_messages(
+            self.prompt,
+            tools=self.tools,
+            question=state.question,
+            history=state.history,
+            memory_summary=state.memory_summary,
+            scratchpad=react_scratchpad(state.transcript.turns, self.labels),
+        )
+        if closing_note:
+            messages.append({"role": "user", "content": closing_note})
+        return messages
+
+    # -- one iteration, native tool calling ----------------------------------------------
+    def _native_iteration(self, state: _Run) -> Iterator[Step]:
+        messages = self._native_messages(state)
+        completion, record = yield from self._call_model(state, messages, self._options)
+        text = completion.text.strip()
+        if not completion.tool_calls:
+            if not text:
+                error = ParseError("the reply was empty", hint=self.labels.empty_reply)
+                yield from self._unusable_reply(state, "empty_reply", error, "")
+                return None
+            return self._finish(state, _strip_answer_label(text), "answer")
+        yield from self._thought(text, record)
+        turn = Turn(thought=text)
+        for call in completion.tool_calls:
+            state.actions += 1
+            action = ActionStep(
+                tool=call.name,
+                tool_input=_arguments_for_display(call.arguments),
+                call_id=call.id or f"call-{state.actions}",
+            )
+            turn.runs.append(ToolRun(action))
+            yield action
+        state.transcript.turns.append(turn)
+        outcome = _Outcome()
+        yield from self._run_tools(turn.runs, outcome)
+        if outcome.direct_answer is not None:
+            return self._finish(state, outcome.direct_answer, "return_direct")
+        return None
+
+    def _native_messages(self, state: _Run, *, closing_note: str = "") -> list[ChatMessage]:
+        messages = tools_messages(
+            self.prompt,
+            tools=self.tools,
+            question=state.question,
+            history=state.history,
+            memory_summary=state.memory_summary,
+        )
+        messages.extend(native_messages(state.transcript.turns))
+        if closing_note:
+            messages.append({"role": "user", "content": closing_note})
+        return messages
+
+    # -- shared pieces -------------------------------------------------------------------
+    def _thought(self, text: str, record: ModelCallRecord) -> Iterator[Step]:
+        if text:
+            yield ThoughtStep(
+                text=text,
+                prompt_tokens=record.prompt_tokens,
+                completion_tokens=record.completion_tokens,
+                duration_ms=record.duration_ms,
+            )
+
+    def _unusable_reply(
+        self, state: _Run, code: str, error: ParseError, model_text: str
+    ) -> Iterator[Step]:
+        if code == "empty_reply":
+            correction = self.labels.empty_reply
+        else:
+            correction = self.labels.format_reminder.format(
+                problem=error.hint, tool_names=self._tool_names
+            )
+        state.transcript.turns.append(Turn(invalid_text=model_text, correction=correction))
+        yield ErrorStep(code=code, message=str(error), model_text=model_text)
+        yield ObservationStep(
+            tool="",
+            call_id=f"reply-{len(state.transcript.turns)}",
+            text=correction,
+            is_error=True,
+        )
+
+    def _check_cancel(self) -> None:
+        if self.should_cancel():
+            raise RunCancelled()
+
+    def _call_model(
+        self, state: _Run, messages: list[ChatMessage], options: JsonDict
+    ) -> Iterator[Step]:
+        """Call the model (yielding its record); returns ``(completion, record)``."""
+        self._check_cancel()
+        stream = None
+        if self.on_answer_delta is not None and self.prompt.mode == "react":
+            stream = AnswerStream(self.on_answer_delta)
+        on_text = self._on_text(stream)
+        temperature = self.config.temperature
+        sent_options = dict(options)
+        if temperature is not None:
+            sent_options["temperature"] = temperature
+        index = state.model_calls
+        state.model_calls += 1
+        started = time.monotonic()
+        try:
+            completion: Completion = self.model.complete(
+                messages,
+                stop=options.get("stop"),
+                tools=options.get("tools"),
+                temperature=temperature,
+                on_text=on_text,
+            )
+        except RunCancelled:
+            raise
+        except Exception as error:
+            yield ModelCallRecord(
+                index=index,
+                messages=messages,
+                options=sent_options,
+                response_text="",
+                duration_ms=_ms_since(started),
+                error=f"{type(error).__name__}: {error}",
+            )
+            raise
+        if stream is not None:
+            stream.finish()
+        state.streamed = stream.sent if stream is not None else ""
+        duration_ms = completion.duration_ms or _ms_since(started)
+        record = ModelCallRecord(
+            index=index,
+            messages=messages,
+            options=sent_options,
+            response_text=completion.text,
+            tool_calls=[
+                {"id": call.id, "name": call.name, "arguments": call.arguments}
+                for call in completion.tool_calls
+            ],
+            prompt_tokens=completion.prompt_tokens,
+            completion_tokens=completion.completion_tokens,
+            duration_ms=duration_ms,
+        )
+        state.transcript.prompt_tokens += completion.prompt_tokens
+        state.transcript.completion_tokens += completion.completion_tokens
+        yield record
+        return completion, record
+
+    def _on_text(self, stream: AnswerStream | None) -> Callable[[str], None] | None:
+        if stream is None and self.should_cancel is _never_cancel:
+            return None
+        last_check = -CANCEL_POLL_SECONDS
+
+        def on_text(delta: str) -> None:
+            nonlocal last_check
+            now = time.monotonic()
+            if now - last_check >= CANCEL_POLL_SECONDS:
+                last_check = now
+                self._check_cancel()
+            if stream is not None:
+                stream.feed(delta)
+
+        return on_text
+
+    def _finish(self, state: _Run, answer: str, stop_reason: StopReason) -> FinalAnswerStep:
+        if self.on_answer_delta is not None:
+            streamed = state.streamed if stop_reason != "return_direct" else ""
+            if answer.startswith(streamed) and len(answer) > len(streamed):
+                self.on_answer_delta(answer[len(streamed) :])
+        return FinalAnswerStep(
+            text=answer,
+            stop_reason=stop_reason,
+            prompt_tokens=state.transcript.prompt_tokens,
+            completion_tokens=state.transcript.completion_tokens,
+            duration_ms=_ms_since(state.started),
+        )
+
+    def _final_call(self, state: _Run, limit: StopReason) -> Iterator[Step]:
+        """One last model call, without tools, asking for the final answer."""
+        reason = LIMIT_REASONS[self.labels.code][limit]
+        note = self.labels.final_answer_request.format(reason=reason)
+        if self.prompt.mode == "react":
+            messages = self._react_messages(state, closing_note=note)
+            options = {key: value for key, value in self._options.items() if key == "stop"}
+        else:
+            messages = self._native_messages(state, closing_note=note)
+            options = {}
+        completion, _ = yield from self._call_model(state, messages, options)
+        answer = _answer_from_last_reply(completion.text)
+        if not answer:
+            answer = self.labels.gave_up
+        yield self._finish(state, answer, limit)
+
+    # -- tools ---------------------------------------------------------------------------
+    def _run_tools(self, runs: Sequence[ToolRun], outcome: _Outcome) -> Iterator[Step]:
+        """Start every call of the batch (each after a cancellation check), then report
+        each one's observation in order."""
+        started: list[tuple[ToolRun, Tool | None, _ToolThread | ErrorStep]] = []
+        for run in runs:
+            self._check_cancel()
+            tool, prepared = self._start_tool(run.action)
+            started.append((run, tool, prepared))
+        for run, tool, prepared in started:
+            if isinstance(prepared, ErrorStep):
+                error = prepared
+                text = prepared.message
+                duration_ms = 0
+            else:
+                error, text = self._wait_for(prepared)
+                duration_ms = _ms_since(prepared.started)
+            observation = self._observation(run.action, text, error is not None, duration_ms)
+            run.observation = observation
+            if error is not None:
+                yield error
+            yield observation
+            if (
+                error is None
+                and tool is not None
+                and tool.return_direct
+                and outcome.direct_answer is None
+            ):
+                outcome.direct_answer = text
+
+    def _resolve(self, name: str) -> Tool | None:
+        return self._by_name.get(name) or self._by_folded_name.get(name.strip().casefold())
+
+    def _start_tool(self, action: ActionStep) -> tuple[Tool | None, _ToolThread | ErrorStep]:
+        tool = self._resolve(action.tool)
+        if tool is None:
+            message = self.labels.unknown_tool.format(name=action.tool, tool_names=self._tool_names)
+            return None, ErrorStep(code="unknown_tool", message=message)
+        try:
+            arguments = tool.coerce_input(self._tool_input(action.tool_input))
+        except ToolInputError as error:
+            message = self.labels.invalid_arguments.format(name=tool.name, error=error)
+            return tool, ErrorStep(code="invalid_arguments", message=message)
+        return tool, _ToolThread(tool, arguments)
+
+    def _tool_input(self, tool_input: str | JsonDict) -> str | JsonDict:
+        """Native calls must carry a JSON object; a ReAct Action Input may be plain text."""
+        if self.prompt.mode == "react" or isinstance(tool_input, dict):
+            return tool_input
+        if not tool_input.strip():
+            return {}
+        try:
+            arguments = json.loads(tool_input)
+        except ValueError as error:
+            raise ToolInputError(f"the arguments are not valid JSON ({error})") from None
+        if not isinstance(arguments, dict):
+            raise ToolInputError("the arguments must be a JSON object")
+        return arguments
+
+    def _wait_for(self, call: _ToolThread) -> tuple[ErrorStep | None, str]:
+        timeout = call.tool.timeout_seconds
+        deadline = call.started + timeout
+        while not call.done.wait(max(0.0, min(CANCEL_POLL_SECONDS, deadline - time.monotonic()))):
+            self._check_cancel()
+            if time.monotonic() >= deadline:
+                message = self.labels.tool_timed_out.format(name=call.tool.name, seconds=timeout)
+                return ErrorStep(code="tool_timeout", message=message), message
+        if isinstance(call.error, RunCancelled):
+            raise call.error
+        if isinstance(call.error, ToolInputError):
+            message = self.labels.invalid_arguments.format(name=call.tool.name, error=call.error)
+            return ErrorStep(code="invalid_arguments", message=message), message
+        if call.error is not None:
+            detail = f"{type(call.error).__name__}: {call.error}"
+            message = self.labels.tool_failed.format(name=call.tool.name, error=detail)
+            return ErrorStep(code="tool_error", message=message), message
+        return None, _as_text(call.result)
+
+    def _observation(
+        self, action: ActionStep, text: str, is_error: bool, duration_ms: int
+    ) -> ObservationStep:
+        limit = self.config.max_observation_chars
+        truncated = len(text) > limit
+        if truncated:
+            note = self.labels.observation_truncated.format(shown=limit, total=len(text))
+            text = f"{text[:limit]}\n{note}"
+        return ObservationStep(
+            tool=action.tool,
+            call_id=action.call_id,
+            text=text,
+            is_error=is_error,
+            truncated=truncated,
+            duration_ms=duration_ms,
+        )
+
+
+# -- helpers -----------------------------------------------------------------------------
+
+
+def _ms_since(started: float) -> int:
+    return int((time.monotonic() - started) * 1000)
+
+
+def _as_text(result: object) -> str:
+    if isinstance(result, str):
+        return result
+    if result is None:
+        return ""
+    try:
+        return json.dumps(result, ensure_ascii=False, default=str)
+    except (TypeError, ValueError):
+        return str(result)
+
+
+def _arguments_for_display(arguments: str) -> str | JsonDict:
+    """A native call's arguments as a dict when they are a JSON object, else the raw text
+    (so invalid arguments are stored as the model wrote them)."""
+    try:
+        parsed = json.loads(arguments) if arguments.strip() else {}
+    except ValueError:
+        return arguments
+    return parsed if isinstance(parsed, dict) else arguments
+
+
+def _strip_answer_label(text: str) -> str:
+    markers = find_markers(text)
+    if markers and markers[0].role == "final_answer" and not text[: markers[0].start].strip():
+        return text[markers[0].content_start :].strip()
+    return text
+
+
+def _answer_from_last_reply(text: str) -> str:
+    """The answer in the reply to the final request: the final-answer text when the reply
+    has one; else whatever it said before any action, since no further turn can follow."""
+    try:
+        parsed = parse(text)
+    except ParseError as error:
+        return _strip_answer_label(error.text.strip())
+    if isinstance(parsed, ParsedFinalAnswer):
+        return parsed.answer
+    return parsed.thought

@@ -1,0 +1,167 @@
+"""The steps of a run so far, grouped into turns, and how the model is shown them.
+
+A turn is one model reply that did not end the run: an action (ReAct mode), one or more tool
+calls (native mode), or a reply that could not be used. Live runs and resumed runs build the
+same turns, from the same steps, so a resumed run shows the model exactly the scratchpad the
+crashed run would have shown it.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from agents.react.labels import LabelSet
+from agents.react.types import (
+    ActionStep,
+    ChatMessage,
+    ErrorStep,
+    FinalAnswerStep,
+    ModelCallRecord,
+    ObservationStep,
+    Step,
+    ThoughtStep,
+)
+
+# Error codes of replies that could not be used (as opposed to failed tool calls).
+REPLY_ERRORS = frozenset({"parse_error", "empty_reply"})
+
+
+@dataclass
+class ToolRun:
+    action: ActionStep
+    observation: ObservationStep | None = None
+
+
+@dataclass
+class Turn:
+    thought: str = ""
+    runs: list[ToolRun] = field(default_factory=list)
+    # A reply that could not be used: what the model wrote, and what it was told.
+    invalid_text: str | None = None
+    correction: str = ""
+
+    @property
+    def pending(self) -> list[ToolRun]:
+        return [run for run in self.runs if run.observation is None]
+
+
+@dataclass
+class Transcript:
+    turns: list[Turn] = field(default_factory=list)
+    final: FinalAnswerStep | None = None
+    model_calls: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+
+    @property
+    def action_count(self) -> int:
+        return sum(len(turn.runs) for turn in self.turns)
+
+
+def transcript_from_steps(steps: Iterable[Step]) -> Transcript:
+    """Group stored steps into turns.
+
+    A thought starts a turn; an action starts one unless it belongs to the current turn's
+    batch of calls (no observation seen yet in that turn); an observation finds its action by
+    ``call_id``; a parse error starts a turn and the observation after it is its correction.
+    """
+    transcript = Transcript()
+    turns = transcript.turns
+    for step in steps:
+        if isinstance(step, ModelCallRecord):
+            transcript.model_calls += 1
+            transcript.prompt_tokens += step.prompt_tokens
+            transcript.completion_tokens += step.completion_tokens
+        elif isinstance(step, ThoughtStep):
+            turns.append(Turn(thought=step.text))
+        elif isinstance(step, ActionStep):
+            current = turns[-1] if turns else None
+            if (
+                current is None
+                or current.invalid_text is not None
+                or any(run.observation is not None for run in current.runs)
+            ):
+                current = Turn()
+                turns.append(current)
+            current.runs.append(ToolRun(action=step))
+        elif isinstance(step, ObservationStep):
+            _attach_observation(turns, step)
+        elif isinstance(step, ErrorStep) and step.code in REPLY_ERRORS:
+            turns.append(Turn(invalid_text=step.model_text))
+        elif isinstance(step, FinalAnswerStep):
+            transcript.final = step
+    transcript.model_calls = max(transcript.model_calls, len(turns))
+    return transcript
+
+
+def _attach_observation(turns: list[Turn], step: ObservationStep) -> None:
+    if not turns:
+        return
+    current = turns[-1]
+    for run in current.runs:
+        if run.action.call_id == step.call_id and run.observation is None:
+            run.observation = step
+            return
+    if current.invalid_text is not None and not current.correction:
+        current.correction = step.text
+
+
+def tool_input_text(tool_input: str | dict) -> str:
+    if isinstance(tool_input, str):
+        return tool_input
+    return json.dumps(tool_input, ensure_ascii=False)
+
+
+def react_scratchpad(turns: Iterable[Turn], labels: LabelSet) -> str:
+    """The text after the prompt's last ``Thought:``, for the next model call."""
+    lead = " " if labels.colon == ":" else ""
+    scratchpad = ""
+    for turn in turns:
+        if turn.invalid_text is not None:
+            lines = [labels.line("observation", turn.correction)]
+            said = turn.invalid_text.strip()
+        else:
+            lines = []
+            for run in turn.runs:
+                observation = run.observation.text if run.observation else ""
+                lines.append(labels.line("action", run.action.tool))
+                lines.append(labels.line("action_input", tool_input_text(run.action.tool_input)))
+                lines.append(labels.line("observation", observation))
+            said = turn.thought.strip()
+        opening = f"{lead}{said}" if said else ""
+        scratchpad += "\n".join([opening, *lines, labels.line("thought")])
+    return scratchpad
+
+
+def native_messages(turns: Iterable[Turn]) -> list[ChatMessage]:
+    """The assistant tool-call messages and tool results, for native tool calling."""
+    messages: list[ChatMessage] = []
+    for turn in turns:
+        if turn.invalid_text is not None:
+            messages.append({"role": "assistant", "content": turn.invalid_text})
+            messages.append({"role": "user", "content": turn.correction})
+            continue
+        messages.append(
+            {
+                "role": "assistant",
+                "content": turn.thought or None,
+                "tool_calls": [
+                    {
+                        "id": run.action.call_id,
+                        "type": "function",
+                        "function": {
+                            "name": run.action.tool,
+                            "arguments": tool_input_text(run.action.tool_input),
+                        },
+                    }
+                    for run in turn.runs
+                ],
+            }
+        )
+        for run in turn.runs:
+            content = run.observation.text if run.observation else ""
+            call_id = run.action.call_id
+            messages.append({"role": "tool", "tool_call_id": call_id, "content": content})
+    return messages
