@@ -1,0 +1,77 @@
+"""Which chat model answers a run: a configured endpoint, the settings' endpoint, or the demo.
+
+Resolution, first match wins:
+1. a ``ModelConfig`` with a ``base_url``: that endpoint, its decrypted key, its timeout and
+   retries;
+2. ``OPENAI_BASE_URL`` or ``OPENAI_API_KEY`` in the settings (``OPENAI_MODEL`` names the model);
+3. the offline demo model served in-process (``agents/llm/demo.py``).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from django.conf import settings
+
+from agents.llm.client import OpenAIChatModel
+from agents.llm.demo import DEMO_MODEL_NAME, ensure_demo_server
+from agents.react.errors import ModelError
+
+if TYPE_CHECKING:
+    from agents.models import ModelConfig
+    from agents.react.types import ChatModel
+
+OPENAI_DEFAULT_BASE_URL = "https://api.openai.com/v1"
+MISCONFIGURED = "model_misconfigured"
+
+
+def chat_model_for(model_config: ModelConfig | None) -> ChatModel:
+    if model_config is not None and model_config.base_url:
+        if not model_config.model:
+            raise ModelError(
+                f"The model endpoint {model_config.name!r} names no model.", code=MISCONFIGURED
+            )
+        return OpenAIChatModel(
+            base_url=model_config.base_url,
+            api_key=model_config.get_api_key(),
+            model=model_config.model,
+            deadline_seconds=model_config.request_timeout_seconds,
+            max_retries=model_config.max_retries,
+            default_temperature=model_config.default_temperature,
+        )
+    if _settings_endpoint_configured():
+        if not settings.OPENAI_MODEL:
+            raise ModelError(
+                "OPENAI_BASE_URL or OPENAI_API_KEY is set but OPENAI_MODEL is empty; "
+                "set it to the model name the endpoint expects.",
+                code=MISCONFIGURED,
+            )
+        return OpenAIChatModel(
+            base_url=settings.OPENAI_BASE_URL or OPENAI_DEFAULT_BASE_URL,
+            api_key=settings.OPENAI_API_KEY,
+            model=settings.OPENAI_MODEL,
+            deadline_seconds=settings.LLM_REQUEST_DEADLINE_SECONDS,
+            max_retries=settings.LLM_MAX_RETRIES,
+        )
+    return demo_chat_model()
+
+
+def demo_chat_model() -> OpenAIChatModel:
+    return OpenAIChatModel(
+        base_url=ensure_demo_server(),
+        api_key="demo",
+        model=DEMO_MODEL_NAME,
+        deadline_seconds=settings.LLM_REQUEST_DEADLINE_SECONDS,
+        max_retries=0,  # in-process: a failure is a bug, not a hiccup worth retrying
+    )
+
+
+def is_demo_model(model_config: ModelConfig | None) -> bool:
+    """Whether runs with this config are answered by the offline demo model (UI banner)."""
+    if model_config is not None and model_config.base_url:
+        return False
+    return not _settings_endpoint_configured()
+
+
+def _settings_endpoint_configured() -> bool:
+    return bool(settings.OPENAI_BASE_URL or settings.OPENAI_API_KEY)

@@ -1,0 +1,70 @@
+"""Which model answers: a configured endpoint, the settings' endpoint, or the demo."""
+
+from __future__ import annotations
+
+import pytest
+
+from agents.llm.client import OpenAIChatModel
+from agents.llm.demo import DEMO_MODEL_NAME
+from agents.llm.factory import chat_model_for, is_demo_model
+from agents.models import ModelConfig
+from agents.react.errors import ModelError
+
+NO_ENDPOINT = {"OPENAI_BASE_URL": "", "OPENAI_API_KEY": "", "OPENAI_MODEL": ""}
+
+
+@pytest.fixture
+def no_endpoint(settings):
+    for name, value in NO_ENDPOINT.items():
+        setattr(settings, name, value)
+    return settings
+
+
+def test_nothing_configured_means_the_demo(no_endpoint):
+    model = chat_model_for(None)
+
+    assert model.model_name == DEMO_MODEL_NAME
+    assert is_demo_model(None)
+
+
+@pytest.mark.django_db
+def test_a_config_with_an_endpoint_uses_it_with_its_key(no_endpoint):
+    config = ModelConfig(
+        name="local",
+        base_url="http://127.0.0.1:11434/v1",
+        model="llama3",
+        request_timeout_seconds=42,
+        max_retries=1,
+        default_temperature=0.3,
+    )
+    config.set_api_key("sk-secret")
+    config.save()
+
+    model = chat_model_for(config)
+
+    assert isinstance(model, OpenAIChatModel)
+    assert (model.base_url, model.model_name) == ("http://127.0.0.1:11434/v1", "llama3")
+    assert (model.deadline_seconds, model.max_retries, model.default_temperature) == (42, 1, 0.3)
+    assert model._client.api_key == "sk-secret"
+    assert not is_demo_model(config)
+
+
+def test_an_empty_config_falls_back_to_the_settings_endpoint(no_endpoint):
+    no_endpoint.OPENAI_BASE_URL = "http://127.0.0.1:8000/v1"
+    no_endpoint.OPENAI_MODEL = "qwen"
+    config = ModelConfig(name="default", base_url="", model="demo")
+
+    model = chat_model_for(config)
+
+    assert (model.base_url, model.model_name) == ("http://127.0.0.1:8000/v1", "qwen")
+    assert not is_demo_model(config)
+    assert is_demo_model(config) == is_demo_model(None)
+
+
+def test_settings_endpoint_without_a_model_name_is_a_clear_error(no_endpoint):
+    no_endpoint.OPENAI_API_KEY = "sk-x"
+
+    with pytest.raises(ModelError, match="OPENAI_MODEL") as raised:
+        chat_model_for(None)
+
+    assert raised.value.code == "model_misconfigured"
