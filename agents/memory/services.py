@@ -289,8 +289,19 @@ def _store(conversation: Conversation, plan: _FoldPlan, text: str, model: str) -
         if (newest.pk if newest else None) != plan.base_summary_id:
             return None
         first, last = plan.lines[0], plan.lines[-1]
-        if Message.objects.filter(pk__in=[first.id, last.id]).count() != len({first.id, last.id}):
-            return None  # messages deleted (an edit and resend) while the model was writing
+        now_in_range = Message.objects.filter(
+            conversation=conversation, id__gte=first.id, id__lte=last.id
+        ).values_list("id", flat=True)
+        if sorted(now_in_range) != [line.id for line in plan.lines]:
+            return None  # lines deleted (an edit and resend) or arrived behind the cut
+        following = (
+            Message.objects.filter(conversation=conversation, id__gt=last.id)
+            .order_by("id")
+            .values_list("role", flat=True)
+            .first()
+        )
+        if following not in (None, Message.Role.USER):
+            return None  # the folded turn got another answer meanwhile: plan it again
         try:
             with transaction.atomic():
                 return MemorySummary.objects.create(
