@@ -1,1 +1,24 @@
-urlpatterns: list = []
+from django.urls import path
+
+from agents import views
+
+urlpatterns = [
+    path("", views.chat, name="chat"),
+    path("c/<int:conversation_id>/", views.chat, name="conversation"),
+    path("c/new/", views.conversation_new, name="conversation_new"),
+    path(
+        "c/<int:conversation_id>/archive/", views.conversation_archive, name="conversation_archive"
+    ),
+    path("archived/", views.archived, name="archived"),
+    path("accounts/login/", views.login_view, name="login"),
+    path("accounts/logout/", views.logout_view, name="logout"),
+    path("accounts/signup/", views.signup, name="signup"),
+    path("accounts/password-reset/", views.password_reset, name="password_reset"),
+    path("accounts/password-reset/sent/", views.password_reset_done, name="password_reset_done"),
+    path(
+        "accounts/reset/<uidb64>/<token>/",
+        views.password_reset_confirm,
+        name="password_reset_confirm",
+    ),
+    path("accounts/reset/done/", views.password_reset_complete, name="password_reset_complete"),
+]

@@ -1,0 +1,264 @@
+"""The pages: sign-in, sign-up, the chat page, the archive, and small conversation actions.
+
+Views stay thin: they read through selectors scoped to ``request.user``, write through
+services, and hand the browser the conversation's stored events so ``static/js/`` can draw
+the thread with the same code that applies live frames (docs/protocol.md).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from functools import wraps
+from typing import Any
+
+from django.conf import settings
+from django.contrib.auth import login
+from django.contrib.auth import views as auth_views
+from django.contrib.auth.decorators import login_required
+from django.contrib.auth.forms import UserCreationForm
+from django.db import transaction
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.urls import reverse
+from django.views.decorators.http import require_GET, require_POST
+
+from agents import selectors
+from agents.events import event_frame
+from agents.llm.factory import is_demo_model
+from agents.models import AgentProfile, Conversation
+from agents.services import conversations as conversation_services
+from agents.services.conversations import SendRefused
+
+# --------------------------------------------------------------------------------------
+# Content-Security-Policy
+# --------------------------------------------------------------------------------------
+
+
+def content_security_policy(request: HttpRequest) -> str:
+    """No inline script anywhere, sockets only back to this host, no framing."""
+    host = request.get_host()
+    return "; ".join(
+        [
+            "default-src 'self'",
+            "script-src 'self'",
+            "style-src 'self'",
+            "img-src 'self' data:",
+            "font-src 'self'",
+            f"connect-src 'self' ws://{host} wss://{host}",
+            "object-src 'none'",
+            "base-uri 'none'",
+            "form-action 'self'",
+            "frame-ancestors 'none'",
+        ]
+    )
+
+
+def with_csp(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
+    @wraps(view)
+    def wrapped(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+        response = view(request, *args, **kwargs)
+        response.setdefault("Content-Security-Policy", content_security_policy(request))
+        return response
+
+    return wrapped
+
+
+# --------------------------------------------------------------------------------------
+# Sign-in, sign-up, password reset
+# --------------------------------------------------------------------------------------
+
+
+class SignInView(auth_views.LoginView):
+    redirect_authenticated_user = True
+
+    def get_context_data(self, **kwargs: Any) -> dict[str, Any]:
+        # Read per request, so the links follow the settings of the moment.
+        return super().get_context_data(
+            signup_enabled=settings.CHAT_SIGNUP_ENABLED,
+            password_reset_enabled=bool(settings.EMAIL_BACKEND),
+            **kwargs,
+        )
+
+
+login_view = with_csp(SignInView.as_view())
+logout_view = with_csp(auth_views.LogoutView.as_view())
+
+
+@with_csp
+def signup(request: HttpRequest) -> HttpResponse:
+    if not settings.CHAT_SIGNUP_ENABLED:
+        raise Http404("Sign-up is switched off.")
+    if request.user.is_authenticated:
+        return redirect("chat")
+    form = UserCreationForm(request.POST or None)
+    if request.method == "POST" and form.is_valid():
+        user = form.save()
+        login(request, user, backend="django.contrib.auth.backends.ModelBackend")
+        return redirect("chat")
+    return render(request, "registration/signup.html", {"form": form})
+
+
+def _needs_email(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
+    """Password reset only makes sense when the site can send the email."""
+
+    @wraps(view)
+    def wrapped(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+        if not settings.EMAIL_BACKEND:
+            raise Http404("Password reset needs email, which is not configured.")
+        return view(request, *args, **kwargs)
+
+    return with_csp(wrapped)
+
+
+password_reset = _needs_email(auth_views.PasswordResetView.as_view())
+password_reset_done = _needs_email(auth_views.PasswordResetDoneView.as_view())
+password_reset_confirm = _needs_email(auth_views.PasswordResetConfirmView.as_view())
+password_reset_complete = _needs_email(auth_views.PasswordResetCompleteView.as_view())
+
+
+# --------------------------------------------------------------------------------------
+# The chat page
+# --------------------------------------------------------------------------------------
+
+
+# The sidebar starts with this many; search reaches the rest through the API.
+SIDEBAR_LIMIT = 200
+
+
+def _conversation_or_404(request: HttpRequest, conversation_id: int) -> Conversation:
+    conversation = selectors.conversation_get(user=request.user, conversation_id=conversation_id)
+    if conversation is None:
+        raise Http404("No such conversation.")
+    return conversation
+
+
+def _conversation_summary(conversation: Conversation) -> dict[str, Any]:
+    return {
+        "id": conversation.pk,
+        "title": str(conversation),
+        "updated_at": conversation.updated_at.isoformat(),
+        "archived": conversation.archived,
+    }
+
+
+def _summary_markers(conversation: Conversation) -> list[dict[str, Any]]:
+    """Where earlier messages were folded into a summary, for a quiet marker in the thread."""
+    latest = conversation.summaries.order_by("-id").first()
+    if latest is None:
+        return []
+    return [{"through_message_id": latest.covers_through_id, "created_at": latest.created_at}]
+
+
+def _profile_for_page(conversation: Conversation | None, profiles: list[AgentProfile]):
+    if conversation is not None and conversation.profile_id:
+        for profile in profiles:
+            if profile.pk == conversation.profile_id:
+                return profile
+    return next((p for p in profiles if p.is_default), profiles[0] if profiles else None)
+
+
+def _conversation_urls(conversation: Conversation) -> dict[str, str]:
+    """The JSON API the page calls for this conversation (agents/api/urls.py)."""
+    return {
+        "conversation": reverse("api:conversation", args=[conversation.pk]),
+        "regenerate": reverse("api:conversation-regenerate", args=[conversation.pk]),
+        # The browser swaps the 0 for the message being edited or the run being stopped.
+        "edit_message": reverse("api:message-edit", args=[0]),
+        "cancel_run": reverse("api:run-cancel", args=[0]),
+    }
+
+
+@with_csp
+@login_required
+@require_GET
+def chat(request: HttpRequest, conversation_id: int | None = None) -> HttpResponse:
+    conversation = None
+    if conversation_id is not None:
+        conversation = _conversation_or_404(request, conversation_id)
+    return _render_chat(request, conversation)
+
+
+def _render_chat(
+    request: HttpRequest,
+    conversation: Conversation | None,
+    *,
+    draft: str = "",
+    error: str = "",
+    status: int = 200,
+) -> HttpResponse:
+    frames: list[dict[str, Any]] = []
+    if conversation is not None:
+        stored = selectors.events_after(conversation=conversation, after_seq=0)
+        frames = [event_frame(event) for event in stored]
+    profiles = list(selectors.profiles_for_user(user=request.user))
+    profile = _profile_for_page(conversation, profiles)
+    state = {
+        "conversation": _conversation_summary(conversation) if conversation else None,
+        "events": frames,
+        "summaries": _summary_markers(conversation) if conversation else [],
+        "conversations": [
+            _conversation_summary(c)
+            for c in selectors.conversation_list(user=request.user)[:SIDEBAR_LIMIT]
+        ],
+        "urls": _conversation_urls(conversation) if conversation else {},
+    }
+    context = {
+        "conversation": conversation,
+        "profiles": profiles,
+        "selected_profile": profile,
+        "demo_model": is_demo_model(profile.model_config if profile else None),
+        "draft": draft,
+        "error": error,
+        "state": state,
+    }
+    return render(request, "agents/chat.html", context, status=status)
+
+
+@with_csp
+@login_required
+@require_GET
+def archived(request: HttpRequest) -> HttpResponse:
+    conversations = selectors.conversation_list(user=request.user, archived=True)
+    return render(request, "agents/archived.html", {"conversations": conversations})
+
+
+# --------------------------------------------------------------------------------------
+# Form posts that work without JavaScript. Everything else goes through the JSON API.
+# --------------------------------------------------------------------------------------
+
+
+@with_csp
+@login_required
+@require_POST
+def conversation_new(request: HttpRequest) -> HttpResponse:
+    """Start a conversation with its first message, then show it while the run goes."""
+    content = request.POST.get("content", "").strip()
+    if not content:
+        return redirect("chat")
+    slug = request.POST.get("profile", "")
+    profile = selectors.profiles_for_user(user=request.user).filter(slug=slug).first()
+    try:
+        with transaction.atomic():
+            conversation = conversation_services.conversation_create(
+                owner=request.user, profile=profile
+            )
+            conversation_services.message_send(
+                conversation=conversation,
+                user=request.user,
+                content=content,
+                client_id=request.POST.get("client_id") or None,
+                profile=profile,
+            )
+    except SendRefused as refusal:
+        # Nothing was kept: show the page again with the text still in the box.
+        return _render_chat(request, None, draft=content, error=refusal.message, status=400)
+    return redirect("conversation", conversation_id=conversation.pk)
+
+
+@login_required
+@require_POST
+def conversation_archive(request: HttpRequest, conversation_id: int) -> HttpResponse:
+    conversation = _conversation_or_404(request, conversation_id)
+    archive = request.POST.get("archived", "1") != "0"
+    conversation_services.conversation_set_archived(conversation=conversation, archived=archive)
+    return redirect("chat" if archive else "archived")

@@ -1,0 +1,262 @@
+// The chat page: wires the sidebar, the thread, the composer and the socket together.
+
+import { api, newClientId } from "./dom.js";
+import { Sidebar } from "./sidebar.js";
+import { ConversationSocket } from "./socket.js";
+import { Thread } from "./thread.js";
+
+const state = JSON.parse(document.getElementById("chat-state").textContent);
+const conversation = state.conversation;
+
+const threadRoot = document.getElementById("thread");
+const composer = document.getElementById("composer");
+const input = document.getElementById("composer-input");
+const sendButton = document.getElementById("send-button");
+const stopButton = document.getElementById("stop-button");
+const profileSelect = document.getElementById("profile-select");
+const notice = document.getElementById("notice");
+const connectionStatus = document.getElementById("connection-status");
+const titleHeading = document.getElementById("conversation-title");
+
+let noticeTimer = null;
+function showNotice(text) {
+  notice.textContent = text;
+  notice.hidden = false;
+  window.clearTimeout(noticeTimer);
+  noticeTimer = window.setTimeout(() => {
+    notice.hidden = true;
+  }, 8000);
+}
+
+// ------------------------------------------------------------------ sidebar and drawer
+
+const sidebar = new Sidebar({
+  list: document.getElementById("conversation-list"),
+  search: document.getElementById("search"),
+  status: document.getElementById("search-status"),
+  currentId: conversation ? conversation.id : null,
+  conversations: state.conversations || [],
+});
+
+const drawer = document.getElementById("sidebar");
+const backdrop = document.getElementById("backdrop");
+const drawerOpen = document.getElementById("drawer-open");
+const drawerClose = document.getElementById("drawer-close");
+
+function setDrawer(open) {
+  drawer.classList.toggle("open", open);
+  backdrop.hidden = !open;
+  drawerOpen.setAttribute("aria-expanded", String(open));
+  if (open) drawer.querySelector("a, button, input")?.focus();
+  else drawerOpen.focus();
+}
+drawerOpen.addEventListener("click", () => setDrawer(true));
+drawerClose.addEventListener("click", () => setDrawer(false));
+backdrop.addEventListener("click", () => setDrawer(false));
+document.addEventListener("keydown", (event) => {
+  if (event.key === "Escape" && drawer.classList.contains("open")) setDrawer(false);
+});
+
+// ------------------------------------------------------------------ composer
+
+function autosize() {
+  input.style.height = "auto";
+  input.style.height = `${Math.min(input.scrollHeight, window.innerHeight * 0.4)}px`;
+}
+input.addEventListener("input", autosize);
+input.addEventListener("keydown", (event) => {
+  if (event.key === "Enter" && !event.shiftKey && !event.isComposing) {
+    event.preventDefault();
+    composer.requestSubmit();
+  }
+});
+
+// ------------------------------------------------------------------ no conversation yet
+
+if (!conversation) {
+  // The form posts to /c/new/, which creates the conversation, sends the first message and
+  // redirects to it. Only guard against a double submit and empty text.
+  composer.addEventListener("submit", (event) => {
+    if (!input.value.trim()) {
+      event.preventDefault();
+      return;
+    }
+    sendButton.disabled = true;
+  });
+  input.focus();
+} else {
+  startConversation();
+}
+
+function startConversation() {
+  const urls = state.urls;
+  let socket = null;
+
+  const thread = new Thread(threadRoot, {
+    onChange: () => updateComposer(),
+    onRegenerate: async () => {
+      try {
+        await api("POST", urls.regenerate);
+      } catch (error) {
+        showNotice(`Could not regenerate: ${error.message}`);
+      }
+    },
+    onEdit: async (messageId, content) => {
+      try {
+        await api("POST", urls.edit_message.replace("/0/", `/${messageId}/`), {
+          content,
+          client_id: newClientId(),
+        });
+        sidebar.touch(conversation.id, { updated_at: new Date().toISOString() });
+      } catch (error) {
+        showNotice(`Could not send the edit: ${error.message}`);
+        throw error;
+      }
+    },
+  });
+
+  function updateComposer() {
+    const active = thread.activeRunIds();
+    stopButton.hidden = active.length === 0;
+  }
+
+  for (const frame of state.events || []) thread.apply(frame);
+  thread.setSummaryMarkers(state.summaries);
+  thread.scrollToEnd();
+  updateComposer();
+
+  function onFrame(frame) {
+    if (frame.type === "pong") return;
+    if (frame.type === "error") {
+      const returned = thread.dropOldestPending();
+      if (returned && !input.value) {
+        input.value = returned;
+        autosize();
+      }
+      showNotice(frame.message || "The server could not do that.");
+      return;
+    }
+    thread.apply(frame);
+  }
+
+  const statusText = {
+    open: "",
+    reconnecting: "Reconnecting…",
+    refused: "This conversation is not available.",
+  };
+  function onStatus(status) {
+    connectionStatus.textContent = statusText[status] ?? "";
+    connectionStatus.classList.toggle("reconnecting", status !== "open");
+  }
+
+  socket = new ConversationSocket({
+    conversationId: conversation.id,
+    afterSeq: () => thread.lastSeq(),
+    onFrame,
+    onStatus,
+  });
+  socket.connect();
+  window.addEventListener("online", () => socket.nudge());
+  document.addEventListener("visibilitychange", () => {
+    if (document.visibilityState === "visible") socket.nudge();
+  });
+
+  composer.addEventListener("submit", (event) => {
+    event.preventDefault();
+    const content = input.value.trim();
+    if (!content) return;
+    const clientId = newClientId();
+    thread.addPending(clientId, content);
+    socket.send({
+      type: "message.send",
+      content,
+      client_id: clientId,
+      profile: profileSelect ? profileSelect.value : undefined,
+    });
+    input.value = "";
+    autosize();
+    sidebar.touch(conversation.id, { updated_at: new Date().toISOString() });
+  });
+
+  stopButton.addEventListener("click", () => {
+    for (const runId of thread.activeRunIds()) {
+      // Over the socket when it is up; otherwise the API, so Stop never waits on a reconnect.
+      if (!socket.rawSend({ type: "run.cancel", run_id: runId })) {
+        api("POST", urls.cancel_run.replace("/0/", `/${runId}/`)).catch((error) => {
+          showNotice(`Could not stop the run: ${error.message}`);
+        });
+      }
+    }
+    stopButton.disabled = true;
+    window.setTimeout(() => {
+      stopButton.disabled = false;
+    }, 1500);
+    input.focus();
+  });
+
+  setUpConversationActions(urls);
+  input.focus();
+}
+
+// ------------------------------------------------------------------ rename and delete
+
+function wireDialog(dialog, opener) {
+  for (const closer of dialog.querySelectorAll("[data-close]")) {
+    closer.addEventListener("click", () => dialog.close());
+  }
+  dialog.addEventListener("close", () => opener.focus());
+}
+
+function setUpConversationActions(urls) {
+  const renameButton = document.getElementById("rename-button");
+  const renameDialog = document.getElementById("rename-dialog");
+  const renameForm = document.getElementById("rename-form");
+  const renameInput = document.getElementById("rename-input");
+  const deleteButton = document.getElementById("delete-button");
+  const deleteDialog = document.getElementById("delete-dialog");
+  const deleteForm = document.getElementById("delete-form");
+  const moreMenu = document.getElementById("more-menu");
+  if (!renameButton || !deleteButton) return;
+
+  wireDialog(renameDialog, renameButton);
+  wireDialog(deleteDialog, moreMenu.querySelector("summary"));
+
+  renameButton.addEventListener("click", () => {
+    renameInput.value = titleHeading.textContent.trim();
+    renameDialog.showModal();
+    renameInput.select();
+  });
+  renameForm.addEventListener("submit", async (event) => {
+    event.preventDefault();
+    try {
+      const data = await api("PATCH", urls.conversation, { title: renameInput.value.trim() });
+      const title = data.title || `Conversation ${data.id}`;
+      titleHeading.textContent = title;
+      document.title = `${title} · chatsite`;
+      sidebar.touch(conversation.id, { title });
+      renameDialog.close();
+    } catch (error) {
+      showNotice(`Could not rename: ${error.message}`);
+    }
+  });
+
+  deleteButton.addEventListener("click", () => {
+    moreMenu.open = false;
+    document.getElementById("delete-name").textContent = titleHeading.textContent.trim();
+    deleteDialog.showModal();
+  });
+  deleteForm.addEventListener("submit", async (event) => {
+    event.preventDefault();
+    try {
+      await api("DELETE", urls.conversation);
+      window.location.assign("/");
+    } catch (error) {
+      deleteDialog.close();
+      showNotice(`Could not delete: ${error.message}`);
+    }
+  });
+
+  document.addEventListener("click", (event) => {
+    if (moreMenu.open && !moreMenu.contains(event.target)) moreMenu.open = false;
+  });
+}

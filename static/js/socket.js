@@ -1,0 +1,108 @@
+// One websocket per open conversation: pings, reconnects with backoff, resumes by seq.
+//
+// The server replays every stored event after the `after_seq` we connect with, then sends
+// live ones (docs/protocol.md). We reconnect from the highest seq we have seen with nothing
+// missing below it, and the thread drops any seq it already applied.
+
+const PING_EVERY_MS = 20000;
+const BACKOFF_FIRST_MS = 500;
+const BACKOFF_MAX_MS = 15000;
+// Close codes that mean "you may not have this conversation": retrying will not help.
+const FINAL_CLOSE_CODES = new Set([4401, 4403, 4404]);
+
+export class ConversationSocket {
+  constructor({ conversationId, afterSeq, onFrame, onStatus }) {
+    this.conversationId = conversationId;
+    this.afterSeq = () => afterSeq();
+    this.onFrame = onFrame;
+    this.onStatus = onStatus;
+    this.ws = null;
+    this.attempt = 0;
+    this.outbox = [];
+    this.pingTimer = null;
+    this.retryTimer = null;
+    this.closedForGood = false;
+  }
+
+  url() {
+    const scheme = window.location.protocol === "https:" ? "wss:" : "ws:";
+    const after = encodeURIComponent(this.afterSeq());
+    return `${scheme}//${window.location.host}/ws/conversations/${this.conversationId}/?after_seq=${after}`;
+  }
+
+  connect() {
+    if (this.closedForGood) return;
+    const ws = new WebSocket(this.url());
+    this.ws = ws;
+    ws.addEventListener("open", () => {
+      if (this.ws !== ws) return;
+      this.attempt = 0;
+      this.onStatus("open");
+      this.pingTimer = window.setInterval(() => this.rawSend({ type: "ping" }), PING_EVERY_MS);
+      const pending = this.outbox.splice(0);
+      for (const frame of pending) this.rawSend(frame);
+    });
+    ws.addEventListener("message", (event) => {
+      let frame;
+      try {
+        frame = JSON.parse(event.data);
+      } catch {
+        return;
+      }
+      if (frame && typeof frame === "object") this.onFrame(frame);
+    });
+    ws.addEventListener("close", (event) => {
+      if (this.ws !== ws) return;
+      window.clearInterval(this.pingTimer);
+      this.ws = null;
+      if (FINAL_CLOSE_CODES.has(event.code)) {
+        this.closedForGood = true;
+        this.onStatus("refused");
+        return;
+      }
+      this.scheduleReconnect();
+    });
+  }
+
+  scheduleReconnect() {
+    if (this.closedForGood || this.retryTimer) return;
+    this.onStatus("reconnecting");
+    // Full jitter: a random wait up to the exponential ceiling, so many tabs do not stampede.
+    const ceiling = Math.min(BACKOFF_MAX_MS, BACKOFF_FIRST_MS * 2 ** this.attempt);
+    const wait = Math.max(150, Math.random() * ceiling);
+    this.attempt += 1;
+    this.retryTimer = window.setTimeout(() => {
+      this.retryTimer = null;
+      this.connect();
+    }, wait);
+  }
+
+  rawSend(frame) {
+    if (this.ws && this.ws.readyState === WebSocket.OPEN) {
+      this.ws.send(JSON.stringify(frame));
+      return true;
+    }
+    return false;
+  }
+
+  // Frames sent while disconnected wait for the next open socket.
+  send(frame) {
+    if (!this.rawSend(frame)) this.outbox.push(frame);
+  }
+
+  // Used when the page comes back from sleep or the network returns: try at once.
+  nudge() {
+    if (this.ws || this.closedForGood) return;
+    window.clearTimeout(this.retryTimer);
+    this.retryTimer = null;
+    this.attempt = 0;
+    this.connect();
+  }
+
+  close() {
+    this.closedForGood = true;
+    window.clearInterval(this.pingTimer);
+    window.clearTimeout(this.retryTimer);
+    if (this.ws) this.ws.close(1000);
+  }
+}

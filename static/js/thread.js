@@ -1,0 +1,522 @@
+// The conversation thread, drawn from protocol frames (docs/protocol.md).
+//
+// The page's stored events and the live socket go through the same `apply`, so a reload,
+// a reconnect and a second tab all end up with the same picture. Every stored frame has a
+// `seq`; one we have already applied is dropped. Model and tool text only ever reaches the
+// page as textContent; the one HTML we insert is the server-sanitised `html` of a finished
+// answer (agents/rendering.py).
+
+import { el } from "./dom.js";
+
+const LIMIT_NOTES = {
+  max_iterations: "The agent reached its step limit before it was done; the answer is its best effort so far.",
+  max_execution_time: "The agent ran out of time before it was done; the answer is its best effort so far.",
+};
+
+function framePayload(frame) {
+  // Stored frames may carry their fields at the top level or under `payload`.
+  return frame.payload && typeof frame.payload === "object" ? { ...frame.payload, ...frame } : frame;
+}
+
+function formatDuration(ms) {
+  if (typeof ms !== "number" || Number.isNaN(ms)) return "";
+  if (ms < 1000) return `${Math.round(ms)} ms`;
+  if (ms < 60000) return `${(ms / 1000).toFixed(1)} s`;
+  const minutes = Math.floor(ms / 60000);
+  return `${minutes} min ${Math.round((ms % 60000) / 1000)} s`;
+}
+
+function formatToolInput(input) {
+  if (typeof input === "string") return input;
+  try {
+    return JSON.stringify(input, null, 2);
+  } catch {
+    return String(input);
+  }
+}
+
+export class Thread {
+  constructor(root, { onChange, onRegenerate, onEdit } = {}) {
+    this.root = root;
+    this.onChange = onChange || (() => {});
+    this.onRegenerate = onRegenerate || (() => {});
+    this.onEdit = onEdit || (() => {});
+    this.contiguousSeq = 0; // every seq up to this one has been applied
+    this.seenAbove = new Set(); // applied seqs above it (only while a gap is open)
+    this.runs = new Map();
+    this.runOrder = [];
+    this.messages = new Map(); // message id -> element
+    this.pending = new Map(); // client_id -> {element, content}
+    this.summaryMarkers = [];
+  }
+
+  // ---------------------------------------------------------------- seq bookkeeping
+
+  lastSeq() {
+    return this.contiguousSeq;
+  }
+
+  markSeen(seq) {
+    if (seq <= this.contiguousSeq || this.seenAbove.has(seq)) return false;
+    this.seenAbove.add(seq);
+    while (this.seenAbove.has(this.contiguousSeq + 1)) {
+      this.contiguousSeq += 1;
+      this.seenAbove.delete(this.contiguousSeq);
+    }
+    return true;
+  }
+
+  apply(frame) {
+    if (typeof frame.seq === "number" && !this.markSeen(frame.seq)) return false;
+    const p = framePayload(frame);
+    const wasNearBottom = this.nearBottom();
+    switch (frame.type) {
+      case "message.created":
+        this.messageCreated(p);
+        break;
+      case "run.started":
+        this.runStarted(p);
+        break;
+      case "step":
+        this.stepAdded(p);
+        break;
+      case "answer.delta":
+        this.answerDelta(p);
+        break;
+      case "run.finished":
+        this.runFinished(p);
+        break;
+      case "run.failed":
+        this.runFailed(p);
+        break;
+      case "run.cancelled":
+        this.runCancelled(p);
+        break;
+      default:
+        return false;
+    }
+    this.placeSummaryMarkers();
+    this.refreshControls();
+    if (wasNearBottom) this.scrollToEnd();
+    this.onChange(this);
+    return true;
+  }
+
+  nearBottom() {
+    const { scrollTop, scrollHeight, clientHeight } = this.root;
+    return scrollHeight - scrollTop - clientHeight < 120;
+  }
+
+  scrollToEnd() {
+    this.root.scrollTop = this.root.scrollHeight;
+  }
+
+  // ---------------------------------------------------------------- messages
+
+  addPending(clientId, content) {
+    const element = this.userBubble(content, null);
+    element.classList.add("pending");
+    element.dataset.clientId = clientId;
+    this.append(element);
+    this.pending.set(clientId, { element, content });
+    this.scrollToEnd();
+  }
+
+  // A send the server refused: take the bubble away and give the text back.
+  dropOldestPending() {
+    const [clientId, entry] = this.pending.entries().next().value || [];
+    if (!clientId) return null;
+    this.pending.delete(clientId);
+    entry.element.remove();
+    return entry.content;
+  }
+
+  messageCreated(p) {
+    const message = p.message || {};
+    const runId = p.run_id ?? message.run_id ?? null;
+    if (message.role === "assistant") {
+      const run = this.ensureRun(runId);
+      if (run) {
+        run.messageId = message.id;
+        this.messages.set(message.id, run.root);
+        if (!run.finished && message.content) this.setAnswerText(run, message.content);
+      }
+      return;
+    }
+    if (this.messages.has(message.id)) return;
+    const pending = message.client_id && this.pending.get(message.client_id);
+    let element;
+    if (pending) {
+      this.pending.delete(message.client_id);
+      element = pending.element;
+      element.classList.remove("pending");
+      this.attachUserTools(element, message.id, message.content);
+    } else {
+      element = this.userBubble(message.content || "", message.id);
+      this.append(element);
+    }
+    element.dataset.messageId = message.id;
+    this.messages.set(message.id, element);
+    if (runId !== null && runId !== undefined) this.ensureRun(runId);
+  }
+
+  userBubble(content, messageId) {
+    const bubble = el("div", { className: "bubble", text: content });
+    const article = el(
+      "article",
+      { className: "msg user", attrs: { "aria-label": "You said" } },
+      bubble,
+    );
+    if (messageId !== null && messageId !== undefined) {
+      article.dataset.messageId = messageId;
+      this.attachUserTools(article, messageId, content);
+    }
+    return article;
+  }
+
+  attachUserTools(article, messageId, content) {
+    if (article.querySelector(".msg-tools")) return;
+    const edit = el("button", {
+      text: "Edit",
+      attrs: { type: "button", "aria-label": "Edit this message and ask again" },
+    });
+    edit.addEventListener("click", () => this.openEditor(article, messageId, content));
+    article.append(el("div", { className: "msg-tools" }, edit));
+  }
+
+  openEditor(article, messageId, content) {
+    if (article.querySelector(".edit-box")) return;
+    const bubble = article.querySelector(".bubble");
+    const tools = article.querySelector(".msg-tools");
+    const textarea = el("textarea", { attrs: { "aria-label": "Edit your message" } });
+    textarea.value = content;
+    const cancel = el("button", { className: "button", text: "Cancel", attrs: { type: "button" } });
+    const save = el("button", {
+      className: "button primary",
+      text: "Send as a new question",
+      attrs: { type: "submit" },
+    });
+    const form = el(
+      "form",
+      { className: "edit-box" },
+      textarea,
+      el("div", { className: "dialog-buttons" }, cancel, save),
+    );
+    const close = () => {
+      form.remove();
+      bubble.hidden = false;
+      tools.hidden = false;
+      tools.querySelector("button")?.focus();
+    };
+    cancel.addEventListener("click", close);
+    form.addEventListener("keydown", (event) => {
+      if (event.key === "Escape") close();
+    });
+    form.addEventListener("submit", async (event) => {
+      event.preventDefault();
+      const text = textarea.value.trim();
+      if (!text) return;
+      save.disabled = true;
+      try {
+        await this.onEdit(messageId, text);
+        close();
+      } catch {
+        save.disabled = false;
+      }
+    });
+    bubble.hidden = true;
+    tools.hidden = true;
+    article.append(form);
+    textarea.focus();
+  }
+
+  // ---------------------------------------------------------------- runs
+
+  ensureRun(runId) {
+    if (runId === null || runId === undefined) return null;
+    let run = this.runs.get(runId);
+    if (run) return run;
+    const summaryText = el("span", { className: "steps-title", text: "Waiting for the agent…" });
+    const spinner = el("span", { className: "spinner", attrs: { "aria-hidden": "true" } });
+    const summary = el("summary", {}, spinner, summaryText);
+    const list = el("ol", { className: "step-list", attrs: { "aria-label": "Agent steps" } });
+    const details = el("details", { className: "steps", attrs: { open: "" } }, summary, list);
+    const answer = el("div", {
+      className: "answer",
+      attrs: { "aria-live": "polite", "aria-busy": "true", "aria-label": "Answer" },
+    });
+    const footer = el("div", { className: "run-footer" });
+    const root = el(
+      "article",
+      { className: "msg assistant", attrs: { "aria-label": "Assistant" }, dataset: { runId } },
+      details,
+      answer,
+      footer,
+    );
+    run = {
+      id: runId,
+      root,
+      details,
+      summaryText,
+      spinner,
+      list,
+      answer,
+      footer,
+      stepCount: 0,
+      deltaText: "",
+      finished: false,
+      status: "queued",
+      userToggled: false,
+    };
+    summary.addEventListener("click", () => {
+      run.userToggled = true;
+    });
+    this.runs.set(runId, run);
+    this.runOrder.push(runId);
+    this.append(root);
+    return run;
+  }
+
+  runStarted(p) {
+    const run = this.ensureRun(p.run_id);
+    if (!run || run.finished) return;
+    run.status = "running";
+    this.updateStepsTitle(run);
+  }
+
+  updateStepsTitle(run) {
+    const n = run.stepCount;
+    const count = `${n} step${n === 1 ? "" : "s"}`;
+    if (!run.finished) {
+      run.summaryText.textContent =
+        run.status === "queued" && n === 0 ? "Waiting for the agent…" : `Working… ${count}`;
+    } else {
+      run.summaryText.textContent = n ? `${count}` : "No steps";
+    }
+  }
+
+  stepAdded(p) {
+    const run = this.ensureRun(p.run_id);
+    if (!run) return;
+    const item = this.stepItem(p);
+    if (!item) return;
+    if (typeof p.seq === "number") item.dataset.seq = p.seq;
+    run.list.append(item);
+    run.stepCount += 1;
+    if (run.status === "queued") run.status = "running";
+    this.updateStepsTitle(run);
+  }
+
+  stepItem(p) {
+    switch (p.kind) {
+      case "thought":
+        return el(
+          "li",
+          { className: "step thought" },
+          el("span", { className: "step-label", text: "Thought" }),
+          el("span", { className: "step-text", text: p.text || "" }),
+        );
+      case "action":
+        return el(
+          "li",
+          { className: "step action" },
+          el("span", { className: "step-label", text: "Action" }),
+          el("code", { className: "tool-name", text: p.tool || "" }),
+          el("pre", {
+            className: "tool-input",
+            text: formatToolInput(p.tool_input ?? ""),
+            attrs: { "aria-label": "Tool input" },
+          }),
+        );
+      case "observation": {
+        const item = el(
+          "li",
+          { className: `step observation${p.is_error ? " is-error" : ""}` },
+          el("span", { className: "step-label", text: "Observation" }),
+          p.tool ? el("code", { className: "tool-name", text: p.tool }) : null,
+          p.is_error ? el("span", { className: "badge", text: "error" }) : null,
+          el("pre", { className: "observation-text", text: p.text || "" }),
+        );
+        if (p.truncated) {
+          item.append(el("p", { className: "muted small", text: "(cut short for the model)" }));
+        }
+        return item;
+      }
+      case "error":
+        return el(
+          "li",
+          { className: "step error" },
+          el("span", { className: "step-label", text: "Error" }),
+          p.code ? el("code", { className: "tool-name", text: p.code }) : null,
+          el("span", { className: "step-text", text: ` ${p.message || ""}` }),
+        );
+      default:
+        return null;
+    }
+  }
+
+  answerDelta(p) {
+    const run = this.ensureRun(p.run_id);
+    if (!run || run.finished) return;
+    run.deltaText += p.text || "";
+    this.setAnswerText(run, run.deltaText);
+  }
+
+  setAnswerText(run, text) {
+    run.answer.classList.add("streaming");
+    run.answer.textContent = text;
+  }
+
+  finish(run, status) {
+    run.finished = true;
+    run.status = status;
+    run.spinner.remove();
+    run.answer.classList.remove("streaming");
+    run.answer.setAttribute("aria-busy", "false");
+    this.updateStepsTitle(run);
+    if (run.stepCount === 0) run.details.hidden = true;
+    else if (!run.userToggled) run.details.open = false;
+  }
+
+  runFinished(p) {
+    const run = this.ensureRun(p.run_id);
+    if (!run || run.finished) return;
+    const message = p.message || {};
+    if (message.id !== undefined) {
+      run.messageId = message.id;
+      this.messages.set(message.id, run.root);
+    }
+    const limitNote = LIMIT_NOTES[p.stop_reason];
+    if (limitNote) {
+      run.list.append(el("li", { className: "step note", text: limitNote }));
+    }
+    this.finish(run, "succeeded");
+    if (typeof message.html === "string") {
+      // Sanitised on the server by agents/rendering.py; model text is never parsed here.
+      run.answer.innerHTML = message.html;
+      this.addCopyButtons(run.answer);
+    } else {
+      run.answer.textContent = message.content || run.deltaText;
+    }
+    this.setUsage(run, p.usage || {}, limitNote);
+  }
+
+  setUsage(run, usage, limitNote) {
+    const parts = [];
+    const duration = formatDuration(usage.duration_ms);
+    if (duration) parts.push(duration);
+    const prompt = Number(usage.prompt_tokens) || 0;
+    const completion = Number(usage.completion_tokens) || 0;
+    if (prompt || completion) {
+      const total = (prompt + completion).toLocaleString();
+      parts.push(`${total} tokens (${prompt.toLocaleString()} in, ${completion.toLocaleString()} out)`);
+    }
+    if (limitNote) parts.push("stopped at a limit");
+    run.footer.replaceChildren(el("span", { className: "usage", text: parts.join(" · ") }));
+  }
+
+  runFailed(p) {
+    const run = this.ensureRun(p.run_id);
+    if (!run || run.finished) return;
+    this.finish(run, "failed");
+    const text = p.message || "Something went wrong.";
+    run.answer.replaceChildren(
+      el(
+        "p",
+        { className: "run-status failed", attrs: { role: "status" } },
+        el("strong", { text: "The run failed. " }),
+        el("span", { text }),
+        p.code ? el("span", { className: "muted small", text: ` (${p.code})` }) : null,
+      ),
+    );
+  }
+
+  runCancelled(p) {
+    const run = this.ensureRun(p.run_id);
+    if (!run || run.finished) return;
+    this.finish(run, "cancelled");
+    const partial = p.partial_answer || run.deltaText || "";
+    run.answer.replaceChildren(
+      partial ? el("p", { className: "step-text", text: partial }) : "",
+      el("p", { className: "run-status cancelled", text: "Stopped before it finished." }),
+    );
+  }
+
+  addCopyButtons(container) {
+    for (const pre of container.querySelectorAll("pre")) {
+      const button = el("button", {
+        className: "copy-code",
+        text: "Copy",
+        attrs: { type: "button", "aria-label": "Copy the code" },
+      });
+      button.addEventListener("click", async () => {
+        const code = pre.querySelector("code") || pre;
+        try {
+          await navigator.clipboard.writeText(code.textContent);
+          button.textContent = "Copied";
+        } catch {
+          button.textContent = "Select and copy";
+        }
+        window.setTimeout(() => {
+          button.textContent = "Copy";
+        }, 1500);
+      });
+      pre.append(button);
+    }
+  }
+
+  // ---------------------------------------------------------------- the rest
+
+  activeRunIds() {
+    return this.runOrder.filter((id) => !this.runs.get(id).finished);
+  }
+
+  lastRun() {
+    const id = this.runOrder[this.runOrder.length - 1];
+    return id === undefined ? null : this.runs.get(id);
+  }
+
+  refreshControls() {
+    for (const button of this.root.querySelectorAll(".regenerate")) button.remove();
+    const last = this.lastRun();
+    if (!last || !last.finished || this.activeRunIds().length) return;
+    const button = el("button", {
+      className: "regenerate",
+      text: "Regenerate",
+      attrs: { type: "button", "aria-label": "Ask the last question again" },
+    });
+    button.addEventListener("click", () => {
+      button.disabled = true;
+      Promise.resolve(this.onRegenerate()).finally(() => {
+        button.disabled = false;
+      });
+    });
+    last.footer.append(button);
+  }
+
+  setSummaryMarkers(markers) {
+    this.summaryMarkers = markers || [];
+    this.placeSummaryMarkers();
+  }
+
+  placeSummaryMarkers() {
+    for (const marker of this.summaryMarkers) {
+      const after = this.messages.get(marker.through_message_id);
+      if (!after) continue;
+      let node = this.root.querySelector(".summary-marker");
+      if (!node) {
+        node = el("p", {
+          className: "summary-marker",
+          attrs: { role: "note" },
+          text: "Earlier messages are summarised for the agent",
+        });
+      }
+      if (after.nextSibling !== node) after.after(node);
+    }
+  }
+
+  append(node) {
+    this.root.querySelector("#empty-state")?.remove();
+    this.root.append(node);
+  }
+}
