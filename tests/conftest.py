@@ -7,6 +7,9 @@ import itertools
 import pytest
 from django.contrib.auth import get_user_model
 
+# Real celery worker / daphne processes for integration tests (documented in the module).
+pytest_plugins = ["tests.processes"]
+
 _usernames = itertools.count(1)
 
 

@@ -1,0 +1,131 @@
+"""``manage.py serve``: the whole app in one command (daphne, a celery worker, Redis if needed).
+
+Children share one ``REDIS_URL``: the environment's, or an embedded Redis started here when
+it is unset. Ctrl-C or SIGTERM stops every child, and if one child dies the rest are stopped
+too, so a half-running app never lingers.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import secrets
+import signal
+import subprocess
+import sys
+import time
+from typing import Any
+
+from django.conf import settings
+from django.contrib.auth import get_user_model
+from django.core.management.base import BaseCommand
+
+from agents.services.defaults import ensure_defaults
+
+
+class Command(BaseCommand):
+    help = "Run daphne and a celery worker (and Redis when REDIS_URL is unset)."
+
+    def add_arguments(self, parser) -> None:
+        parser.add_argument("--host", default="127.0.0.1", help="Address daphne binds to.")
+        parser.add_argument("--port", type=int, default=8000)
+        parser.add_argument(
+            "--concurrency",
+            type=int,
+            default=settings.CELERY_WORKER_CONCURRENCY,
+            help="Runs one worker holds at once (threads).",
+        )
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        ensure_defaults()
+        self._ensure_admin()
+        with _redis() as redis_url:
+            env = {**os.environ, "REDIS_URL": redis_url}
+            children = {
+                "daphne": _spawn(
+                    [sys.executable, "-m", "daphne", "-b", options["host"],
+                     "-p", str(options["port"]), "chatsite.asgi:application"],
+                    env,
+                ),
+                "celery": _spawn(
+                    [sys.executable, "-m", "celery", "-A", "chatsite", "worker",
+                     "-P", "threads", "-c", str(options["concurrency"]), "--loglevel=INFO"],
+                    env,
+                ),
+            }  # fmt: skip
+            host = "localhost" if options["host"] in ("127.0.0.1", "0.0.0.0") else options["host"]  # noqa: S104
+            self.stdout.write(f"chatsite is at http://{host}:{options['port']}/")
+            self.stdout.write(_model_status())
+            _supervise(children, self.stderr)
+
+    def _ensure_admin(self) -> None:
+        User = get_user_model()
+        if User.objects.exists():
+            return
+        password = secrets.token_urlsafe(12)
+        User.objects.create_superuser("admin", "", password)
+        self.stdout.write(
+            self.style.WARNING(
+                f"Created the first user: admin / {password}  (shown once; change it in /admin/)"
+            )
+        )
+
+
+@contextlib.contextmanager
+def _redis():
+    if os.environ.get("REDIS_URL"):
+        yield os.environ["REDIS_URL"]
+        return
+    from chatsite.embedded import embedded_redis
+
+    with embedded_redis() as url:
+        print(f"REDIS_URL is unset: started an embedded Redis at {url}")
+        yield url
+
+
+def _spawn(command: list[str], env: dict[str, str]) -> subprocess.Popen:
+    # Own process group: Ctrl-C reaches us once and we stop the children in order.
+    return subprocess.Popen(command, env=env, start_new_session=True)  # noqa: S603
+
+
+def _model_status() -> str:
+    from agents.models import AgentProfile
+
+    profile = AgentProfile.objects.filter(is_default=True).select_related("model_config").first()
+    model_config = profile.model_config if profile else None
+    if (model_config and model_config.base_url) or settings.OPENAI_BASE_URL:
+        endpoint = model_config.base_url if model_config and model_config.base_url else None
+        return f"Model: {endpoint or settings.OPENAI_BASE_URL} (set in the admin or OPENAI_*)."
+    return (
+        "Model: the offline demo model is answering (set OPENAI_BASE_URL, or add a model "
+        "endpoint in /admin/, for a real one)."
+    )
+
+
+def _supervise(children: dict[str, subprocess.Popen], stderr) -> None:
+    stopping = False
+
+    def request_stop(signum, frame) -> None:
+        nonlocal stopping
+        stopping = True
+
+    signal.signal(signal.SIGINT, request_stop)
+    signal.signal(signal.SIGTERM, request_stop)
+    try:
+        while not stopping:
+            for name, child in children.items():
+                if child.poll() is not None:
+                    stderr.write(f"{name} exited with code {child.returncode}; stopping.")
+                    stopping = True
+            time.sleep(0.2)
+    finally:
+        for child in children.values():
+            if child.poll() is None:
+                child.send_signal(signal.SIGTERM)
+        deadline = time.monotonic() + 20
+        for child in children.values():
+            try:
+                child.wait(timeout=max(0.1, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                child.kill()
+                child.wait()

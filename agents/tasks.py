@@ -1,0 +1,274 @@
+"""Celery tasks for agent runs: thin, keyed by id, safe to run twice.
+
+``run_agent`` claims the run (a conditional UPDATE; returns at once if the run ended or a
+live worker holds it), resumes from the steps already stored, and records each new step in
+its own transaction, published after commit (docs/architecture.md). A redelivered or rescued
+run therefore continues where it stopped: no tool that returned runs again, no seq repeats.
+
+One monitor thread per worker process keeps the heartbeats of all the runs the process holds
+and polls their ``cancel_requested_at`` every ``AGENT_CANCEL_POLL_SECONDS``; ``should_cancel``
+only reads a flag it sets. That is two small queries per interval for the whole process, not
+per run, and a run waiting on the model holds no database connection.
+
+Workers use the threads pool (``CELERY_WORKER_POOL``): runs mostly wait on the model, so one
+process holds many. That pool cannot kill a task at a hard time limit; a run's time is bounded
+by the engine's ``max_execution_time`` and the model client's deadline instead.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+from celery import shared_task
+from celery.signals import worker_ready
+from django.conf import settings
+from django.core.cache import cache
+from django.core.exceptions import ObjectDoesNotExist
+from django.db import close_old_connections, connection
+
+from agents import events
+from agents.models import AgentRun
+from agents.react.errors import AgentError, ModelError, RunCancelled
+from agents.react.types import FinalAnswerStep, ModelCallRecord, step_from_event
+from agents.services.runs import (
+    run_claim,
+    run_fail,
+    run_finish,
+    run_heartbeat,
+    run_mark_cancelled,
+    run_record_model_call,
+    run_record_step,
+    run_started,
+    run_stored_steps,
+    runs_cancel_requested,
+    runs_needing_rescue,
+)
+
+logger = logging.getLogger(__name__)
+
+
+def worker_id() -> str:
+    """Who holds a run: host and process, so a restarted worker is a different holder."""
+    return f"{socket.gethostname()}:{os.getpid()}"
+
+
+@shared_task(name="agents.run_agent", acks_late=True, ignore_result=True)
+def run_agent(run_id: int) -> None:
+    try:
+        _run(run_id)
+    finally:
+        # Threads of the pool are reused: give the connection back between tasks.
+        connection.close()
+
+
+@shared_task(name="agents.sweep_stale_runs", ignore_result=True)
+def sweep_stale_runs() -> list[int]:
+    """Enqueue again runs no live worker holds (stale heartbeat, or queued and forgotten).
+
+    Safe with several workers: one sweep per interval takes a lock in the cache, each run is
+    enqueued at most once per stale period, and a duplicate delivery loses the claim anyway.
+    """
+    interval = settings.AGENT_SWEEP_INTERVAL_SECONDS
+    if not cache.add("chat:sweep-lock", worker_id(), timeout=max(1, int(interval * 0.8))):
+        return []
+    rescued = []
+    for run_id in runs_needing_rescue(queued_for_seconds=settings.AGENT_QUEUED_RESCUE_SECONDS):
+        if cache.add(
+            f"chat:rescued:{run_id}", 1, timeout=max(1, settings.AGENT_HEARTBEAT_STALE_SECONDS)
+        ):
+            run_agent.delay(run_id)
+            rescued.append(run_id)
+    if rescued:
+        logger.warning("re-enqueued runs no live worker held: %s", rescued)
+    return rescued
+
+
+# --------------------------------------------------------------------------------------
+# Driving one run
+# --------------------------------------------------------------------------------------
+
+
+def _run(run_id: int) -> None:
+    run = run_claim(run_id=run_id, worker_id=worker_id())
+    if run is None:
+        return  # finished, cancelled, or held by a live worker
+    try:
+        if run.attempts > settings.AGENT_MAX_ATTEMPTS:
+            run_fail(
+                run=run,
+                code="too_many_attempts",
+                message=f"The run was interrupted {run.attempts - 1} times and was given up.",
+            )
+            return
+        if run.profile_version is None:
+            run_fail(run=run, code="no_profile", message="The agent this run used was deleted.")
+            return
+        with _monitor.watch(run.pk) as watch:
+            _execute(run, watch)
+    except ObjectDoesNotExist:
+        # The conversation (and with it the run) was deleted while it ran.
+        logger.info("run %s disappeared while running", run_id)
+    except Exception:
+        logger.exception("run %s failed", run_id)
+        close_old_connections()
+        message = "The agent stopped because of an internal error."
+        run_fail(run=run, code="internal_error", message=message)
+    finally:
+        events.publish_flush(timeout=5)
+
+
+def _execute(run: AgentRun, watch: _Watch) -> None:
+    from agents.memory.services import memory_after_run, memory_for_run
+    from agents.runtime import build_executor
+
+    snapshot = run.profile_version.snapshot
+    conversation = run.conversation
+    run_started(run=run, model=run.model_name, profile=snapshot.get("slug", ""))
+    prior_steps = [step_from_event(payload) for payload in run_stored_steps(run=run)]
+    memory = memory_for_run(
+        conversation=conversation,
+        snapshot=snapshot,
+        model_name=run.model_name,
+        before_message=run.trigger_message,
+    )
+    answer_so_far: list[str] = []
+
+    def on_answer_delta(text: str) -> None:
+        answer_so_far.append(text)
+        events.publish_ephemeral(
+            conversation.pk, {"type": "answer.delta", "run_id": run.pk, "text": text}
+        )
+
+    executor = build_executor(
+        snapshot=snapshot,
+        user=conversation.owner,
+        conversation=conversation,
+        should_cancel=watch.should_cancel,
+        on_answer_delta=on_answer_delta,
+    )
+    steps = executor.run(
+        run.trigger_message.content,
+        history=memory.history,
+        memory_summary=memory.summary,
+        prior_steps=prior_steps,
+    )
+    # Nothing is held open while the engine waits on the model or a tool.
+    connection.close()
+    try:
+        for step in steps:
+            if watch.lost:
+                return  # another worker took the run over; it writes from here on
+            if isinstance(step, ModelCallRecord):
+                run_record_model_call(run=run, record=step)
+            elif isinstance(step, FinalAnswerStep):
+                run_finish(run=run, step=step)
+            else:
+                run_record_step(run=run, step=step)
+            connection.close()
+    except RunCancelled:
+        if not watch.lost:
+            run_mark_cancelled(run=run, partial_answer="".join(answer_so_far))
+        return
+    except ModelError as error:
+        run_fail(run=run, code=error.code, message=str(error) or "The model call failed.")
+        return
+    except AgentError as error:
+        code = getattr(error, "code", "") or "agent_error"
+        run_fail(run=run, code=code, message=str(error) or "The agent stopped.")
+        return
+    memory_after_run(conversation=conversation, snapshot=snapshot)
+
+
+# --------------------------------------------------------------------------------------
+# Heartbeats and cancel requests, for every run this process holds
+# --------------------------------------------------------------------------------------
+
+
+@dataclass
+class _Watch:
+    run_id: int
+    cancel_requested: threading.Event = field(default_factory=threading.Event)
+    # Set when the heartbeat finds the run held by someone else or ended elsewhere.
+    lost: bool = False
+
+    def should_cancel(self) -> bool:
+        return self.lost or self.cancel_requested.is_set()
+
+
+class _RunMonitor:
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._watches: dict[int, _Watch] = {}
+        self._thread: threading.Thread | None = None
+
+    @contextlib.contextmanager
+    def watch(self, run_id: int) -> Iterator[_Watch]:
+        watch = _Watch(run_id)
+        with self._lock:
+            self._watches[run_id] = watch
+            if self._thread is None or not self._thread.is_alive():
+                self._thread = threading.Thread(
+                    target=self._loop, name="chatsite-run-monitor", daemon=True
+                )
+                self._thread.start()
+        try:
+            yield watch
+        finally:
+            with self._lock:
+                self._watches.pop(run_id, None)
+
+    def _loop(self) -> None:
+        last_beat = time.monotonic()
+        while True:
+            time.sleep(settings.AGENT_CANCEL_POLL_SECONDS)
+            with self._lock:
+                watches = dict(self._watches)
+            if not watches:
+                connection.close()
+                continue
+            try:
+                for run_id in runs_cancel_requested(run_ids=list(watches)):
+                    watches[run_id].cancel_requested.set()
+                if time.monotonic() - last_beat >= settings.AGENT_HEARTBEAT_INTERVAL_SECONDS:
+                    last_beat = time.monotonic()
+                    held = run_heartbeat(run_ids=list(watches), worker_id=worker_id())
+                    for run_id, watch in watches.items():
+                        if run_id not in held:
+                            watch.lost = True
+            except Exception:
+                # The database may be restarting: keep beating once it is back.
+                logger.exception("run monitor could not reach the database")
+                connection.close()
+
+
+_monitor = _RunMonitor()
+
+
+# --------------------------------------------------------------------------------------
+# The sweeper, started in every worker process
+# --------------------------------------------------------------------------------------
+
+
+def _sweep_forever() -> None:
+    while True:
+        try:
+            sweep_stale_runs()
+        except Exception:
+            logger.exception("sweeping stale runs failed")
+        finally:
+            connection.close()
+        time.sleep(settings.AGENT_SWEEP_INTERVAL_SECONDS)
+
+
+@worker_ready.connect
+def _start_sweeper(**kwargs) -> None:
+    # A thread in each worker rather than celery beat: nothing else to deploy, and the cache
+    # lock in sweep_stale_runs keeps several workers from sweeping at once.
+    threading.Thread(target=_sweep_forever, name="chatsite-run-sweeper", daemon=True).start()

@@ -1,0 +1,408 @@
+"""Real processes for integration tests: a celery worker and daphne on the test database.
+
+Only the model is fake (``agents.llm.scripted.ScriptedServer``, in this process). Everything
+else is what production runs: PostgreSQL or the SQLite test file, Redis from ``REDIS_URL``,
+``celery -A chatsite worker -P threads`` and ``daphne chatsite.asgi:application``.
+
+Registered for every test through ``pytest_plugins`` in ``tests/conftest.py``. A test that
+uses them needs committed data the processes can see, so mark it::
+
+    pytestmark = [pytest.mark.integration, pytest.mark.django_db(transaction=True)]
+
+Fixtures
+- ``scripted_model`` (session): the ``ScriptedServer``; give each test its own model names.
+- ``celery_worker`` (session): a ``WorkerProcess`` handle: ``.kill()`` (SIGKILL),
+  ``.restart()``, ``.stop()``, ``.alive``, ``.log_text()``.
+- ``daphne_server`` (session): a ``DaphneProcess``: ``.url`` (``http://127.0.0.1:PORT``),
+  ``.ws_url(path)``.
+- ``live_stack`` (function): a ``LiveStack`` with ``.model``, ``.worker``, ``.daphne`` and
+  helpers: ``profile(model_name, tools=...)`` (a profile whose ModelConfig points at the
+  scripted server), ``session_cookie(user)``, ``connect(conversation, user, after_seq=0,
+  daphne=None)`` (a ``Socket`` over the real websocket with the session cookie and an allowed
+  ``Origin``), ``wait_for_run(run_id)``.
+- ``spawn_worker`` / ``spawn_daphne`` (function): start extra processes, stopped when the
+  test ends (several-process tests).
+
+Session processes print the part of their log written during a test when it finishes, so a
+failing test shows it. Worker timings are shortened (``WORKER_ENV``): heartbeats go stale
+after 2 s and every worker sweeps each second, so crash recovery takes seconds, not minutes.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote
+
+import pytest
+from django.conf import settings
+from django.db import connection
+
+BASE_DIR = Path(settings.BASE_DIR)
+READY_TIMEOUT = 60.0
+
+WORKER_ENV = {
+    "AGENT_HEARTBEAT_STALE_SECONDS": "2",
+    "AGENT_HEARTBEAT_INTERVAL_SECONDS": "0.3",
+    "AGENT_CANCEL_POLL_SECONDS": "0.1",
+    "AGENT_SWEEP_INTERVAL_SECONDS": "1",
+    "AGENT_QUEUED_RESCUE_SECONDS": "5",
+}
+
+
+def database_url() -> str:
+    """The URL of the database this test session uses (the test DB, not the real one)."""
+    db = connection.settings_dict
+    if db["ENGINE"] == "django.db.backends.sqlite3":
+        return f"sqlite:///{db['NAME']}"
+    user = quote(db.get("USER") or "", safe="")
+    password = quote(db.get("PASSWORD") or "", safe="")
+    auth = f"{user}:{password}@" if password else (f"{user}@" if user else "")
+    host = db.get("HOST") or "127.0.0.1"
+    port = f":{db['PORT']}" if db.get("PORT") else ""
+    return f"postgres://{auth}{host}{port}/{db['NAME']}"
+
+
+def process_env(**extra: str) -> dict[str, str]:
+    env = {
+        **os.environ,
+        "DJANGO_SETTINGS_MODULE": "chatsite.settings",
+        "DATABASE_URL": database_url(),
+        "REDIS_URL": settings.REDIS_URL,
+        "DJANGO_SECRET_KEY": settings.SECRET_KEY,
+        "CHATSITE_VAR_DIR": str(settings.VAR_DIR),
+        # Plain http on loopback.
+        "SECURE_SSL_REDIRECT": "0",
+        "SESSION_COOKIE_SECURE": "0",
+        "CSRF_COOKIE_SECURE": "0",
+        "STATICFILES_BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage",
+        "PYTHONUNBUFFERED": "1",
+        **WORKER_ENV,
+    }
+    env.update(extra)
+    return env
+
+
+class _Process:
+    """A child process whose output goes to a log file we can read and print."""
+
+    name = "process"
+
+    def __init__(self, env: dict[str, str]) -> None:
+        self.env = env
+        self.proc: subprocess.Popen | None = None
+        fd, path = tempfile.mkstemp(prefix=f"chatsite-{self.name}-", suffix=".log")
+        os.close(fd)
+        self.log_path = Path(path)
+        self._log_mark = 0
+
+    def command(self) -> list[str]:
+        raise NotImplementedError
+
+    def ready(self) -> bool:
+        raise NotImplementedError
+
+    def start(self) -> _Process:
+        with self.log_path.open("ab") as log:
+            log.write(f"\n--- start {' '.join(self.command())}\n".encode())
+            log.flush()
+            self._log_start = self.log_path.stat().st_size
+            self.proc = subprocess.Popen(
+                self.command(), cwd=BASE_DIR, env=self.env, stdout=log, stderr=subprocess.STDOUT
+            )
+        deadline = time.monotonic() + READY_TIMEOUT
+        while not self.ready():
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"{self.name} exited early:\n{self.log_text()}")
+            if time.monotonic() > deadline:
+                self.stop()
+                raise RuntimeError(f"{self.name} was not ready in time:\n{self.log_text()}")
+            time.sleep(0.1)
+        return self
+
+    @property
+    def alive(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+    @property
+    def pid(self) -> int | None:
+        return self.proc.pid if self.proc else None
+
+    def kill(self) -> None:
+        """SIGKILL: no cleanup, no acks, no goodbyes."""
+        if self.alive:
+            self.proc.send_signal(signal.SIGKILL)
+            self.proc.wait(timeout=10)
+
+    def stop(self) -> None:
+        if self.alive:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(timeout=10)
+
+    def restart(self) -> _Process:
+        self.stop()
+        return self.start()
+
+    def log_text(self) -> str:
+        return self.log_path.read_text(errors="replace")
+
+    def _new_log_since_start(self) -> str:
+        with self.log_path.open("rb") as log:
+            log.seek(self._log_start)
+            return log.read().decode(errors="replace")
+
+    def print_new_log(self) -> None:
+        """Print what the process logged since the last call (shown if the test fails)."""
+        text = self.log_text()
+        new, self._log_mark = text[self._log_mark :], len(text)
+        if new.strip():
+            print(f"\n===== {self.name} log =====\n{new}")
+
+
+class WorkerProcess(_Process):
+    name = "celery-worker"
+
+    def __init__(self, env: dict[str, str], concurrency: int = 20) -> None:
+        super().__init__(env)
+        self.concurrency = concurrency
+        self.node_name = f"test-{uuid.uuid4().hex[:8]}@%h"
+
+    def command(self) -> list[str]:
+        return [
+            sys.executable, "-m", "celery", "-A", "chatsite", "worker",
+            "-P", "threads", "-c", str(self.concurrency), "-n", self.node_name,
+            "--loglevel=INFO", "--without-gossip", "--without-mingle", "--without-heartbeat",
+        ]  # fmt: skip
+
+    def ready(self) -> bool:
+        # Celery logs "<node> ready." once it consumes from the queue.
+        return " ready." in self._new_log_since_start()
+
+
+class DaphneProcess(_Process):
+    name = "daphne"
+
+    def __init__(self, env: dict[str, str]) -> None:
+        super().__init__(env)
+        self.port: int | None = None
+
+    def command(self) -> list[str]:
+        # Port 0: the kernel picks a free one and daphne logs which.
+        return [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", "0",
+                "chatsite.asgi:application"]  # fmt: skip
+
+    def ready(self) -> bool:
+        found = re.search(
+            r"Listening on TCP address 127\.0\.0\.1:(\d+)", self._new_log_since_start()
+        )
+        if not found:
+            return False
+        self.port = int(found.group(1))
+        with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", self.port), 1):
+            return True
+        return False
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def ws_url(self, path: str) -> str:
+        return f"ws://127.0.0.1:{self.port}{path}"
+
+
+class Socket:
+    """A websocket to a conversation, speaking JSON frames (docs/protocol.md)."""
+
+    def __init__(self, ws: Any) -> None:
+        self.ws = ws
+        self.frames: list[dict[str, Any]] = []
+
+    def send(self, frame: dict[str, Any]) -> None:
+        self.ws.send(json.dumps(frame))
+
+    def receive(self, timeout: float = 30.0) -> dict[str, Any]:
+        frame = json.loads(self.ws.recv(timeout=timeout))
+        self.frames.append(frame)
+        return frame
+
+    def receive_until(
+        self, done: Callable[[dict[str, Any]], bool], timeout: float = 60.0
+    ) -> list[dict[str, Any]]:
+        """Frames up to and including the first for which ``done`` is true."""
+        deadline = time.monotonic() + timeout
+        received = []
+        while True:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise TimeoutError(f"no matching frame; received {received}")
+            frame = self.receive(timeout=remaining)
+            received.append(frame)
+            if done(frame):
+                return received
+
+    def close(self) -> None:
+        self.ws.close()
+
+
+def run_ended(frame: dict[str, Any]) -> bool:
+    return frame.get("type") in ("run.finished", "run.failed", "run.cancelled")
+
+
+class LiveStack:
+    def __init__(self, model: Any, worker: WorkerProcess, daphne: DaphneProcess) -> None:
+        self.model = model
+        self.worker = worker
+        self.daphne = daphne
+        self._sockets: list[Socket] = []
+
+    def profile(self, model_name: str, *, tools: tuple[str, ...] = ("calculator",), **fields):
+        """A profile whose model is ``model_name`` on the scripted server."""
+        from agents.models import AgentProfile, ModelConfig, ToolConfig
+
+        model_config = ModelConfig.objects.create(
+            name=f"scripted {model_name}", base_url=self.model.base_url, model=model_name
+        )
+        model_config.set_api_key("test-key")
+        model_config.save()
+        fields.setdefault("max_execution_time", 60.0)
+        profile = AgentProfile.objects.create(
+            name=model_name, slug=re.sub(r"[^a-z0-9-]", "-", model_name.lower()),
+            model_config=model_config, **fields,
+        )  # fmt: skip
+        profile.tools.set(ToolConfig.objects.filter(name__in=tools))
+        return profile
+
+    def session_cookie(self, user) -> str:
+        from django.test import Client
+
+        client = Client()
+        client.force_login(user)
+        name = settings.SESSION_COOKIE_NAME
+        return f"{name}={client.cookies[name].value}"
+
+    def connect(
+        self, conversation, user, *, after_seq: int = 0, daphne: DaphneProcess | None = None
+    ) -> Socket:
+        from websockets.sync.client import connect
+
+        server = daphne or self.daphne
+        ws = connect(
+            server.ws_url(f"/ws/conversations/{conversation.pk}/?after_seq={after_seq}"),
+            additional_headers={"Cookie": self.session_cookie(user)},
+            origin=server.url,
+            open_timeout=10,
+        )
+        sock = Socket(ws)
+        self._sockets.append(sock)
+        return sock
+
+    def wait_for_run(self, run_id: int, timeout: float = 60.0):
+        """The run once it ended (polling the database; the worker writes it)."""
+        from agents.models import AgentRun
+
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            run = AgentRun.objects.get(pk=run_id)
+            if run.is_terminal:
+                return run
+            time.sleep(0.1)
+        raise TimeoutError(f"run {run_id} did not end:\n{self.worker.log_text()[-5000:]}")
+
+    def close(self) -> None:
+        for sock in self._sockets:
+            with contextlib.suppress(Exception):
+                sock.close()
+
+
+# --------------------------------------------------------------------------------------
+# Fixtures
+# --------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="session")
+def scripted_model() -> Iterator[Any]:
+    from agents.llm.scripted import ScriptedServer
+
+    with ScriptedServer() as server:
+        yield server
+
+
+def _started(process: _Process) -> Iterator[_Process]:
+    process.start()
+    try:
+        yield process
+    finally:
+        process.stop()
+        with contextlib.suppress(OSError):
+            process.log_path.unlink()
+
+
+@pytest.fixture(scope="session")
+def celery_worker(django_db_setup, scripted_model) -> Iterator[WorkerProcess]:
+    env = process_env(OPENAI_BASE_URL=scripted_model.base_url, OPENAI_MODEL="default-scripted")
+    yield from _started(WorkerProcess(env))
+
+
+@pytest.fixture(scope="session")
+def daphne_server(django_db_setup, scripted_model) -> Iterator[DaphneProcess]:
+    env = process_env(OPENAI_BASE_URL=scripted_model.base_url, OPENAI_MODEL="default-scripted")
+    yield from _started(DaphneProcess(env))
+
+
+@pytest.fixture
+def live_stack(transactional_db, scripted_model, celery_worker, daphne_server):
+    for process in (celery_worker, daphne_server):
+        process.print_new_log()  # skip what earlier tests logged
+        if not process.alive:
+            process.start()
+    stack = LiveStack(scripted_model, celery_worker, daphne_server)
+    yield stack
+    stack.close()
+    for process in (celery_worker, daphne_server):
+        process.print_new_log()
+
+
+@pytest.fixture
+def spawn_worker(django_db_setup, scripted_model):
+    started: list[WorkerProcess] = []
+
+    def spawn(**extra_env: str) -> WorkerProcess:
+        env = process_env(OPENAI_BASE_URL=scripted_model.base_url, **extra_env)
+        started.append(WorkerProcess(env).start())
+        return started[-1]
+
+    yield spawn
+    for process in started:
+        process.stop()
+        process.print_new_log()
+
+
+@pytest.fixture
+def spawn_daphne(django_db_setup, scripted_model):
+    started: list[DaphneProcess] = []
+
+    def spawn(**extra_env: str) -> DaphneProcess:
+        env = process_env(OPENAI_BASE_URL=scripted_model.base_url, **extra_env)
+        started.append(DaphneProcess(env).start())
+        return started[-1]
+
+    yield spawn
+    for process in started:
+        process.stop()
+        process.print_new_log()

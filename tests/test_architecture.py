@@ -1,0 +1,56 @@
+"""House rules that are easy to break by accident, checked on the source itself."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+AGENTS = ROOT / "agents"
+
+
+def _imports(path: Path) -> set[str]:
+    """Every module name an import statement in ``path`` names, and imported names."""
+    names: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+        if isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            names.add(node.module)
+            names.update(f"{node.module}.{alias.name}" for alias in node.names)
+    return names
+
+
+def _python_files(folder: Path) -> list[Path]:
+    return sorted(p for p in folder.rglob("*.py") if "migrations" not in p.parts)
+
+
+@pytest.mark.parametrize("path", _python_files(AGENTS / "react"), ids=lambda p: p.name)
+def test_the_engine_is_pure_python(path):
+    """agents/react must not know about Django, Celery or Channels (docs/architecture.md)."""
+    forbidden = ("django", "celery", "channels", "asgiref")
+    leaks = sorted(n for n in _imports(path) if n.split(".")[0] in forbidden)
+    assert leaks == [], f"{path.relative_to(ROOT)} imports {leaks}"
+
+
+def test_only_events_module_talks_to_the_channel_layer():
+    """Publishing happens in one place, after commit (agents/events.py)."""
+    offenders = []
+    for path in _python_files(AGENTS):
+        if path == AGENTS / "events.py":
+            continue
+        names = _imports(path)
+        text = path.read_text()
+        if (
+            any(n == "channels.layers" or n.startswith("channels.layers.") for n in names)
+            or "get_channel_layer" in text
+            or "group_send" in text
+        ):
+            offenders.append(str(path.relative_to(ROOT)))
+    assert offenders == []
+
+
+def test_the_engine_folder_is_checked():
+    assert (AGENTS / "react" / "types.py") in _python_files(AGENTS / "react")
