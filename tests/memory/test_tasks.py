@@ -1,0 +1,98 @@
+"""The summariser task: enqueued after commit, retried with backoff, harmless when repeated."""
+
+from __future__ import annotations
+
+import pytest
+
+from agents.llm.scripted import Fail
+from agents.memory.services import memory_after_run, summary_request
+from agents.memory.tasks import MAX_RETRIES, summarize_conversation
+from agents.models import MemorySummary
+from agents.services.profiles import profile_snapshot
+from tests.memory.conftest import add_turn, assert_summaries_tile_the_history, filler
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def long_conversation(conversation, memory_profile):
+    conversation.profile = memory_profile(budget=300)
+    conversation.save(update_fields=["profile"])
+    add_turn(conversation, "Remember that my cat is called Miso.", "Miso, noted.")
+    for _ in range(8):
+        add_turn(conversation, filler(25), filler(25))
+    return conversation
+
+
+def message_rows(conversation):
+    return list(conversation.messages.order_by("id").values_list("id", "role", "content"))
+
+
+def test_after_run_enqueues_the_task_on_commit(
+    long_conversation, eager_tasks, django_capture_on_commit_callbacks
+):
+    snapshot = profile_snapshot(long_conversation.profile)
+    with django_capture_on_commit_callbacks(execute=False) as callbacks:
+        assert memory_after_run(conversation=long_conversation, snapshot=snapshot)
+        assert not MemorySummary.objects.exists()  # nothing happens before the commit
+
+    for callback in callbacks:
+        callback()
+
+    (summary,) = assert_summaries_tile_the_history(long_conversation)
+    assert "my cat is called Miso" in summary.text
+
+
+def test_server_errors_are_retried_and_nothing_is_lost(
+    long_conversation, scripted_server, summariser_name
+):
+    before = message_rows(long_conversation)
+    scripted_server.script(summariser_name, [Fail(500), Fail(503)])
+
+    result = summarize_conversation.apply(args=[long_conversation.pk])
+
+    assert result.successful()
+    (summary,) = assert_summaries_tile_the_history(long_conversation)
+    assert result.result == summary.pk
+    assert len(scripted_server.requests(summariser_name)) == 3
+    assert message_rows(long_conversation) == before
+
+
+def test_a_summariser_down_for_good_gives_up_after_bounded_retries_losing_nothing(
+    long_conversation, scripted_server, summariser_name
+):
+    before = message_rows(long_conversation)
+    scripted_server.script(summariser_name, [Fail(500)] * (MAX_RETRIES + 1))
+
+    result = summarize_conversation.apply(args=[long_conversation.pk])
+
+    assert result.failed()
+    assert len(scripted_server.requests(summariser_name)) == MAX_RETRIES + 1
+    assert not MemorySummary.objects.filter(conversation=long_conversation).exists()
+    assert message_rows(long_conversation) == before
+
+
+def test_the_task_is_idempotent_and_ignores_deleted_conversations(
+    long_conversation, scripted_server, summariser_name
+):
+    first = summarize_conversation.apply(args=[long_conversation.pk]).result
+    again = summarize_conversation.apply(args=[long_conversation.pk]).result
+
+    assert first is not None
+    assert again is None
+    assert len(assert_summaries_tile_the_history(long_conversation)) == 1
+
+    conversation_id = long_conversation.pk
+    long_conversation.delete()
+    assert summarize_conversation.apply(args=[conversation_id]).result is None
+
+
+def test_compact_summarises_everything_at_once(
+    long_conversation, user, eager_tasks, django_capture_on_commit_callbacks
+):
+    with django_capture_on_commit_callbacks(execute=True):
+        assert summary_request(conversation=long_conversation, user=user)
+
+    (summary,) = assert_summaries_tile_the_history(long_conversation)
+    assert summary.covers_through == long_conversation.messages.order_by("id").last()
+    assert "covered 9 turns" in summary.text
