@@ -579,11 +579,10 @@ def _strip_answer_label(text: str) -> str:
 
 def _answer_from_last_reply(text: str) -> str:
     """The answer in the reply to the final request: the final-answer text when the reply
-    has one; else whatever it said before any action, since no further turn can follow."""
+    has one, else the reply itself since no further turn can follow; empty when the model
+    still asked for a tool."""
     try:
         parsed = parse(text)
     except ParseError as error:
         return _strip_answer_label(error.text.strip())
-    if isinstance(parsed, ParsedFinalAnswer):
-        return parsed.answer
-    return parsed.thought
+    return parsed.answer if isinstance(parsed, ParsedFinalAnswer) else ""

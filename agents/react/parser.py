@@ -215,10 +215,10 @@ def clean_input(value: str) -> str:
 
 def clean_tool_name(value: str) -> str:
     first_line = next((line for line in value.strip().split("\n") if line.strip()), "")
-    name = first_line.strip(" \t\r*`'\"“”")
+    name = first_line.strip(" \t\r").rstrip(".。").strip(" *`'\"“”")
     if name.endswith("()"):
         name = name[:-2]
-    return name.rstrip(".。").strip()
+    return name.strip()
 
 
 def _json_action(value: str) -> dict | None:

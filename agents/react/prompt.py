@@ -155,7 +155,7 @@ def render_template(template: str, values: dict[str, str]) -> str:
             return text
         return values[name]
 
-    rendered = _PLACEHOLDER.sub(substitute, template)
+    rendered = _PLACEHOLDER.sub(substitute, template.replace("\r\n", "\n"))
     if unknown:
         raise PromptTemplateError([f"Unknown variable {{{name}}}." for name in unknown])
     return rendered
@@ -273,7 +273,8 @@ def react_messages(
         memory_summary=memory_summary,
         scratchpad=scratchpad,
     )
-    return [{"role": "user", "content": content}]
+    # The model continues right after the last "Thought:", not on a new line.
+    return [{"role": "user", "content": content.rstrip()}]
 
 
 def tools_messages(
