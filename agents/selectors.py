@@ -56,3 +56,24 @@ def profiles_for_user(*, user) -> QuerySet[AgentProfile]:
         .distinct()
         .order_by("-is_default", "name")
     )
+
+
+# --- message_search: added by the tools helper for the conversation_search tool ---------
+
+
+def message_search(
+    *, user, q: str, exclude_conversation_id: int | None = None, limit: int = 5
+) -> list[Message]:
+    """The user's own messages where every word of ``q`` is in the text or the conversation
+    title, newest first, with ``conversation`` loaded. Never another user's messages."""
+    words = q.split()[:8]
+    if not words or not getattr(user, "pk", None):
+        return []
+    messages = Message.objects.filter(conversation__owner_id=user.pk)
+    if exclude_conversation_id is not None:
+        messages = messages.exclude(conversation_id=exclude_conversation_id)
+    for word in words:
+        messages = messages.filter(
+            Q(content__icontains=word) | Q(conversation__title__icontains=word)
+        )
+    return list(messages.select_related("conversation").order_by("-created_at", "-id")[:limit])

@@ -140,7 +140,14 @@ def build_tools(
 
 
 def _register_builtins() -> None:
-    from agents.tools.builtin import calculator, current_time, http_request, lookup_table
+    from agents.tools.builtin import (
+        calculator,
+        conversation_search,
+        current_time,
+        http_request,
+        knowledge_search,
+        lookup_table,
+    )
 
     register_kind("calculator", calculator.Calculator, config_schema=calculator.CONFIG_SCHEMA)
     register_kind(
@@ -154,6 +161,16 @@ def _register_builtins() -> None:
         http_request.HttpRequest,
         config_schema=http_request.CONFIG_SCHEMA,
         secret_names=http_request.SECRET_NAMES,
+    )
+    register_kind(
+        "knowledge_search",
+        knowledge_search.KnowledgeSearch,
+        config_schema=knowledge_search.CONFIG_SCHEMA,
+    )
+    register_kind(
+        "conversation_search",
+        conversation_search.ConversationSearch,
+        config_schema=conversation_search.CONFIG_SCHEMA,
     )
 
 

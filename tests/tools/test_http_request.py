@@ -67,9 +67,14 @@ class _Handler(BaseHTTPRequestHandler):
     do_GET = do_POST = do_HEAD = _handle
 
 
+class _QuietServer(ThreadingHTTPServer):
+    def handle_error(self, request, client_address) -> None:
+        """The tool hangs up on purpose (response cap, timeout); that is not news."""
+
+
 @pytest.fixture
 def server() -> Iterator[ThreadingHTTPServer]:
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
+    httpd = _QuietServer(("127.0.0.1", 0), _Handler)
     httpd.daemon_threads = True
     httpd.block_on_close = False  # the /slow handler may still be sleeping
     httpd.received = []

@@ -22,6 +22,9 @@ BUILTIN_KINDS = {
     "calculator",
     "current_time",
     "lookup_table",
+    "http_request",
+    "knowledge_search",
+    "conversation_search",
 }
 
 

@@ -1,0 +1,302 @@
+"""The knowledge base behind the ``knowledge_search`` tool: ingest documents, search passages.
+
+Ingesting extracts a document's text (plain text, Markdown or PDF), cuts it into chunks at
+paragraph boundaries with a little overlap, and indexes them. Search is PostgreSQL full-text
+search in production and SQLite FTS5 when embedded. The FTS5 table is created lazily here,
+not by a migration, so it also exists in test databases built without migrations; a chunk
+that is gone from ``KnowledgeChunk`` is ignored by the join even if its FTS row lingers.
+"""
+
+from __future__ import annotations
+
+import io
+import re
+from dataclasses import dataclass
+from pathlib import PurePath
+
+from django.conf import settings
+from django.db import connection, transaction
+
+from agents.models import KnowledgeChunk, KnowledgeDocument
+
+CHUNK_MAX_CHARS = 1200
+CHUNK_OVERLAP_CHARS = 200
+MAX_QUERY_TERMS = 24
+TEXT_SUFFIXES = {".txt", ".text", ".md", ".markdown", ".rst", ""}
+FTS_TABLE = "agents_knowledgechunk_fts"
+
+_WORD = re.compile(r"\w+", re.UNICODE)
+_SENTENCE_END = re.compile(r"(?<=[.!?。！？])\s+")
+
+
+class KnowledgeIngestError(ValueError):
+    """The document's file cannot be read as text; the message says why."""
+
+
+@dataclass(frozen=True)
+class KnowledgeHit:
+    document_id: int
+    title: str
+    position: int  # 1-based, as cited: [Title §position]
+    text: str
+    score: float
+
+
+# --------------------------------------------------------------------------------------
+# Ingest
+# --------------------------------------------------------------------------------------
+
+
+@transaction.atomic
+def knowledge_document_ingest(*, document: KnowledgeDocument) -> int:
+    """(Re)build the document's chunks and index; returns the number of chunks.
+
+    With a file attached, the file is the source of truth and ``text`` is refilled from it;
+    otherwise ``text`` as typed in the admin is indexed.
+    """
+    if document.source_file:
+        document.source_file.open("rb")
+        try:
+            data = document.source_file.read()
+        finally:
+            document.source_file.close()
+        document.text = extract_text(name=document.source_file.name, data=data)
+        KnowledgeDocument.objects.filter(pk=document.pk).update(text=document.text)
+    old_ids = list(document.chunks.values_list("id", flat=True))
+    document.chunks.all().delete()
+    chunks = KnowledgeChunk.objects.bulk_create(
+        KnowledgeChunk(document=document, position=number, text=text)
+        for number, text in enumerate(chunk_text(document.text), start=1)
+    )
+    if connection.vendor == "sqlite":
+        _fts_replace(old_ids=old_ids, document=document, chunks=chunks)
+    return len(chunks)
+
+
+@transaction.atomic
+def knowledge_document_delete(*, document: KnowledgeDocument) -> None:
+    old_ids = list(document.chunks.values_list("id", flat=True))
+    document.delete()
+    if connection.vendor == "sqlite":
+        _fts_replace(old_ids=old_ids, document=None, chunks=[])
+
+
+def extract_text(*, name: str, data: bytes) -> str:
+    """The text of an uploaded file, chosen by its extension."""
+    suffix = PurePath(name).suffix.lower()
+    if suffix == ".pdf":
+        return _pdf_text(data)
+    if suffix not in TEXT_SUFFIXES:
+        raise KnowledgeIngestError(
+            f"{PurePath(name).name}: only .txt, .md and .pdf files can be indexed"
+        )
+    if b"\x00" in data[:4096]:
+        raise KnowledgeIngestError(f"{PurePath(name).name} looks binary, not text")
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        return data.decode("latin-1")
+
+
+def _pdf_text(data: bytes) -> str:
+    from pypdf import PdfReader
+    from pypdf.errors import PdfReadError
+
+    try:
+        reader = PdfReader(io.BytesIO(data))
+        pages = [page.extract_text() or "" for page in reader.pages]
+    except (PdfReadError, ValueError, KeyError) as exc:
+        raise KnowledgeIngestError(f"the PDF could not be read: {exc}") from None
+    text = "\n\n".join(page.strip() for page in pages if page.strip())
+    if not text:
+        raise KnowledgeIngestError("the PDF has no extractable text (is it a scanned image?)")
+    return text
+
+
+def chunk_text(
+    text: str, *, max_chars: int = CHUNK_MAX_CHARS, overlap_chars: int = CHUNK_OVERLAP_CHARS
+) -> list[str]:
+    """Paragraph-aware chunks of at most ``max_chars``.
+
+    Paragraphs are kept whole when they fit; a longer one is cut at sentence ends, and a
+    sentence longer than a chunk at spaces. Each chunk after the first starts with the end
+    of the previous one (up to ``overlap_chars``, whole sentences) so a fact that straddles
+    a boundary is still found with its context.
+    """
+    pieces: list[str] = []
+    for paragraph in re.split(r"\n\s*\n", text.replace("\r\n", "\n")):
+        paragraph = paragraph.strip()
+        if paragraph:
+            pieces.extend(_fit(paragraph, max_chars))
+    chunks: list[str] = []
+    current: list[str] = []
+    for piece in pieces:
+        candidate = "\n\n".join([*current, piece])
+        if current and len(candidate) > max_chars:
+            chunks.append("\n\n".join(current))
+            overlap = _tail(current[-1], overlap_chars)
+            current = [overlap] if overlap and len(overlap) + 2 + len(piece) <= max_chars else []
+        current.append(piece)
+    if current:
+        chunks.append("\n\n".join(current))
+    return chunks
+
+
+def _fit(paragraph: str, max_chars: int) -> list[str]:
+    if len(paragraph) <= max_chars:
+        return [paragraph]
+    parts: list[str] = []
+    current = ""
+    for sentence in _SENTENCE_END.split(paragraph):
+        while len(sentence) > max_chars:
+            cut = sentence.rfind(" ", 0, max_chars)
+            cut = cut if cut > max_chars // 2 else max_chars
+            head, sentence = sentence[:cut].rstrip(), sentence[cut:].lstrip()
+            if current:
+                parts.append(current)
+                current = ""
+            parts.append(head)
+        if current and len(current) + 1 + len(sentence) > max_chars:
+            parts.append(current)
+            current = sentence
+        else:
+            current = f"{current} {sentence}" if current else sentence
+    if current:
+        parts.append(current)
+    return parts
+
+
+def _tail(text: str, limit: int) -> str:
+    """The last whole sentences of ``text`` that fit in ``limit`` characters."""
+    tail = ""
+    for sentence in reversed(_SENTENCE_END.split(text)):
+        candidate = f"{sentence} {tail}".strip()
+        if len(candidate) > limit:
+            break
+        tail = candidate
+    return tail
+
+
+# --------------------------------------------------------------------------------------
+# Search
+# --------------------------------------------------------------------------------------
+
+
+def knowledge_search(*, collection: str, query: str, limit: int = 4) -> list[KnowledgeHit]:
+    """The best passages of ``collection`` for ``query``, best first.
+
+    All words must match first (web-search syntax on PostgreSQL: quotes, ``or``, ``-word``);
+    when nothing does, any word may, ranked by how well it matches.
+    """
+    terms = _WORD.findall(query.lower())[:MAX_QUERY_TERMS]
+    if not terms or limit < 1:
+        return []
+    if connection.vendor == "postgresql":
+        return _postgres_search(collection, query, terms, limit)
+    if connection.vendor == "sqlite":
+        return _sqlite_search(collection, terms, limit)
+    raise NotImplementedError(
+        f"knowledge search supports PostgreSQL and SQLite, not {connection.vendor}"
+    )
+
+
+def _language() -> str:
+    return getattr(settings, "KNOWLEDGE_SEARCH_LANGUAGE", "english")
+
+
+def _postgres_search(
+    collection: str, query: str, terms: list[str], limit: int
+) -> list[KnowledgeHit]:
+    from django.contrib.postgres.search import SearchQuery, SearchRank, SearchVector
+
+    language = _language()
+    vector = SearchVector("document__title", weight="A", config=language) + SearchVector(
+        "text", weight="B", config=language
+    )
+    chunks = KnowledgeChunk.objects.filter(document__collection=collection).annotate(search=vector)
+    every_word = SearchQuery(query, search_type="websearch", config=language)
+    any_word = SearchQuery(terms[0], config=language)
+    for term in terms[1:]:
+        any_word |= SearchQuery(term, config=language)
+    for search_query in (every_word, any_word):
+        rows = list(
+            chunks.filter(search=search_query)
+            .annotate(rank=SearchRank(vector, search_query))
+            .order_by("-rank", "document_id", "position")
+            .values_list("document_id", "document__title", "position", "text", "rank")[:limit]
+        )
+        if rows:
+            return [KnowledgeHit(*row) for row in rows]
+    return []
+
+
+def _sqlite_search(collection: str, terms: list[str], limit: int) -> list[KnowledgeHit]:
+    _fts_ensure()
+    quoted = ['"' + term.replace('"', '""') + '"' for term in terms]
+    chunk_table = KnowledgeChunk._meta.db_table
+    document_table = KnowledgeDocument._meta.db_table
+    # bm25: lower is better; the title column weighs more than the passage.
+    sql = f"""
+        SELECT d.id, d.title, c.position, c.text, -bm25({FTS_TABLE}, 5.0, 1.0) AS score
+        FROM {FTS_TABLE}
+        JOIN {chunk_table} c ON c.id = {FTS_TABLE}.rowid
+        JOIN {document_table} d ON d.id = c.document_id
+        WHERE {FTS_TABLE} MATCH %s AND d.collection = %s
+        ORDER BY bm25({FTS_TABLE}, 5.0, 1.0), d.id, c.position
+        LIMIT %s
+    """  # noqa: S608 (table names are ours; values are parameters)
+    with connection.cursor() as cursor:
+        for match in (" ".join(quoted), " OR ".join(quoted)):
+            cursor.execute(sql, [match, collection, limit])
+            rows = cursor.fetchall()
+            if rows:
+                return [KnowledgeHit(*row) for row in rows]
+    return []
+
+
+# --------------------------------------------------------------------------------------
+# SQLite FTS5 index, kept beside KnowledgeChunk (rowid = chunk id)
+# --------------------------------------------------------------------------------------
+
+
+def _fts_ensure() -> None:
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = %s", [FTS_TABLE]
+        )
+        if cursor.fetchone():
+            return
+        cursor.execute(
+            f"CREATE VIRTUAL TABLE IF NOT EXISTS {FTS_TABLE} "
+            "USING fts5(title, text, tokenize = 'porter unicode61')"
+        )
+        # Chunks written before the table existed (or while it was missing) are indexed now.
+        cursor.execute(
+            f"INSERT INTO {FTS_TABLE} (rowid, title, text) "  # noqa: S608 (our table names)
+            f"SELECT c.id, d.title, c.text FROM {KnowledgeChunk._meta.db_table} c "
+            f"JOIN {KnowledgeDocument._meta.db_table} d ON d.id = c.document_id"
+        )
+
+
+def _fts_replace(
+    *, old_ids: list[int], document: KnowledgeDocument | None, chunks: list[KnowledgeChunk]
+) -> None:
+    _fts_ensure()
+    # The new chunks may already be there if _fts_ensure just built the table from them.
+    stale = [*old_ids, *(chunk.id for chunk in chunks)]
+    with connection.cursor() as cursor:
+        if stale:
+            cursor.executemany(
+                f"DELETE FROM {FTS_TABLE} WHERE rowid = %s",  # noqa: S608 (our table name)
+                [[chunk_id] for chunk_id in stale],
+            )
+        if document is not None and chunks:
+            cursor.executemany(
+                f"INSERT INTO {FTS_TABLE} (rowid, title, text) VALUES (%s, %s, %s)",  # noqa: S608
+                [[chunk.id, document.title, chunk.text] for chunk in chunks],
+            )
+        # Rows of chunks deleted without this service (a cascade from the admin) go too.
+        cursor.execute(
+            f"DELETE FROM {FTS_TABLE} WHERE rowid NOT IN "  # noqa: S608
+            f"(SELECT id FROM {KnowledgeChunk._meta.db_table})"
+        )
