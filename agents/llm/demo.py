@@ -55,6 +55,7 @@ _TEXT = {
         "use_calculator": "This is arithmetic, so I will use the calculator.",
         "use_clock": "I need the current time, so I will ask the clock.",
         "done": "I now know the final answer.",
+        "explain": "I am only the offline demo model, so I will say what I can do.",
         "calculated": "The answer is {result}: {expression} = {result}.",
         "calculator_said": "The calculator answered: {result}",
         "time_is": "The current time is {result}.",
@@ -79,6 +80,7 @@ _TEXT = {
         "use_calculator": "这是一个算术问题，我用计算器来算。",
         "use_clock": "我需要知道现在的时间，我来查一下时钟。",
         "done": "我现在知道最终答案了。",
+        "explain": "我只是离线演示模型，我来说明我能做什么。",
         "calculated": "答案是 {result}：{expression} = {result}。",
         "calculator_said": "计算器的结果：{result}",
         "time_is": "现在的时间是 {result}。",
@@ -143,13 +145,13 @@ def demo_policy(body: JsonDict) -> Reply:
     expression = find_expression(request.question)
     if expression is not None:
         if CALCULATOR not in request.tools:
-            return _final(request, text["no_calculator"] + " " + _intro(request))
+            return _final(request, text["no_calculator"] + " " + _intro(request), "explain")
         return _act(request, CALCULATOR, expression, text["use_calculator"])
     if _TIME_WORDS.search(request.question):
         if CURRENT_TIME not in request.tools:
-            return _final(request, text["no_clock"] + " " + _intro(request))
+            return _final(request, text["no_clock"] + " " + _intro(request), "explain")
         return _act(request, CURRENT_TIME, "", text["use_clock"])
-    return _final(request, _intro(request))
+    return _final(request, _intro(request), "explain")
 
 
 # --------------------------------------------------------------------------------------
@@ -320,13 +322,13 @@ def _native_arguments(schema: JsonDict, tool_input: str) -> JsonDict:
     return {target: tool_input}
 
 
-def _final(request: _Request, answer: str) -> Reply:
+def _final(request: _Request, answer: str, thought: str = "done") -> Reply:
     if request.native:
         return Reply(answer, **_STREAMING)
     names = _LABELS[request.labels]
     text = _TEXT[request.language]
-    thought = _thought_line(request, text["done"])
-    return Reply(f"{thought}\n{names['final_answer']}{names['colon']}{answer}", **_STREAMING)
+    thought_line = _thought_line(request, text[thought])
+    return Reply(f"{thought_line}\n{names['final_answer']}{names['colon']}{answer}", **_STREAMING)
 
 
 def _thought_line(request: _Request, thought: str) -> str:

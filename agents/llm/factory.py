@@ -9,7 +9,7 @@ Resolution, first match wins:
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from django.conf import settings
 
@@ -19,18 +19,35 @@ from agents.react.errors import ModelError
 
 if TYPE_CHECKING:
     from agents.models import ModelConfig
-    from agents.react.types import ChatModel
+    from agents.react.types import ChatMessage, ChatModel, Completion
 
 OPENAI_DEFAULT_BASE_URL = "https://api.openai.com/v1"
 MISCONFIGURED = "model_misconfigured"
 
 
+class UnusableModel:
+    """Stands in for a model that cannot be built: its first call raises the reason.
+
+    A misconfigured endpoint then fails the run like any model failure, with a clear
+    ``model_misconfigured`` error, instead of failing whoever builds the executor.
+    """
+
+    def __init__(self, error: ModelError, *, model_name: str = "") -> None:
+        self.error = error
+        self.model_name = model_name
+
+    def complete(self, messages: list[ChatMessage], **options: Any) -> Completion:
+        raise self.error
+
+
+def misconfigured(message: str, *, model_name: str = "") -> UnusableModel:
+    return UnusableModel(ModelError(message, code=MISCONFIGURED), model_name=model_name)
+
+
 def chat_model_for(model_config: ModelConfig | None) -> ChatModel:
     if model_config is not None and model_config.base_url:
         if not model_config.model:
-            raise ModelError(
-                f"The model endpoint {model_config.name!r} names no model.", code=MISCONFIGURED
-            )
+            return misconfigured(f"The model endpoint {model_config.name!r} names no model.")
         return OpenAIChatModel(
             base_url=model_config.base_url,
             api_key=model_config.get_api_key(),
@@ -41,10 +58,9 @@ def chat_model_for(model_config: ModelConfig | None) -> ChatModel:
         )
     if _settings_endpoint_configured():
         if not settings.OPENAI_MODEL:
-            raise ModelError(
+            return misconfigured(
                 "OPENAI_BASE_URL or OPENAI_API_KEY is set but OPENAI_MODEL is empty; "
-                "set it to the model name the endpoint expects.",
-                code=MISCONFIGURED,
+                "set it to the model name the endpoint expects."
             )
         return OpenAIChatModel(
             base_url=settings.OPENAI_BASE_URL or OPENAI_DEFAULT_BASE_URL,

@@ -64,7 +64,9 @@ def test_an_empty_config_falls_back_to_the_settings_endpoint(no_endpoint):
 def test_settings_endpoint_without_a_model_name_is_a_clear_error(no_endpoint):
     no_endpoint.OPENAI_API_KEY = "sk-x"
 
+    model = chat_model_for(None)
+
     with pytest.raises(ModelError, match="OPENAI_MODEL") as raised:
-        chat_model_for(None)
+        model.complete([{"role": "user", "content": "hi"}])
 
     assert raised.value.code == "model_misconfigured"

@@ -1,0 +1,111 @@
+"""From a frozen profile (``PromptVersion.snapshot``) to an engine ready to run.
+
+The snapshot decides everything: the model endpoint, the tools, the prompt and the limits.
+Only the rows it points at are read here, so a run keeps behaving as its profile version
+did even after staff edit the profile (docs/architecture.md).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from agents.llm.factory import chat_model_for, misconfigured
+from agents.models import ModelConfig, ToolConfig
+from agents.react.executor import AgentConfig, AgentExecutor
+from agents.react.prompt import PromptConfig
+from agents.react.types import ChatModel
+from agents.tools.registry import build_tools
+
+logger = logging.getLogger(__name__)
+
+
+def _never_cancel() -> bool:
+    return False
+
+
+def build_executor(
+    *,
+    snapshot: dict[str, Any],
+    user: Any,
+    conversation: Any = None,
+    should_cancel: Callable[[], bool] = _never_cancel,
+    on_answer_delta: Callable[[str], None] | None = None,
+) -> AgentExecutor:
+    """An ``AgentExecutor`` for the profile version ``snapshot``.
+
+    A model endpoint that is gone or unusable does not raise here: the run's first model
+    call raises ``ModelError`` (code ``model_misconfigured``), like any model failure.
+    """
+    return executor_for(
+        snapshot=snapshot,
+        model=snapshot_chat_model(snapshot),
+        tool_configs=snapshot_tool_configs(snapshot),
+        user=user,
+        conversation=conversation,
+        should_cancel=should_cancel,
+        on_answer_delta=on_answer_delta,
+    )
+
+
+def executor_for(
+    *,
+    snapshot: dict[str, Any],
+    model: ChatModel,
+    tool_configs: Iterable[ToolConfig],
+    user: Any,
+    conversation: Any = None,
+    should_cancel: Callable[[], bool] = _never_cancel,
+    on_answer_delta: Callable[[str], None] | None = None,
+) -> AgentExecutor:
+    """The executor for ``snapshot`` with the model and tool rows already chosen."""
+    return AgentExecutor(
+        model=model,
+        tools=build_tools(tool_configs, user=user, conversation=conversation),
+        prompt=prompt_config(snapshot),
+        config=agent_config(snapshot),
+        should_cancel=should_cancel,
+        on_answer_delta=on_answer_delta,
+    )
+
+
+def snapshot_chat_model(snapshot: dict[str, Any]) -> ChatModel:
+    model_config_id = snapshot.get("model_config_id")
+    if model_config_id is None:
+        return chat_model_for(None)
+    model_config = ModelConfig.objects.filter(pk=model_config_id).first()
+    if model_config is None:
+        return misconfigured(
+            f"The model endpoint of profile {snapshot.get('slug', '?')!r} "
+            f"(id {model_config_id}) no longer exists; choose another in the admin."
+        )
+    return chat_model_for(model_config)
+
+
+def snapshot_tool_configs(snapshot: dict[str, Any]) -> list[ToolConfig]:
+    """The snapshot's tools that still exist and are enabled, in the snapshot's order."""
+    tool_ids = list(snapshot.get("tool_ids") or [])
+    rows = {row.pk: row for row in ToolConfig.objects.filter(pk__in=tool_ids, enabled=True)}
+    missing = [tool_id for tool_id in tool_ids if tool_id not in rows]
+    if missing:
+        logger.info("profile %s: tools %s are gone or disabled", snapshot.get("slug"), missing)
+    return [rows[tool_id] for tool_id in tool_ids if tool_id in rows]
+
+
+def prompt_config(snapshot: dict[str, Any]) -> PromptConfig:
+    return PromptConfig(
+        mode=snapshot.get("mode") or "react",
+        label_set=snapshot.get("label_set") or "en",
+        template=snapshot.get("system_prompt") or "",
+        few_shot_examples=snapshot.get("few_shot_examples") or "",
+    )
+
+
+def agent_config(snapshot: dict[str, Any]) -> AgentConfig:
+    defaults = AgentConfig()
+    return AgentConfig(
+        max_iterations=snapshot.get("max_iterations") or defaults.max_iterations,
+        max_execution_time=snapshot.get("max_execution_time") or defaults.max_execution_time,
+        temperature=snapshot.get("temperature"),
+    )

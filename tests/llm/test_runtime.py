@@ -1,0 +1,73 @@
+"""build_executor: a profile version's snapshot becomes a ready engine."""
+
+from __future__ import annotations
+
+import pytest
+
+from agents.models import AgentProfile, ModelConfig, ToolConfig
+from agents.react.errors import ModelError
+from agents.react.types import FinalAnswerStep, ObservationStep
+from agents.runtime import build_executor
+from agents.services.defaults import ensure_defaults
+from agents.services.profiles import profile_snapshot
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture(autouse=True)
+def no_endpoint(settings):
+    settings.OPENAI_BASE_URL = ""
+    settings.OPENAI_API_KEY = ""
+    settings.OPENAI_MODEL = ""
+
+
+def test_the_snapshot_decides_prompt_limits_and_tools(user):
+    profile = ensure_defaults()
+    profile.mode = "tools"
+    profile.label_set = "zh"
+    profile.max_iterations = 4
+    profile.max_execution_time = 30
+    profile.temperature = 0.5
+    profile.save()
+    snapshot = profile_snapshot(profile)
+    ToolConfig.objects.filter(name="current_time").update(enabled=False)
+
+    executor = build_executor(snapshot=snapshot, user=user)
+
+    assert (executor.prompt.mode, executor.prompt.label_set) == ("tools", "zh")
+    assert (executor.config.max_iterations, executor.config.max_execution_time) == (4, 30)
+    assert executor.config.temperature == 0.5
+    assert [tool.name for tool in executor.tools] == ["calculator"]
+
+
+@pytest.mark.parametrize("mode", ["react", "tools"])
+def test_the_default_profile_answers_through_the_demo_and_calculator(user, mode):
+    snapshot = {**profile_snapshot(ensure_defaults()), "mode": mode}
+    deltas: list[str] = []
+
+    steps = list(
+        build_executor(snapshot=snapshot, user=user, on_answer_delta=deltas.append).run(
+            "what is (28+10)*3?"
+        )
+    )
+
+    observations = [s for s in steps if isinstance(s, ObservationStep)]
+    assert [(o.tool, o.text) for o in observations] == [("calculator", "114")]
+    final = steps[-1]
+    assert isinstance(final, FinalAnswerStep)
+    assert "114" in final.text
+    assert "".join(deltas) == final.text
+
+
+def test_a_deleted_model_endpoint_fails_the_run_clearly(user):
+    model_config = ModelConfig.objects.create(name="temp", base_url="http://x/v1", model="m")
+    profile = AgentProfile.objects.create(name="P", slug="p", model_config=model_config)
+    snapshot = profile_snapshot(profile)
+    profile.delete()
+    model_config.delete()
+
+    executor = build_executor(snapshot=snapshot, user=user)
+
+    with pytest.raises(ModelError, match="no longer exists") as raised:
+        list(executor.run("hi"))
+    assert raised.value.code == "model_misconfigured"
