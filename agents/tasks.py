@@ -36,17 +36,17 @@ from django.db import close_old_connections, connection
 from agents import events
 from agents.models import AgentRun
 from agents.react.errors import AgentError, ModelError, RunCancelled
-from agents.react.types import FinalAnswerStep, ModelCallRecord, step_from_event
+from agents.react.types import FinalAnswerStep, ModelCallRecord
 from agents.services.runs import (
     run_claim,
     run_fail,
     run_finish,
     run_heartbeat,
     run_mark_cancelled,
+    run_prior_steps,
     run_record_model_call,
     run_record_step,
     run_started,
-    run_stored_steps,
     runs_cancel_requested,
     runs_needing_rescue,
 )
@@ -131,7 +131,7 @@ def _execute(run: AgentRun, watch: _Watch) -> None:
     snapshot = run.profile_version.snapshot
     conversation = run.conversation
     run_started(run=run, model=run.model_name, profile=snapshot.get("slug", ""))
-    prior_steps = [step_from_event(payload) for payload in run_stored_steps(run=run)]
+    prior_steps = run_prior_steps(run=run)
     memory = memory_for_run(
         conversation=conversation,
         snapshot=snapshot,

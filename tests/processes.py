@@ -269,7 +269,7 @@ class LiveStack:
         self.model = model
         self.worker = worker
         self.daphne = daphne
-        self._sockets: list[Socket] = []
+        self._open = contextlib.ExitStack()
 
     def profile(self, model_name: str, *, tools: tuple[str, ...] = ("calculator",), **fields):
         """A profile whose model is ``model_name`` on the scripted server."""
@@ -308,9 +308,7 @@ class LiveStack:
             origin=server.url,
             open_timeout=10,
         )
-        sock = Socket(ws)
-        self._sockets.append(sock)
-        return sock
+        return Socket(self._open.enter_context(ws))
 
     def wait_for_run(self, run_id: int, timeout: float = 60.0):
         """The run once it ended (polling the database; the worker writes it)."""
@@ -325,9 +323,8 @@ class LiveStack:
         raise TimeoutError(f"run {run_id} did not end:\n{self.worker.log_text()[-5000:]}")
 
     def close(self) -> None:
-        for sock in self._sockets:
-            with contextlib.suppress(Exception):
-                sock.close()
+        with contextlib.suppress(Exception):
+            self._open.close()
 
 
 # --------------------------------------------------------------------------------------

@@ -17,7 +17,13 @@ from django.utils import timezone
 
 from agents import events
 from agents.models import AgentRun, Conversation, Message, ModelCall, RunEvent
-from agents.react.types import FinalAnswerStep, ModelCallRecord, Step, step_to_event
+from agents.react.types import (
+    FinalAnswerStep,
+    ModelCallRecord,
+    Step,
+    step_from_event,
+    step_to_event,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -156,6 +162,27 @@ def run_stored_steps(*, run: AgentRun) -> list[dict[str, Any]]:
     return list(
         run.events.filter(type=RunEventType.STEP).order_by("seq").values_list("payload", flat=True)
     )
+
+
+def run_prior_steps(*, run: AgentRun) -> list[Step]:
+    """What a resumed attempt hands the engine: its model calls (for the iteration count and
+    token totals; their prompts are left out) followed by the stored steps, in order."""
+    calls = run.model_calls.order_by("index").defer("request_messages")
+    records: list[Step] = [
+        ModelCallRecord(
+            index=call.index,
+            messages=[],
+            options=call.request_options,
+            response_text=call.response_text,
+            tool_calls=call.response_tool_calls,
+            prompt_tokens=call.prompt_tokens,
+            completion_tokens=call.completion_tokens,
+            duration_ms=call.duration_ms,
+            error=call.error,
+        )
+        for call in calls
+    ]
+    return records + [step_from_event(payload) for payload in run_stored_steps(run=run)]
 
 
 # --------------------------------------------------------------------------------------

@@ -31,6 +31,7 @@ from agents.services.runs import (
     run_finish,
     run_heartbeat,
     run_mark_cancelled,
+    run_prior_steps,
     run_record_model_call,
     run_record_step,
     run_started,
@@ -252,3 +253,22 @@ def test_events_reach_the_group_only_after_commit(user, default_profile):
         {"type": "answer.delta", "text": "marker"},
         events.event_frame(stored),
     ]
+
+
+def test_prior_steps_give_a_resumed_attempt_its_calls_and_steps(queued_run):
+    run = run_claim(run_id=queued_run.pk, worker_id="w1")
+    call = ModelCallRecord(
+        index=0, messages=[{"role": "user", "content": "q"}], options={}, response_text="t",
+        prompt_tokens=5, completion_tokens=2,
+    )  # fmt: skip
+    run_record_model_call(run=run, record=call)
+    action = ActionStep(tool="calculator", tool_input="2+2", call_id="c1")
+    observation = ObservationStep(tool="calculator", call_id="c1", text="4")
+    run_record_step(run=run, step=action)
+    run_record_step(run=run, step=observation)
+
+    prior = run_prior_steps(run=run)
+
+    assert prior[1:] == [action, observation]
+    assert isinstance(prior[0], ModelCallRecord)
+    assert (prior[0].prompt_tokens, prior[0].completion_tokens) == (5, 2)
