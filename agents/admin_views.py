@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from asgiref.sync import sync_to_async
+from django.conf import settings
 from django.contrib import messages
 from django.core.handlers.asgi import ASGIRequest
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect, StreamingHttpResponse
@@ -30,6 +31,7 @@ from django.urls import reverse
 
 from agents.crypto import SecretUnreadable
 from agents.forms import PreviewForm, TestToolForm, TryItForm, UsageRangeForm, VersionRestoreForm
+from agents.llm.factory import chat_model_for, is_demo_model
 from agents.models import AgentProfile, ModelConfig, PromptVersion, ToolConfig
 from agents.react.errors import (
     AgentError,
@@ -39,7 +41,9 @@ from agents.react.errors import (
     ModelRateLimited,
     ModelTimeout,
     ModelUnavailable,
+    PromptTemplateError,
 )
+from agents.react.prompt import render_preview
 from agents.react.tools import ToolInputError
 from agents.react.types import ModelCallRecord, Step, step_to_event
 from agents.services.profiles import (
@@ -107,9 +111,7 @@ def check_connection(model_config: ModelConfig) -> ConnectionCheck:
     probe = copy.copy(model_config)
     probe.max_retries = 0
     probe.request_timeout_seconds = min(model_config.request_timeout_seconds, CHECK_TIMEOUT_SECONDS)
-    where = model_config.base_url or "the built-in demo model"
-    from agents.llm.factory import chat_model_for
-
+    where = _endpoint_description(model_config)
     started = time.monotonic()
     try:
         chat_model = chat_model_for(probe)
@@ -142,6 +144,14 @@ def check_connection(model_config: ModelConfig) -> ConnectionCheck:
     return ConnectionCheck(
         True, f"OK: {chat_model.model_name} at {where} answered in {latency_ms} ms."
     )
+
+
+def _endpoint_description(model_config: ModelConfig) -> str:
+    if model_config.base_url:
+        return model_config.base_url
+    if is_demo_model(model_config):
+        return "the built-in demo model"
+    return settings.OPENAI_BASE_URL or "the OpenAI API (OPENAI_* settings)"
 
 
 def _short(exc: Exception, limit: int = 300) -> str:
@@ -204,28 +214,36 @@ def _preview_messages(
     memory_summary: str,
     history: list[dict[str, str]],
 ) -> Preview:
-    """The exact first request the engine would send, built the way a run builds it."""
-    from agents.react.prompt import render_preview
+    """The exact first request a run of the profile's current version would send.
 
-    tool_configs = list(profile.tools.order_by("name"))
+    Built from the version snapshot by the same functions a run uses (``agents/runtime``).
+    """
+    from agents.runtime import prompt_config, snapshot_tool_configs
+
+    snapshot = prompt_version_ensure(profile=profile, user=user).snapshot
+    problems = [
+        f"Tool {tool_config.name} is disabled, so the model will not see it."
+        for tool_config in profile.tools.filter(enabled=False).order_by("name")
+    ]
+    tool_configs = snapshot_tool_configs(snapshot)
     tools = []
-    problems = []
     for tool_config in tool_configs:
-        if not tool_config.enabled:
-            problems.append(f"Tool {tool_config.name} is disabled, so the model will not see it.")
-            continue
         try:
             tools.append(build_tool(tool_config, user=user))
         except ValueError as exc:
-            problems.append(str(exc))
-    secrets = _secret_values(tool_configs)
-    rendered = render_preview(
-        prompt=_prompt_config(profile),
-        tools=tools,
-        question=question,
-        history=history,
-        memory_summary=memory_summary,
-    )
+            problems.append(f"{exc}; runs leave it out.")
+    secrets = _secret_values(profile.tools.all())
+    try:
+        rendered = render_preview(
+            prompt_config(snapshot),
+            tools=tools,
+            question=question,
+            history=history,
+            memory_summary=memory_summary,
+            temperature=snapshot.get("temperature"),
+        )
+    except PromptTemplateError as exc:
+        return Preview(messages=[], options="", problems=[*problems, *exc.problems])
     messages_out = [
         PreviewMessage(
             role=str(message.get("role", "")),
@@ -236,17 +254,6 @@ def _preview_messages(
     ]
     options = _redact(json.dumps(rendered.options, indent=2, ensure_ascii=False), secrets)
     return Preview(messages=messages_out, options=options, problems=problems)
-
-
-def _prompt_config(profile: AgentProfile):
-    from agents.react.prompt import PromptConfig
-
-    return PromptConfig(
-        mode=profile.mode,
-        label_set=profile.label_set,
-        template=profile.system_prompt,
-        few_shot_examples=profile.few_shot_examples,
-    )
 
 
 def _content_text(content: Any) -> str:

@@ -16,6 +16,7 @@ from django import forms
 from django.utils import timezone
 
 from agents.models import AgentProfile, ModelConfig, ToolConfig
+from agents.react.prompt import validate_template
 from agents.tools.base import SECRET_NAME_PATTERN
 from agents.tools.registry import tool_kinds, validate_tool_config
 
@@ -148,9 +149,13 @@ class AgentProfileForm(forms.ModelForm):
         template = cleaned.get("system_prompt", "")
         mode = cleaned.get("mode")
         if template and template.strip() and mode:
-            from agents.react.prompt import validate_template
-
-            for problem in validate_template(template, mode):
+            problems = validate_template(
+                template,
+                mode,
+                label_set_code=cleaned.get("label_set") or "",
+                few_shot_examples=cleaned.get("few_shot_examples") or "",
+            )
+            for problem in problems:
                 self.add_error("system_prompt", problem)
         return cleaned
 

@@ -115,3 +115,28 @@ def make_finished_run(db):
         return run
 
     return make
+
+
+@pytest.fixture(scope="session")
+def scripted_server():
+    from agents.llm.scripted import ScriptedServer
+
+    with ScriptedServer() as server:
+        yield server
+
+
+@pytest.fixture
+def scripted_model(db, scripted_server, model_name):
+    """A ModelConfig pointing at the scripted server under a model name of its own."""
+    from agents.models import ModelConfig
+
+    model_config = ModelConfig(
+        name=f"Scripted {model_name}",
+        base_url=scripted_server.base_url,
+        model=model_name,
+        request_timeout_seconds=5,
+        max_retries=0,
+    )
+    model_config.set_api_key("sk-scripted-key-for-tests")
+    model_config.save()
+    return model_config

@@ -1,0 +1,172 @@
+"""AgentProfile admin: validation, versions on every save, diff and restore."""
+
+from __future__ import annotations
+
+import pytest
+from django.contrib.admin.models import LogEntry
+from django.urls import reverse
+
+from agents.models import AgentProfile, ToolConfig
+from tests.admin.conftest import page_text
+
+
+@pytest.fixture
+def tool(db):
+    return ToolConfig.objects.create(
+        name="capitals",
+        kind="lookup_table",
+        description="Capitals",
+        config={"table": {"France": "Paris"}},
+    )
+
+
+def _profile_data(**overrides):
+    data = {
+        "name": "Geographer",
+        "slug": "geographer",
+        "description": "Knows capitals.",
+        "mode": "react",
+        "model_config": "",
+        "temperature": "",
+        "system_prompt": "",
+        "label_set": "en",
+        "few_shot_examples": "",
+        "max_iterations": "5",
+        "max_execution_time": "60",
+        "memory_strategy": "window",
+        "memory_window_turns": "4",
+        "memory_token_budget": "1000",
+        # The read-only versions inline still posts its management form.
+        "versions-TOTAL_FORMS": "0",
+        "versions-INITIAL_FORMS": "0",
+        "versions-MIN_NUM_FORMS": "0",
+        "versions-MAX_NUM_FORMS": "0",
+    }
+    data.update(overrides)
+    return data
+
+
+def _add(client, **overrides):
+    response = client.post(reverse("admin:agents_agentprofile_add"), _profile_data(**overrides))
+    assert response.status_code == 302, page_text(response)
+    return AgentProfile.objects.get(slug=overrides.get("slug", "geographer"))
+
+
+@pytest.mark.django_db
+def test_every_save_writes_a_version_including_the_tools(staff_client, staff, tool):
+    profile = _add(staff_client, tools=[tool.pk])
+
+    versions = list(profile.versions.order_by("number"))
+    assert [v.number for v in versions] == [1]
+    assert versions[0].snapshot["tool_names"] == ["capitals"]
+    assert versions[0].created_by == staff
+
+    change_url = reverse("admin:agents_agentprofile_change", args=[profile.pk])
+    staff_client.post(change_url, _profile_data(max_iterations="7"))  # tools removed too
+    latest = profile.versions.order_by("-number").first()
+    assert latest.number == 2
+    assert latest.snapshot["max_iterations"] == 7
+    assert latest.snapshot["tool_names"] == []
+
+    # Saving with no change writes nothing new.
+    staff_client.post(change_url, _profile_data(max_iterations="7"))
+    assert profile.versions.count() == 2
+    assert LogEntry.objects.filter(object_id=str(profile.pk)).count() == 3
+
+
+@pytest.mark.django_db
+def test_unknown_template_variable_is_a_form_error_naming_it(staff_client):
+    template = (
+        "You are helpful.\n{tools}\n{tool_names}\n{input}\n{agent_scratchpad}\n{favourite_colour}"
+    )
+    response = staff_client.post(
+        reverse("admin:agents_agentprofile_add"), _profile_data(system_prompt=template)
+    )
+    assert response.status_code == 200
+    assert "favourite_colour" in page_text(response)
+    assert not AgentProfile.objects.filter(slug="geographer").exists()
+
+
+@pytest.mark.django_db
+def test_missing_template_variable_is_a_form_error_naming_it(staff_client):
+    response = staff_client.post(
+        reverse("admin:agents_agentprofile_add"),
+        _profile_data(system_prompt="You are helpful. Question: {input}"),
+    )
+    assert response.status_code == 200
+    body = page_text(response)
+    assert "errorlist" in body
+    assert "agent_scratchpad" in body or "tools" in body
+
+
+@pytest.mark.django_db
+def test_making_a_profile_default_moves_the_flag(staff_client):
+    old_default = AgentProfile.objects.get(is_default=True)
+    profile = _add(staff_client, make_default="on")
+    old_default.refresh_from_db()
+    assert profile.is_default
+    assert not old_default.is_default
+
+
+@pytest.mark.django_db
+def test_version_pages_show_the_diff_safely(staff_client, tool):
+    profile = _add(staff_client, system_prompt="", description="x")
+    change_url = reverse("admin:agents_agentprofile_change", args=[profile.pk])
+    staff_client.post(
+        change_url, _profile_data(few_shot_examples="Question: <script>alert(1)</script>")
+    )
+
+    versions_page = page_text(
+        staff_client.get(reverse("admin:agents_agentprofile_versions", args=[profile.pk]))
+    )
+    assert "v2 (current)" in versions_page
+
+    diff_page = page_text(
+        staff_client.get(reverse("admin:agents_agentprofile_version", args=[profile.pk, 2]))
+    )
+    assert "<script>alert(1)</script>" not in diff_page
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in diff_page
+    assert 'class="added"' in diff_page
+    assert 'class="removed"' in diff_page
+    assert "This is the current version." in diff_page
+
+
+@pytest.mark.django_db
+def test_restore_writes_a_new_version_equal_to_the_old_one(staff_client, staff, tool):
+    profile = _add(staff_client, tools=[tool.pk], max_iterations="5")
+    first = profile.versions.get(number=1)
+    change_url = reverse("admin:agents_agentprofile_change", args=[profile.pk])
+    staff_client.post(change_url, _profile_data(max_iterations="9", label_set="zh"))
+    assert profile.versions.count() == 2
+
+    restore_url = reverse("admin:agents_agentprofile_version_restore", args=[profile.pk, 1])
+    assert staff_client.get(restore_url).status_code == 302  # GET changes nothing
+    assert profile.versions.count() == 2
+    response = staff_client.post(restore_url, follow=True)
+
+    assert "Restored version 1 as version 3" in page_text(response)
+    third = profile.versions.get(number=3)
+    assert third.snapshot == first.snapshot
+    assert profile.versions.get(number=1).snapshot == first.snapshot  # the old one untouched
+    profile.refresh_from_db()
+    assert profile.max_iterations == 5
+    assert profile.label_set == "en"
+    assert list(profile.tools.values_list("name", flat=True)) == ["capitals"]
+    assert LogEntry.objects.filter(
+        object_id=str(profile.pk), change_message__contains="Restored version 1"
+    ).exists()
+
+
+@pytest.mark.django_db
+def test_restore_reports_tools_that_are_gone(staff_client, tool):
+    profile = _add(staff_client, tools=[tool.pk])
+    staff_client.post(
+        reverse("admin:agents_agentprofile_change", args=[profile.pk]), _profile_data()
+    )
+    tool.delete()
+
+    response = staff_client.post(
+        reverse("admin:agents_agentprofile_version_restore", args=[profile.pk, 1]), follow=True
+    )
+
+    assert "These tools no longer exist and were left out: capitals" in page_text(response)
