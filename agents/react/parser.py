@@ -48,6 +48,12 @@ _CANDIDATES = re.compile(
     r"action|thought|observation|final|question|问题|思考|想法|行动|动作|观察|最终答案",
     re.IGNORECASE,
 )
+# The common spellings, matched at once; anything else goes through the scanner.
+_PLAIN_LABEL = re.compile(
+    r"(action[ _]?input|action|thought|observation|final[ _]?answer|question"
+    r"|问题|思考|想法|行动输入|行动|动作输入|动作|观察|最终答案) ?[:：]",
+    re.IGNORECASE,
+)
 _LABEL_PREFIXES = frozenset(word[:n] for word in PARSER_WORDS for n in range(1, len(word) + 1))
 _LINE_DECORATION = " \t*#>-_"
 _MAX_DIGITS = 4
@@ -95,6 +101,10 @@ def _read_label(text: str, start: int) -> tuple[str, int] | bool | None:
     None when there is no label there; True when the text ends while it could still become
     one (the streaming filter waits for more text then).
     """
+    plain = _PLAIN_LABEL.match(text, start)
+    if plain is not None:
+        key = plain.group(1).casefold().replace(" ", "").replace("_", "")
+        return PARSER_WORDS[key], plain.end()
     key = ""
     digits = 0
     position = start
@@ -314,8 +324,12 @@ def _section_end(markers: list[Marker], after: int, *, line_start_only: bool) ->
 
 def parse(text: str) -> Parsed:
     """Read one model turn. Raises ``ParseError`` with a hint for the model."""
-    text, _ = cut_invented_observation(text)
     markers = find_markers(text)
+    observation = next((marker for marker in markers if marker.role == "observation"), None)
+    if observation is not None:
+        # Labels before the cut are found the same way in the cut text: reuse them.
+        text = text[: observation.start].rstrip()
+        markers = markers[: markers.index(observation)]
     if not any(marker.role in _ACTION_ROLES for marker in markers):
         # A model that wrapped its whole reply in a code fence.
         unfenced = find_markers(text, skip_fenced=False)
