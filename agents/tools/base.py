@@ -32,6 +32,10 @@ class ConfiguredTool(Tool):
     time zone exists); it returns field -> error like ``validate_tool_config``.
     """
 
+    # Tools that query the database set this: the engine runs each call in a fresh thread,
+    # whose connection would otherwise stay open after the thread ends.
+    uses_database: ClassVar[bool] = False
+
     # Secret values shorter than this are not redacted: replacing "a" everywhere would
     # mangle every observation and hide nothing worth hiding.
     _MIN_REDACTED_LENGTH: ClassVar[int] = 4
@@ -95,6 +99,14 @@ def secret_references(text: str) -> list[str]:
     return _SECRET_REFERENCE.findall(text)
 
 
+def _release_connection() -> None:
+    """Close this thread's connection unless a transaction (a request's, a test's) owns it."""
+    from django.db import connection
+
+    if not connection.in_atomic_block:
+        connection.close()
+
+
 def _redacting(run: Any) -> Any:
     """Wrap ``run`` so its result and its error messages never carry a secret value."""
 
@@ -110,6 +122,9 @@ def _redacting(run: Any) -> Any:
         except Exception as exc:
             # Unexpected failures still reach the model as a readable, redacted message.
             failure = ToolError(self.redact(f"{type(exc).__name__}: {exc}"))
+        finally:
+            if self.uses_database:
+                _release_connection()
         if failure is not None:
             # Raised outside the except block: the original exception, which may hold a
             # secret value, is not kept as __context__ or in the traceback.

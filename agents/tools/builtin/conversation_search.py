@@ -26,6 +26,8 @@ class ConversationSearch(ConfiguredTool):
         "snippets with the conversation title and date. Input: words to look for."
     )
 
+    uses_database = True
+
     def run(self, query: str) -> str:
         from agents.selectors import message_search
 

@@ -27,6 +27,8 @@ class KnowledgeSearch(ConfiguredTool):
         "[Document title §section]. Cite those labels in your answer. Input: what to look for."
     )
 
+    uses_database = True
+
     def run(self, query: str) -> str:
         from agents.services.knowledge import knowledge_search
 
