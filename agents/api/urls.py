@@ -1,1 +1,34 @@
-urlpatterns: list = []
+"""The JSON API under /api/ (docs/protocol.md, "HTTP API")."""
+
+from django.urls import path
+
+from agents.api import views
+
+app_name = "api"
+
+urlpatterns = [
+    path("conversations/", views.ConversationCollectionView.as_view(), name="conversations"),
+    path(
+        "conversations/<int:conversation_id>/",
+        views.ConversationItemView.as_view(),
+        name="conversation",
+    ),
+    path(
+        "conversations/<int:conversation_id>/messages/",
+        views.ConversationMessagesView.as_view(),
+        name="conversation-messages",
+    ),
+    path(
+        "conversations/<int:conversation_id>/regenerate/",
+        views.ConversationRegenerateView.as_view(),
+        name="conversation-regenerate",
+    ),
+    path(
+        "conversations/<int:conversation_id>/export/",
+        views.ConversationExportView.as_view(),
+        name="conversation-export",
+    ),
+    path("messages/<int:message_id>/edit/", views.MessageEditView.as_view(), name="message-edit"),
+    path("runs/<int:run_id>/cancel/", views.RunCancelView.as_view(), name="run-cancel"),
+    path("profiles/", views.ProfileListView.as_view(), name="profiles"),
+]

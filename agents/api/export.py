@@ -1,0 +1,80 @@
+"""A conversation as a downloadable document: JSON (complete) or Markdown (for reading)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from django.utils import timezone
+
+from agents import selectors
+from agents.models import Conversation
+
+EXPORT_FORMATS = ("md", "json")
+
+
+def export_data(conversation: Conversation) -> dict[str, Any]:
+    """Messages in order, each answer with the steps and usage of the run that wrote it."""
+    steps_by_run: dict[int, list[dict[str, Any]]] = {}
+    usage_by_run: dict[int, dict[str, Any]] = {}
+    for event in selectors.events_after(conversation=conversation, after_seq=0):
+        if event.run_id is None:
+            continue
+        if event.type == "step":
+            steps_by_run.setdefault(event.run_id, []).append(event.payload)
+        elif event.type == "run.finished":
+            usage_by_run[event.run_id] = event.payload.get("usage", {})
+    messages = []
+    for message in selectors.message_list(conversation=conversation):
+        entry: dict[str, Any] = {
+            "id": message.pk,
+            "role": message.role,
+            "content": message.content,
+            "created_at": message.created_at.isoformat(),
+        }
+        if message.run_id is not None:
+            entry["steps"] = steps_by_run.get(message.run_id, [])
+            entry["usage"] = usage_by_run.get(message.run_id, {})
+        messages.append(entry)
+    return {
+        "id": conversation.pk,
+        "title": str(conversation),
+        "profile": conversation.profile.slug if conversation.profile else None,
+        "created_at": conversation.created_at.isoformat(),
+        "exported_at": timezone.now().isoformat(),
+        "last_seq": conversation.last_seq,
+        "messages": messages,
+    }
+
+
+def export_json(data: dict[str, Any]) -> str:
+    return json.dumps(data, ensure_ascii=False, indent=2)
+
+
+def export_markdown(data: dict[str, Any]) -> str:
+    lines = [f"# {data['title']}", "", f"_Exported {data['exported_at']}_", ""]
+    for message in data["messages"]:
+        lines += ["## " + ("You" if message["role"] == "user" else "Assistant"), ""]
+        for step in message.get("steps", []):
+            text = _step_markdown(step)
+            if text:
+                lines += ["> " + text.replace("\n", "\n> "), ""]
+        lines += [message["content"], ""]
+    return "\n".join(lines)
+
+
+def _step_markdown(step: dict[str, Any]) -> str:
+    kind = step.get("kind")
+    if kind == "thought":
+        return f"**Thought:** {step.get('text', '')}"
+    if kind == "action":
+        tool_input = step.get("tool_input", "")
+        if not isinstance(tool_input, str):
+            tool_input = json.dumps(tool_input, ensure_ascii=False)
+        return f"**Action:** `{step.get('tool', '')}` — {tool_input}"
+    if kind == "observation":
+        label = "Observation (error)" if step.get("is_error") else "Observation"
+        return f"**{label}:** {step.get('text', '')}"
+    if kind == "error":
+        return f"**Error ({step.get('code', '')}):** {step.get('message', '')}"
+    return ""

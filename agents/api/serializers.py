@@ -1,0 +1,92 @@
+"""Shapes of the JSON API: output serializers for models, input serializers for requests.
+
+Output serializers only read; every write goes through a service in the view.
+"""
+
+from __future__ import annotations
+
+from rest_framework import serializers
+
+from agents.models import AgentProfile, AgentRun, Conversation, Message
+
+CLIENT_ID_MAX_CHARS = 64
+
+
+class MessageSerializer(serializers.ModelSerializer):
+    run_id = serializers.IntegerField(read_only=True, allow_null=True)
+
+    class Meta:
+        model = Message
+        fields = ["id", "role", "content", "client_id", "run_id", "created_at"]
+        read_only_fields = fields
+
+
+class RunSerializer(serializers.ModelSerializer):
+    conversation_id = serializers.IntegerField(read_only=True)
+    trigger_message_id = serializers.IntegerField(read_only=True)
+
+    class Meta:
+        model = AgentRun
+        fields = [
+            "id",
+            "conversation_id",
+            "trigger_message_id",
+            "status",
+            "model_name",
+            "mode",
+            "attempts",
+            "prompt_tokens",
+            "completion_tokens",
+            "error_code",
+            "error_message",
+            "created_at",
+            "started_at",
+            "finished_at",
+        ]
+        read_only_fields = fields
+
+
+class ConversationSerializer(serializers.ModelSerializer):
+    profile = serializers.SlugRelatedField(slug_field="slug", read_only=True)
+
+    class Meta:
+        model = Conversation
+        fields = ["id", "title", "profile", "archived", "last_seq", "created_at", "updated_at"]
+        read_only_fields = fields
+
+
+class ProfileSerializer(serializers.ModelSerializer):
+    class Meta:
+        model = AgentProfile
+        fields = ["slug", "name", "description", "mode", "is_default"]
+        read_only_fields = fields
+
+
+# ---- input ------------------------------------------------------------------------------
+
+
+class ConversationCreateInput(serializers.Serializer):
+    title = serializers.CharField(max_length=200, required=False, allow_blank=True, default="")
+    profile = serializers.SlugField(required=False, allow_null=True, default=None)
+
+
+class ConversationUpdateInput(serializers.Serializer):
+    title = serializers.CharField(max_length=200, required=False, allow_blank=True)
+    archived = serializers.BooleanField(required=False)
+
+    def validate(self, attrs):
+        if not attrs:
+            raise serializers.ValidationError("Send 'title', 'archived' or both.")
+        return attrs
+
+
+class ContentInput(serializers.Serializer):
+    # Whitespace is kept as typed; emptiness and length get their own error codes in the view.
+    content = serializers.CharField(trim_whitespace=False, allow_blank=True)
+    client_id = serializers.CharField(
+        max_length=CLIENT_ID_MAX_CHARS, required=False, allow_null=True, default=None
+    )
+
+
+class MessageSendInput(ContentInput):
+    profile = serializers.SlugField(required=False, allow_null=True, default=None)

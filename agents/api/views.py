@@ -1,0 +1,275 @@
+"""The JSON API (docs/protocol.md, "HTTP API"): thin views over selectors and services.
+
+Every lookup is scoped to ``request.user`` through a selector, so another user's id is a
+404 exactly like a missing one. Every error body is ``{"code", "message"}`` (validation
+errors add ``fields``), the same shape as the socket's ``error`` frame.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.http import HttpResponse
+from django.utils.text import slugify
+from rest_framework import status
+from rest_framework.exceptions import APIException, NotFound, ValidationError
+from rest_framework.generics import GenericAPIView
+from rest_framework.pagination import PageNumberPagination
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import exception_handler
+
+from agents import events, selectors
+from agents.api import serializers as api
+from agents.api.export import EXPORT_FORMATS, export_data, export_json, export_markdown
+from agents.models import AgentProfile, AgentRun, Conversation, Message
+from agents.services.conversations import (
+    SendRefused,
+    SendResult,
+    conversation_create,
+    conversation_delete,
+    conversation_rename,
+    conversation_set_archived,
+    message_edit_resend,
+    message_send,
+    run_cancel,
+    run_regenerate,
+)
+
+# Refusals the user fixes by waiting rather than by changing the request.
+TOO_MANY_REQUESTS_CODES = frozenset({"rate_limited", "quota_exceeded"})
+
+
+def api_exception_handler(exc: Exception, context: dict[str, Any]) -> Response | None:
+    response = exception_handler(exc, context)
+    if response is None or not isinstance(exc, APIException):
+        return response
+    if isinstance(exc, ValidationError):
+        response.data = {
+            "code": "invalid",
+            "message": "The request has invalid fields.",
+            "fields": exc.detail,
+        }
+    else:
+        codes = exc.get_codes()
+        response.data = {
+            "code": codes if isinstance(codes, str) else exc.default_code,
+            "message": str(exc.detail),
+        }
+    return response
+
+
+def refused(refusal: SendRefused) -> Response:
+    if refusal.code == "not_found":
+        http_status = status.HTTP_404_NOT_FOUND
+    elif refusal.code in TOO_MANY_REQUESTS_CODES:
+        http_status = status.HTTP_429_TOO_MANY_REQUESTS
+    else:
+        http_status = status.HTTP_400_BAD_REQUEST
+    return Response({"code": refusal.code, "message": refusal.message}, status=http_status)
+
+
+class ApiView(GenericAPIView):
+    def get_exception_handler(self):
+        return api_exception_handler
+
+    def conversation_or_404(self, conversation_id: int) -> Conversation:
+        conversation = selectors.conversation_get(
+            user=self.request.user, conversation_id=conversation_id
+        )
+        if conversation is None:
+            raise NotFound("No such conversation.")
+        return conversation
+
+    def profile_or_none(self, slug: str | None) -> AgentProfile | None:
+        """The profile named by ``slug`` if this user may use it; refuses any other slug."""
+        if not slug:
+            return None
+        profile = selectors.profiles_for_user(user=self.request.user).filter(slug=slug).first()
+        if profile is None:
+            raise SendRefused("profile_not_allowed", "That agent is not available to you.")
+        return profile
+
+    def input(self, serializer_class: type, **kwargs: Any) -> dict[str, Any]:
+        serializer = serializer_class(data=self.request.data, **kwargs)
+        serializer.is_valid(raise_exception=True)
+        return serializer.validated_data
+
+
+def send_result(result: SendResult) -> Response:
+    """A repeated ``client_id`` answers 200 with the original message and run, not 201."""
+    return Response(
+        {
+            "message": api.MessageSerializer(result.message).data,
+            "run": api.RunSerializer(result.run).data,
+            "created": result.created,
+        },
+        status=status.HTTP_201_CREATED if result.created else status.HTTP_200_OK,
+    )
+
+
+class ConversationPagination(PageNumberPagination):
+    page_size_query_param = "page_size"
+    max_page_size = 200
+
+
+# ---- conversations ---------------------------------------------------------------------
+
+
+class ConversationCollectionView(ApiView):
+    serializer_class = api.ConversationSerializer
+    pagination_class = ConversationPagination
+
+    def get_queryset(self):
+        params = self.request.query_params
+        return selectors.conversation_list(
+            user=self.request.user,
+            q=params.get("q", ""),
+            archived=params.get("archived", "").lower() in ("1", "true", "yes"),
+        )
+
+    def get(self, request: Request) -> Response:
+        page = self.paginate_queryset(self.get_queryset())
+        return self.get_paginated_response(api.ConversationSerializer(page, many=True).data)
+
+    def post(self, request: Request) -> Response:
+        data = self.input(api.ConversationCreateInput)
+        try:
+            profile = self.profile_or_none(data["profile"])
+            conversation = conversation_create(
+                owner=request.user, title=data["title"], profile=profile
+            )
+        except SendRefused as refusal:
+            return refused(refusal)
+        return Response(
+            api.ConversationSerializer(conversation).data, status=status.HTTP_201_CREATED
+        )
+
+
+class ConversationItemView(ApiView):
+    def get(self, request: Request, conversation_id: int) -> Response:
+        conversation = self.conversation_or_404(conversation_id)
+        messages = selectors.message_list(conversation=conversation)
+        stored = selectors.events_after(conversation=conversation, after_seq=0)
+        data = api.ConversationSerializer(conversation).data
+        data["messages"] = api.MessageSerializer(messages, many=True).data
+        # The same frames the socket replays, so a client can build the thread either way.
+        data["events"] = [events.event_frame(event) for event in stored]
+        return Response(data)
+
+    def patch(self, request: Request, conversation_id: int) -> Response:
+        conversation = self.conversation_or_404(conversation_id)
+        data = self.input(api.ConversationUpdateInput)
+        if "title" in data:
+            conversation = conversation_rename(conversation=conversation, title=data["title"])
+        if "archived" in data:
+            conversation = conversation_set_archived(
+                conversation=conversation, archived=data["archived"]
+            )
+        return Response(api.ConversationSerializer(conversation).data)
+
+    def delete(self, request: Request, conversation_id: int) -> Response:
+        conversation_delete(conversation=self.conversation_or_404(conversation_id))
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+class ConversationExportView(ApiView):
+    def get(self, request: Request, conversation_id: int):
+        conversation = self.conversation_or_404(conversation_id)
+        fmt = request.query_params.get("format", "md")
+        if fmt not in EXPORT_FORMATS:
+            raise ValidationError({"format": [f"Choose one of: {', '.join(EXPORT_FORMATS)}."]})
+        data = export_data(conversation)
+        if fmt == "json":
+            response = HttpResponse(export_json(data), content_type="application/json")
+        else:
+            response = HttpResponse(
+                export_markdown(data), content_type="text/markdown; charset=utf-8"
+            )
+        stem = slugify(str(conversation))[:60] or f"conversation-{conversation.pk}"
+        response["Content-Disposition"] = f'attachment; filename="{stem}.{fmt}"'
+        return response
+
+    def perform_content_negotiation(self, request, force=False):
+        # `?format=` names the export format here, not one of DRF's renderers.
+        renderer = self.get_renderers()[0]
+        return renderer, renderer.media_type
+
+
+# ---- turns -----------------------------------------------------------------------------
+
+
+class ConversationMessagesView(ApiView):
+    def post(self, request: Request, conversation_id: int) -> Response:
+        conversation = self.conversation_or_404(conversation_id)
+        data = self.input(api.MessageSendInput)
+        try:
+            result = message_send(
+                conversation=conversation,
+                user=request.user,
+                content=data["content"],
+                client_id=data["client_id"],
+                profile=self.profile_or_none(data["profile"]),
+            )
+        except SendRefused as refusal:
+            return refused(refusal)
+        return send_result(result)
+
+
+class ConversationRegenerateView(ApiView):
+    def post(self, request: Request, conversation_id: int) -> Response:
+        conversation = self.conversation_or_404(conversation_id)
+        try:
+            run = run_regenerate(conversation=conversation, user=request.user)
+        except SendRefused as refusal:
+            return refused(refusal)
+        return Response({"run": api.RunSerializer(run).data}, status=status.HTTP_201_CREATED)
+
+
+class MessageEditView(ApiView):
+    def post(self, request: Request, message_id: int) -> Response:
+        message = _own_message(user=request.user, message_id=message_id)
+        data = self.input(api.ContentInput)
+        try:
+            result = message_edit_resend(
+                message=message,
+                user=request.user,
+                content=data["content"],
+                client_id=data["client_id"],
+            )
+        except SendRefused as refusal:
+            return refused(refusal)
+        return send_result(result)
+
+
+class RunCancelView(ApiView):
+    def post(self, request: Request, run_id: int) -> Response:
+        run: AgentRun | None = selectors.run_get(user=request.user, run_id=run_id)
+        if run is None:
+            raise NotFound("No such run.")
+        try:
+            run = run_cancel(run=run, user=request.user)
+        except SendRefused as refusal:
+            return refused(refusal)
+        return Response({"run": api.RunSerializer(run).data})
+
+
+# ---- profiles --------------------------------------------------------------------------
+
+
+class ProfileListView(ApiView):
+    def get(self, request: Request) -> Response:
+        profiles = selectors.profiles_for_user(user=request.user)
+        return Response(api.ProfileSerializer(profiles, many=True).data)
+
+
+def _own_message(*, user, message_id: int) -> Message:
+    # agents/selectors.py has no message_get yet; this is the same owner scoping it uses.
+    message = (
+        Message.objects.filter(pk=message_id, conversation__owner_id=user.pk)
+        .select_related("conversation")
+        .first()
+    )
+    if message is None:
+        raise NotFound("No such message.")
+    return message
