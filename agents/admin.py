@@ -36,6 +36,7 @@ from agents.models import (
     ToolConfig,
 )
 from agents.services.profiles import profile_save, prompt_version_ensure
+from agents.tools.registry import tool_kinds
 
 
 class ExtraPagesMixin:
@@ -297,8 +298,6 @@ class ToolConfigAdmin(ExtraPagesMixin, admin.ModelAdmin):
 
     @method_decorator(sensitive_post_parameters("secrets"))
     def changeform_view(self, request, object_id=None, form_url="", extra_context=None):
-        from agents.tools.registry import tool_kinds
-
         kinds = [
             {
                 "kind": name,

@@ -46,6 +46,7 @@ from agents.react.errors import (
 from agents.react.prompt import render_preview
 from agents.react.tools import ToolInputError
 from agents.react.types import ModelCallRecord, Step, step_to_event
+from agents.runtime import build_executor, prompt_config, snapshot_tool_configs
 from agents.services.profiles import (
     prompt_version_diff,
     prompt_version_ensure,
@@ -218,8 +219,6 @@ def _preview_messages(
 
     Built from the version snapshot by the same functions a run uses (``agents/runtime``).
     """
-    from agents.runtime import prompt_config, snapshot_tool_configs
-
     snapshot = prompt_version_ensure(profile=profile, user=user).snapshot
     problems = [
         f"Tool {tool_config.name} is disabled, so the model will not see it."
@@ -309,8 +308,6 @@ def profile_try(request: HttpRequest, model_admin: Any, profile: AgentProfile):
 
 
 def _run_fragments(version: PromptVersion, *, user: Any, question: str) -> Iterator[str]:
-    from agents.runtime import build_executor
-
     started = time.monotonic()
     try:
         executor = build_executor(snapshot=version.snapshot, user=user)

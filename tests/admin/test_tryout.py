@@ -1,0 +1,119 @@
+"""Trying a profile before users see it: the preview and "Try it"."""
+
+from __future__ import annotations
+
+import pytest
+from django.urls import reverse
+
+from agents.llm.scripted import Fail, Reply
+from agents.models import AgentProfile, ToolConfig
+from tests.admin.conftest import page_text
+
+
+@pytest.fixture
+def capitals(db):
+    return ToolConfig.objects.create(
+        name="capitals",
+        kind="lookup_table",
+        description="Looks up the capital of a country. Input: the country.",
+        config={"table": {"France": "Paris"}},
+    )
+
+
+@pytest.fixture
+def profile(db, scripted_model, capitals):
+    profile = AgentProfile.objects.create(
+        name="Geographer", slug="geographer", model_config=scripted_model, max_iterations=4
+    )
+    profile.tools.set([capitals])
+    return profile
+
+
+@pytest.mark.django_db
+def test_preview_shows_the_exact_messages_with_tools_and_memory(staff_client, profile):
+    url = reverse("admin:agents_agentprofile_preview", args=[profile.pk])
+    response = staff_client.post(
+        url,
+        {
+            "question": "What is the capital of France?",
+            "memory_summary": "The user is planning a trip to Europe.",
+            "history": "user: Hello\nassistant: Hi! Where are you going?",
+        },
+    )
+    body = page_text(response)
+    assert response.status_code == 200
+    assert "What is the capital of France?" in body
+    assert "capitals" in body
+    assert "Looks up the capital of a country." in body
+    assert "The user is planning a trip to Europe." in body
+    assert "Where are you going?" in body
+    assert "Observation" in body  # the ReAct stop sequence in the options
+
+
+@pytest.mark.django_db
+def test_preview_refuses_a_malformed_history_line(staff_client, profile):
+    url = reverse("admin:agents_agentprofile_preview", args=[profile.pk])
+    body = page_text(staff_client.post(url, {"question": "Hi", "history": "robot: beep"}))
+    assert "Line 1 must start with" in body
+
+
+@pytest.mark.django_db
+def test_preview_in_tool_calling_mode_shows_the_tool_schema(staff_client, profile):
+    profile.mode = AgentProfile.Mode.TOOLS
+    profile.save()
+    url = reverse("admin:agents_agentprofile_preview", args=[profile.pk])
+    body = page_text(staff_client.post(url, {"question": "Capital of France?"}))
+    assert "&quot;function&quot;" in body
+    assert "&quot;capitals&quot;" in body
+
+
+@pytest.mark.django_db
+def test_try_it_streams_the_steps_of_a_real_run(
+    staff_client, scripted_server, scripted_model, profile
+):
+    scripted_server.script(
+        scripted_model.model,
+        [
+            Reply("Thought: I should look it up.\nAction: capitals\nAction Input: France"),
+            Reply("Thought: I know it now.\nFinal Answer: The capital is Paris."),
+        ],
+    )
+    url = reverse("admin:agents_agentprofile_try", args=[profile.pk])
+    assert staff_client.get(url).status_code == 200
+
+    response = staff_client.post(url, {"question": "What is the capital of France?"})
+
+    assert response.streaming
+    assert response["X-Accel-Buffering"] == "no"
+    body = page_text(response)
+    # Each step in the order it happened (a model call's details come before its steps).
+    position = 0
+    for text in (
+        "Model call 0",
+        "<h3>Thought</h3>",
+        "I should look it up.",
+        "<h3>Action: capitals</h3>",
+        "Observation from capitals",
+        "Paris",
+        "Model call 1",
+        "<h3>Final answer</h3>",
+        "The capital is Paris.",
+        "Finished in",
+    ):
+        position = body.index(text, position)
+    assert body.rstrip().endswith("</html>")
+    requests = scripted_server.requests(scripted_model.model)
+    assert len(requests) == 2
+    assert "What is the capital of France?" in str(requests[0]["messages"])
+
+
+@pytest.mark.django_db
+def test_try_it_reports_a_failing_model(staff_client, scripted_server, scripted_model, profile):
+    scripted_server.script(scripted_model.model, [Fail(401)])
+    url = reverse("admin:agents_agentprofile_try", args=[profile.pk])
+
+    body = page_text(staff_client.post(url, {"question": "Hello?"}))
+
+    assert "Run failed" in body
+    assert "model_auth" in body
+    assert "Finished in" in body
