@@ -42,6 +42,8 @@ logger = logging.getLogger(__name__)
 MAX_FOLD_TOKENS = 6000
 # A task stops after this many calls; anything left is picked up after the next run.
 MAX_FOLD_ROUNDS = 25
+# The ephemeral frame sent to open chats when a new summary is stored (docs/protocol.md).
+SUMMARY_FRAME_TYPE = "memory.summarized"
 
 
 @dataclass(frozen=True)
@@ -122,19 +124,6 @@ def memory_for_run(
             settings.token_budget,
         )
     return MemoryContext(selection.summary, selection.history, summary.pk if summary else None)
-
-
-def summary_in_use(*, conversation: Conversation) -> MemorySummary | None:
-    """The summary the next run will read (for the chat's marker). Callers scope the
-    conversation to the requesting user first (``agents.selectors.conversation_get``)."""
-    return _newest_summary(conversation)
-
-
-def summary_history(*, conversation: Conversation) -> list[MemorySummary]:
-    """Every summary of the conversation, oldest cut first (for the admin)."""
-    return list(
-        MemorySummary.objects.filter(conversation=conversation).order_by("covers_through_id")
-    )
 
 
 # --------------------------------------------------------------------------------------
@@ -279,7 +268,9 @@ def _plan(
     return _FoldPlan(summary.pk if summary else None, text, folded)
 
 
-def _store(conversation: Conversation, plan: _FoldPlan, text: str, model: str) -> MemorySummary:
+def _store(
+    conversation: Conversation, plan: _FoldPlan, text: str, model: str
+) -> MemorySummary | None:
     """Write the new row, or return None if another summariser moved the cut meanwhile."""
     with transaction.atomic():
         # Held only for these few queries, never during the model call: runs take the same
@@ -304,7 +295,7 @@ def _store(conversation: Conversation, plan: _FoldPlan, text: str, model: str) -
             return None  # the folded turn got another answer meanwhile: plan it again
         try:
             with transaction.atomic():
-                return MemorySummary.objects.create(
+                summary = MemorySummary.objects.create(
                     conversation=conversation,
                     text=text,
                     covers_from_id=first.id,
@@ -314,6 +305,22 @@ def _store(conversation: Conversation, plan: _FoldPlan, text: str, model: str) -
                 )
         except IntegrityError:
             return None
+    _announce(summary)
+    return summary
+
+
+def _announce(summary: MemorySummary) -> None:
+    """Tell open chats to move their "earlier messages summarised" marker (not stored:
+    a page loaded later reads the marker from the database)."""
+    from agents import events
+
+    frame = {
+        "type": SUMMARY_FRAME_TYPE,
+        "summary_id": summary.pk,
+        "covers_through": summary.covers_through_id,
+        "token_count": summary.token_count,
+    }
+    transaction.on_commit(lambda: events.publish_ephemeral(summary.conversation_id, frame))
 
 
 def memory_summary_create(

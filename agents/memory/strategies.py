@@ -36,6 +36,8 @@ KEEP_VERBATIM_SHARE = 0.4
 # The framing a summary costs once it is placed in a prompt (a message of its own or a
 # labelled section of the system prompt): tests allow this much over the budget.
 SUMMARY_FRAMING_TOKENS = TOKENS_PER_MESSAGE + 16
+# Below this much room, a shortened copy of an oversized last turn is not worth sending.
+MIN_CLIPPED_TURN_TOKENS = 64
 
 
 @dataclass(frozen=True)
@@ -183,7 +185,21 @@ def select_summary_buffer(
         summary = clip_to_tokens(summary, max(budget - SUMMARY_FRAMING_TOKENS, 0), model)
     room = budget - summary_cost(summary, model)
     kept = newest_within(turns_after_summary, room)
+    if not kept and turns_after_summary and room >= MIN_CLIPPED_TURN_TOKENS:
+        # The last exchange alone is over the budget (a pasted document): a shortened copy
+        # beats answering with no idea what was just said.
+        kept = [clip_turn(turns_after_summary[-1], room, model)]
     return Selection(summary, kept, len(turns_after_summary) - len(kept))
+
+
+def clip_turn(turn: Turn, budget: int, model: str = "") -> Turn:
+    """``turn`` with each message's text cut to an equal share of ``budget``."""
+    share = budget // len(turn.messages) - TOKENS_PER_MESSAGE
+    clipped = tuple(
+        HistoryMessage(m.id, m.role, clip_to_tokens(m.content, max(share, 0), model))
+        for m in turn.messages
+    )
+    return Turn(clipped, model)
 
 
 def needs_summary(

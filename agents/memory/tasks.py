@@ -6,15 +6,22 @@ from celery import shared_task
 
 from agents.memory.services import memory_summary_create
 from agents.models import Conversation
-from agents.react.errors import ModelError
+from agents.react.errors import (
+    ModelBadResponse,
+    ModelRateLimited,
+    ModelTimeout,
+    ModelUnavailable,
+)
 
-# A summary that cannot be written today is not urgent: the run before it already fell back
-# to a bounded window. Back off up to ten minutes between tries, and give up after six.
+# A summary that cannot be written now is not urgent: runs meanwhile fall back to a bounded
+# window. Back off up to ten minutes between tries, and give up after six. A rejected key, an
+# exhausted quota or a misconfigured endpoint will not fix itself: those fail at once.
 MAX_RETRIES = 6
+TRANSIENT_MODEL_ERRORS = (ModelUnavailable, ModelTimeout, ModelRateLimited, ModelBadResponse)
 
 
 @shared_task(
-    autoretry_for=(ModelError,),
+    autoretry_for=TRANSIENT_MODEL_ERRORS,
     max_retries=MAX_RETRIES,
     retry_backoff=5,
     retry_backoff_max=600,

@@ -190,3 +190,22 @@ def test_compact_does_not_fold_a_turn_whose_run_is_still_going(
     with django_capture_on_commit_callbacks() as callbacks:
         assert not summary_request(conversation=conversation, user=user)
     assert callbacks == []
+
+
+def test_a_last_turn_bigger_than_the_budget_is_sent_shortened_not_dropped(conversation):
+    add_turn(conversation, "small talk", "more small talk")
+    add_turn(conversation, "Summarise this: " + filler(600), "It says: " + filler(600))
+    question = ask(conversation, "And the second point?")
+
+    context = memory_for_run(
+        conversation=conversation,
+        snapshot=snapshot_for(budget=200),
+        model_name="",
+        before_message=question,
+    )
+
+    assert [m["role"] for m in context.history] == ["user", "assistant"]
+    assert context.history[0]["content"].startswith("Summarise this: ")
+    assert context.history[1]["content"].startswith("It says: ")
+    assert all(m["content"].endswith("[…]") for m in context.history)
+    assert count_message_tokens(context.history) <= 200 + SUMMARY_FRAMING_TOKENS

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from agents.llm.scripted import Fail, Reply
+from agents.memory.selectors import summary_in_use, summary_list
 from agents.memory.services import memory_for_run, memory_summary_create
 from agents.memory.strategies import MemorySettings, split_turns
 from agents.models import AgentRun, MemorySummary, Message, RunEvent
@@ -214,3 +215,15 @@ def _history_message(message: Message):
     from agents.memory.strategies import HistoryMessage
 
     return HistoryMessage(id=message.pk, role=message.role, content=message.content)
+
+
+def test_selectors_give_the_summary_in_use_and_the_whole_chain(conversation, profiled, summariser):
+    profiled(budget=2000)
+    assert summary_in_use(conversation=conversation) is None
+    add_turn(conversation, "q1", "a1")
+    first = memory_summary_create(conversation=conversation, chat_model=summariser, force=True)
+    add_turn(conversation, "q2", "a2")
+    second = memory_summary_create(conversation=conversation, chat_model=summariser, force=True)
+
+    assert summary_in_use(conversation=conversation) == second
+    assert summary_list(conversation=conversation) == [first, second]

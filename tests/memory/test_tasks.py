@@ -8,6 +8,7 @@ from agents.llm.scripted import Fail
 from agents.memory.services import memory_after_run, summary_request
 from agents.memory.tasks import MAX_RETRIES, summarize_conversation
 from agents.models import MemorySummary
+from agents.react.errors import ModelAuthError
 from agents.services.profiles import profile_snapshot
 from tests.memory.conftest import add_turn, assert_summaries_tile_the_history, filler
 
@@ -96,3 +97,14 @@ def test_compact_summarises_everything_at_once(
     (summary,) = assert_summaries_tile_the_history(long_conversation)
     assert summary.covers_through == long_conversation.messages.order_by("id").last()
     assert "covered 9 turns" in summary.text
+
+
+def test_a_rejected_key_is_not_retried(long_conversation, scripted_server, summariser_name):
+    scripted_server.script(summariser_name, [Fail(401)])
+
+    result = summarize_conversation.apply(args=[long_conversation.pk])
+
+    assert result.failed()
+    assert isinstance(result.result, ModelAuthError)
+    assert len(scripted_server.requests(summariser_name)) == 1
+    assert not MemorySummary.objects.filter(conversation=long_conversation).exists()
