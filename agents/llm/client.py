@@ -52,6 +52,8 @@ CONNECT_TIMEOUT_SECONDS = 10.0
 BACKOFF_BASE_SECONDS = 0.5
 BACKOFF_MAX_SECONDS = 20.0
 RETRYABLE_STATUSES = frozenset({408, 409, 429})
+# Endpoints that answered 400 to ``stream_options`` (older vLLM, llama.cpp): not sent again.
+_REFUSE_STREAM_OPTIONS: set[str] = set()
 # An API key is required by the SDK; local servers (Ollama, llama.cpp) ignore it.
 PLACEHOLDER_API_KEY = "not-needed"
 
@@ -79,8 +81,6 @@ class OpenAIChatModel:
         self.max_retries = max_retries
         self.default_temperature = default_temperature
         self._client = _sdk_client(base_url, api_key or PLACEHOLDER_API_KEY)
-        # Cleared for good once the server refuses stream_options (older vLLM, llama.cpp).
-        self._send_stream_options = True
 
     def __repr__(self) -> str:
         return f"OpenAIChatModel(model={self.model_name!r}, base_url={self.base_url!r})"
@@ -129,7 +129,7 @@ class OpenAIChatModel:
                 time.sleep(wait)
                 continue
             except _StreamOptionsRefused:
-                self._send_stream_options = False
+                _REFUSE_STREAM_OPTIONS.add(self.base_url)
                 continue
             return self._completion(messages, outcome, started)
 
@@ -139,7 +139,8 @@ class OpenAIChatModel:
         if remaining <= 0:
             raise ModelTimeout(self._timeout_message())
         options = dict(request)
-        if self._send_stream_options:
+        sends_stream_options = self.base_url not in _REFUSE_STREAM_OPTIONS
+        if sends_stream_options:
             options["stream_options"] = {"include_usage": True}
         # Each read may take at most what is left of the deadline; the watchdog covers the
         # sum of many slow reads.
@@ -149,7 +150,7 @@ class OpenAIChatModel:
         try:
             stream = self._client.chat.completions.create(**options, timeout=timeout)
         except openai.APIError as exc:
-            if self._send_stream_options and _refuses_stream_options(exc):
+            if sends_stream_options and _refuses_stream_options(exc):
                 raise _StreamOptionsRefused from exc
             raise self._translate(exc, deadline) from exc
 
@@ -187,7 +188,8 @@ class OpenAIChatModel:
     ) -> Completion:
         text = "".join(outcome.text_parts)
         calls = outcome.tool_calls()
-        if outcome.usage is not None:
+        # Some servers send a usage object of zeros: count then, too.
+        if outcome.usage is not None and any(outcome.usage.values()):
             prompt_tokens = outcome.usage.get("prompt_tokens") or 0
             completion_tokens = outcome.usage.get("completion_tokens") or 0
         else:

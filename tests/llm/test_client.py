@@ -146,6 +146,15 @@ def test_retries_429_with_retry_after_then_500_then_succeeds(
     assert len(scripted_server.requests(model_name)) == 3
 
 
+def test_a_retry_after_beyond_the_deadline_fails_at_once(scripted_server, model_name, make_model):
+    scripted_server.script(model_name, [Fail(429, retry_after=3600), Reply("too late")])
+
+    with pytest.raises(ModelRateLimited):
+        make_model(deadline_seconds=5).complete(QUESTION)
+
+    assert len(scripted_server.requests(model_name)) == 1
+
+
 def test_gives_up_after_max_retries(scripted_server, model_name, make_model):
     scripted_server.script(model_name, [Fail(503, retry_after=0), Fail(503, retry_after=0)] * 2)
 

@@ -9,7 +9,6 @@ configured ends the command with a one-line reason and a non-zero exit code.
 from __future__ import annotations
 
 import json
-import logging
 import time
 from collections.abc import Callable
 from datetime import UTC, datetime
@@ -63,8 +62,6 @@ class Command(BaseCommand):
         )
 
     def handle(self, *args: Any, **options: Any) -> None:
-        # The SDK's per-request log lines would interleave with the steps.
-        logging.getLogger("httpx2").setLevel(logging.WARNING)
         question = options["question"].strip()
         if not question:
             raise CommandError("The question is empty.")
