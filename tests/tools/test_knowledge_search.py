@@ -221,3 +221,12 @@ def test_a_long_paragraph_is_cut_at_sentences_then_spaces():
     assert all(chunk.endswith(".") for chunk in chunks)
     one_long_word_run = "x" * 1000
     assert [len(c) for c in chunk_text(one_long_word_run, max_chars=300)] == [300, 300, 300, 100]
+
+
+def test_collection_must_be_a_slug():
+    from agents.tools.registry import validate_tool_config
+
+    assert validate_tool_config("knowledge_search", {"collection": "staff-notes"}) == {}
+    assert validate_tool_config("knowledge_search", {"collection": "staff notes"}) == {
+        "collection": "use the collection's slug: letters, digits, - and _"
+    }

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+from collections.abc import Mapping
 from typing import Any
 
 from agents.react.tools import ToolInputError
@@ -28,6 +30,12 @@ class KnowledgeSearch(ConfiguredTool):
     )
 
     uses_database = True
+
+    @classmethod
+    def check_config(cls, config: Mapping[str, Any]) -> dict[str, str]:
+        if not re.fullmatch(r"[-a-zA-Z0-9_]+", config["collection"]):
+            return {"collection": "use the collection's slug: letters, digits, - and _"}
+        return {}
 
     def run(self, query: str) -> str:
         from agents.services.knowledge import knowledge_search
