@@ -11,7 +11,7 @@ from django.conf import settings
 from django.contrib.auth.models import Group
 from django.core.validators import MinValueValidator, RegexValidator
 from django.db import models
-from django.db.models import Q
+from django.db.models import F, Q
 
 from agents.crypto import decrypt_json, decrypt_text, encrypt_json, encrypt_text
 
@@ -366,7 +366,9 @@ class ModelCall(models.Model):
 class MemorySummary(models.Model):
     """A running summary of a conversation up to and including ``covers_through``.
 
-    The newest row is the one in use; older rows stay as history.
+    The newest row is the one in use; older rows stay as history. Each row folds the lines
+    after the previous row's cut into the previous text (``agents/memory/services.py``), so
+    the rows' ``covers_from``..``covers_through`` ranges tile the history without gaps.
     """
 
     conversation = models.ForeignKey(
@@ -374,9 +376,19 @@ class MemorySummary(models.Model):
     )
     text = models.TextField()
     covers_from = models.ForeignKey(
-        Message, on_delete=models.CASCADE, related_name="+", null=True, blank=True
+        Message,
+        on_delete=models.CASCADE,
+        related_name="+",
+        null=True,
+        blank=True,
+        help_text="The first message this summary added to the previous one.",
     )
-    covers_through = models.ForeignKey(Message, on_delete=models.CASCADE, related_name="+")
+    covers_through = models.ForeignKey(
+        Message,
+        on_delete=models.CASCADE,
+        related_name="+",
+        help_text="The last message summarised: the end of a turn.",
+    )
     token_count = models.PositiveIntegerField(default=0)
     model_name = models.CharField(max_length=200, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
@@ -386,7 +398,10 @@ class MemorySummary(models.Model):
         constraints = [
             models.UniqueConstraint(
                 fields=["conversation", "covers_through"], name="one_summary_per_cut"
-            )
+            ),
+            models.CheckConstraint(
+                condition=Q(covers_from__lte=F("covers_through")), name="summary_range_in_order"
+            ),
         ]
 
     def __str__(self) -> str:

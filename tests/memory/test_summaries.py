@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from django.db import IntegrityError, transaction
 
 from agents.llm.scripted import Fail, Reply
 from agents.memory.selectors import summary_in_use, summary_list
@@ -227,3 +228,19 @@ def test_selectors_give_the_summary_in_use_and_the_whole_chain(conversation, pro
 
     assert summary_in_use(conversation=conversation) == second
     assert summary_list(conversation=conversation) == [first, second]
+
+
+def test_a_summary_range_must_run_forwards(conversation):
+    first, last = add_turn(conversation, "q1", "a1")
+
+    with pytest.raises(IntegrityError), transaction.atomic():
+        MemorySummary.objects.create(
+            conversation=conversation, text="backwards", covers_from=last, covers_through=first
+        )
+    MemorySummary.objects.create(
+        conversation=conversation, text="one", covers_from=first, covers_through=last
+    )
+    with pytest.raises(IntegrityError), transaction.atomic():
+        MemorySummary.objects.create(
+            conversation=conversation, text="same cut", covers_from=first, covers_through=last
+        )
