@@ -32,7 +32,8 @@ from django.urls import reverse
 from agents.crypto import SecretUnreadable
 from agents.forms import PreviewForm, TestToolForm, TryItForm, UsageRangeForm, VersionRestoreForm
 from agents.llm.factory import chat_model_for, is_demo_model
-from agents.models import AgentProfile, ModelConfig, PromptVersion, ToolConfig
+from agents.memory.services import memory_for_run
+from agents.models import AgentProfile, Conversation, ModelConfig, PromptVersion, ToolConfig
 from agents.react.errors import (
     AgentError,
     ModelAuthError,
@@ -47,6 +48,7 @@ from agents.react.prompt import render_preview
 from agents.react.tools import ToolInputError
 from agents.react.types import ModelCallRecord, Step, step_to_event
 from agents.runtime import build_executor, prompt_config, snapshot_tool_configs
+from agents.services.conversations import model_name_for
 from agents.services.profiles import (
     prompt_version_diff,
     prompt_version_ensure,
@@ -184,6 +186,7 @@ def profile_preview(request: HttpRequest, model_admin: Any, profile: AgentProfil
             question=form.cleaned_data["question"],
             memory_summary=form.cleaned_data["memory_summary"],
             history=form.cleaned_data["history"],
+            conversation=form.cleaned_data["conversation"],
         )
     context = {
         **_page_context(request, model_admin, profile, f"Preview: {profile.name}"),
@@ -213,14 +216,25 @@ def _preview_messages(
     user: Any,
     question: str,
     memory_summary: str,
-    history: list[dict[str, str]],
+    history: list[dict[str, Any]],
+    conversation: Conversation | None = None,
 ) -> Preview:
     """The exact first request a run of the profile's current version would send.
 
     Built from the version snapshot by the same functions a run uses (``agents/runtime``).
     """
     snapshot = prompt_version_ensure(profile=profile, user=user).snapshot
-    problems = [
+    problems: list[str] = []
+    if conversation is not None:
+        model_config = ModelConfig.objects.filter(pk=snapshot.get("model_config_id")).first()
+        memory = memory_for_run(
+            conversation=conversation,
+            snapshot=snapshot,
+            model_name=model_name_for(model_config),  # token counting follows the model
+            before_message=None,
+        )
+        memory_summary, history = memory.summary, memory.history
+    problems += [
         f"Tool {tool_config.name} is disabled, so the model will not see it."
         for tool_config in profile.tools.filter(enabled=False).order_by("name")
     ]

@@ -15,7 +15,7 @@ from typing import Any
 from django import forms
 from django.utils import timezone
 
-from agents.models import AgentProfile, ModelConfig, ToolConfig
+from agents.models import AgentProfile, Conversation, ModelConfig, ToolConfig
 from agents.react.prompt import validate_template
 from agents.tools.base import SECRET_NAME_PATTERN
 from agents.tools.registry import tool_kinds, validate_tool_config
@@ -297,6 +297,13 @@ class PreviewForm(forms.Form):
         initial="What can you help me with?",
         widget=forms.Textarea(attrs={"rows": 2, "class": "vLargeTextField"}),
     )
+    conversation = forms.IntegerField(
+        label="Memory from conversation",
+        required=False,
+        min_value=1,
+        help_text="A conversation id: its memory, chosen by this profile's memory settings, "
+        "replaces the two fields below.",
+    )
     memory_summary = forms.CharField(
         label="Memory summary",
         required=False,
@@ -309,6 +316,15 @@ class PreviewForm(forms.Form):
         widget=forms.Textarea(attrs={"rows": 4, "class": "vLargeTextField"}),
         help_text='One turn per line, starting "user:" or "assistant:".',
     )
+
+    def clean_conversation(self) -> Conversation | None:
+        conversation_id = self.cleaned_data.get("conversation")
+        if conversation_id is None:
+            return None
+        conversation = Conversation.objects.filter(pk=conversation_id).first()
+        if conversation is None:
+            raise forms.ValidationError(f"There is no conversation {conversation_id}.")
+        return conversation
 
     def clean_history(self) -> list[dict[str, str]]:
         turns: list[dict[str, str]] = []

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import pytest
+from asgiref.sync import async_to_sync
+from django.test import AsyncClient
 from django.urls import reverse
 
 from agents.llm.scripted import Fail, Reply
-from agents.models import AgentProfile, ToolConfig
+from agents.models import AgentProfile, Conversation, MemorySummary, Message, ToolConfig
 from tests.admin.conftest import page_text
 
 
@@ -117,3 +119,65 @@ def test_try_it_reports_a_failing_model(staff_client, scripted_server, scripted_
     assert "Run failed" in body
     assert "model_auth" in body
     assert "Finished in" in body
+
+
+@pytest.mark.django_db
+def test_preview_fills_memory_from_a_conversation(staff_client, profile, user):
+    conversation = Conversation.objects.create(owner=user, title="Trip")
+    first = Message.objects.create(
+        conversation=conversation, role="user", content="I live in Lyon."
+    )
+    summarised = Message.objects.create(
+        conversation=conversation, role="assistant", content="Noted: Lyon."
+    )
+    MemorySummary.objects.create(
+        conversation=conversation,
+        text="The user lives in Lyon.",
+        covers_from=first,
+        covers_through=summarised,
+        token_count=6,
+    )
+    Message.objects.create(conversation=conversation, role="user", content="Next week: Rome.")
+    Message.objects.create(conversation=conversation, role="assistant", content="Enjoy Rome!")
+    url = reverse("admin:agents_agentprofile_preview", args=[profile.pk])
+
+    body = page_text(
+        staff_client.post(url, {"question": "Where do I live?", "conversation": conversation.pk})
+    )
+
+    assert "The user lives in Lyon." in body
+    assert "Next week: Rome." in body
+    assert "Enjoy Rome!" in body
+    assert "I live in Lyon." not in body  # folded into the summary
+
+
+@pytest.mark.django_db
+def test_preview_names_a_missing_conversation(staff_client, profile):
+    url = reverse("admin:agents_agentprofile_preview", args=[profile.pk])
+    body = page_text(staff_client.post(url, {"question": "Hi", "conversation": 999999}))
+    assert "There is no conversation 999999." in body
+
+
+@pytest.mark.django_db
+def test_try_it_streams_piece_by_piece_under_asgi(staff, scripted_server, scripted_model, profile):
+    """Under ASGI (daphne) the page must arrive as pieces, not be collected first."""
+    scripted_server.script(
+        scripted_model.model, [Reply("Thought: Easy.\nFinal Answer: Paris, of course.")]
+    )
+    url = reverse("admin:agents_agentprofile_try", args=[profile.pk])
+    client = AsyncClient()
+
+    async def run():
+        await client.aforce_login(staff)
+        response = await client.post(url, {"question": "Capital of France?"})
+        chunks = [chunk async for chunk in response.streaming_content]
+        return response, chunks
+
+    response, chunks = async_to_sync(run)()
+
+    assert response["X-Accel-Buffering"] == "no"
+    body = b"".join(chunks).decode()
+    assert "Paris, of course." in body
+    # The page head, each step and the page end are separate pieces.
+    assert len(chunks) >= 4
+    assert "Paris, of course." not in chunks[0].decode()
