@@ -18,8 +18,9 @@ Fixtures
 - ``live_stack`` (function): a ``LiveStack`` with ``.model``, ``.worker``, ``.daphne`` and
   helpers: ``profile(model_name, tools=...)`` (a profile whose ModelConfig points at the
   scripted server), ``session_cookie(user)``, ``connect(conversation, user, after_seq=0,
-  daphne=None)`` (a ``Socket`` over the real websocket with the session cookie and an allowed
-  ``Origin``), ``wait_for_run(run_id)``.
+  daphne=None, origin=None)`` (a ``Socket`` over the real websocket with the session cookie
+  and, unless given, an allowed ``Origin``), ``http(method, path, user, body=None)`` (JSON
+  over HTTP with session and CSRF; returns ``(status, json)``), ``wait_for_run(run_id)``.
 - ``spawn_worker`` / ``spawn_daphne`` (function): start extra processes, stopped when the
   test ends (several-process tests).
 
@@ -297,18 +298,58 @@ class LiveStack:
         return f"{name}={client.cookies[name].value}"
 
     def connect(
-        self, conversation, user, *, after_seq: int = 0, daphne: DaphneProcess | None = None
+        self,
+        conversation,
+        user,
+        *,
+        after_seq: int = 0,
+        daphne: DaphneProcess | None = None,
+        origin: str | None = None,
     ) -> Socket:
+        """A websocket as ``user`` (None: anonymous); ``origin`` defaults to daphne's own."""
         from websockets.sync.client import connect
 
         server = daphne or self.daphne
+        headers = {"Cookie": self.session_cookie(user)} if user is not None else {}
         ws = connect(
             server.ws_url(f"/ws/conversations/{conversation.pk}/?after_seq={after_seq}"),
-            additional_headers={"Cookie": self.session_cookie(user)},
-            origin=server.url,
+            additional_headers=headers,
+            origin=origin or server.url,
             open_timeout=10,
         )
         return Socket(self._open.enter_context(ws))
+
+    def http(
+        self, method: str, path: str, user=None, *, body: dict | None = None
+    ) -> tuple[int, Any]:
+        """A JSON request to daphne as ``user`` (session cookie, CSRF token); (status, JSON)."""
+        import urllib.error
+        import urllib.request
+
+        csrf = uuid.uuid4().hex  # a 32-character secret, sent as cookie and header
+        cookies = [f"{settings.CSRF_COOKIE_NAME}={csrf}"]
+        if user is not None:
+            cookies.append(self.session_cookie(user))
+        request = urllib.request.Request(
+            self.daphne.url + path,
+            method=method,
+            data=json.dumps(body).encode() if body is not None else None,
+            headers={
+                "Cookie": "; ".join(cookies),
+                "X-CSRFToken": csrf,
+                "Content-Type": "application/json",
+                "Accept": "application/json",
+            },
+        )
+        try:
+            with urllib.request.urlopen(request, timeout=30) as response:
+                status, raw = response.status, response.read()
+        except urllib.error.HTTPError as error:
+            status, raw = error.code, error.read()
+        try:
+            return status, json.loads(raw) if raw else None
+        except ValueError:
+            return status, raw.decode(errors="replace")
 
     def wait_for_run(self, run_id: int, timeout: float = 60.0):
         """The run once it ended (polling the database; the worker writes it)."""
