@@ -64,12 +64,8 @@ def test_another_user_cannot_read_send_cancel_or_connect(live_stack, user, other
     assert run.cancel_requested_at is None
     conversation.refresh_from_db()
     assert conversation.title == "hi"
-    assert list(
-        Message.objects.filter(conversation=conversation).values_list("role", flat=True)
-    ) == [
-        "user",
-        "assistant",
-    ]
+    roles = Message.objects.filter(conversation=conversation).values_list("role", flat=True)
+    assert list(roles) == ["user", "assistant"]
     assert not RunEvent.objects.filter(conversation=own).exists()
 
 
