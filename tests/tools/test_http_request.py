@@ -333,3 +333,17 @@ def test_config_field_errors():
         {"url_template": "https://a.example/", "method": "POST", "body_template": '{"q": "{q}"}'},
     )
     assert "write {name} without quotes" in errors["body_template"]
+
+
+def test_post_redirected_with_302_becomes_a_get_without_body(server):
+    tool = _tool(
+        url_template=_base(server) + "/redirect?to=/echo",
+        method="POST",
+        body_template='{"q": {q}}',
+        allow_networks=["127.0.0.0/8"],
+    )
+    output = tool.run(q="tea")
+    first, second = server.received
+    assert (first["method"], first["body"]) == ("POST", b'{"q": "tea"}')
+    assert (second["method"], second["body"]) == ("GET", b"")
+    assert "Content-Type" not in json.loads(output.split("\n\n", 1)[1])["headers"]

@@ -203,6 +203,7 @@ class HttpRequest(ConfiguredTool):
                 target = self._checked(next_url)
                 if status in (301, 302, 303) and method not in ("GET", "HEAD"):
                     method, body = "GET", None
+                    headers = {k: v for k, v in headers.items() if k.lower() != "content-type"}
         raise ToolError(f"more than {self.config['max_redirects']} redirects")
 
     def _exchange(
@@ -219,10 +220,11 @@ class HttpRequest(ConfiguredTool):
         pinned = target.url.copy_with(host=target.address)
         extensions = {"sni_hostname": target.url.host} if target.url.scheme == "https" else {}
         request_headers = {
-            **headers,
-            "Host": host_header,
+            # Uncompressed, so the size cap counts what is actually read into memory.
             "Accept-Encoding": "identity",
             "User-Agent": "chatsite-http-tool",
+            **headers,
+            "Host": host_header,  # the name, while the connection goes to the checked address
         }
         cap = int(self.config["max_response_bytes"])
         try:
