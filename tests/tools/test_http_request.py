@@ -347,3 +347,73 @@ def test_post_redirected_with_302_becomes_a_get_without_body(server):
     assert (first["method"], first["body"]) == ("POST", b'{"q": "tea"}')
     assert (second["method"], second["body"]) == ("GET", b"")
     assert "Content-Type" not in json.loads(output.split("\n\n", 1)[1])["headers"]
+
+
+def _self_signed(tmp_path) -> tuple[str, str]:
+    import datetime
+
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "localhost")])
+    now = datetime.datetime.now(datetime.UTC)
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(name)
+        .issuer_name(name)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(days=1))
+        .not_valid_after(now + datetime.timedelta(days=1))
+        .add_extension(x509.SubjectAlternativeName([x509.DNSName("localhost")]), critical=False)
+        .sign(key, hashes.SHA256())
+    )
+    cert_path, key_path = tmp_path / "cert.pem", tmp_path / "key.pem"
+    cert_path.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    key_path.write_bytes(
+        key.private_bytes(
+            serialization.Encoding.PEM,
+            serialization.PrivateFormat.PKCS8,
+            serialization.NoEncryption(),
+        )
+    )
+    return str(cert_path), str(key_path)
+
+
+def test_https_sends_the_hostname_for_tls_and_verifies_the_certificate(tmp_path):
+    """The connection goes to the checked IP, but TLS still names (and verifies) the host."""
+    import socket
+    import ssl
+    import threading
+
+    cert, key = _self_signed(tmp_path)
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(cert, key)
+    server_names: list[str | None] = []
+    context.sni_callback = lambda sock, server_name, ctx: server_names.append(server_name)
+    listener = socket.create_server(("127.0.0.1", 0))
+    port = listener.getsockname()[1]
+
+    def accept_one() -> None:
+        connection, _ = listener.accept()
+        try:
+            with context.wrap_socket(connection, server_side=True):
+                pass
+        except (ssl.SSLError, OSError):
+            pass  # the client refuses our self-signed certificate, as it should
+
+    thread = threading.Thread(target=accept_one, daemon=True)
+    thread.start()
+    try:
+        tool = _tool(url_template=f"https://localhost:{port}/", allow_hosts=["localhost"])
+        with pytest.raises(
+            ToolError, match=r"request to localhost failed.*CERTIFICATE_VERIFY_FAILED"
+        ):
+            tool.run()
+    finally:
+        thread.join(timeout=5)
+        listener.close()
+    assert server_names == ["localhost"]
