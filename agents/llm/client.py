@@ -22,6 +22,7 @@ import heapq
 import itertools
 import json
 import logging
+import math
 import random
 import socket
 import threading
@@ -388,13 +389,19 @@ class _Guard:
 
 
 class _Watchdog:
-    """One thread that runs actions at their deadlines (cheaper than a timer per call)."""
+    """One thread that runs actions at their deadlines (cheaper than a timer per call).
+
+    Disarmed guards stay in the heap until they reach the top, and the thread is woken only
+    for a deadline earlier than the one it sleeps towards: deadlines of later calls are
+    rarely earlier, so a call usually costs no thread switch at all.
+    """
 
     def __init__(self) -> None:
         self._condition = threading.Condition()
         self._heap: list[tuple[float, int, _Guard]] = []
         self._order = itertools.count()
         self._thread: threading.Thread | None = None
+        self._wakes_at = math.inf
 
     def arm(self, when: float, action: Callable[[], None]) -> _Guard:
         guard = _Guard(when=when, action=action)
@@ -405,7 +412,8 @@ class _Watchdog:
                     target=self._run, name="llm-deadline-watchdog", daemon=True
                 )
                 self._thread.start()
-            self._condition.notify()
+            elif when < self._wakes_at:
+                self._condition.notify()
         return guard
 
     def disarm(self, guard: _Guard) -> None:
@@ -417,13 +425,12 @@ class _Watchdog:
             with self._condition:
                 while self._heap and self._heap[0][2].action is None:
                     heapq.heappop(self._heap)
-                if not self._heap:
-                    self._condition.wait()
-                    continue
-                delay = self._heap[0][0] - time.monotonic()
+                delay = self._heap[0][0] - time.monotonic() if self._heap else math.inf
                 if delay > 0:
-                    self._condition.wait(delay)
+                    self._wakes_at = time.monotonic() + delay
+                    self._condition.wait(None if delay == math.inf else delay)
                     continue
+                self._wakes_at = -math.inf  # awake: arm() need not notify
                 guard = heapq.heappop(self._heap)[2]
                 action, guard.action = guard.action, None
             if action is not None:
