@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import threading
 
 import pytest
 
@@ -288,3 +289,32 @@ def test_a_stream_broken_after_text_was_delivered_is_not_retried(
 
     assert deltas
     assert len(scripted_server.requests(model_name)) == 1
+
+
+def test_concurrent_calls_keep_their_own_deadlines(scripted_server, model_name, make_model):
+    slow_but_fine, stalled = f"{model_name}-fine", f"{model_name}-stalled"
+    scripted_server.script(slow_but_fine, [Reply("z" * 40, chunk_size=1, chunk_interval=0.02)])
+    scripted_server.script(stalled, [Hang(30, after_headers=True)])
+    base_url = scripted_server.base_url
+    results: dict[str, object] = {}
+
+    def call(name: str, deadline: float) -> None:
+        model = OpenAIChatModel(
+            base_url=base_url, api_key="k", model=name, deadline_seconds=deadline
+        )
+        try:
+            results[name] = model.complete(QUESTION).text
+        except ModelTimeout as exc:
+            results[name] = exc
+
+    threads = [
+        threading.Thread(target=call, args=(slow_but_fine, 30.0)),
+        threading.Thread(target=call, args=(stalled, 0.3)),
+    ]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+
+    assert results[slow_but_fine] == "z" * 40
+    assert isinstance(results[stalled], ModelTimeout)
