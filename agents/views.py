@@ -25,6 +25,7 @@ from django.views.decorators.http import require_GET, require_POST
 from agents import selectors
 from agents.events import event_frame
 from agents.llm.factory import is_demo_model
+from agents.memory.selectors import summary_in_use
 from agents.models import AgentProfile, Conversation
 from agents.services import conversations as conversation_services
 from agents.services.conversations import SendRefused
@@ -141,12 +142,12 @@ def _conversation_summary(conversation: Conversation) -> dict[str, Any]:
     }
 
 
-def _summary_markers(conversation: Conversation) -> list[dict[str, Any]]:
+def _summary_marker(conversation: Conversation) -> dict[str, Any] | None:
     """Where earlier messages were folded into a summary, for a quiet marker in the thread."""
-    latest = conversation.summaries.order_by("-id").first()
-    if latest is None:
-        return []
-    return [{"through_message_id": latest.covers_through_id, "created_at": latest.created_at}]
+    summary = summary_in_use(conversation=conversation)
+    if summary is None:
+        return None
+    return {"through_message_id": summary.covers_through_id, "text": summary.text}
 
 
 def _profile_for_page(conversation: Conversation | None, profiles: list[AgentProfile]):
@@ -195,7 +196,7 @@ def _render_chat(
     state = {
         "conversation": _conversation_summary(conversation) if conversation else None,
         "events": frames,
-        "summaries": _summary_markers(conversation) if conversation else [],
+        "summary": _summary_marker(conversation) if conversation else None,
         "conversations": [
             _conversation_summary(c)
             for c in selectors.conversation_list(user=request.user)[:SIDEBAR_LIMIT]

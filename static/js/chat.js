@@ -121,7 +121,7 @@ function startConversation() {
   }
 
   for (const frame of state.events || []) thread.apply(frame);
-  thread.setSummaryMarkers(state.summaries);
+  thread.setSummary(state.summary);
   thread.scrollToEnd();
   updateComposer();
 
@@ -256,7 +256,19 @@ function setUpConversationActions(urls) {
     }
   });
 
+  // The menu closes when something in it is chosen, on a click elsewhere, and on Escape.
+  for (const item of moreMenu.querySelectorAll(".menu-items a")) {
+    item.addEventListener("click", () => {
+      moreMenu.open = false;
+    });
+  }
   document.addEventListener("click", (event) => {
     if (moreMenu.open && !moreMenu.contains(event.target)) moreMenu.open = false;
+  });
+  moreMenu.addEventListener("keydown", (event) => {
+    if (event.key === "Escape" && moreMenu.open) {
+      moreMenu.open = false;
+      moreMenu.querySelector("summary").focus();
+    }
   });
 }

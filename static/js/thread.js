@@ -47,7 +47,8 @@ export class Thread {
     this.runOrder = [];
     this.messages = new Map(); // message id -> element
     this.pending = new Map(); // client_id -> {element, content}
-    this.summaryMarkers = [];
+    this.summary = null;
+    this.summaryNode = null;
   }
 
   // ---------------------------------------------------------------- seq bookkeeping
@@ -92,10 +93,14 @@ export class Thread {
       case "run.cancelled":
         this.runCancelled(p);
         break;
+      case "memory.summarized":
+        // Ephemeral and without the text; the text comes with the next page load.
+        this.setSummary({ through_message_id: p.covers_through, text: "" });
+        break;
       default:
         return false;
     }
-    this.placeSummaryMarkers();
+    this.placeSummaryMarker();
     this.refreshControls();
     if (wasNearBottom) this.scrollToEnd();
     this.onChange(this);
@@ -483,7 +488,7 @@ export class Thread {
     const button = el("button", {
       className: "regenerate",
       text: "Regenerate",
-      attrs: { type: "button", "aria-label": "Ask the last question again" },
+      attrs: { type: "button", title: "Ask the last question again" },
     });
     button.addEventListener("click", () => {
       button.disabled = true;
@@ -494,25 +499,30 @@ export class Thread {
     last.footer.append(button);
   }
 
-  setSummaryMarkers(markers) {
-    this.summaryMarkers = markers || [];
-    this.placeSummaryMarkers();
+  // Memory folded the turns up to one message into a summary (agents/memory/): a quiet,
+  // openable marker after that message. Only the newest summary is in use, so one marker.
+  setSummary(summary) {
+    this.summary = summary || null;
+    if (this.summary && !this.summaryNode) {
+      this.summaryNode = el(
+        "details",
+        { className: "summary-marker" },
+        el("summary", { text: "Earlier messages are summarised for the agent" }),
+      );
+    }
+    if (this.summary && this.summaryNode) {
+      this.summaryNode.querySelector(".summary-text")?.remove();
+      if (this.summary.text) {
+        this.summaryNode.append(el("p", { className: "summary-text", text: this.summary.text }));
+      }
+    }
+    this.placeSummaryMarker();
   }
 
-  placeSummaryMarkers() {
-    for (const marker of this.summaryMarkers) {
-      const after = this.messages.get(marker.through_message_id);
-      if (!after) continue;
-      let node = this.root.querySelector(".summary-marker");
-      if (!node) {
-        node = el("p", {
-          className: "summary-marker",
-          attrs: { role: "note" },
-          text: "Earlier messages are summarised for the agent",
-        });
-      }
-      if (after.nextSibling !== node) after.after(node);
-    }
+  placeSummaryMarker() {
+    if (!this.summary || !this.summaryNode) return;
+    const after = this.messages.get(this.summary.through_message_id);
+    if (after && after.nextSibling !== this.summaryNode) after.after(this.summaryNode);
   }
 
   append(node) {

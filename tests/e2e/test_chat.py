@@ -1,0 +1,199 @@
+"""Asking in the browser: the steps arrive live and in order, the answer is Markdown, a reload
+mid-run shows every step once, and Stop really stops the run."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+from playwright.sync_api import expect
+
+from agents.llm.scripted import Reply
+from agents.models import AgentRun, Conversation
+from agents.services.conversations import conversation_create
+from tests.e2e.conftest import MOBILE, WAIT_MS
+
+pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
+
+ANSWER_MARKDOWN = (
+    "The sum is **4**.\n\n"
+    "- two\n- plus two\n\n"
+    "| a | b | a + b |\n|---|---|---|\n| 2 | 2 | 4 |\n\n"
+    "```python\nprint(2 + 2)\n```"
+)
+
+
+def calculator_script(*, final_delay: float = 2.0, answer: str = ANSWER_MARKDOWN) -> list:
+    """Thought and action, then (after the tool) a slow, streamed final answer."""
+    return [
+        Reply(
+            "Thought: I should add the two numbers with the calculator.\n"
+            "Action: calculator\nAction Input: 2 + 2",
+            delay=0.5,
+        ),
+        Reply(
+            f"Thought: The calculator says 4.\nFinal Answer: {answer}",
+            delay=final_delay,
+            chunk_size=3,
+            chunk_interval=0.04,
+        ),
+    ]
+
+
+def step_kinds(page) -> list[str]:
+    return page.locator("#thread .step").evaluate_all("items => items.map(i => i.classList[1])")
+
+
+def step_seqs(page) -> list[int]:
+    return page.locator("#thread .step[data-seq]").evaluate_all(
+        "items => items.map(i => Number(i.dataset.seq))"
+    )
+
+
+def screenshot(page, name: str) -> None:
+    """Saved only when asked (CHATSITE_SCREENSHOT_DIR), so a test run leaves the tree alone."""
+    folder = os.environ.get("CHATSITE_SCREENSHOT_DIR")
+    if folder:
+        Path(folder).mkdir(parents=True, exist_ok=True)
+        page.screenshot(path=str(Path(folder) / name))
+
+
+def ask(page, text: str) -> None:
+    box = page.get_by_label("Message", exact=True)
+    box.fill(text)
+    box.press("Enter")
+
+
+def test_sign_in_ask_and_watch_the_steps_arrive_in_order(stack, open_tab, user, model_name):
+    profile = stack.profile(model_name, tools=("calculator",))
+    stack.model.script(model_name, calculator_script())
+
+    tab = open_tab(None, path="/")
+    page = tab.page
+    expect(page).to_have_url(f"{stack.daphne.url}/accounts/login/?next=/")
+    page.get_by_label("Username").fill("alice")
+    page.get_by_label("Password").fill("pw-for-tests-1")
+    page.get_by_role("button", name="Sign in").click()
+    expect(page.get_by_role("heading", name="What can I help with?")).to_be_visible()
+
+    page.get_by_label("Agent").select_option(profile.slug)
+    ask(page, "What is 2 + 2?")
+    expect(page).to_have_url(f"{stack.daphne.url}/c/{Conversation.objects.get().pk}/")
+    expect(page.locator(".msg.user .bubble")).to_have_text("What is 2 + 2?")
+
+    # While the model takes its time over the final answer, the first three steps are
+    # already there, in order, and no answer is.
+    expect(page.locator(".step.observation")).to_be_visible()
+    assert step_kinds(page)[:3] == ["thought", "action", "observation"]
+    expect(page.locator(".step.action .tool-name")).to_have_text("calculator")
+    expect(page.locator(".step.action .tool-input")).to_have_text("2 + 2")
+    expect(page.locator(".step.observation pre")).to_have_text("4")
+    expect(page.locator(".msg.assistant .usage")).to_have_count(0)
+    expect(page.get_by_role("button", name="Stop")).to_be_visible()
+
+    # The answer streams in as plain text, token by token...
+    page.wait_for_selector(".answer.streaming", state="attached", timeout=WAIT_MS)
+    # ...then becomes the server-rendered Markdown.
+    answer = page.locator(".msg.assistant .answer")
+    expect(answer.locator("strong")).to_have_text("4")
+    expect(answer.locator("ul > li")).to_have_count(2)
+    expect(answer.locator("table td").last).to_have_text("4")
+    expect(answer.locator("pre code.language-python")).to_have_text("print(2 + 2)\n")
+    expect(answer.get_by_role("button", name="Copy the code")).to_be_visible()
+    expect(page.locator(".msg.assistant .usage")).to_contain_text("tokens")
+    expect(page.get_by_role("button", name="Stop")).to_be_hidden()
+    assert step_kinds(page) == ["thought", "action", "observation", "thought"]
+
+    # Done: the steps fold away, and open again on request.
+    steps = page.locator(".msg.assistant details.steps")
+    expect(steps).not_to_have_attribute("open", "")
+    steps.locator("summary").click()
+    expect(page.locator(".step.thought").first).to_be_visible()
+    screenshot(page, "desktop.png")
+    assert tab.errors == []
+
+
+def test_reload_mid_run_shows_every_step_once_then_goes_on_live(stack, open_tab, user, model_name):
+    profile = stack.profile(model_name, tools=("calculator",))
+    stack.model.script(model_name, calculator_script(final_delay=4.0))
+    conversation = conversation_create(owner=user, profile=profile)
+
+    tab = open_tab(user, path=f"/c/{conversation.pk}/")
+    page = tab.page
+    ask(page, "What is 2 + 2?")
+    expect(page.locator(".step.observation")).to_be_visible()
+
+    page.reload()
+    # Everything so far, once each, from the stored events...
+    expect(page.locator(".step")).to_have_count(3)
+    expect(page.locator(".msg.user")).to_have_count(1)
+    assert step_kinds(page) == ["thought", "action", "observation"]
+    # ...then the rest of the run, live.
+    expect(page.locator(".answer strong")).to_have_text("4")
+    assert step_kinds(page) == ["thought", "action", "observation", "thought"]
+    seqs = step_seqs(page)
+    assert seqs == sorted(set(seqs)), "each stored step appears once, in seq order"
+    expect(page.locator(".msg.assistant")).to_have_count(1)
+    assert tab.errors == []
+
+
+def test_stop_ends_the_run_on_the_server(stack, open_tab, user, model_name):
+    profile = stack.profile(model_name, tools=("calculator",))
+    long_answer = "This answer goes on for a long while. " * 40
+    stack.model.script(
+        model_name,
+        [
+            Reply("Thought: Let me add.\nAction: calculator\nAction Input: 2 + 2"),
+            Reply(
+                f"Thought: I know it now.\nFinal Answer: {long_answer}",
+                chunk_size=4,
+                chunk_interval=0.1,
+            ),
+        ],
+    )
+    conversation = conversation_create(owner=user, profile=profile)
+    tab = open_tab(user, path=f"/c/{conversation.pk}/")
+    page = tab.page
+    ask(page, "Talk for a while")
+
+    page.wait_for_selector(".answer.streaming", state="attached", timeout=WAIT_MS)
+    page.get_by_role("button", name="Stop").click()
+
+    expect(page.locator(".run-status.cancelled")).to_have_text("Stopped before it finished.")
+    expect(page.get_by_role("button", name="Stop")).to_be_hidden()
+    run = AgentRun.objects.get(conversation=conversation)
+    assert stack.wait_for_run(run.pk).status == AgentRun.Status.CANCELLED
+    # Nothing more arrives for a cancelled run, and the composer is free for the next question.
+    expect(page.get_by_role("button", name="Regenerate")).to_be_visible()
+    assert tab.errors == []
+
+
+def test_mobile_width_uses_a_drawer_and_still_chats(stack, open_tab, user, model_name):
+    profile = stack.profile(model_name, tools=("calculator",))
+    stack.model.script(model_name, calculator_script(final_delay=0.5))
+    conversation = conversation_create(owner=user, profile=profile, title="Adding up")
+
+    tab = open_tab(user, viewport=MOBILE, path=f"/c/{conversation.pk}/")
+    page = tab.page
+    sidebar = page.get_by_role("complementary", name="Conversations")
+    opener = page.get_by_role("button", name="Open the conversation list")
+    expect(sidebar).to_be_hidden()
+    opener.click()
+    expect(sidebar).to_be_visible()
+    expect(opener).to_have_attribute("aria-expanded", "true")
+    expect(sidebar.get_by_role("link", name="Adding up")).to_be_visible()
+    page.keyboard.press("Escape")
+    expect(sidebar).to_be_hidden()
+    expect(opener).to_be_focused()
+
+    ask(page, "What is 2 + 2?")
+    expect(page.locator(".answer strong")).to_have_text("4")
+    page.locator("details.steps summary").click()
+    expect(page.locator(".step.observation")).to_be_visible()
+    # Nothing sticks out sideways at 375 px.
+    assert page.evaluate("document.documentElement.scrollWidth") <= MOBILE["width"]
+    box = page.get_by_role("button", name="Send").bounding_box()
+    assert box["x"] + box["width"] <= MOBILE["width"]
+    screenshot(page, "mobile.png")
+    assert tab.errors == []
