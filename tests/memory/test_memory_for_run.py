@@ -209,3 +209,32 @@ def test_a_last_turn_bigger_than_the_budget_is_sent_shortened_not_dropped(conver
     assert context.history[1]["content"].startswith("It says: ")
     assert all(m["content"].endswith("[…]") for m in context.history)
     assert count_message_tokens(context.history) <= 200 + SUMMARY_FRAMING_TOKENS
+
+
+def test_a_run_while_the_next_summary_is_pending_uses_the_previous_one_within_budget(
+    conversation,
+):
+    budget = 400
+    early = add_turn(conversation, "q1", "a1")
+    previous = MemorySummary.objects.create(
+        conversation=conversation,
+        text="The user asked q1. " * 10,
+        covers_from=early[0],
+        covers_through=early[1],
+    )
+    for _ in range(25):  # far more than fits: the summariser has not caught up yet
+        add_turn(conversation, filler(20), filler(20))
+    question = ask(conversation)
+
+    context = memory_for_run(
+        conversation=conversation,
+        snapshot=snapshot_for(budget=budget),
+        model_name="",
+        before_message=question,
+    )
+
+    assert context.summary_id == previous.pk
+    assert context.summary == previous.text
+    assert len(context.history) >= 4  # the newest turns that fit beside the old summary
+    prompt = [{"role": "system", "content": context.summary}, *context.history]
+    assert count_message_tokens(prompt) <= budget + SUMMARY_FRAMING_TOKENS
