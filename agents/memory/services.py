@@ -319,6 +319,7 @@ def _announce(summary: MemorySummary) -> None:
         "summary_id": summary.pk,
         "covers_through": summary.covers_through_id,
         "token_count": summary.token_count,
+        "text": summary.text,
     }
     transaction.on_commit(lambda: events.publish_ephemeral(summary.conversation_id, frame))
 
