@@ -318,3 +318,20 @@ def test_concurrent_calls_keep_their_own_deadlines(scripted_server, model_name, 
 
     assert results[slow_but_fine] == "z" * 40
     assert isinstance(results[stalled], ModelTimeout)
+
+
+def test_a_delay_before_the_first_token_within_the_deadline_is_fine(
+    scripted_server, model_name, make_model
+):
+    scripted_server.script(model_name, [Reply("late but here", delay=0.1)])
+
+    assert make_model(deadline_seconds=10).complete(QUESTION).text == "late but here"
+
+
+def test_a_delay_before_the_first_token_past_the_deadline_times_out(
+    scripted_server, model_name, make_model
+):
+    scripted_server.script(model_name, [Reply("never seen", delay=30)])
+
+    with pytest.raises(ModelTimeout):
+        make_model(deadline_seconds=0.3).complete(QUESTION)
