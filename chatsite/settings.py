@@ -176,6 +176,10 @@ AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
     {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
 ]
+# Only for test runs (tests/conftest.py sets it, and the worker and daphne processes the
+# tests start inherit it): PBKDF2's deliberate slowness would dominate the suite's time.
+if env.bool("CHATSITE_TEST_FAST_HASHER", default=False):
+    PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "chat"
 LOGOUT_REDIRECT_URL = "login"
