@@ -82,6 +82,15 @@ def demo_chat_model() -> OpenAIChatModel:
     )
 
 
+def model_name_for(model_config: ModelConfig | None) -> str:
+    """The model name a run with this config will call, without building anything."""
+    if model_config is not None and model_config.base_url:
+        return model_config.model
+    if _settings_endpoint_configured():
+        return settings.OPENAI_MODEL
+    return DEMO_MODEL_NAME
+
+
 def is_demo_model(model_config: ModelConfig | None) -> bool:
     """Whether runs with this config are answered by the offline demo model (UI banner)."""
     if model_config is not None and model_config.base_url:

@@ -6,7 +6,7 @@ import pytest
 
 from agents.llm.client import OpenAIChatModel
 from agents.llm.demo import DEMO_MODEL_NAME
-from agents.llm.factory import chat_model_for, is_demo_model
+from agents.llm.factory import chat_model_for, is_demo_model, model_name_for
 from agents.models import ModelConfig
 from agents.react.errors import ModelError
 
@@ -23,7 +23,7 @@ def no_endpoint(settings):
 def test_nothing_configured_means_the_demo(no_endpoint):
     model = chat_model_for(None)
 
-    assert model.model_name == DEMO_MODEL_NAME
+    assert model.model_name == DEMO_MODEL_NAME == model_name_for(None)
     assert is_demo_model(None)
 
 
@@ -44,6 +44,7 @@ def test_a_config_with_an_endpoint_uses_it_with_its_key(no_endpoint):
 
     assert isinstance(model, OpenAIChatModel)
     assert (model.base_url, model.model_name) == ("http://127.0.0.1:11434/v1", "llama3")
+    assert model_name_for(config) == "llama3"
     assert (model.deadline_seconds, model.max_retries, model.default_temperature) == (42, 1, 0.3)
     assert model._client.api_key == "sk-secret"
     assert not is_demo_model(config)
@@ -57,6 +58,7 @@ def test_an_empty_config_falls_back_to_the_settings_endpoint(no_endpoint):
     model = chat_model_for(config)
 
     assert (model.base_url, model.model_name) == ("http://127.0.0.1:8000/v1", "qwen")
+    assert model_name_for(config) == "qwen"
     assert not is_demo_model(config)
     assert is_demo_model(config) == is_demo_model(None)
 
