@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.conf import settings
+from django.core.exceptions import RequestDataTooBig
 from django.http import HttpResponse
 from django.utils.text import slugify
 from rest_framework import status
@@ -41,6 +43,13 @@ TOO_MANY_REQUESTS_CODES = frozenset({"rate_limited", "quota_exceeded"})
 
 
 def api_exception_handler(exc: Exception, context: dict[str, Any]) -> Response | None:
+    if isinstance(exc, RequestDataTooBig):
+        # Django would answer with a bare HTML 400; a JSON client deserves the reason.
+        limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
+        return Response(
+            {"code": "request_too_large", "message": f"The request body is over {limit} bytes."},
+            status=status.HTTP_413_REQUEST_ENTITY_TOO_LARGE,
+        )
     response = exception_handler(exc, context)
     if response is None or not isinstance(exc, APIException):
         return response

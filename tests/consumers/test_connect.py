@@ -70,25 +70,4 @@ def test_a_refused_socket_gets_no_frames(other_user, conversation):
     assert run(body) == {"type": "websocket.close", "code": CLOSE_NOT_FOUND}
 
 
-@pytest.mark.parametrize(
-    "origin", ["http://evil.example", "https://localhost.evil.example", "null", None]
-)
-def test_foreign_or_missing_origin_is_rejected_at_handshake(user, conversation, origin):
-    cookie = session_cookie(user)
-
-    async def body():
-        return await _outcome(socket(conversation.pk, cookie=cookie, origin=origin))
-
-    state, _ = run(body)
-    assert state == "rejected"
-
-
-def test_allowed_origin_with_port_connects(user, conversation):
-    cookie = session_cookie(user)
-
-    async def body():
-        return await _outcome(
-            socket(conversation.pk, cookie=cookie, origin="http://127.0.0.1:8000")
-        )
-
-    assert run(body) == ("open", None)
+# Cross-site and Origin-less handshakes: tests/security/test_sockets_and_forms.py.

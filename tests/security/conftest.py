@@ -1,0 +1,6 @@
+from tests.consumers.fixtures import (  # noqa: F401 - fixtures, found by name
+    _no_leftover_tasks,
+    _transport_settings,
+    conversation,
+    other_conversation,
+)
