@@ -135,7 +135,8 @@ def _model_name_for(snapshot: dict[str, Any]) -> str:
     model_config_id = snapshot.get("model_config_id")
     if not model_config_id:
         return ""
-    return ModelConfig.objects.filter(pk=model_config_id).values_list("model", flat=True).first()
+    model = ModelConfig.objects.filter(pk=model_config_id).values_list("model", flat=True).first()
+    return model or ""
 
 
 def _over_budget(conversation: Conversation, settings: MemorySettings, model: str) -> bool:
@@ -166,17 +167,17 @@ def memory_after_run(*, conversation: Conversation, snapshot: dict[str, Any]) ->
     settings = MemorySettings.from_snapshot(snapshot)
     if settings.strategy != SUMMARY_BUFFER:
         return False
-    if not _over_budget(conversation, settings, _model_name_for(snapshot) or ""):
+    if not _over_budget(conversation, settings, _model_name_for(snapshot)):
         return False
     _enqueue_summary(conversation.pk, force=False)
     return True
 
 
 def summary_request(*, conversation: Conversation, user) -> bool:
-    """ "Summarise now" (``/compact``): fold every finished turn into the summary at once.
+    """Summarise now (the ``/compact`` command or button): fold every finished turn at once.
 
-    Only the owner may ask. Returns False, enqueuing nothing, when no finished turn is left
-    outside the summary.
+    Only the owner may ask (``PermissionDenied`` otherwise). Returns False, enqueuing
+    nothing, when no finished turn is left outside the summary.
     """
     if conversation.owner_id != getattr(user, "pk", None):
         raise PermissionDenied("Only the conversation's owner can summarise it.")
@@ -184,13 +185,10 @@ def summary_request(*, conversation: Conversation, user) -> bool:
     turns = split_turns(
         _history(conversation, after_id=summary.covers_through_id if summary else None)
     )
-    if (
-        not turns
-        or choose_cut(
-            turns, keep_tokens=0, last_turn_closed=_last_turn_closed(conversation), keep_at_least=0
-        )
-        == 0
-    ):
+    foldable = choose_cut(
+        turns, keep_tokens=0, last_turn_closed=_last_turn_closed(conversation), keep_at_least=0
+    )
+    if not foldable:
         return False
     _enqueue_summary(conversation.pk, force=True)
     return True
