@@ -33,6 +33,7 @@ ends: the answer is passed on in one piece. Either way, the concatenated deltas 
 from __future__ import annotations
 
 import json
+import queue
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -121,8 +122,62 @@ class _Outcome:
     direct_answer: str | None = None
 
 
+class _Workers:
+    """Reusable daemon threads for tool calls.
+
+    A call goes to an idle worker, or to a new one when all are busy, so a tool that hangs
+    past its timeout (and is abandoned) never blocks the next call. Idle workers are kept
+    for ``idle_seconds``: starting a thread per call costs more than most tools take.
+    """
+
+    def __init__(self, idle_seconds: float = 60.0) -> None:
+        self._idle: list[_Worker] = []
+        self._lock = threading.Lock()
+        self._idle_seconds = idle_seconds
+
+    def submit(self, job: Callable[[], None]) -> None:
+        with self._lock:
+            worker = self._idle.pop() if self._idle else None
+        if worker is None:
+            worker = _Worker(self)
+        worker.inbox.put(job)
+
+    def _park(self, worker: _Worker) -> None:
+        with self._lock:
+            self._idle.append(worker)
+
+    def _retire(self, worker: _Worker) -> bool:
+        """Take an idle worker out of service; False if a job was handed to it meanwhile."""
+        with self._lock:
+            if worker in self._idle:
+                self._idle.remove(worker)
+                return True
+            return False
+
+
+class _Worker:
+    def __init__(self, pool: _Workers) -> None:
+        self.pool = pool
+        self.inbox: queue.SimpleQueue[Callable[[], None]] = queue.SimpleQueue()
+        threading.Thread(target=self._loop, name="agent-tool", daemon=True).start()
+
+    def _loop(self) -> None:
+        while True:
+            try:
+                job = self.inbox.get(timeout=self.pool._idle_seconds)
+            except queue.Empty:
+                if self.pool._retire(self):
+                    return
+                continue
+            job()
+            self.pool._park(self)
+
+
+_WORKERS = _Workers()
+
+
 class _ToolThread:
-    """One tool call in a worker thread, so that it can time out (and be abandoned)."""
+    """One tool call on a worker thread, so that it can time out (and be abandoned)."""
 
     def __init__(self, tool: Tool, arguments: JsonDict) -> None:
         self.tool = tool
@@ -131,8 +186,7 @@ class _ToolThread:
         self.error: Exception | None = None
         self.done = threading.Event()
         self.started = time.monotonic()
-        self.thread = threading.Thread(target=self._target, name=f"tool-{tool.name}", daemon=True)
-        self.thread.start()
+        _WORKERS.submit(self._target)
 
     def _target(self) -> None:
         try:

@@ -146,15 +146,25 @@ def _fenced_ranges(text: str) -> list[tuple[int, int]]:
     return ranges
 
 
-def _at_line_start(text: str, index: int) -> bool:
+def _line_begin(text: str, index: int) -> int:
+    """Where the line holding ``index`` begins, if only decoration (spaces, ``**``, ``#``,
+    ``>``, ``-``) comes before ``index`` on it; else -1."""
     position = index - 1
     while position >= 0 and text[position] in _LINE_DECORATION:
         position -= 1
-    return position < 0 or text[position] == "\n"
+    return position + 1 if position < 0 or text[position] == "\n" else -1
+
+
+def _at_line_start(text: str, index: int) -> bool:
+    return _line_begin(text, index) != -1
 
 
 def find_markers(text: str, *, skip_fenced: bool = True) -> list[Marker]:
-    """Every label in ``text``, in order, outside code fences."""
+    """Every label in ``text``, in order, outside code fences.
+
+    A label at the start of a line starts (``Marker.start``) where its line begins, so that
+    its decoration (``**Action:**``) belongs to it and not to the text before.
+    """
     fences = _fenced_ranges(text) if skip_fenced else []
     fence_index = 0
     markers: list[Marker] = []
@@ -172,10 +182,11 @@ def find_markers(text: str, *, skip_fenced: bool = True) -> list[Marker]:
         if not isinstance(found, tuple):
             continue
         role, content_start = found
-        line_start = _at_line_start(text, start)
-        if not line_start and text[start].islower():
+        line_begin = _line_begin(text, start)
+        if line_begin == -1 and text[start].islower():
             continue
-        markers.append(Marker(role, start, content_start, line_start))
+        begin = line_begin if line_begin != -1 else start
+        markers.append(Marker(role, begin, content_start, line_begin != -1))
     return markers
 
 
@@ -397,53 +408,103 @@ class AnswerStream:
     """Passes on the text after the final-answer label as the model streams it.
 
     Nothing is passed on unless the final-answer label comes before any action label (the
-    parser's policy), so thought text never reaches the answer. A line that may still turn
-    into a label is held back until it is known, and so is trailing whitespace: what has
-    been sent is always a prefix of the answer the parser will return.
+    parser's policy), so thought text never reaches the answer. The tail that may still turn
+    into a label (``\nActi``), and trailing whitespace, are held back until they are known:
+    what has been sent is always a prefix of the answer ``parse`` will return.
+
+    Work per chunk is proportional to the chunk: labels are looked for again only when a
+    chunk brings a colon or a backtick (no label or fence can complete without one).
     """
+
+    _TRIGGERS = frozenset(":：`")
+    _TAIL = 64  # longer than any label with its decoration
 
     def __init__(self, emit: Callable[[str], None]) -> None:
         self._emit = emit
         self._buffer = ""
-        self.sent = ""
+        self._markers: list[Marker] = []
+        self._answer_start: int | None = None
+        self._sent_until = 0
         self._closed = False
+        self.sent = ""
 
     def feed(self, chunk: str) -> None:
         if self._closed or not chunk:
             return
         self._buffer += chunk
+        if not self._TRIGGERS.isdisjoint(chunk):
+            self._markers = find_markers(self._buffer)
         self._flush(final=False)
 
     def finish(self) -> None:
         if not self._closed:
+            self._markers = find_markers(self._buffer)
             self._flush(final=True)
             self._closed = True
 
     def _flush(self, *, final: bool) -> None:
-        text, cut = cut_invented_observation(self._buffer)
-        markers = find_markers(text)
-        first = next((marker for marker in markers if marker.role in _ACTION_ROLES), None)
-        if first is None:
+        buffer = self._buffer
+        first = next((m for m in self._markers if m.role in _ACTION_ROLES), None)
+        cut = next((m for m in self._markers if m.role == "observation"), None)
+        if first is None or (cut is not None and cut.start < first.start):
+            if cut is not None:
+                self._closed = True
             return
         if first.role != "final_answer":
             self._closed = True
             return
-        end = _section_end(markers, first.content_start, line_start_only=True)
-        answer = text[first.content_start : end.start if end else len(text)]
-        complete = final or cut or end is not None
-        if not complete:
-            last_newline = answer.rfind("\n")
-            if last_newline != -1:
-                tail = answer[last_newline + 1 :]
-                offset = len(tail) - len(tail.lstrip(_LINE_DECORATION))
-                if tail.strip() and _read_label(tail, offset) is True:
-                    answer = answer[:last_newline]
-        if not complete and answer.strip(" \t") in ("*", "**"):
-            return  # maybe the closing emphasis of a bold label, maybe the answer's own
-        answer = _drop_label_emphasis(answer).strip(" \t\r\n")
-        if answer.startswith(self.sent) and len(answer) > len(self.sent):
-            delta = answer[len(self.sent) :]
-            self.sent = answer
+        end = next(
+            (
+                m
+                for m in self._markers
+                if m.start >= first.content_start and (m.line_start or m.role == "observation")
+            ),
+            None,
+        )
+        limit = end.start if end is not None else len(buffer)
+        complete = final or end is not None
+        if self._answer_start is None:
+            start = first.content_start
+            while start < limit and buffer[start] in " \t":
+                start += 1
+            if not complete and buffer[start:limit] in ("*", "**"):
+                return  # the closing ``**`` of a bold label, or the answer's own
+            if buffer.startswith("**", start) and (
+                start + 2 == limit or buffer[start + 2].isspace()
+            ):
+                start += 2
+            while start < limit and buffer[start] in " \t\r\n":
+                start += 1
+            if start >= limit and not complete:
+                return
+            self._answer_start = self._sent_until = start
+        safe = limit if complete else self._hold_back(limit)
+        while safe > self._sent_until and buffer[safe - 1] in " \t\r\n":
+            safe -= 1
+        if safe > self._sent_until:
+            delta = buffer[self._sent_until : safe]
+            self._sent_until = safe
+            self.sent += delta
             self._emit(delta)
         if complete:
             self._closed = True
+
+    def _hold_back(self, limit: int) -> int:
+        """Where the text that may still become a label begins (``limit``, the end of the
+        buffer, if none)."""
+        buffer = self._buffer
+        window_start = max(self._sent_until, limit - self._TAIL)
+        last_newline = buffer.rfind("\n", window_start, limit)
+        if last_newline != -1 and all(
+            char in _LINE_DECORATION for char in buffer[last_newline + 1 : limit]
+        ):
+            return last_newline + 1  # a line of only decoration, so far
+        for position in range(window_start, limit):
+            if not buffer[position].isalpha():
+                continue
+            if position > 0 and buffer[position - 1].isalnum():
+                continue
+            if _read_label(buffer, position) is True:
+                line_begin = _line_begin(buffer, position)
+                return line_begin if line_begin != -1 else position
+        return limit

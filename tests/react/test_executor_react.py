@@ -250,19 +250,26 @@ def test_cancelled_while_waiting_for_a_tool(harness):
     assert len(harness.model.calls) == 1
 
 
-def test_a_slow_tool_times_out(harness):
+def test_a_slow_tool_times_out_and_does_not_hold_up_the_next_call(harness):
     sleeper = Sleeper(seconds=30, timeout_seconds=0.01)
+    echo = Echo()
+    replies = [
+        "Action: sleeper\nAction Input: a",
+        "Action: echo\nAction Input: still here",
+        "Final Answer: it hung",
+    ]
     try:
-        steps = harness.run(
-            ["Action: sleeper\nAction Input: a", "Final Answer: it hung"], [sleeper]
-        )
+        steps = harness.run(replies, [sleeper, echo])
+        still_sleeping = not sleeper.finished.is_set()
     finally:
         sleeper.release.set()
     error = next(s for s in steps if isinstance(s, ErrorStep))
-    observation = next(s for s in steps if isinstance(s, ObservationStep))
+    observations = [s for s in steps if isinstance(s, ObservationStep)]
     assert error.code == "tool_timeout"
-    assert observation.is_error
-    assert "0.01 seconds" in observation.text
+    assert observations[0].is_error
+    assert "0.01 seconds" in observations[0].text
+    assert still_sleeping
+    assert (observations[1].text, observations[1].is_error) == ("echo: still here", False)
     assert final(steps).text == "it hung"
 
 

@@ -321,3 +321,33 @@ def test_stream_chinese_answer():
 
 def test_stream_bold_label():
     assert "".join(stream("**Final Answer:** **42** it is", 1)) == "**42** it is"
+
+
+STREAM_CORPUS = [
+    "Thought: plan\nFinal Answer: 42",
+    "Final Answer: 42\n**Thought:** done",
+    "Final Answer: the sum is 5 Observation: invented",
+    "Final Answer: line\n\n  - item: one\n  - item: two\n",
+    "Final Answer:   \n\n  padded answer   \n\n",
+    "**Final Answer:** **bold** start",
+    "Final Answer: ```\nAction: inside a fence\n```\nafter",
+    "Final Answer: 3\nAction: adder\nAction Input: 1",
+    "Action: adder\nAction Input: 1\nFinal Answer: 3",
+    "思考：好\n最终答案：答案\n第二行\n观察：编的",
+    "Final Answer: Thoughtful answers: are fine",
+    "Final Answer: an answer ending in a label-like word Action",
+    "Thought: no answer here",
+    "Final Answer:",
+]
+
+
+@pytest.mark.parametrize("text", STREAM_CORPUS)
+@pytest.mark.parametrize("chunk_size", [1, 2, 3, 7, 64])
+def test_streamed_text_always_equals_the_parsed_answer(text, chunk_size):
+    parsed = parse_or_error(text)
+    expected = parsed.answer if isinstance(parsed, ParsedFinalAnswer) else ""
+    assert "".join(stream(text, chunk_size)) == expected
+
+
+def test_decoration_of_the_next_label_is_not_part_of_the_answer():
+    assert answer("Final Answer: 42\n**Thought:** done").answer == "42"

@@ -52,12 +52,14 @@ class Sleeper(Tool):
         self.timeout_seconds = timeout_seconds
         self.release = threading.Event()
         self.started = threading.Event()
+        self.finished = threading.Event()
         self.calls = 0
 
     def run(self, *, text: str) -> str:
         self.calls += 1
         self.started.set()
         self.release.wait(self.seconds)
+        self.finished.set()
         return f"slept on {text}"
 
 
