@@ -21,7 +21,12 @@ from django.utils.html import format_html
 from django.views.decorators.debug import sensitive_post_parameters
 
 from agents import admin_views
-from agents.forms import AgentProfileForm, ModelConfigForm, ToolConfigForm
+from agents.forms import (
+    AgentProfileForm,
+    KnowledgeDocumentForm,
+    ModelConfigForm,
+    ToolConfigForm,
+)
 from agents.models import (
     AgentProfile,
     AgentRun,
@@ -34,6 +39,11 @@ from agents.models import (
     PromptVersion,
     RunEvent,
     ToolConfig,
+)
+from agents.services.knowledge import (
+    KnowledgeIngestError,
+    knowledge_document_delete,
+    knowledge_document_ingest,
 )
 from agents.services.profiles import profile_save, prompt_version_ensure
 from agents.tools.registry import tool_kinds
@@ -524,6 +534,7 @@ class KnowledgeDocumentAdmin(admin.ModelAdmin):
     list_display = ["title", "collection", "chunk_count", "updated_at"]
     list_filter = ["collection"]
     search_fields = ["title", "text"]
+    form = KnowledgeDocumentForm
     fields = ["title", "collection", "source_file", "text"]
 
     def get_queryset(self, request):
@@ -534,7 +545,21 @@ class KnowledgeDocumentAdmin(admin.ModelAdmin):
         return obj._chunk_count
 
     def save_model(self, request, obj, form, change):
-        from agents.services.knowledge import knowledge_document_ingest
-
         super().save_model(request, obj, form, change)
-        knowledge_document_ingest(document=obj)
+        try:
+            chunks = knowledge_document_ingest(document=obj)
+        except (KnowledgeIngestError, OSError) as exc:
+            # The form checked a new upload; this is a stored file gone bad. Keep the edit.
+            self.message_user(
+                request, f"{obj.title} was saved but could not be indexed: {exc}", messages.ERROR
+            )
+            return
+        self.message_user(request, f"{obj.title}: indexed as {chunks} passage(s).")
+
+    def delete_model(self, request, obj):
+        knowledge_document_delete(document=obj)
+
+    def delete_queryset(self, request, queryset):
+        # One by one: the SQLite search index is kept beside the rows, not cascaded.
+        for document in queryset:
+            knowledge_document_delete(document=document)

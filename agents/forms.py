@@ -15,8 +15,9 @@ from typing import Any
 from django import forms
 from django.utils import timezone
 
-from agents.models import AgentProfile, Conversation, ModelConfig, ToolConfig
+from agents.models import AgentProfile, Conversation, KnowledgeDocument, ModelConfig, ToolConfig
 from agents.react.prompt import validate_template
+from agents.services.knowledge import KnowledgeIngestError, extract_text
 from agents.tools.base import SECRET_NAME_PATTERN
 from agents.tools.registry import tool_kinds, validate_tool_config
 
@@ -264,6 +265,29 @@ class ToolConfigForm(forms.ModelForm):
             instance.save()
             self.save_m2m()
         return instance
+
+
+class KnowledgeDocumentForm(forms.ModelForm):
+    class Meta:
+        model = KnowledgeDocument
+        fields = ["title", "collection", "source_file", "text"]
+
+    def clean_source_file(self):
+        uploaded = self.cleaned_data.get("source_file")
+        if uploaded and hasattr(uploaded, "content_type"):  # a new upload, not the stored file
+            data = uploaded.read()
+            uploaded.seek(0)
+            try:
+                extract_text(name=uploaded.name, data=data)
+            except KnowledgeIngestError as exc:
+                raise forms.ValidationError(str(exc)) from None
+        return uploaded
+
+    def clean(self) -> dict[str, Any]:
+        cleaned = super().clean()
+        if not cleaned.get("source_file") and not (cleaned.get("text") or "").strip():
+            raise forms.ValidationError("Upload a file (.txt, .md or .pdf) or paste the text.")
+        return cleaned
 
 
 class TestToolForm(forms.Form):

@@ -117,16 +117,14 @@ def make_finished_run(db):
     return make
 
 
-@pytest.fixture(scope="session")
-def scripted_server():
-    from agents.llm.scripted import ScriptedServer
-
-    with ScriptedServer() as server:
-        yield server
+@pytest.fixture
+def scripted_server(scripted_model):
+    """The session's scripted OpenAI-compatible server (``scripted_model`` in tests/processes)."""
+    return scripted_model
 
 
 @pytest.fixture
-def scripted_model(db, scripted_server, model_name):
+def scripted_endpoint(db, scripted_server, model_name):
     """A ModelConfig pointing at the scripted server under a model name of its own."""
     from agents.models import ModelConfig
 

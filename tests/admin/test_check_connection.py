@@ -18,30 +18,30 @@ def _check(client, model_config) -> str:
 
 
 @pytest.mark.django_db
-def test_check_connection_ok(staff_client, scripted_server, scripted_model):
-    scripted_server.script(scripted_model.model, [Reply("OK")])
+def test_check_connection_ok(staff_client, scripted_server, scripted_endpoint):
+    scripted_server.script(scripted_endpoint.model, [Reply("OK")])
 
-    body = _check(staff_client, scripted_model)
+    body = _check(staff_client, scripted_endpoint)
 
-    assert f"OK: {scripted_model.model} at {scripted_server.base_url} answered in" in body
-    (request,) = scripted_server.requests(scripted_model.model)
+    assert f"OK: {scripted_endpoint.model} at {scripted_server.base_url} answered in" in body
+    (request,) = scripted_server.requests(scripted_endpoint.model)
     assert request["messages"][0]["content"] == "Reply with the single word OK."
 
 
 @pytest.mark.django_db
-def test_check_connection_authentication_failed(staff_client, scripted_server, scripted_model):
-    scripted_server.script(scripted_model.model, [Fail(401)])
-    body = _check(staff_client, scripted_model)
+def test_check_connection_authentication_failed(staff_client, scripted_server, scripted_endpoint):
+    scripted_server.script(scripted_endpoint.model, [Fail(401)])
+    body = _check(staff_client, scripted_endpoint)
     assert "Authentication failed" in body
     assert "sk-scripted-key-for-tests" not in body
 
 
 @pytest.mark.django_db
-def test_check_connection_timed_out(staff_client, scripted_server, scripted_model):
-    scripted_model.request_timeout_seconds = 1
-    scripted_model.save()
-    scripted_server.script(scripted_model.model, [Hang(seconds=10)])
-    assert "Timed out" in _check(staff_client, scripted_model)
+def test_check_connection_timed_out(staff_client, scripted_server, scripted_endpoint):
+    scripted_endpoint.request_timeout_seconds = 1
+    scripted_endpoint.save()
+    scripted_server.script(scripted_endpoint.model, [Hang(seconds=10)])
+    assert "Timed out" in _check(staff_client, scripted_endpoint)
 
 
 @pytest.mark.django_db
@@ -56,11 +56,11 @@ def test_check_connection_cannot_connect(staff_client):
 
 
 @pytest.mark.django_db
-def test_check_connection_action_on_the_list(staff_client, scripted_server, scripted_model):
-    scripted_server.script(scripted_model.model, [Reply("OK")])
+def test_check_connection_action_on_the_list(staff_client, scripted_server, scripted_endpoint):
+    scripted_server.script(scripted_endpoint.model, [Reply("OK")])
     response = staff_client.post(
         reverse("admin:agents_modelconfig_changelist"),
-        {"action": "check_connection", "_selected_action": [scripted_model.pk]},
+        {"action": "check_connection", "_selected_action": [scripted_endpoint.pk]},
         follow=True,
     )
-    assert f"{scripted_model.name}: OK" in page_text(response)
+    assert f"{scripted_endpoint.name}: OK" in page_text(response)

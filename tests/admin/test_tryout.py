@@ -23,9 +23,9 @@ def capitals(db):
 
 
 @pytest.fixture
-def profile(db, scripted_model, capitals):
+def profile(db, scripted_endpoint, capitals):
     profile = AgentProfile.objects.create(
-        name="Geographer", slug="geographer", model_config=scripted_model, max_iterations=4
+        name="Geographer", slug="geographer", model_config=scripted_endpoint, max_iterations=4
     )
     profile.tools.set([capitals])
     return profile
@@ -71,10 +71,10 @@ def test_preview_in_tool_calling_mode_shows_the_tool_schema(staff_client, profil
 
 @pytest.mark.django_db
 def test_try_it_streams_the_steps_of_a_real_run(
-    staff_client, scripted_server, scripted_model, profile
+    staff_client, scripted_server, scripted_endpoint, profile
 ):
     scripted_server.script(
-        scripted_model.model,
+        scripted_endpoint.model,
         [
             Reply("Thought: I should look it up.\nAction: capitals\nAction Input: France"),
             Reply("Thought: I know it now.\nFinal Answer: The capital is Paris."),
@@ -104,14 +104,14 @@ def test_try_it_streams_the_steps_of_a_real_run(
     ):
         position = body.index(text, position)
     assert body.rstrip().endswith("</html>")
-    requests = scripted_server.requests(scripted_model.model)
+    requests = scripted_server.requests(scripted_endpoint.model)
     assert len(requests) == 2
     assert "What is the capital of France?" in str(requests[0]["messages"])
 
 
 @pytest.mark.django_db
-def test_try_it_reports_a_failing_model(staff_client, scripted_server, scripted_model, profile):
-    scripted_server.script(scripted_model.model, [Fail(401)])
+def test_try_it_reports_a_failing_model(staff_client, scripted_server, scripted_endpoint, profile):
+    scripted_server.script(scripted_endpoint.model, [Fail(401)])
     url = reverse("admin:agents_agentprofile_try", args=[profile.pk])
 
     body = page_text(staff_client.post(url, {"question": "Hello?"}))
@@ -159,10 +159,12 @@ def test_preview_names_a_missing_conversation(staff_client, profile):
 
 
 @pytest.mark.django_db
-def test_try_it_streams_piece_by_piece_under_asgi(staff, scripted_server, scripted_model, profile):
+def test_try_it_streams_piece_by_piece_under_asgi(
+    staff, scripted_server, scripted_endpoint, profile
+):
     """Under ASGI (daphne) the page must arrive as pieces, not be collected first."""
     scripted_server.script(
-        scripted_model.model, [Reply("Thought: Easy.\nFinal Answer: Paris, of course.")]
+        scripted_endpoint.model, [Reply("Thought: Easy.\nFinal Answer: Paris, of course.")]
     )
     url = reverse("admin:agents_agentprofile_try", args=[profile.pk])
     client = AsyncClient()
