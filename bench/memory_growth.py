@@ -76,6 +76,7 @@ def _setup_django(workdir: Path) -> None:
     os.environ["DATABASE_URL"] = f"sqlite:///{workdir / 'bench.sqlite3'}"
     os.environ["CHATSITE_VAR_DIR"] = str(workdir)
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "chatsite.settings")
+    os.environ.setdefault("LOG_LEVEL", "WARNING")  # one INFO line per model call otherwise
     sys.path.insert(0, str(ROOT))
     import django
     from django.conf import settings
