@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from django.core.exceptions import PermissionDenied
-from django.db import IntegrityError, transaction
+from django.db import IntegrityError, connection, transaction
 
 from agents.memory.strategies import (
     BUFFER,
@@ -347,6 +347,8 @@ def memory_summary_create(
         plan = _plan(conversation, settings, model=model, force=force)
         if plan is None:
             break
+        if not connection.in_atomic_block:
+            connection.close()  # no connection held idle while the model writes
         text = write_summary(
             chat_model=chat_model,
             current_summary=plan.base_text,
