@@ -39,6 +39,33 @@ def model_name():
     return f"admin-test-model-{next(_model_names)}"
 
 
+def profile_form_data(**overrides):
+    """The add/change form of a profile, as the browser posts it."""
+    data = {
+        "name": "Geographer",
+        "slug": "geographer",
+        "description": "Knows capitals.",
+        "mode": "react",
+        "model_config": "",
+        "temperature": "",
+        "system_prompt": "",
+        "label_set": "en",
+        "few_shot_examples": "",
+        "max_iterations": "5",
+        "max_execution_time": "60",
+        "memory_strategy": "window",
+        "memory_window_turns": "4",
+        "memory_token_budget": "1000",
+        # The read-only versions inline still posts its management form.
+        "versions-TOTAL_FORMS": "0",
+        "versions-INITIAL_FORMS": "0",
+        "versions-MIN_NUM_FORMS": "0",
+        "versions-MAX_NUM_FORMS": "0",
+    }
+    data.update(overrides)
+    return data
+
+
 def page_text(response) -> str:
     if getattr(response, "streaming", False):
         return b"".join(response.streaming_content).decode()

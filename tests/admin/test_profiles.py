@@ -7,7 +7,7 @@ from django.contrib.admin.models import LogEntry
 from django.urls import reverse
 
 from agents.models import AgentProfile, ToolConfig
-from tests.admin.conftest import page_text
+from tests.admin.conftest import page_text, profile_form_data
 
 
 @pytest.fixture
@@ -20,34 +20,8 @@ def tool(db):
     )
 
 
-def _profile_data(**overrides):
-    data = {
-        "name": "Geographer",
-        "slug": "geographer",
-        "description": "Knows capitals.",
-        "mode": "react",
-        "model_config": "",
-        "temperature": "",
-        "system_prompt": "",
-        "label_set": "en",
-        "few_shot_examples": "",
-        "max_iterations": "5",
-        "max_execution_time": "60",
-        "memory_strategy": "window",
-        "memory_window_turns": "4",
-        "memory_token_budget": "1000",
-        # The read-only versions inline still posts its management form.
-        "versions-TOTAL_FORMS": "0",
-        "versions-INITIAL_FORMS": "0",
-        "versions-MIN_NUM_FORMS": "0",
-        "versions-MAX_NUM_FORMS": "0",
-    }
-    data.update(overrides)
-    return data
-
-
 def _add(client, **overrides):
-    response = client.post(reverse("admin:agents_agentprofile_add"), _profile_data(**overrides))
+    response = client.post(reverse("admin:agents_agentprofile_add"), profile_form_data(**overrides))
     assert response.status_code == 302, page_text(response)
     return AgentProfile.objects.get(slug=overrides.get("slug", "geographer"))
 
@@ -62,14 +36,14 @@ def test_every_save_writes_a_version_including_the_tools(staff_client, staff, to
     assert versions[0].created_by == staff
 
     change_url = reverse("admin:agents_agentprofile_change", args=[profile.pk])
-    staff_client.post(change_url, _profile_data(max_iterations="7"))  # tools removed too
+    staff_client.post(change_url, profile_form_data(max_iterations="7"))  # tools removed too
     latest = profile.versions.order_by("-number").first()
     assert latest.number == 2
     assert latest.snapshot["max_iterations"] == 7
     assert latest.snapshot["tool_names"] == []
 
     # Saving with no change writes nothing new.
-    staff_client.post(change_url, _profile_data(max_iterations="7"))
+    staff_client.post(change_url, profile_form_data(max_iterations="7"))
     assert profile.versions.count() == 2
     assert LogEntry.objects.filter(object_id=str(profile.pk)).count() == 3
 
@@ -80,7 +54,7 @@ def test_unknown_template_variable_is_a_form_error_naming_it(staff_client):
         "You are helpful.\n{tools}\n{tool_names}\n{input}\n{agent_scratchpad}\n{favourite_colour}"
     )
     response = staff_client.post(
-        reverse("admin:agents_agentprofile_add"), _profile_data(system_prompt=template)
+        reverse("admin:agents_agentprofile_add"), profile_form_data(system_prompt=template)
     )
     assert response.status_code == 200
     assert "favourite_colour" in page_text(response)
@@ -91,7 +65,7 @@ def test_unknown_template_variable_is_a_form_error_naming_it(staff_client):
 def test_missing_template_variable_is_a_form_error_naming_it(staff_client):
     response = staff_client.post(
         reverse("admin:agents_agentprofile_add"),
-        _profile_data(system_prompt="You are helpful. Question: {input}"),
+        profile_form_data(system_prompt="You are helpful. Question: {input}"),
     )
     assert response.status_code == 200
     body = page_text(response)
@@ -113,7 +87,7 @@ def test_version_pages_show_the_diff_safely(staff_client, tool):
     profile = _add(staff_client, system_prompt="", description="x")
     change_url = reverse("admin:agents_agentprofile_change", args=[profile.pk])
     staff_client.post(
-        change_url, _profile_data(few_shot_examples="Question: <script>alert(1)</script>")
+        change_url, profile_form_data(few_shot_examples="Question: <script>alert(1)</script>")
     )
 
     versions_page = page_text(
@@ -136,7 +110,7 @@ def test_restore_writes_a_new_version_equal_to_the_old_one(staff_client, staff, 
     profile = _add(staff_client, tools=[tool.pk], max_iterations="5")
     first = profile.versions.get(number=1)
     change_url = reverse("admin:agents_agentprofile_change", args=[profile.pk])
-    staff_client.post(change_url, _profile_data(max_iterations="9", label_set="zh"))
+    staff_client.post(change_url, profile_form_data(max_iterations="9", label_set="zh"))
     assert profile.versions.count() == 2
 
     restore_url = reverse("admin:agents_agentprofile_version_restore", args=[profile.pk, 1])
@@ -161,7 +135,7 @@ def test_restore_writes_a_new_version_equal_to_the_old_one(staff_client, staff, 
 def test_restore_reports_tools_that_are_gone(staff_client, tool):
     profile = _add(staff_client, tools=[tool.pk])
     staff_client.post(
-        reverse("admin:agents_agentprofile_change", args=[profile.pk]), _profile_data()
+        reverse("admin:agents_agentprofile_change", args=[profile.pk]), profile_form_data()
     )
     tool.delete()
 
