@@ -11,6 +11,7 @@ from agents.memory.services import memory_for_run, memory_summary_create
 from agents.memory.strategies import MemorySettings, split_turns
 from agents.models import AgentRun, MemorySummary, Message, RunEvent
 from agents.react.errors import ModelBadResponse, ModelUnavailable
+from agents.react.types import ActionStep, ObservationStep, step_to_event
 from agents.services.profiles import profile_snapshot
 from tests.memory.conftest import add_turn, ask, assert_summaries_tile_the_history, filler
 
@@ -135,16 +136,16 @@ def test_a_tool_heavy_turn_is_folded_or_kept_whole(conversation, profiled, summa
         conversation=conversation, trigger_message=question, status=AgentRun.Status.SUCCEEDED
     )
     steps = [
-        ("action", "calculator 12*7"),
-        ("observation", "84"),
-        ("action", "calculator 84/2"),
-        ("observation", "42"),
+        ActionStep(tool="calculator", tool_input="12*7", call_id="c1"),
+        ObservationStep(tool="calculator", call_id="c1", text="84"),
+        ActionStep(tool="calculator", tool_input="84/2", call_id="c2"),
+        ObservationStep(tool="calculator", call_id="c2", text="42"),
     ]
-    for seq, (kind, text) in enumerate(steps, start=1):
+    for seq, step in enumerate(steps, start=1):
         RunEvent.objects.create(
-            conversation=conversation, run=run, seq=seq, type="step", payload={kind: text}
+            conversation=conversation, run=run, seq=seq, type="step", payload=step_to_event(step)
         )
-    Message.objects.create(
+    answer = Message.objects.create(
         conversation=conversation, role="assistant", run=run, content="84, then 42. " * 40
     )
     for _ in range(3):
@@ -156,6 +157,9 @@ def test_a_tool_heavy_turn_is_folded_or_kept_whole(conversation, profiled, summa
     assert rows
     for row in rows:
         assert row.covers_through.role == "assistant"
+        # The question and the answer its tool calls led to sit on the same side of every cut.
+        assert (question.pk <= row.covers_through_id) == (answer.pk <= row.covers_through_id)
+    assert rows[-1].covers_through_id >= answer.pk  # this cut did fall after the heavy turn
     context = memory_for_run(
         conversation=conversation,
         snapshot=profile_snapshot(conversation.profile),
