@@ -137,6 +137,7 @@ def _conversation_summary(conversation: Conversation) -> dict[str, Any]:
     return {
         "id": conversation.pk,
         "title": str(conversation),
+        "untitled": not conversation.title,
         "updated_at": conversation.updated_at.isoformat(),
         "archived": conversation.archived,
     }

@@ -137,6 +137,21 @@ function startConversation() {
       return;
     }
     thread.apply(frame);
+    if (frame.type === "message.created" && conversation.untitled) refreshTitle();
+  }
+
+  // The first message names an untitled conversation on the server; show the name it got.
+  async function refreshTitle() {
+    conversation.untitled = false;
+    try {
+      const data = await api("GET", urls.conversation);
+      if (!data.title) return;
+      titleHeading.textContent = data.title;
+      document.title = `${data.title} · chatsite`;
+      sidebar.touch(conversation.id, { title: data.title });
+    } catch {
+      conversation.untitled = true;
+    }
   }
 
   const statusText = {

@@ -84,7 +84,7 @@ def browser() -> Iterator[Any]:
 
 @dataclass
 class Tab:
-    """A browser page plus what it saw: dialogs that opened and script errors."""
+    """A browser page plus what it saw: dialogs that opened, script errors and CSP refusals."""
 
     page: Any
     dialogs: list[str] = field(default_factory=list)
@@ -111,6 +111,15 @@ def open_tab(browser, stack):
 
         page.on("dialog", on_dialog)
         page.on("pageerror", lambda error: tab.errors.append(str(error)))
+        # A Content-Security-Policy violation is reported on the console as an error.
+        page.on(
+            "console",
+            lambda message: (
+                tab.errors.append(message.text)
+                if message.type == "error" and "Content Security Policy" in message.text
+                else None
+            ),
+        )
         page.goto(path)
         return tab
 

@@ -197,3 +197,62 @@ def test_mobile_width_uses_a_drawer_and_still_chats(stack, open_tab, user, model
     assert box["x"] + box["width"] <= MOBILE["width"]
     screenshot(page, "mobile.png")
     assert tab.errors == []
+
+
+def test_regenerate_and_edit_a_past_question(stack, open_tab, user, model_name):
+    profile = stack.profile(model_name, tools=("calculator",))
+    stack.model.script(
+        model_name,
+        [
+            Reply("Thought: Easy.\nFinal Answer: first answer"),
+            Reply("Thought: Again.\nFinal Answer: second answer"),
+            Reply("Thought: A new question.\nFinal Answer: six"),
+        ],
+    )
+    conversation = conversation_create(owner=user, profile=profile)
+    tab = open_tab(user, path=f"/c/{conversation.pk}/")
+    page = tab.page
+    ask(page, "What is 2 + 2?")
+    expect(page.locator(".answer")).to_have_text(["first answer"])
+
+    page.get_by_role("button", name="Regenerate").click()
+    expect(page.locator(".answer")).to_have_text(["first answer", "second answer"])
+    assert AgentRun.objects.filter(conversation=conversation).count() == 2
+
+    page.get_by_role("button", name="Edit this message and ask again").click()
+    page.get_by_label("Edit your message").fill("What is 3 + 3?")
+    page.get_by_role("button", name="Send as a new question").click()
+    expect(page.locator(".msg.user .bubble")).to_have_text(["What is 2 + 2?", "What is 3 + 3?"])
+    expect(page.locator(".answer")).to_have_text(["first answer", "second answer", "six"])
+    assert tab.errors == []
+
+
+def test_a_second_question_during_a_run_is_refused_politely(stack, open_tab, user, model_name):
+    profile = stack.profile(model_name, tools=("calculator",))
+    stack.model.script(model_name, calculator_script(final_delay=3.0))
+    conversation = conversation_create(owner=user, profile=profile)
+    tab = open_tab(user, path=f"/c/{conversation.pk}/")
+    page = tab.page
+    ask(page, "What is 2 + 2?")
+    expect(page.locator(".step.thought")).to_be_visible()
+
+    ask(page, "And 3 + 3?")
+    expect(page.get_by_role("alert")).to_have_text("Wait for the current answer, or stop it.")
+    # The refused text comes back to the box; nothing was added to the thread.
+    expect(page.get_by_label("Message", exact=True)).to_have_value("And 3 + 3?")
+    expect(page.locator(".msg.user")).to_have_count(1)
+    expect(page.locator(".answer strong")).to_have_text("4")
+    assert tab.errors == []
+
+
+def test_a_model_failure_is_shown(stack, open_tab, user, model_name):
+    from agents.llm.scripted import Fail
+
+    profile = stack.profile(model_name, tools=("calculator",))
+    stack.model.script(model_name, [Fail(401)])
+    conversation = conversation_create(owner=user, profile=profile)
+    tab = open_tab(user, path=f"/c/{conversation.pk}/")
+    ask(tab.page, "Hello?")
+    failed = tab.page.locator(".run-status.failed")
+    expect(failed).to_contain_text("The run failed.")
+    expect(tab.page.get_by_role("button", name="Stop")).to_be_hidden()
