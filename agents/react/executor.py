@@ -135,12 +135,13 @@ class _Workers:
         self._lock = threading.Lock()
         self._idle_seconds = idle_seconds
 
-    def submit(self, job: Callable[[], None]) -> None:
+    def submit(self, job: Callable[[], None], done: threading.Event) -> None:
+        """Run ``job``; ``done`` is set once it has returned (or raised)."""
         with self._lock:
             worker = self._idle.pop() if self._idle else None
         if worker is None:
             worker = _Worker(self)
-        worker.inbox.put(job)
+        worker.inbox.put((job, done))
 
     def _park(self, worker: _Worker) -> None:
         with self._lock:
@@ -158,19 +159,24 @@ class _Workers:
 class _Worker:
     def __init__(self, pool: _Workers) -> None:
         self.pool = pool
-        self.inbox: queue.SimpleQueue[Callable[[], None]] = queue.SimpleQueue()
+        self.inbox: queue.SimpleQueue[tuple[Callable[[], None], threading.Event]]
+        self.inbox = queue.SimpleQueue()
         threading.Thread(target=self._loop, name="agent-tool", daemon=True).start()
 
     def _loop(self) -> None:
         while True:
             try:
-                job = self.inbox.get(timeout=self.pool._idle_seconds)
+                job, done = self.inbox.get(timeout=self.pool._idle_seconds)
             except queue.Empty:
                 if self.pool._retire(self):
                     return
                 continue
-            job()
-            self.pool._park(self)
+            try:
+                job()
+            finally:
+                # Idle again before the caller wakes up, so that its next call reuses us.
+                self.pool._park(self)
+                done.set()
 
 
 _WORKERS = _Workers()
@@ -186,15 +192,13 @@ class _ToolThread:
         self.error: Exception | None = None
         self.done = threading.Event()
         self.started = time.monotonic()
-        _WORKERS.submit(self._target)
+        _WORKERS.submit(self._target, self.done)
 
     def _target(self) -> None:
         try:
             self.result = self.tool.run(**self.arguments)
         except Exception as exc:  # the tool's failure is reported to the model
             self.error = exc
-        finally:
-            self.done.set()
 
 
 class AgentExecutor:

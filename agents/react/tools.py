@@ -7,6 +7,8 @@ cannot drift from the code. Pure Python: Django-backed tools live in ``agents/to
 
 from __future__ import annotations
 
+import copy
+import functools
 import inspect
 import json
 import types
@@ -49,19 +51,8 @@ class Tool:
     @classmethod
     def args_schema(cls) -> JsonDict:
         """JSON schema of ``run``'s keyword arguments, from its type hints and defaults."""
-        signature = inspect.signature(cls.run)
-        hints = typing.get_type_hints(cls.run)
-        properties: dict[str, JsonDict] = {}
-        required: list[str] = []
-        for name, param in signature.parameters.items():
-            if name == "self" or param.kind in (param.VAR_KEYWORD, param.VAR_POSITIONAL):
-                continue
-            properties[name] = {"type": _json_type(hints.get(name, str))}
-            if param.default is inspect.Parameter.empty:
-                required.append(name)
-            else:
-                properties[name]["default"] = param.default
-        return {"type": "object", "properties": properties, "required": required}
+        # Reading type hints evaluates annotations: worked out once per ``run`` function.
+        return copy.deepcopy(_schema_of(cls.run))
 
     def coerce_input(self, tool_input: str | JsonDict) -> JsonDict:
         """Turn an Action Input (text or JSON object) into ``run``'s keyword arguments.
@@ -109,6 +100,23 @@ class Tool:
                 "parameters": self.args_schema(),
             },
         }
+
+
+@functools.cache
+def _schema_of(run: Any) -> JsonDict:
+    signature = inspect.signature(run)
+    hints = typing.get_type_hints(run)
+    properties: dict[str, JsonDict] = {}
+    required: list[str] = []
+    for name, param in signature.parameters.items():
+        if name == "self" or param.kind in (param.VAR_KEYWORD, param.VAR_POSITIONAL):
+            continue
+        properties[name] = {"type": _json_type(hints.get(name, str))}
+        if param.default is inspect.Parameter.empty:
+            required.append(name)
+        else:
+            properties[name]["default"] = param.default
+    return {"type": "object", "properties": properties, "required": required}
 
 
 def _json_type(hint: Any) -> str:
