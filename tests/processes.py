@@ -21,8 +21,8 @@ Fixtures
   daphne=None, origin=None)`` (a ``Socket`` over the real websocket with the session cookie
   and, unless given, an allowed ``Origin``), ``http(method, path, user, body=None)`` (JSON
   over HTTP with session and CSRF; returns ``(status, json)``), ``wait_for_run(run_id)``.
-- ``spawn_worker`` / ``spawn_daphne`` (function): start extra processes, stopped when the
-  test ends (several-process tests).
+- ``spawn_worker(concurrency=20, **env)`` / ``spawn_daphne(**env)`` (function): start extra
+  processes, stopped when the test ends (several-process tests).
 
 Session processes print the part of their log written during a test when it finishes, so a
 failing test shows it. Worker timings are shortened (``WORKER_ENV``): heartbeats go stale
@@ -420,9 +420,9 @@ def live_stack(transactional_db, scripted_model, celery_worker, daphne_server):
 def spawn_worker(django_db_setup, scripted_model):
     started: list[WorkerProcess] = []
 
-    def spawn(**extra_env: str) -> WorkerProcess:
+    def spawn(*, concurrency: int = 20, **extra_env: str) -> WorkerProcess:
         env = process_env(OPENAI_BASE_URL=scripted_model.base_url, **extra_env)
-        started.append(WorkerProcess(env).start())
+        started.append(WorkerProcess(env, concurrency=concurrency).start())
         return started[-1]
 
     yield spawn

@@ -16,8 +16,15 @@ from django.db import transaction
 from django.db.models import Sum
 from django.utils import timezone
 
-from agents.models import AgentProfile, AgentRun, Conversation, Message, ModelConfig
-from agents.services.profiles import prompt_version_ensure
+from agents.models import (
+    AgentProfile,
+    AgentRun,
+    Conversation,
+    Message,
+    ModelConfig,
+    PromptVersion,
+)
+from agents.services.profiles import profile_snapshot, prompt_version_ensure
 from agents.services.runs import (
     ACTIVE_STATUSES,
     RunEventType,
@@ -286,7 +293,7 @@ def _profile_for(*, conversation: Conversation, user, profile: AgentProfile | No
 def _queue_run(
     *, conversation: Conversation, message: Message, profile: AgentProfile, user
 ) -> AgentRun:
-    version = prompt_version_ensure(profile=profile, user=None)
+    version = _current_version(profile)
     model_config = None
     model_config_id = version.snapshot.get("model_config_id")
     if model_config_id:
@@ -301,6 +308,18 @@ def _queue_run(
     )
     transaction.on_commit(lambda: _enqueue_run(run.pk))
     return run
+
+
+def _current_version(profile: AgentProfile) -> PromptVersion:
+    """The profile's latest version if it still matches the profile, else a new one.
+
+    Checked without a lock first: ``prompt_version_ensure`` locks the profile row, and every
+    send of every user on the default profile would otherwise queue behind that lock.
+    """
+    latest = profile.versions.order_by("-number").first()
+    if latest is not None and latest.snapshot == profile_snapshot(profile):
+        return latest
+    return prompt_version_ensure(profile=profile, user=None)
 
 
 def _enqueue_run(run_id: int) -> None:
