@@ -61,7 +61,9 @@ class ConversationConsumer(AsyncJsonWebsocketConsumer):
             await self.close(code=CLOSE_NOT_FOUND)
             return
         # Join first, then read the log (docs/architecture.md, invariant 4): an event
-        # committed after the read is then certain to arrive live.
+        # committed after the read is then certain to arrive live. Live frames published
+        # during the replay wait in this channel's queue (a consumer handles one message at
+        # a time) and go through chat_event afterwards, which drops the seqs already sent.
         self.group = events.group_name(self.conversation_id)
         await self.channel_layer.group_add(self.group, self.channel_name)
         after_seq = _after_seq_param(self.scope, conversation)
