@@ -253,3 +253,26 @@ def test_a_deleted_conversation_closes_the_socket_on_the_next_frame(user, conver
     error, closed = run(body)
     assert error["code"] == "not_found"
     assert closed == {"type": "websocket.close", "code": CLOSE_NOT_FOUND}
+
+
+def test_the_replayed_frames_equal_the_api_fetch(user, conversation, client):
+    """A client that rebuilds from the socket and one that fetches over HTTP agree."""
+    from agents.services.conversations import message_send, run_cancel
+
+    sent = message_send(conversation=conversation, user=user, content="hi", client_id="a")
+    run_cancel(run=sent.run, user=user)
+    append(conversation, "after")
+    cookie = session_cookie(user)
+
+    async def body():
+        communicator = socket(conversation.pk, cookie=cookie, after_seq=0)
+        assert (await communicator.connect())[0]
+        frames = [await receive(communicator) for _ in range(3)]
+        await communicator.disconnect()
+        return frames
+
+    replayed = run(body)
+    client.force_login(user)
+    fetched = client.get(f"/api/conversations/{conversation.pk}/").json()["events"]
+    assert replayed == fetched
+    assert [frame["type"] for frame in replayed] == ["message.created", "run.cancelled", "step"]
