@@ -111,6 +111,8 @@ def _run(run_id: int) -> None:
             run_fail(run=run, code="no_profile", message="The agent this run used was deleted.")
             return
         with _monitor.watch(run.pk) as watch:
+            if run.cancel_requested_at is not None:
+                watch.cancel_requested.set()
             _execute(run, watch)
     except ObjectDoesNotExist:
         # The conversation (and with it the run) was deleted while it ran.

@@ -1,0 +1,141 @@
+"""``run_agent`` called in this process against the scripted model: the paths a live worker
+rarely shows (model failures, a run someone else holds, resuming from stored steps)."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import timedelta
+
+import pytest
+from django.utils import timezone
+
+from agents.llm.scripted import Fail, Reply
+from agents.models import AgentProfile, AgentRun, ModelConfig, ToolConfig
+from agents.react.types import ActionStep, ObservationStep, ThoughtStep
+from agents.services.conversations import conversation_create
+from agents.services.runs import run_claim, run_record_step
+from agents.tasks import run_agent
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+FINAL = "Thought: I have it.\nFinal Answer: It is 42."
+
+
+@pytest.fixture
+def scripted_profile(scripted_model):
+    def make(*replies) -> tuple[AgentProfile, str]:
+        name = f"svc-{uuid.uuid4().hex[:8]}"
+        scripted_model.script(name, list(replies))
+        config = ModelConfig.objects.create(
+            name=name, base_url=scripted_model.base_url, model=name, max_retries=0
+        )
+        profile = AgentProfile.objects.create(name=name, slug=name, model_config=config)
+        profile.tools.set(ToolConfig.objects.filter(name="calculator"))
+        return profile, name
+
+    return make
+
+
+def _queued_run(user, profile) -> AgentRun:
+    """A queued run whose task is not enqueued: this test runs it itself."""
+    from agents.models import Message
+    from agents.services.profiles import prompt_version_ensure
+
+    conversation = conversation_create(owner=user, profile=profile)
+    message = Message.objects.create(conversation=conversation, role="user", content="6*7?")
+    return AgentRun.objects.create(
+        conversation=conversation,
+        trigger_message=message,
+        profile_version=prompt_version_ensure(profile=profile),
+        model_config=profile.model_config,
+        model_name=profile.model_config.model,
+    )
+
+
+def _types(run: AgentRun) -> list[str]:
+    return list(run.events.order_by("seq").values_list("type", flat=True))
+
+
+def test_a_rejected_api_key_fails_the_run_with_its_code(user, scripted_profile):
+    profile, _ = scripted_profile(Fail(401))
+    run = _queued_run(user, profile)
+
+    run_agent(run.pk)
+
+    run.refresh_from_db()
+    assert run.status == AgentRun.Status.FAILED
+    assert run.error_code == "model_auth"
+    failed = run.events.get(type="run.failed")
+    assert failed.payload["code"] == "model_auth"
+    assert failed.payload["message"]
+    assert _types(run) == ["run.started", "run.failed"]
+
+
+def test_a_run_held_by_a_live_worker_is_left_alone(user, scripted_profile, scripted_model):
+    profile, model = scripted_profile(Reply(FINAL))
+    run = _queued_run(user, profile)
+    run_claim(run_id=run.pk, worker_id="another-host:1")
+
+    run_agent(run.pk)
+
+    run.refresh_from_db()
+    assert (run.status, run.worker_id, run.attempts) == ("running", "another-host:1", 1)
+    assert run.events.count() == 0
+    assert scripted_model.requests(model) == []
+
+
+def test_a_finished_run_is_not_run_again(user, scripted_profile, scripted_model):
+    profile, model = scripted_profile(Reply(FINAL))
+    run = _queued_run(user, profile)
+    run_agent(run.pk)
+    events_before = _types(run)
+
+    run_agent(run.pk)
+
+    assert _types(run) == events_before
+    assert events_before[0] == "run.started"
+    assert events_before[-1] == "run.finished"
+    assert len(scripted_model.requests(model)) == 1
+
+
+def test_a_resumed_run_does_not_call_a_tool_again(user, scripted_profile, scripted_model):
+    profile, model = scripted_profile(Reply(FINAL))
+    run = _queued_run(user, profile)
+    # A first attempt got as far as the tool's answer, then its worker died.
+    crashed = run_claim(run_id=run.pk, worker_id="dead-host:1")
+    for step in (
+        ThoughtStep(text="I should multiply."),
+        ActionStep(tool="calculator", tool_input="6*7", call_id="call-1"),
+        ObservationStep(tool="calculator", call_id="call-1", text="42"),
+    ):
+        run_record_step(run=crashed, step=step)
+    AgentRun.objects.filter(pk=run.pk).update(heartbeat_at=timezone.now() - timedelta(hours=1))
+
+    run_agent(run.pk)
+
+    run.refresh_from_db()
+    assert run.status == AgentRun.Status.SUCCEEDED
+    assert run.attempts == 2
+    kinds = [e.payload.get("kind") for e in run.events.order_by("seq") if e.type == "step"]
+    assert kinds.count("action") == 1
+    assert kinds.count("observation") == 1
+    [request] = scripted_model.requests(model)
+    assert "42" in str(request["messages"])
+    assert run.answer.content == "It is 42."
+    seqs = list(run.events.order_by("seq").values_list("seq", flat=True))
+    assert seqs == list(range(1, len(seqs) + 1))
+
+
+def test_a_cancel_requested_before_the_first_step_stops_the_run(
+    user, scripted_profile, scripted_model
+):
+    profile, model = scripted_profile(Reply(FINAL))
+    run = _queued_run(user, profile)
+    AgentRun.objects.filter(pk=run.pk).update(cancel_requested_at=timezone.now())
+
+    run_agent(run.pk)
+
+    run.refresh_from_db()
+    assert run.status == AgentRun.Status.CANCELLED
+    assert _types(run) == ["run.started", "run.cancelled"]
+    assert scripted_model.requests(model) == []
