@@ -49,6 +49,7 @@ class ModelConfigForm(forms.ModelForm):
         label="Base URL",
         required=False,
         assume_scheme="https",
+        widget=forms.URLInput(attrs={"class": "vURLField"}),
         help_text="e.g. https://api.openai.com/v1 or http://localhost:11434/v1. "
         "Empty: the settings' OPENAI_* endpoint, or the offline demo model.",
     )
@@ -170,6 +171,15 @@ class VersionRestoreForm(forms.Form):
 # --------------------------------------------------------------------------------------
 
 
+class IndentedJSONField(forms.JSONField):
+    """JSON shown indented, so a table or a header list is editable by eye."""
+
+    def prepare_value(self, value: Any) -> str:
+        if isinstance(value, forms.fields.InvalidJSONInput):
+            return value
+        return json.dumps(value, ensure_ascii=False, indent=2, cls=self.encoder)
+
+
 def _kind_choices() -> list[tuple[str, str]]:
     return [
         (name, f"{name} — {kind.summary}" if kind.summary else name)
@@ -179,6 +189,11 @@ def _kind_choices() -> list[tuple[str, str]]:
 
 class ToolConfigForm(forms.ModelForm):
     kind = forms.ChoiceField(choices=_kind_choices)
+    config = IndentedJSONField(
+        required=False,
+        widget=forms.Textarea(attrs={"rows": 12, "class": "vLargeTextField"}),
+        help_text="JSON, checked against the kind's schema (listed at the bottom of the page).",
+    )
     secrets = forms.CharField(
         label="Secrets",
         required=False,
@@ -203,7 +218,6 @@ class ToolConfigForm(forms.ModelForm):
             "timeout_seconds",
             "return_direct",
         ]
-        widgets = {"config": forms.Textarea(attrs={"rows": 10, "class": "vLargeTextField"})}
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -219,6 +233,10 @@ class ToolConfigForm(forms.ModelForm):
         self.fields["secrets"].help_text = f"Stored secrets: {names}. " + (
             self.fields["secrets"].help_text
         )
+
+    def clean_config(self) -> Any:
+        config = self.cleaned_data.get("config")
+        return {} if config is None else config
 
     def clean_secrets(self) -> dict[str, str]:
         """``{name: value}``; an empty value means "remove this one"."""

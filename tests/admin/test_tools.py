@@ -175,3 +175,22 @@ def test_test_tool_with_arguments_that_do_not_fit(staff_client):
     body = page_text(staff_client.post(url, {"sample_input": '{"country": "France"}'}))
 
     assert "The input does not fit this tool" in body
+
+
+@pytest.mark.django_db
+def test_empty_config_means_the_kind_defaults(staff_client):
+    response = staff_client.post(
+        reverse("admin:agents_toolconfig_add"),
+        _tool_data(name="calc", kind="calculator", config=""),
+    )
+    assert response.status_code == 302, page_text(response)
+    assert ToolConfig.objects.get(name="calc").config == {}
+
+
+@pytest.mark.django_db
+def test_config_is_shown_indented_for_editing(staff_client):
+    tool = ToolConfig.objects.create(
+        name="capitals", kind="lookup_table", description="x", config={"table": {"a": "b"}}
+    )
+    body = page_text(staff_client.get(reverse("admin:agents_toolconfig_change", args=[tool.pk])))
+    assert "{\n  &quot;table&quot;: {\n    &quot;a&quot;: &quot;b&quot;\n  }\n}" in body
