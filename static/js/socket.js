@@ -5,6 +5,9 @@
 // missing below it, and the thread drops any seq it already applied.
 
 const PING_EVERY_MS = 20000;
+// A socket can die without a close event (a laptop lid, a proxy): no answer to a ping within
+// this long means the connection is gone, so drop it and reconnect.
+const PONG_WITHIN_MS = 10000;
 const BACKOFF_FIRST_MS = 500;
 const BACKOFF_MAX_MS = 15000;
 // Close codes that mean "you may not have this conversation": retrying will not help.
@@ -20,6 +23,7 @@ export class ConversationSocket {
     this.attempt = 0;
     this.outbox = [];
     this.pingTimer = null;
+    this.pongTimer = null;
     this.retryTimer = null;
     this.closedForGood = false;
   }
@@ -38,11 +42,12 @@ export class ConversationSocket {
       if (this.ws !== ws) return;
       this.attempt = 0;
       this.onStatus("open");
-      this.pingTimer = window.setInterval(() => this.rawSend({ type: "ping" }), PING_EVERY_MS);
+      this.pingTimer = window.setInterval(() => this.ping(ws), PING_EVERY_MS);
       const pending = this.outbox.splice(0);
       for (const frame of pending) this.rawSend(frame);
     });
     ws.addEventListener("message", (event) => {
+      window.clearTimeout(this.pongTimer);
       let frame;
       try {
         frame = JSON.parse(event.data);
@@ -53,8 +58,7 @@ export class ConversationSocket {
     });
     ws.addEventListener("close", (event) => {
       if (this.ws !== ws) return;
-      window.clearInterval(this.pingTimer);
-      this.ws = null;
+      this.forget(ws);
       if (FINAL_CLOSE_CODES.has(event.code)) {
         this.closedForGood = true;
         this.onStatus("refused");
@@ -62,6 +66,23 @@ export class ConversationSocket {
       }
       this.scheduleReconnect();
     });
+  }
+
+  ping(ws) {
+    if (this.ws !== ws || !this.rawSend({ type: "ping" })) return;
+    window.clearTimeout(this.pongTimer);
+    this.pongTimer = window.setTimeout(() => {
+      if (this.ws !== ws) return;
+      this.forget(ws);
+      ws.close(4000, "no pong");
+      this.scheduleReconnect();
+    }, PONG_WITHIN_MS);
+  }
+
+  forget(ws) {
+    if (this.ws === ws) this.ws = null;
+    window.clearInterval(this.pingTimer);
+    window.clearTimeout(this.pongTimer);
   }
 
   scheduleReconnect() {
@@ -101,8 +122,11 @@ export class ConversationSocket {
 
   close() {
     this.closedForGood = true;
-    window.clearInterval(this.pingTimer);
     window.clearTimeout(this.retryTimer);
-    if (this.ws) this.ws.close(1000);
+    const ws = this.ws;
+    if (ws) {
+      this.forget(ws);
+      ws.close(1000);
+    }
   }
 }

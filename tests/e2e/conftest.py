@@ -95,7 +95,7 @@ class Tab:
 def open_tab(browser, stack):
     contexts = []
 
-    def open_(user=None, *, viewport: dict | None = None, path: str = "/") -> Tab:
+    def open_(user=None, *, viewport: dict | None = None, path: str = "/", before_load=None) -> Tab:
         context = browser.new_context(viewport=viewport or DESKTOP, base_url=stack.daphne.url)
         context.set_default_timeout(WAIT_MS)
         contexts.append(context)
@@ -120,6 +120,8 @@ def open_tab(browser, stack):
                 else None
             ),
         )
+        if before_load is not None:
+            before_load(page)
         page.goto(path)
         return tab
 

@@ -4,6 +4,7 @@ mid-run shows every step once, and Stop really stops the run."""
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 
 import pytest
@@ -256,3 +257,65 @@ def test_a_model_failure_is_shown(stack, open_tab, user, model_name):
     failed = tab.page.locator(".run-status.failed")
     expect(failed).to_contain_text("The run failed.")
     expect(tab.page.get_by_role("button", name="Stop")).to_be_hidden()
+
+
+class FlakyNetwork:
+    """Sits between the page and daphne on the conversation socket (Playwright's websocket
+    routing), so a test can cut the connection and keep it down for a while."""
+
+    def __init__(self) -> None:
+        self.down = False
+        self.open: list = []
+        self.connections = 0
+
+    def install(self, page) -> None:
+        page.route_web_socket(re.compile(r"/ws/conversations/"), self.handle)
+
+    def handle(self, ws) -> None:
+        self.connections += 1
+        if self.down:
+            ws.close(code=1011, reason="network down")
+            return
+        self.open.append((ws, ws.connect_to_server()))
+
+    def cut(self) -> None:
+        self.down = True
+        for page_side, server_side in self.open:
+            server_side.close()
+            page_side.close(code=1011, reason="network down")
+        self.open.clear()
+
+
+def test_a_dropped_connection_says_reconnecting_then_catches_up(stack, open_tab, user, model_name):
+    profile = stack.profile(model_name, tools=("calculator",))
+    stack.model.script(model_name, calculator_script(final_delay=2.0))
+    conversation = conversation_create(owner=user, profile=profile)
+    network = FlakyNetwork()
+    tab = open_tab(user, path=f"/c/{conversation.pk}/", before_load=network.install)
+    page = tab.page
+    ask(page, "What is 2 + 2?")
+    expect(page.locator(".step.thought")).to_be_visible()
+
+    network.cut()
+    status = page.locator("#connection-status")
+    expect(status).to_have_text("Reconnecting…")
+    # The run ends while the page is cut off. Wait in the browser's own loop, so Playwright
+    # keeps answering (and refusing) the page's reconnect attempts meanwhile.
+    run = AgentRun.objects.get(conversation=conversation)
+    for _ in range(300):
+        run.refresh_from_db()
+        if run.is_terminal:
+            break
+        page.wait_for_timeout(100)
+    assert run.status == AgentRun.Status.SUCCEEDED
+    tried_while_down = network.connections
+
+    network.down = False
+    expect(page.locator(".answer strong")).to_have_text("4")
+    expect(status).to_have_text("")
+    assert tried_while_down >= 2, "the page kept trying while the network was down"
+    # Missed events were replayed from the last seq seen, each step exactly once.
+    assert step_kinds(page) == ["thought", "action", "observation", "thought"]
+    seqs = step_seqs(page)
+    assert seqs == sorted(set(seqs))
+    assert tab.errors == []
