@@ -108,16 +108,16 @@ def bare_loop(base_url: str, model: str) -> Callable[[], int]:
         calls = 0
         while True:
             calls += 1
-            stream = client.chat.completions.create(
+            with client.chat.completions.create(
                 model=model,
                 messages=[{"role": "user", "content": prompt + scratchpad}],
                 stop=["\nObservation:"],
                 stream=True,
                 stream_options={"include_usage": True},
-            )
-            text = "".join(
-                chunk.choices[0].delta.content or "" for chunk in stream if chunk.choices
-            )
+            ) as stream:
+                text = "".join(
+                    chunk.choices[0].delta.content or "" for chunk in stream if chunk.choices
+                )
             if "Final Answer:" in text:
                 return calls
             tool_input = text.split("Action Input:", 1)[1].strip()
