@@ -80,9 +80,13 @@ def _change_url(obj: Any) -> str:
     return reverse(f"admin:{opts.app_label}_{opts.model_name}_change", args=[obj.pk])
 
 
+# Like the tools' own redaction: a one-letter secret would blank out every such letter.
+_MIN_REDACTED_LENGTH = 4
+
+
 def _redact(text: str, secret_values: Iterable[str]) -> str:
     for value in sorted(secret_values, key=len, reverse=True):
-        if value:
+        if len(value) >= _MIN_REDACTED_LENGTH:
             text = text.replace(value, REDACTED)
     return text
 

@@ -57,7 +57,7 @@ def test_unknown_template_variable_is_a_form_error_naming_it(staff_client):
         reverse("admin:agents_agentprofile_add"), profile_form_data(system_prompt=template)
     )
     assert response.status_code == 200
-    assert "favourite_colour" in page_text(response)
+    assert "Unknown variable {favourite_colour}" in page_text(response)
     assert not AgentProfile.objects.filter(slug="geographer").exists()
 
 
@@ -69,8 +69,9 @@ def test_missing_template_variable_is_a_form_error_naming_it(staff_client):
     )
     assert response.status_code == 200
     body = page_text(response)
-    assert "errorlist" in body
-    assert "agent_scratchpad" in body or "tools" in body
+    assert "Missing variable {agent_scratchpad}" in body
+    assert "Missing variable {tool_names}" in body
+    assert not AgentProfile.objects.filter(slug="geographer").exists()
 
 
 @pytest.mark.django_db
@@ -144,3 +145,23 @@ def test_restore_reports_tools_that_are_gone(staff_client, tool):
     )
 
     assert "These tools no longer exist and were left out: capitals" in page_text(response)
+
+
+@pytest.mark.django_db
+def test_a_valid_custom_template_is_saved_and_versioned(staff_client):
+    template = (
+        "Answer with tools.\n{tools}\nReply as Thought:, then Action: one of [{tool_names}] and "
+        "Action Input:, or Final Answer:. Never write Observation: yourself.\n{history}\n"
+        "Question: {input}\nThought:{agent_scratchpad}"
+    )
+    profile = _add(staff_client, system_prompt=template, mode="react", label_set="en")
+    assert profile.versions.get().snapshot["system_prompt"] == template
+
+
+@pytest.mark.django_db
+def test_tools_mode_refuses_react_only_variables(staff_client):
+    response = staff_client.post(
+        reverse("admin:agents_agentprofile_add"),
+        profile_form_data(mode="tools", system_prompt="Be brief. {agent_scratchpad}"),
+    )
+    assert "Unknown variable {agent_scratchpad} in tools mode" in page_text(response)
