@@ -199,6 +199,7 @@ class _Watch:
     cancel_requested: threading.Event = field(default_factory=threading.Event)
     # Set when the heartbeat finds the run held by someone else or ended elsewhere.
     lost: bool = False
+    started: float = field(default_factory=time.monotonic)
 
     def should_cancel(self) -> bool:
         return self.lost or self.cancel_requested.is_set()
@@ -236,6 +237,7 @@ class _RunMonitor:
                 connection.close()
                 continue
             try:
+                _fail_overdue(watches)
                 for run_id in runs_cancel_requested(run_ids=list(watches)):
                     watches[run_id].cancel_requested.set()
                 if time.monotonic() - last_beat >= settings.AGENT_HEARTBEAT_INTERVAL_SECONDS:
@@ -248,6 +250,26 @@ class _RunMonitor:
                 # The database may be restarting: keep beating once it is back.
                 logger.exception("run monitor could not reach the database")
                 connection.close()
+
+
+def _fail_overdue(watches: dict[int, _Watch]) -> None:
+    """End runs past the hard limit, whatever their thread is stuck on.
+
+    The threads pool cannot kill a task, so this is the backstop behind the engine's
+    ``max_execution_time`` and the model deadline: the run is failed visibly and its thread,
+    once it wakes, finds the run lost and writes nothing more.
+    """
+    limit = settings.AGENT_RUN_HARD_LIMIT_SECONDS
+    now = time.monotonic()
+    for run_id, watch in list(watches.items()):
+        if watch.lost or now - watch.started <= limit:
+            continue
+        watch.lost = True
+        del watches[run_id]
+        run = AgentRun.objects.select_related("conversation").filter(pk=run_id).first()
+        if run is not None:
+            message = f"The run took longer than {limit} seconds and was stopped."
+            run_fail(run=run, code="run_timeout", message=message)
 
 
 _monitor = _RunMonitor()

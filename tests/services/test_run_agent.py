@@ -9,7 +9,7 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from agents.llm.scripted import Fail, Reply
+from agents.llm.scripted import Fail, Hang, Reply
 from agents.models import AgentProfile, AgentRun, ModelConfig, ToolConfig
 from agents.react.types import ActionStep, ObservationStep, ThoughtStep
 from agents.services.conversations import conversation_create
@@ -139,3 +139,17 @@ def test_a_cancel_requested_before_the_first_step_stops_the_run(
     assert run.status == AgentRun.Status.CANCELLED
     assert _types(run) == ["run.started", "run.cancelled"]
     assert scripted_model.requests(model) == []
+
+
+def test_a_run_stuck_past_the_hard_limit_is_failed(user, scripted_profile, settings):
+    settings.AGENT_RUN_HARD_LIMIT_SECONDS = 1
+    profile, _ = scripted_profile(Hang(seconds=10))
+    ModelConfig.objects.filter(pk=profile.model_config_id).update(request_timeout_seconds=3)
+    run = _queued_run(user, profile)
+
+    run_agent(run.pk)
+
+    run.refresh_from_db()
+    assert run.status == AgentRun.Status.FAILED
+    assert run.error_code == "run_timeout"
+    assert _types(run) == ["run.started", "run.failed"]
