@@ -10,9 +10,11 @@
 
 from __future__ import annotations
 
+import contextlib
+import threading
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 from agents.models import AgentRun, Conversation, RunEvent
 
@@ -80,3 +82,22 @@ def step_kinds(events: list[RunEvent]) -> list[str]:
 
 def stored(frames: list[dict]) -> list[dict]:
     return [frame for frame in frames if "seq" in frame]
+
+
+@contextlib.contextmanager
+def supervised(process) -> Iterator[None]:
+    """Restart ``process`` whenever it exits, as systemd's ``Restart=always`` would."""
+    stop = threading.Event()
+
+    def watch() -> None:
+        while not stop.wait(0.2):
+            if not process.alive:
+                process.start()
+
+    watcher = threading.Thread(target=watch, name="test-supervisor", daemon=True)
+    watcher.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        watcher.join(timeout=90)
