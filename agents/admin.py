@@ -34,10 +34,8 @@ from agents.models import (
     KnowledgeDocument,
     MemorySummary,
     Message,
-    ModelCall,
     ModelConfig,
     PromptVersion,
-    RunEvent,
     ToolConfig,
 )
 from agents.services.knowledge import (
@@ -53,11 +51,8 @@ class ExtraPagesMixin:
     """Per-object pages under ``<id>/<name>/``, wrapped by ``admin_view`` (staff only)."""
 
     def _object_url(self, route: str, view, name: str):
-        def wrapper(request, object_id: int, **kwargs):
-            return view(request, object_id, **kwargs)
-
         url_name = f"{self.opts.app_label}_{self.opts.model_name}_{name}"
-        return path(route, self.admin_site.admin_view(wrapper), name=url_name)
+        return path(route, self.admin_site.admin_view(view), name=url_name)
 
     def _get_for_view(self, request, object_id: int):
         obj = get_object_or_404(self.model, pk=object_id)
@@ -451,7 +446,7 @@ class AgentRunAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
     def change_view(self, request, object_id, form_url="", extra_context=None):
         run = self.get_object(request, object_id)
         if run is not None:
-            extra_context = {**(extra_context or {}), **_inspector_context(run)}
+            extra_context = {**(extra_context or {}), **admin_views.run_inspector_context(run)}
         return super().change_view(request, object_id, form_url, extra_context)
 
     def get_urls(self):
@@ -462,39 +457,6 @@ class AgentRunAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
         if not self.has_view_permission(request):
             raise PermissionDenied
         return admin_views.usage_view(request, self)
-
-
-def _pretty(value) -> str:
-    return json.dumps(value, indent=2, ensure_ascii=False)
-
-
-def _inspector_context(run: AgentRun) -> dict:
-    events = [
-        {"seq": event.seq, "type": event.type, "created_at": event.created_at, "payload": event}
-        for event in RunEvent.objects.filter(run=run).order_by("seq")
-    ]
-    for event in events:
-        row = event["payload"]
-        event["kind"] = row.payload.get("kind", "") if isinstance(row.payload, dict) else ""
-        event["payload"] = _pretty(row.payload)
-    calls = []
-    for call in ModelCall.objects.filter(run=run).order_by("index"):
-        calls.append(
-            {
-                "call": call,
-                "messages": [
-                    admin_views.PreviewMessage(
-                        role=str(message.get("role", "")),
-                        content=admin_views._content_text(message.get("content")),
-                        extra=admin_views._extra_json(message),
-                    )
-                    for message in call.request_messages or []
-                ],
-                "options": _pretty(call.request_options) if call.request_options else "",
-                "tool_calls": _pretty(call.response_tool_calls) if call.response_tool_calls else "",
-            }
-        )
-    return {"run_events": events, "model_calls": calls}
 
 
 class MessageInline(ReadOnlyAdminMixin, admin.TabularInline):

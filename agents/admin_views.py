@@ -33,7 +33,16 @@ from agents.crypto import SecretUnreadable
 from agents.forms import PreviewForm, TestToolForm, TryItForm, UsageRangeForm, VersionRestoreForm
 from agents.llm.factory import chat_model_for, is_demo_model
 from agents.memory.services import memory_for_run
-from agents.models import AgentProfile, Conversation, ModelConfig, PromptVersion, ToolConfig
+from agents.models import (
+    AgentProfile,
+    AgentRun,
+    Conversation,
+    ModelCall,
+    ModelConfig,
+    PromptVersion,
+    RunEvent,
+    ToolConfig,
+)
 from agents.react.errors import (
     AgentError,
     ModelAuthError,
@@ -201,7 +210,7 @@ def profile_preview(request: HttpRequest, model_admin: Any, profile: AgentProfil
 
 
 @dataclass(frozen=True)
-class PreviewMessage:
+class DisplayMessage:
     role: str
     content: str
     extra: str  # anything else in the message (tool calls, names) as JSON, or ""
@@ -209,7 +218,7 @@ class PreviewMessage:
 
 @dataclass(frozen=True)
 class Preview:
-    messages: list[PreviewMessage]
+    messages: list[DisplayMessage]
     options: str  # stop sequences, tool schemas, temperature: as JSON
     problems: list[str]
 
@@ -261,16 +270,11 @@ def _preview_messages(
         )
     except PromptTemplateError as exc:
         return Preview(messages=[], options="", problems=[*problems, *exc.problems])
-    messages_out = [
-        PreviewMessage(
-            role=str(message.get("role", "")),
-            content=_redact(_content_text(message.get("content")), secrets),
-            extra=_redact(_extra_json(message), secrets),
-        )
-        for message in rendered.messages
-    ]
-    options = _redact(json.dumps(rendered.options, indent=2, ensure_ascii=False), secrets)
-    return Preview(messages=messages_out, options=options, problems=problems)
+    return Preview(
+        messages=display_messages(rendered.messages, secrets),
+        options=_redact(_pretty(rendered.options), secrets),
+        problems=problems,
+    )
 
 
 def _content_text(content: Any) -> str:
@@ -284,6 +288,25 @@ def _content_text(content: Any) -> str:
 def _extra_json(message: dict[str, Any]) -> str:
     extra = {key: value for key, value in message.items() if key not in ("role", "content")}
     return json.dumps(extra, indent=2, ensure_ascii=False) if extra else ""
+
+
+def display_messages(
+    messages: Iterable[dict[str, Any]], secrets: Iterable[str] = ()
+) -> list[DisplayMessage]:
+    """Chat messages as the pages show them: role, text, and any other keys as JSON."""
+    secrets = list(secrets)
+    return [
+        DisplayMessage(
+            role=str(message.get("role", "")),
+            content=_redact(_content_text(message.get("content")), secrets),
+            extra=_redact(_extra_json(message), secrets),
+        )
+        for message in messages
+    ]
+
+
+def _pretty(value: Any) -> str:
+    return json.dumps(value, indent=2, ensure_ascii=False)
 
 
 def profile_try(request: HttpRequest, model_admin: Any, profile: AgentProfile):
@@ -348,25 +371,12 @@ def _step_fragment(step: Step) -> str:
     payload = step_to_event(step)
     context: dict[str, Any] = {"step": payload, "kind": payload["kind"]}
     if isinstance(step, ModelCallRecord):
-        context["messages"] = [
-            PreviewMessage(
-                role=str(message.get("role", "")),
-                content=_content_text(message.get("content")),
-                extra=_extra_json(message),
-            )
-            for message in step.messages
-        ]
-        context["options"] = json.dumps(step.options, indent=2, ensure_ascii=False)
-        context["tool_calls"] = (
-            json.dumps(step.tool_calls, indent=2, ensure_ascii=False) if step.tool_calls else ""
-        )
+        context["messages"] = display_messages(step.messages)
+        context["options"] = _pretty(step.options)
+        context["tool_calls"] = _pretty(step.tool_calls) if step.tool_calls else ""
     elif payload["kind"] == "action":
         tool_input = payload["tool_input"]
-        context["tool_input"] = (
-            tool_input
-            if isinstance(tool_input, str)
-            else json.dumps(tool_input, indent=2, ensure_ascii=False)
-        )
+        context["tool_input"] = tool_input if isinstance(tool_input, str) else _pretty(tool_input)
     return render_to_string("admin/agents/agentprofile/try_step.html", context)
 
 
@@ -408,7 +418,7 @@ def profile_version_detail(
         **_page_context(request, model_admin, profile, f"{profile.name}: version {number}"),
         "version": version,
         "diff": prompt_version_diff(version=version),
-        "snapshot_json": json.dumps(version.snapshot, indent=2, ensure_ascii=False),
+        "snapshot_json": _pretty(version.snapshot),
         "is_latest": number == latest,
         "can_restore": model_admin.has_change_permission(request, profile),
         "restore_form": VersionRestoreForm(),
@@ -489,6 +499,35 @@ def tool_test(request: HttpRequest, model_admin: Any, tool_config: ToolConfig):
         "result": result,
     }
     return TemplateResponse(request, "admin/agents/toolconfig/test_tool.html", context)
+
+
+# --------------------------------------------------------------------------------------
+# Run inspector
+# --------------------------------------------------------------------------------------
+
+
+def run_inspector_context(run: AgentRun) -> dict[str, Any]:
+    """The step timeline and every model call of a run, for its admin page."""
+    events = [
+        {
+            "seq": event.seq,
+            "type": event.type,
+            "created_at": event.created_at,
+            "kind": event.payload.get("kind", "") if isinstance(event.payload, dict) else "",
+            "payload": _pretty(event.payload),
+        }
+        for event in RunEvent.objects.filter(run=run).order_by("seq")
+    ]
+    calls = [
+        {
+            "call": call,
+            "messages": display_messages(call.request_messages or []),
+            "options": _pretty(call.request_options) if call.request_options else "",
+            "tool_calls": _pretty(call.response_tool_calls) if call.response_tool_calls else "",
+        }
+        for call in ModelCall.objects.filter(run=run).order_by("index")
+    ]
+    return {"run_events": events, "model_calls": calls}
 
 
 # --------------------------------------------------------------------------------------
