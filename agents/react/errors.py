@@ -33,16 +33,15 @@ class RunCancelled(AgentError):
 class ParseError(AgentError):
     """The model's text does not follow the ReAct format.
 
-    ``text`` is what the model wrote (after cutting invented observations); ``hint`` is the
-    short instruction the model is shown so it can correct itself.
+    The message says what is wrong in words the model is shown; ``text`` is what the model
+    wrote (after cutting invented observations).
     """
 
     code = "parse_error"
 
-    def __init__(self, message: str, *, text: str = "", hint: str = "") -> None:
+    def __init__(self, message: str, *, text: str = "") -> None:
         super().__init__(message)
         self.text = text
-        self.hint = hint or message
 
 
 class PromptTemplateError(AgentError):

@@ -182,7 +182,7 @@ class _Worker:
 _WORKERS = _Workers()
 
 
-class _ToolThread:
+class _ToolCall:
     """One tool call on a worker thread, so that it can time out (and be abandoned)."""
 
     def __init__(self, tool: Tool, arguments: JsonDict) -> None:
@@ -260,6 +260,9 @@ class AgentExecutor:
             actions=transcript.action_count,
         )
         turns = transcript.turns
+        if turns and turns[-1].invalid_text is not None and not turns[-1].correction:
+            # The crash came between a parse error and its note to the model.
+            yield self._correction(turns[-1], len(turns), transcript.last_error)
         if turns and turns[-1].pending:
             outcome = _Outcome()
             yield from self._run_tools(turns[-1].pending, outcome)
@@ -334,7 +337,7 @@ class AgentExecutor:
         text = completion.text.strip()
         if not completion.tool_calls:
             if not text:
-                error = ParseError("the reply was empty", hint=self.labels.empty_reply)
+                error = ParseError("the reply was empty")
                 yield from self._unusable_reply(state, "empty_reply", error, "")
                 return None
             return self._finish(state, _strip_answer_label(text), "answer")
@@ -382,19 +385,26 @@ class AgentExecutor:
     def _unusable_reply(
         self, state: _Run, code: str, error: ParseError, model_text: str
     ) -> Iterator[Step]:
-        if code == "empty_reply":
-            correction = self.labels.empty_reply
+        turn = Turn(invalid_text=model_text)
+        state.transcript.turns.append(turn)
+        step = ErrorStep(code=code, message=str(error), model_text=model_text)
+        yield step
+        yield self._correction(turn, len(state.transcript.turns), step)
+
+    def _correction(self, turn: Turn, number: int, error: ErrorStep | None) -> ObservationStep:
+        """The note telling the model its reply could not be used, and the format again.
+
+        Built from the stored ``ErrorStep`` alone, so that a resumed run writes the same note.
+        """
+        if error is not None and error.code == "empty_reply":
+            turn.correction = self.labels.empty_reply
         else:
-            correction = self.labels.format_reminder.format(
-                problem=error.hint, tool_names=self._tool_names
+            problem = error.message if error is not None else "?"
+            turn.correction = self.labels.format_reminder.format(
+                problem=problem, tool_names=self._tool_names
             )
-        state.transcript.turns.append(Turn(invalid_text=model_text, correction=correction))
-        yield ErrorStep(code=code, message=str(error), model_text=model_text)
-        yield ObservationStep(
-            tool="",
-            call_id=f"reply-{len(state.transcript.turns)}",
-            text=correction,
-            is_error=True,
+        return ObservationStep(
+            tool="", call_id=f"reply-{number}", text=turn.correction, is_error=True
         )
 
     def _check_cancel(self) -> None:
@@ -508,7 +518,7 @@ class AgentExecutor:
     def _run_tools(self, runs: Sequence[ToolRun], outcome: _Outcome) -> Iterator[Step]:
         """Start every call of the batch (each after a cancellation check), then report
         each one's observation in order."""
-        started: list[tuple[ToolRun, Tool | None, _ToolThread | ErrorStep]] = []
+        started: list[tuple[ToolRun, Tool | None, _ToolCall | ErrorStep]] = []
         for run in runs:
             self._check_cancel()
             tool, prepared = self._start_tool(run.action)
@@ -537,7 +547,7 @@ class AgentExecutor:
     def _resolve(self, name: str) -> Tool | None:
         return self._by_name.get(name) or self._by_folded_name.get(name.strip().casefold())
 
-    def _start_tool(self, action: ActionStep) -> tuple[Tool | None, _ToolThread | ErrorStep]:
+    def _start_tool(self, action: ActionStep) -> tuple[Tool | None, _ToolCall | ErrorStep]:
         tool = self._resolve(action.tool)
         if tool is None:
             message = self.labels.unknown_tool.format(name=action.tool, tool_names=self._tool_names)
@@ -547,7 +557,7 @@ class AgentExecutor:
         except ToolInputError as error:
             message = self.labels.invalid_arguments.format(name=tool.name, error=error)
             return tool, ErrorStep(code="invalid_arguments", message=message)
-        return tool, _ToolThread(tool, arguments)
+        return tool, _ToolCall(tool, arguments)
 
     def _tool_input(self, tool_input: str | JsonDict) -> str | JsonDict:
         """Native calls must carry a JSON object; a ReAct Action Input may be plain text."""
@@ -563,7 +573,7 @@ class AgentExecutor:
             raise ToolInputError("the arguments must be a JSON object")
         return arguments
 
-    def _wait_for(self, call: _ToolThread) -> tuple[ErrorStep | None, str]:
+    def _wait_for(self, call: _ToolCall) -> tuple[ErrorStep | None, str]:
         timeout = call.tool.timeout_seconds
         deadline = call.started + timeout
         while not call.done.wait(max(0.0, min(CANCEL_POLL_SECONDS, deadline - time.monotonic()))):

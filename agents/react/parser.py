@@ -264,7 +264,6 @@ def _from_blob(blob: dict, *, thought: str, text: str) -> Parsed:
         raise ParseError(
             f'the JSON action names "{name}" but has no "action_input"',
             text=text,
-            hint='no "action_input" in the JSON action',
         )
     raw_input = blob[input_key]
     if name.casefold() in _FINISH_NAMES:
@@ -334,7 +333,7 @@ def _section_end(markers: list[Marker], after: int, *, line_start_only: bool) ->
 
 
 def parse(text: str) -> Parsed:
-    """Read one model turn. Raises ``ParseError`` with a hint for the model."""
+    """Read one model turn. Raises ``ParseError`` saying what is wrong, for the model."""
     markers = find_markers(text)
     observation = next((marker for marker in markers if marker.role == "observation"), None)
     if observation is not None:
@@ -356,7 +355,6 @@ def parse(text: str) -> Parsed:
         raise ParseError(
             "the reply has neither an action nor a final answer",
             text=text,
-            hint="no Action and no Final Answer",
         )
 
     thought = _thought_before(text, markers, first.start)
@@ -366,13 +364,11 @@ def parse(text: str) -> Parsed:
         answer = text[first.content_start : end.start if end else len(text)]
         answer = _drop_label_emphasis(answer).strip(" \t\r\n")
         if not answer:
-            raise ParseError("the final answer is empty", text=text, hint="empty Final Answer")
+            raise ParseError("the final answer is empty", text=text)
         return ParsedFinalAnswer(answer=answer, thought=thought, text=text)
 
     if first.role == "action_input":
-        raise ParseError(
-            "an action input with no action before it", text=text, hint="no Action before it"
-        )
+        raise ParseError("an action input with no action before it", text=text)
 
     following = _section_end(markers, first.content_start, line_start_only=False)
     action_value = text[first.content_start : following.start if following else len(text)]
@@ -381,7 +377,7 @@ def parse(text: str) -> Parsed:
         return _from_blob(blob, thought=thought, text=text)
     tool = clean_tool_name(action_value)
     if not tool:
-        raise ParseError("the action names no tool", text=text, hint="empty Action")
+        raise ParseError("the action names no tool", text=text)
 
     if following is None or following.role != "action_input":
         bracket = _bracket_form(action_value)
@@ -393,7 +389,6 @@ def parse(text: str) -> Parsed:
         raise ParseError(
             f"the action {tool!r} has no action input",
             text=text,
-            hint="Action Input missing after Action",
         )
 
     input_end = _section_end(markers, following.content_start, line_start_only=False)

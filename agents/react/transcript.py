@@ -54,6 +54,7 @@ class Transcript:
     model_calls: int = 0
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    last_error: ErrorStep | None = None  # of the last unusable reply
 
     @property
     def action_count(self) -> int:
@@ -90,6 +91,7 @@ def transcript_from_steps(steps: Iterable[Step]) -> Transcript:
             _attach_observation(turns, step)
         elif isinstance(step, ErrorStep) and step.code in REPLY_ERRORS:
             turns.append(Turn(invalid_text=step.model_text))
+            transcript.last_error = step
         elif isinstance(step, FinalAnswerStep):
             transcript.final = step
     transcript.model_calls = max(transcript.model_calls, len(turns))

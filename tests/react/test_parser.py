@@ -229,7 +229,7 @@ def test_parse_errors(text, problem):
     with pytest.raises(ParseError, match=problem) as caught:
         parse(text)
     assert caught.value.code == "parse_error"
-    assert caught.value.hint
+    assert caught.value.text == text
 
 
 # -- linear time on adversarial text --------------------------------------------------------

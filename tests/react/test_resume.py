@@ -119,3 +119,17 @@ def test_a_finished_run_is_not_run_again():
     resumed = list(executor(model, []).run("q", prior_steps=original))
     assert resumed == [original[-1]]
     assert model.calls == []
+
+
+def test_a_parse_error_whose_note_was_not_stored_gets_the_same_note():
+    original_model = ScriptedChatModel(["Just text.", "Final Answer: ok"])
+    original = list(executor(original_model, []).run("q"))
+    error_index = next(i for i, s in enumerate(original) if s.kind == "error")
+    note = original[error_index + 1]
+    prior = stored(original[: error_index + 1])
+
+    model = ScriptedChatModel(["Final Answer: ok"])
+    resumed = list(executor(model, []).run("q", prior_steps=prior))
+
+    assert resumed[0] == note
+    assert model.calls[0].messages == original_model.calls[1].messages
