@@ -10,8 +10,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-ROLES = ("question", "thought", "action", "action_input", "observation", "final_answer")
-
 
 @dataclass(frozen=True)
 class LabelSet:
@@ -46,7 +44,8 @@ class LabelSet:
         return getattr(self, role)
 
     def line(self, role: str, text: str = "") -> str:
-        """``Label: text`` for one of ``ROLES``."""
+        """``Label: text`` for a role: question, thought, action, action_input, observation
+        or final_answer."""
         return self.write(self.label(role), text)
 
     def write(self, label: str, text: str = "") -> str:

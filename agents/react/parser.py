@@ -69,7 +69,7 @@ class Marker:
     """A label found in the text."""
 
     role: str
-    start: int  # first character of the label
+    start: int  # first character of the label, or of its line when it starts one
     content_start: int  # first character after the colon
     line_start: bool
 
@@ -407,8 +407,9 @@ class AnswerStream:
     into a label (``\nActi``), and trailing whitespace, are held back until they are known:
     what has been sent is always a prefix of the answer ``parse`` will return.
 
-    Work per chunk is proportional to the chunk: labels are looked for again only when a
-    chunk brings a colon or a backtick (no label or fence can complete without one).
+    Most chunks cost work in proportion to their own size: the text is scanned for labels
+    again only when a chunk brings a colon or a backtick (no label or fence can complete
+    without one).
     """
 
     _TRIGGERS = frozenset(":：`")
