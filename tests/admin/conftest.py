@@ -74,14 +74,23 @@ def page_text(response) -> str:
 
 @pytest.fixture
 def make_finished_run(db):
-    """A succeeded run with its step events and one model call, as the pipeline stores them."""
-    from agents.models import AgentRun, Conversation, Message, ModelCall, RunEvent
+    """A succeeded run with its events and one model call, stored by the pipeline's services."""
+    from django.utils import timezone
+
+    from agents.models import AgentRun, Message
     from agents.react.types import (
         ActionStep,
         FinalAnswerStep,
+        ModelCallRecord,
         ObservationStep,
         ThoughtStep,
-        step_to_event,
+    )
+    from agents.services.conversations import conversation_create
+    from agents.services.runs import (
+        run_finish,
+        run_record_model_call,
+        run_record_step,
+        run_started,
     )
 
     def make(
@@ -93,52 +102,47 @@ def make_finished_run(db):
         completion_tokens=30,
         created_at=None,
     ):
-        conversation = Conversation.objects.create(owner=owner, title="Capitals")
+        conversation = conversation_create(owner=owner, title="Capitals")
         question = Message.objects.create(
             conversation=conversation, role="user", content="What is the capital of France?"
         )
+        # Queuing a run is message_send's job, which also rate-limits; the test needs many.
         run = AgentRun.objects.create(
             conversation=conversation,
             trigger_message=question,
             profile_version=profile_version,
             model_config=model_config,
             model_name=model_config.model if model_config else "demo",
-            status=AgentRun.Status.SUCCEEDED,
-            prompt_tokens=prompt_tokens,
-            completion_tokens=completion_tokens,
+            status=AgentRun.Status.RUNNING,
+            attempts=1,
+            started_at=timezone.now(),
         )
-        if created_at is not None:
-            AgentRun.objects.filter(pk=run.pk).update(created_at=created_at)
-            run.refresh_from_db()
-        steps = [
+        run_started(run=run, model=run.model_name, profile=str(profile_version or "-"))
+        run_record_model_call(
+            run=run,
+            record=ModelCallRecord(
+                index=0,
+                messages=[
+                    {"role": "system", "content": "You answer with tools. <b>bold</b>"},
+                    {"role": "user", "content": "What is the capital of France?"},
+                ],
+                options={"stop": ["Observation:"], "temperature": 0.0},
+                response_text="Thought: I should look the capital up.\nAction: capitals",
+                prompt_tokens=prompt_tokens,
+                completion_tokens=completion_tokens,
+                duration_ms=420,
+            ),
+        )
+        for step in (
             ThoughtStep(text="I should look the capital up."),
             ActionStep(tool="capitals", tool_input="France", call_id="call-1"),
             ObservationStep(tool="capitals", call_id="call-1", text="Paris"),
-            FinalAnswerStep(text="The capital of France is Paris."),
-        ]
-        for seq, step in enumerate(steps, start=1):
-            RunEvent.objects.create(
-                conversation=conversation,
-                run=run,
-                seq=seq,
-                type="step",
-                payload=step_to_event(step),
-            )
-        conversation.last_seq = len(steps)
-        conversation.save(update_fields=["last_seq"])
-        ModelCall.objects.create(
-            run=run,
-            index=0,
-            request_messages=[
-                {"role": "system", "content": "You answer with tools. <b>bold</b>"},
-                {"role": "user", "content": "What is the capital of France?"},
-            ],
-            request_options={"stop": ["Observation:"], "temperature": 0.0},
-            response_text="Thought: I should look the capital up.\nAction: capitals",
-            prompt_tokens=prompt_tokens,
-            completion_tokens=completion_tokens,
-            duration_ms=420,
-        )
+        ):
+            run_record_step(run=run, step=step)
+        run_finish(run=run, step=FinalAnswerStep(text="The capital of France is Paris."))
+        if created_at is not None:
+            AgentRun.objects.filter(pk=run.pk).update(created_at=created_at)
+        run.refresh_from_db()
         return run
 
     return make

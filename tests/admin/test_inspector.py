@@ -41,7 +41,9 @@ def test_run_detail_shows_the_timeline_and_the_model_calls(
     body = page_text(staff_client.get(reverse("admin:agents_agentrun_change", args=[run.pk])))
 
     assert "I should look the capital up." in body  # the thought
-    assert "#2 step: action" in body
+    assert "#1 run.started" in body
+    assert "#3 step: action" in body
+    assert "run.finished" in body
     assert "The capital of France is Paris." in body  # the final answer
     assert "Model calls (1)" in body
     assert "120 prompt + 30 completion tokens, 420 ms" in body
