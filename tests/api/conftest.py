@@ -1,5 +1,5 @@
 from tests.consumers.fixtures import (  # noqa: F401 - fixtures, found by name
-    _no_leftover_tasks,
+    _no_worker_takes_queued_runs,
     _transport_settings,
     conversation,
     other_conversation,

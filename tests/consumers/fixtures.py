@@ -20,11 +20,20 @@ def _transport_settings(settings):
     settings.SECURE_SSL_REDIRECT = False
 
 
+# A queue no worker reads. tests/processes.py keeps a celery worker alive for the rest of the
+# session once a test asks for one; it must not run the runs these tests queue and change
+# what they assert (these tests check the queued run row and its events, not a run).
+PRIVATE_QUEUE = "chatsite-transport-tests"
+
+
 @pytest.fixture(autouse=True)
-def _no_leftover_tasks():
-    """Sends enqueue run tasks that no worker here takes; drop them so none outlives the test."""
+def _no_worker_takes_queued_runs():
+    original = celery_app.conf.task_default_queue
+    celery_app.conf.task_default_queue = PRIVATE_QUEUE
     yield
-    celery_app.control.purge()
+    celery_app.conf.task_default_queue = original
+    with celery_app.connection_for_write() as connection:
+        connection.default_channel.queue_purge(PRIVATE_QUEUE)
 
 
 @pytest.fixture
