@@ -224,6 +224,7 @@ def test_archive_and_restore(signed_in, user):
 
 def test_the_demo_banner_shows_when_no_model_is_configured(signed_in, settings):
     settings.OPENAI_BASE_URL = ""
+    settings.OPENAI_API_KEY = ""
     AgentProfile.objects.filter(is_default=True).update(model_config=None)
     html = signed_in.get(reverse("chat")).content.decode()
     assert 'id="demo-banner"' in html

@@ -9,14 +9,15 @@ from __future__ import annotations
 
 import itertools
 import os
+import re
 import shutil
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
 from django.core.management import call_command
-from django.test import override_settings
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 CHROMIUM_ARGS = [
@@ -38,10 +39,12 @@ _model_names = itertools.count(1)
 
 @pytest.fixture(scope="session")
 def collected_static(django_db_setup) -> None:
-    """Daphne serves static files through whitenoise from STATIC_ROOT, as in production."""
-    plain = {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"}
-    with override_settings(STORAGES={"default": {}, "staticfiles": plain}):
-        call_command("collectstatic", "--noinput", "--clear", verbosity=0)
+    """Daphne serves static files through whitenoise from STATIC_ROOT, as in production.
+
+    Collected with the configured storage (hashed names plus the originals), so the folder
+    stays as ``make run`` would leave it.
+    """
+    call_command("collectstatic", "--noinput", verbosity=0)
 
 
 @pytest.fixture(scope="session")
@@ -52,9 +55,32 @@ def _daphne_with_static(collected_static, daphne_server):
     return daphne_server
 
 
+_TASK_RECEIVED = re.compile(r"Task [\w.]+\[([0-9a-f-]+)\] received")
+_TASK_ENDED = re.compile(r"Task [\w.]+\[([0-9a-f-]+)\] (?:succeeded|raised|failed|retry)")
+
+
+def _wait_until_worker_is_idle(worker, timeout: float = 30.0) -> None:
+    """Every run ended and every task the worker took has finished.
+
+    The database is flushed after each test; a worker still writing (the end of a run, a
+    memory summary it enqueued) can deadlock with that flush.
+    """
+    from agents.models import AgentRun
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        log = worker.log_text()
+        busy = set(_TASK_RECEIVED.findall(log)) - set(_TASK_ENDED.findall(log))
+        running = AgentRun.objects.exclude(status__in=AgentRun.TERMINAL_STATUSES).exists()
+        if not busy and not running:
+            return
+        time.sleep(0.1)
+
+
 @pytest.fixture
 def stack(_daphne_with_static, live_stack):
-    return live_stack
+    yield live_stack
+    _wait_until_worker_is_idle(live_stack.worker)
 
 
 @pytest.fixture(scope="session")
