@@ -306,6 +306,15 @@ export class Thread {
     const item = this.stepItem(p);
     if (!item) return;
     if (typeof p.seq === "number") item.dataset.seq = p.seq;
+    // The engine reports a failed tool twice: an error step for the record, then the same
+    // text as the observation the model reads. Show it once: the observation, marked with
+    // the error's code.
+    const previous = run.list.lastElementChild;
+    if (p.kind === "observation" && p.is_error && previous?.classList.contains("error")) {
+      item.querySelector(".badge").textContent = `error · ${previous.dataset.code || "failed"}`;
+      previous.remove();
+      run.stepCount -= 1;
+    }
     run.list.append(item);
     run.stepCount += 1;
     if (run.status === "queued") run.status = "running";
@@ -350,7 +359,7 @@ export class Thread {
       case "error":
         return el(
           "li",
-          { className: "step error" },
+          { className: "step error", dataset: { code: p.code || "" } },
           el("span", { className: "step-label", text: "Error" }),
           p.code ? el("code", { className: "tool-name", text: p.code }) : null,
           el("span", { className: "step-text", text: ` ${p.message || ""}` }),

@@ -319,3 +319,32 @@ def test_a_dropped_connection_says_reconnecting_then_catches_up(stack, open_tab,
     seqs = step_seqs(page)
     assert seqs == sorted(set(seqs))
     assert tab.errors == []
+
+
+def test_tool_errors_are_marked_and_a_limit_leaves_a_note(stack, open_tab, user, model_name):
+    profile = stack.profile(model_name, tools=("calculator",), max_iterations=2)
+    stack.model.script(
+        model_name,
+        [
+            Reply("Thought: Divide.\nAction: calculator\nAction Input: 1 / 0"),
+            Reply("Thought: Try another tool.\nAction: abacus\nAction Input: 1 / 0"),
+            Reply("Final Answer: I could not work it out."),
+        ],
+    )
+    conversation = conversation_create(owner=user, profile=profile)
+    tab = open_tab(user, path=f"/c/{conversation.pk}/")
+    page = tab.page
+    ask(page, "What is 1 / 0?")
+    expect(page.locator(".answer")).to_have_text("I could not work it out.")
+    page.locator("details.steps summary").click()
+
+    # Each failure shows once, as an observation marked with the error's code.
+    failed = page.locator(".step.observation.is-error")
+    expect(failed).to_have_count(2)
+    expect(page.locator(".step.error")).to_have_count(0)
+    expect(failed.first.locator(".badge")).to_have_text("error · tool_error")
+    expect(failed.last.locator(".badge")).to_have_text("error · unknown_tool")
+    expect(failed.last).to_contain_text("abacus")
+    expect(page.locator(".step.note")).to_contain_text("step limit")
+    expect(page.locator(".usage")).to_contain_text("stopped at a limit")
+    assert tab.errors == []
