@@ -565,12 +565,13 @@ class AgentExecutor:
             return tool_input
         if not tool_input.strip():
             return {}
+        quoted = tool_input if len(tool_input) <= 200 else tool_input[:200] + "…"
         try:
             arguments = json.loads(tool_input)
         except ValueError as error:
-            raise ToolInputError(f"the arguments are not valid JSON ({error})") from None
+            raise ToolInputError(f"the arguments are not valid JSON ({error}): {quoted}") from None
         if not isinstance(arguments, dict):
-            raise ToolInputError("the arguments must be a JSON object")
+            raise ToolInputError(f"the arguments must be a JSON object, not {quoted}")
         return arguments
 
     def _wait_for(self, call: _ToolCall) -> tuple[ErrorStep | None, str]:

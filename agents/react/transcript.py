@@ -155,7 +155,7 @@ def native_messages(turns: Iterable[Turn]) -> list[ChatMessage]:
                         "type": "function",
                         "function": {
                             "name": run.action.tool,
-                            "arguments": tool_input_text(run.action.tool_input),
+                            "arguments": _arguments_json(run.action.tool_input),
                         },
                     }
                     for run in turn.runs
@@ -167,3 +167,16 @@ def native_messages(turns: Iterable[Turn]) -> list[ChatMessage]:
             call_id = run.action.call_id
             messages.append({"role": "tool", "tool_call_id": call_id, "content": content})
     return messages
+
+
+def _arguments_json(tool_input: str | dict) -> str:
+    """Arguments to send back as JSON. Some servers (Ollama, vLLM) refuse a request whose
+    history holds arguments that are not a JSON object, so invalid ones go back as ``{}``;
+    the tool's observation quotes what the model wrote."""
+    if isinstance(tool_input, dict):
+        return json.dumps(tool_input, ensure_ascii=False)
+    try:
+        parsed = json.loads(tool_input) if tool_input.strip() else {}
+    except ValueError:
+        return "{}"
+    return tool_input if isinstance(parsed, dict) else "{}"

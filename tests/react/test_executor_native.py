@@ -94,10 +94,15 @@ def test_invalid_json_arguments_become_an_error_the_model_sees(harness):
     assert error.code == "invalid_arguments"
     assert first_observation.is_error
     assert "not valid JSON" in first_observation.text
+    assert first_observation.text.endswith(': {"a": 2, "b": ')  # what the model wrote
     action = next(s for s in steps if isinstance(s, ActionStep))
     assert action.tool_input == '{"a": 2, "b": '
-    tool_message = next(m for m in harness.model.calls[1].messages if m["role"] == "tool")
+    history = harness.model.calls[1].messages
+    tool_message = next(m for m in history if m["role"] == "tool")
     assert tool_message["content"] == first_observation.text
+    # Sent back as valid JSON: some servers refuse a history with broken arguments.
+    (sent_call,) = next(m for m in history if m.get("tool_calls"))["tool_calls"]
+    assert sent_call["function"]["arguments"] == "{}"
     assert adder.calls == [(2, 3)]
     assert final(steps).text == "5"
 
