@@ -96,6 +96,11 @@ def sweep_stale_runs() -> list[int]:
 
 
 def _run(run_id: int) -> None:
+    if _monitor.holds(run_id):
+        # A thread of this process still drives the run and only its heartbeat lagged (the
+        # database was unreachable): the claim would succeed under the same worker id and
+        # start a second copy writing the same steps.
+        return
     run = run_claim(run_id=run_id, worker_id=worker_id())
     if run is None:
         return  # finished, cancelled, or held by a live worker
@@ -210,6 +215,11 @@ class _RunMonitor:
         self._lock = threading.Lock()
         self._watches: dict[int, _Watch] = {}
         self._thread: threading.Thread | None = None
+
+    def holds(self, run_id: int) -> bool:
+        """Whether a thread of this process is driving the run right now."""
+        with self._lock:
+            return run_id in self._watches
 
     @contextlib.contextmanager
     def watch(self, run_id: int) -> Iterator[_Watch]:
