@@ -235,27 +235,35 @@ def test_parse_errors(text, problem):
 # -- linear time on adversarial text --------------------------------------------------------
 
 
+NEITHER = "the reply has neither an action nor a final answer"
+
+
 @pytest.mark.parametrize(
-    "text",
+    ("text", "problem"),
     [
-        "Action: " + " \t" * 100_000,
-        "Action" + " \t" * 100_000,
-        "Action: x\nAction Input:" + " \t" * 100_000,
-        "Action " * 50_000,
-        "Action 1" * 50_000,
-        "Thought:" * 50_000,
-        "Final" + " " * 100_000 + "Answer",
-        "{" * 100_000,
-        '{"action": "' + "a" * 100_000,
-        "```\n" * 50_000,
-        "\n" * 100_000 + "Action",
-        "行动" * 50_000,
-        "Action:" + "\u3000" * 100_000,
+        ("Action: " + " \t" * 100_000, "the action names no tool"),
+        ("Action" + " \t" * 100_000, NEITHER),
+        ("Action " * 50_000, NEITHER),
+        ("Action 1" * 50_000, NEITHER),
+        ("Thought:" * 50_000, NEITHER),
+        ("Final" + " " * 100_000 + "Answer", NEITHER),
+        ("{" * 100_000, NEITHER),
+        ('{"action": "' + "a" * 100_000, NEITHER),
+        ("```\n" * 50_000, NEITHER),
+        ("\n" * 100_000 + "Action", NEITHER),
+        ("行动" * 50_000, NEITHER),
+        ("Action:" + "\u3000" * 100_000, "the action names no tool"),
     ],
-    ids=lambda text: f"{text[:12]!r}x{len(text)}",
+    ids=lambda value: f"{value[:12]!r}x{len(value)}",
 )
-def test_adversarial_text_is_parsed_or_refused(text):
-    assert isinstance(parse_or_error(text), ParsedAction | ParsedFinalAnswer | ParseError)
+def test_adversarial_text_is_refused_in_linear_time(text, problem):
+    with pytest.raises(ParseError, match=problem):
+        parse(text)
+
+
+def test_adversarial_whitespace_input_is_an_empty_input():
+    parsed = action("Action: echo\nAction Input:" + " \t" * 100_000)
+    assert (parsed.tool, parsed.tool_input) == ("echo", "")
 
 
 def test_adversarial_final_answer_is_kept_whole():
