@@ -1,0 +1,135 @@
+"""Database queries per page, per API call and per stored step do not grow with history.
+
+Each test counts the queries at a small size, then grows the history (rows made with
+``bulk_create``) and requires no more queries than before. The sizes here are a few hundred
+to keep the suite fast; ``bench/query_counts.py`` runs the same measures at 10,000
+conversations and 2,000 messages (docs/performance.md).
+"""
+
+from __future__ import annotations
+
+import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+
+from agents.models import AgentRun, Conversation, Message, RunEvent
+from agents.react.types import ObservationStep, ThoughtStep
+from agents.services.conversations import conversation_create, message_send
+from agents.services.runs import run_claim, run_record_step
+
+pytestmark = pytest.mark.django_db
+
+# Ceilings: a page or call that needs more than this has grown a per-row query.
+PAGE_QUERIES = 12
+API_QUERIES = 8
+STEP_QUERIES = 8
+
+
+def add_conversations(user, count: int) -> None:
+    Conversation.objects.bulk_create(
+        Conversation(owner=user, title=f"history {i}") for i in range(count)
+    )
+
+
+def add_turns(conversation: Conversation, turns: int) -> None:
+    """``turns`` user+assistant message pairs, each with a run and its events."""
+    conversation.refresh_from_db()
+    start = conversation.last_seq
+    messages = Message.objects.bulk_create(
+        Message(
+            conversation=conversation,
+            role=Message.Role.USER if i % 2 == 0 else Message.Role.ASSISTANT,
+            content=f"message {i} " + "words " * 20,
+        )
+        for i in range(turns * 2)
+    )
+    runs = AgentRun.objects.bulk_create(
+        AgentRun(
+            conversation=conversation,
+            trigger_message=messages[2 * i],
+            status=AgentRun.Status.SUCCEEDED,
+        )
+        for i in range(turns)
+    )
+    RunEvent.objects.bulk_create(
+        RunEvent(
+            conversation=conversation,
+            run=runs[i // 2],
+            seq=start + i + 1,
+            type="step",
+            payload={"kind": "thought", "text": f"thinking {i}"},
+        )
+        for i in range(turns * 2)
+    )
+    Conversation.objects.filter(pk=conversation.pk).update(last_seq=start + turns * 2)
+    conversation.refresh_from_db()
+
+
+def count_queries(action) -> int:
+    with CaptureQueriesContext(connection) as captured:
+        action()
+    return len(captured)
+
+
+def flat(small: int, action, django_assert_max_num_queries, ceiling: int) -> None:
+    assert small <= ceiling
+    with django_assert_max_num_queries(small):
+        action()
+
+
+def test_chat_page_queries_stay_flat(client, user, django_assert_max_num_queries):
+    conversation = conversation_create(owner=user)
+    add_turns(conversation, 3)
+    add_conversations(user, 3)
+    client.force_login(user)
+    url = f"/c/{conversation.pk}/"
+
+    def load() -> None:
+        assert client.get(url).status_code == 200
+
+    small = count_queries(load)
+    add_turns(conversation, 200)
+    add_conversations(user, 500)
+    flat(small, load, django_assert_max_num_queries, PAGE_QUERIES)
+
+
+def test_conversation_list_api_queries_stay_flat(client, user, django_assert_max_num_queries):
+    add_conversations(user, 3)
+    client.force_login(user)
+
+    def list_() -> None:
+        assert client.get("/api/conversations/").status_code == 200
+        assert client.get("/api/conversations/?q=history").status_code == 200
+
+    small = count_queries(list_)
+    add_conversations(user, 1000)
+    flat(small, list_, django_assert_max_num_queries, 2 * API_QUERIES)
+
+
+def test_conversation_detail_api_queries_stay_flat(client, user, django_assert_max_num_queries):
+    conversation = conversation_create(owner=user)
+    add_turns(conversation, 3)
+    client.force_login(user)
+    url = f"/api/conversations/{conversation.pk}/"
+
+    def fetch() -> None:
+        assert client.get(url).status_code == 200
+
+    small = count_queries(fetch)
+    add_turns(conversation, 300)
+    flat(small, fetch, django_assert_max_num_queries, API_QUERIES)
+
+
+def test_storing_a_step_costs_the_same_at_any_history(user, django_assert_max_num_queries):
+    conversation = conversation_create(owner=user)
+    run = message_send(conversation=conversation, user=user, content="go").run
+    run = run_claim(run_id=run.pk, worker_id="perf-test")
+
+    def record() -> None:
+        run_record_step(run=run, step=ThoughtStep(text="thinking"))
+        run_record_step(run=run, step=ObservationStep(tool="calculator", call_id="c1", text="42"))
+
+    small = count_queries(record)
+    add_turns(conversation, 500)
+    run.conversation.refresh_from_db()
+    flat(small, record, django_assert_max_num_queries, 2 * STEP_QUERIES)
