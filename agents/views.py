@@ -1,4 +1,4 @@
-"""The pages: sign-in, sign-up, the chat page, the archive, and small conversation actions.
+"""The pages: sign-in, sign-up and password reset, the chat page, and the archive.
 
 Views stay thin: they read through selectors scoped to ``request.user``, write through
 services, and hand the browser the conversation's stored events so ``static/js/`` can draw
@@ -133,7 +133,7 @@ def _conversation_or_404(request: HttpRequest, conversation_id: int) -> Conversa
     return conversation
 
 
-def _conversation_summary(conversation: Conversation) -> dict[str, Any]:
+def _conversation_item(conversation: Conversation) -> dict[str, Any]:
     return {
         "id": conversation.pk,
         "title": str(conversation),
@@ -151,7 +151,9 @@ def _summary_marker(conversation: Conversation) -> dict[str, Any] | None:
     return {"through_message_id": summary.covers_through_id, "text": summary.text}
 
 
-def _profile_for_page(conversation: Conversation | None, profiles: list[AgentProfile]):
+def _profile_for_page(
+    conversation: Conversation | None, profiles: list[AgentProfile]
+) -> AgentProfile | None:
     if conversation is not None and conversation.profile_id:
         for profile in profiles:
             if profile.pk == conversation.profile_id:
@@ -195,11 +197,11 @@ def _render_chat(
     profiles = list(selectors.profiles_for_user(user=request.user))
     profile = _profile_for_page(conversation, profiles)
     state = {
-        "conversation": _conversation_summary(conversation) if conversation else None,
+        "conversation": _conversation_item(conversation) if conversation else None,
         "events": frames,
         "summary": _summary_marker(conversation) if conversation else None,
         "conversations": [
-            _conversation_summary(c)
+            _conversation_item(c)
             for c in selectors.conversation_list(user=request.user)[:SIDEBAR_LIMIT]
         ],
         "urls": _conversation_urls(conversation) if conversation else {},

@@ -102,6 +102,7 @@ def test_someone_elses_conversation_is_a_404(client, user, other_user):
     response = client.get(reverse("conversation", args=[theirs.pk]))
     assert response.status_code == 404
     assert b"secret plans" not in response.content
+    assert b"does not exist, or it belongs to someone else" in response.content
 
 
 def test_a_missing_conversation_is_the_same_404(signed_in):

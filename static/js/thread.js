@@ -161,6 +161,11 @@ export class Thread {
       this.append(element);
     }
     element.dataset.messageId = message.id;
+    if (message.edited_from) {
+      element.querySelector(".msg-tools")?.prepend(
+        el("span", { className: "muted small", text: "edited and asked again" }),
+      );
+    }
     this.messages.set(message.id, element);
     if (runId !== null && runId !== undefined) this.ensureRun(runId);
   }

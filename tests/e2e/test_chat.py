@@ -224,6 +224,7 @@ def test_regenerate_and_edit_a_past_question(stack, open_tab, user, model_name):
     page.get_by_label("Edit your message").fill("What is 3 + 3?")
     page.get_by_role("button", name="Send as a new question").click()
     expect(page.locator(".msg.user .bubble")).to_have_text(["What is 2 + 2?", "What is 3 + 3?"])
+    expect(page.locator(".msg.user").last).to_contain_text("edited and asked again")
     expect(page.locator(".answer")).to_have_text(["first answer", "second answer", "six"])
     assert tab.errors == []
 
