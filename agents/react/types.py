@@ -95,7 +95,8 @@ class ObservationStep:
 class ErrorStep:
     """Something went wrong that the model is told about and may recover from."""
 
-    code: str  # parse_error | unknown_tool | invalid_arguments | tool_error | tool_timeout
+    # parse_error | empty_reply | unknown_tool | invalid_arguments | tool_error | tool_timeout
+    code: str
     message: str
     kind: Literal["error"] = "error"
     # For parse_error / empty_reply: the model's text (invented observations cut off), kept so
