@@ -28,10 +28,11 @@ PRIVATE_QUEUE = "chatsite-transport-tests"
 
 @pytest.fixture(autouse=True)
 def _no_worker_takes_queued_runs():
-    original = celery_app.conf.task_default_queue
-    celery_app.conf.task_default_queue = PRIVATE_QUEUE
+    original = (celery_app.conf.task_default_queue, celery_app.conf.task_always_eager)
+    # Never run inline either, whatever CELERY_TASK_ALWAYS_EAGER the environment sets.
+    celery_app.conf.task_default_queue, celery_app.conf.task_always_eager = PRIVATE_QUEUE, False
     yield
-    celery_app.conf.task_default_queue = original
+    celery_app.conf.task_default_queue, celery_app.conf.task_always_eager = original
     with celery_app.connection_for_write() as connection:
         connection.default_channel.queue_purge(PRIVATE_QUEUE)
 
