@@ -26,6 +26,7 @@ from agents.forms import (
     KnowledgeDocumentForm,
     ModelConfigForm,
     ToolConfigForm,
+    describe_stored_secrets,
 )
 from agents.models import (
     AgentProfile,
@@ -299,7 +300,7 @@ class ToolConfigAdmin(ExtraPagesMixin, admin.ModelAdmin):
 
     @admin.display(description="Secrets")
     def secrets_state(self, obj: ToolConfig) -> str:
-        return ", ".join(obj.secret_names) if obj.secrets_encrypted else "none"
+        return describe_stored_secrets(obj)
 
     @method_decorator(sensitive_post_parameters("secrets"))
     def changeform_view(self, request, object_id=None, form_url="", extra_context=None):

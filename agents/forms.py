@@ -15,6 +15,7 @@ from typing import Any
 from django import forms
 from django.utils import timezone
 
+from agents.crypto import SecretUnreadable
 from agents.models import AgentProfile, Conversation, KnowledgeDocument, ModelConfig, ToolConfig
 from agents.react.prompt import validate_template
 from agents.services.knowledge import KnowledgeIngestError, extract_text
@@ -171,6 +172,23 @@ class VersionRestoreForm(forms.Form):
 # --------------------------------------------------------------------------------------
 
 
+def describe_stored_secrets(tool_config: ToolConfig) -> str:
+    """The names of a tool's stored secrets (never their values), for pages."""
+    if not tool_config.secrets_encrypted:
+        return "none"
+    try:
+        return ", ".join(tool_config.secret_names) or "none"
+    except SecretUnreadable:
+        return "unreadable (SECRET_KEY changed since they were saved): enter them again"
+
+
+def _readable_secrets(tool_config: ToolConfig) -> dict[str, str]:
+    try:
+        return tool_config.get_secrets()
+    except SecretUnreadable:
+        return {}  # written under another SECRET_KEY: whatever is entered now replaces them
+
+
 class IndentedJSONField(forms.JSONField):
     """JSON shown indented, so a table or a header list is editable by eye."""
 
@@ -228,10 +246,9 @@ class ToolConfigForm(forms.ModelForm):
                 *_kind_choices(),
                 (current, f"{current} (no longer registered)"),
             ]
-        stored = self.instance.secret_names if self.instance.pk else []
-        names = ", ".join(stored) if stored else "none"
-        self.fields["secrets"].help_text = f"Stored secrets: {names}. " + (
-            self.fields["secrets"].help_text
+        self.fields["secrets"].help_text = (
+            f"Stored secrets: {describe_stored_secrets(self.instance)}. "
+            + self.fields["secrets"].help_text
         )
 
     def clean_config(self) -> Any:
@@ -272,7 +289,7 @@ class ToolConfigForm(forms.ModelForm):
         instance: ToolConfig = super().save(commit=False)
         entered: dict[str, str] = self.cleaned_data.get("secrets") or {}
         if self.cleaned_data.get("clear_secrets") or entered:
-            current = {} if self.cleaned_data.get("clear_secrets") else instance.get_secrets()
+            current = {} if self.cleaned_data.get("clear_secrets") else _readable_secrets(instance)
             for name, value in entered.items():
                 if value:
                     current[name] = value

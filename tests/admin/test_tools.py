@@ -194,3 +194,25 @@ def test_config_is_shown_indented_for_editing(staff_client):
     )
     body = page_text(staff_client.get(reverse("admin:agents_toolconfig_change", args=[tool.pk])))
     assert "{\n  &quot;table&quot;: {\n    &quot;a&quot;: &quot;b&quot;\n  }\n}" in body
+
+
+@pytest.mark.django_db
+def test_secrets_saved_under_another_secret_key_can_be_entered_again(staff_client, staff, settings):
+    tool = ToolConfig.objects.create(
+        name="capitals", kind="lookup_table", description="x", config={"table": {"a": "b"}}
+    )
+    settings.SECRET_KEY = "an-old-secret-key-" + "x" * 40
+    tool.set_secrets({"API_TOKEN": "old-value-1234"})
+    tool.save()
+    settings.SECRET_KEY = "the-new-secret-key-" + "y" * 40
+    staff_client.force_login(staff)  # sessions are signed with the key too
+    change_url = reverse("admin:agents_toolconfig_change", args=[tool.pk])
+
+    assert "unreadable" in page_text(staff_client.get(change_url))
+    assert "unreadable" in page_text(
+        staff_client.get(reverse("admin:agents_toolconfig_changelist"))
+    )
+    staff_client.post(change_url, _tool_data(secrets="API_TOKEN=new-value-5678"))
+
+    tool.refresh_from_db()
+    assert tool.get_secrets() == {"API_TOKEN": "new-value-5678"}
