@@ -39,6 +39,7 @@ from agents.models import (
     PromptVersion,
     ToolConfig,
 )
+from agents.react.prompt import default_template
 from agents.services.knowledge import (
     KnowledgeIngestError,
     knowledge_document_delete,
@@ -203,6 +204,20 @@ class AgentProfileAdmin(ExtraPagesMixin, admin.ModelAdmin):
     def latest(self, obj: AgentProfile) -> str:
         number = obj.versions.order_by("-number").values_list("number", flat=True).first()
         return f"v{number}" if number else "—"
+
+    def changeform_view(self, request, object_id=None, form_url="", extra_context=None):
+        # The default templates, to copy from when writing a custom one.
+        templates = [
+            {
+                "mode": mode.label,
+                "label_set": label_set.label,
+                "text": default_template(mode.value, label_set.value),
+            }
+            for mode in AgentProfile.Mode
+            for label_set in AgentProfile.LabelSet
+        ]
+        extra_context = {**(extra_context or {}), "default_templates": templates}
+        return super().changeform_view(request, object_id, form_url, extra_context)
 
     def save_model(self, request, obj, form, change):
         profile_save(profile=obj, is_default=form.cleaned_data.get("make_default", False))

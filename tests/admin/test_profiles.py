@@ -165,3 +165,11 @@ def test_tools_mode_refuses_react_only_variables(staff_client):
         profile_form_data(mode="tools", system_prompt="Be brief. {agent_scratchpad}"),
     )
     assert "Unknown variable {agent_scratchpad} in tools mode" in page_text(response)
+
+
+@pytest.mark.django_db
+def test_the_form_shows_the_default_templates_to_start_from(staff_client):
+    body = page_text(staff_client.get(reverse("admin:agents_agentprofile_add")))
+    assert "ReAct text, English" in body
+    assert "Native tool calling, Chinese" in body
+    assert "{agent_scratchpad}" in body
