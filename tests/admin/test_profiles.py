@@ -6,7 +6,7 @@ import pytest
 from django.contrib.admin.models import LogEntry
 from django.urls import reverse
 
-from agents.models import AgentProfile, ToolConfig
+from agents.models import AgentProfile, ModelConfig, ToolConfig
 from tests.admin.conftest import page_text, profile_form_data
 
 
@@ -173,3 +173,21 @@ def test_the_form_shows_the_default_templates_to_start_from(staff_client):
     assert "ReAct text, English" in body
     assert "Native tool calling, Chinese" in body
     assert "{agent_scratchpad}" in body
+
+
+@pytest.mark.django_db
+def test_restore_reports_a_model_endpoint_that_is_gone(staff_client):
+    endpoint = ModelConfig.objects.create(name="Old endpoint", model="old")
+    profile = _add(staff_client, model_config=endpoint.pk)
+    staff_client.post(
+        reverse("admin:agents_agentprofile_change", args=[profile.pk]), profile_form_data()
+    )
+    endpoint.delete()  # allowed now: no profile points at it any more
+
+    response = staff_client.post(
+        reverse("admin:agents_agentprofile_version_restore", args=[profile.pk, 1]), follow=True
+    )
+
+    assert "The model endpoint of that version no longer exists" in page_text(response)
+    profile.refresh_from_db()
+    assert profile.model_config is None
