@@ -12,7 +12,9 @@ uses them needs committed data the processes can see, so mark it::
 Fixtures
 - ``scripted_model`` (session): the ``ScriptedServer``; give each test its own model names.
 - ``celery_worker`` (session): a ``WorkerProcess`` handle: ``.kill()`` (SIGKILL),
-  ``.restart()``, ``.stop()``, ``.alive``, ``.log_text()``.
+  ``.restart()``, ``.stop()``, ``.alive``, ``.log_text()``, ``.pause()``/``.resume()``
+  (stop/start taking tasks). It takes tasks only while a ``live_stack`` test runs, so tests
+  without a worker that enqueue runs never see one picked up.
 - ``daphne_server`` (session): a ``DaphneProcess``: ``.url`` (``http://127.0.0.1:PORT``),
   ``.ws_url(path)``.
 - ``live_stack`` (function): a ``LiveStack`` with ``.model``, ``.worker``, ``.daphne`` and
@@ -194,6 +196,22 @@ class WorkerProcess(_Process):
     def ready(self) -> bool:
         # Celery logs "<node> ready." once it consumes from the queue.
         return " ready." in self._new_log_since_start()
+
+    def pause(self) -> None:
+        """Stop taking tasks from the queue (the process stays up, ready to ``resume``)."""
+        self._control("cancel_consumer")
+
+    def resume(self) -> None:
+        self._control("add_consumer")
+
+    def _control(self, command: str) -> None:
+        from chatsite.celery import app
+
+        node = self.node_name.replace("%h", socket.gethostname())
+        queue = app.conf.task_default_queue
+        replies = getattr(app.control, command)(queue, destination=[node], reply=True, timeout=10)
+        if not replies:
+            raise RuntimeError(f"{node} did not answer {command}:\n{self.log_text()[-3000:]}")
 
 
 class DaphneProcess(_Process):
@@ -409,9 +427,14 @@ def live_stack(transactional_db, scripted_model, celery_worker, daphne_server):
         process.print_new_log()  # skip what earlier tests logged
         if not process.alive:
             process.start()
+    # Between live tests the session worker takes no tasks: tests without a worker enqueue
+    # runs too, and expect nobody to pick them up.
+    celery_worker.resume()
     stack = LiveStack(scripted_model, celery_worker, daphne_server)
     yield stack
     stack.close()
+    if celery_worker.alive:
+        celery_worker.pause()
     for process in (celery_worker, daphne_server):
         process.print_new_log()
 
