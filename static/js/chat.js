@@ -128,7 +128,8 @@ function startConversation() {
   function onFrame(frame) {
     if (frame.type === "pong") return;
     if (frame.type === "error") {
-      const returned = thread.dropOldestPending();
+      // Refusals of a send name its client_id (docs/protocol.md).
+      const returned = frame.client_id ? thread.dropPending(frame.client_id) : null;
       if (returned && !input.value) {
         input.value = returned;
         autosize();

@@ -94,8 +94,7 @@ export class Thread {
         this.runCancelled(p);
         break;
       case "memory.summarized":
-        // Ephemeral and without the text; the text comes with the next page load.
-        this.setSummary({ through_message_id: p.covers_through, text: "" });
+        this.setSummary({ through_message_id: p.covers_through, text: p.text || "" });
         break;
       default:
         return false;
@@ -128,9 +127,9 @@ export class Thread {
   }
 
   // A send the server refused: take the bubble away and give the text back.
-  dropOldestPending() {
-    const [clientId, entry] = this.pending.entries().next().value || [];
-    if (!clientId) return null;
+  dropPending(clientId) {
+    const entry = this.pending.get(clientId);
+    if (!entry) return null;
     this.pending.delete(clientId);
     entry.element.remove();
     return entry.content;
@@ -291,6 +290,14 @@ export class Thread {
     const run = this.ensureRun(p.run_id);
     if (!run || run.finished) return;
     run.status = "running";
+    if (p.attempt > 1) {
+      run.list.append(
+        el("li", {
+          className: "step note",
+          text: `Picked up again after an interruption (attempt ${p.attempt}); no step is repeated.`,
+        }),
+      );
+    }
     this.updateStepsTitle(run);
   }
 
@@ -455,8 +462,14 @@ export class Thread {
     if (!run || run.finished) return;
     this.finish(run, "cancelled");
     const partial = p.partial_answer || run.deltaText || "";
-    run.answer.replaceChildren(
-      partial ? el("p", { className: "step-text", text: partial }) : "",
+    run.answer.replaceChildren();
+    if (p.message && typeof p.message.html === "string") {
+      // Sanitised on the server, like a finished answer.
+      run.answer.innerHTML = p.message.html;
+    } else if (partial) {
+      run.answer.append(el("p", { className: "step-text", text: partial }));
+    }
+    run.answer.append(
       el("p", { className: "run-status cancelled", text: "Stopped before it finished." }),
     );
   }
