@@ -229,9 +229,10 @@ def run_record_model_call(*, run: AgentRun, record: ModelCallRecord) -> ModelCal
 
 
 def _lock_active(run: AgentRun) -> AgentRun | None:
-    """Lock the run row; None if it already ended (a cancel or another worker got there)."""
-    locked = AgentRun.objects.select_for_update().get(pk=run.pk)
-    return None if locked.is_terminal else locked
+    """Lock the run row; None if it already ended (a cancel or another worker got there) or
+    was deleted with its conversation."""
+    locked = AgentRun.objects.select_for_update().filter(pk=run.pk).first()
+    return None if locked is None or locked.is_terminal else locked
 
 
 def _save_answer(run: AgentRun, text: str) -> Message:

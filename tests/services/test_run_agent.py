@@ -7,6 +7,7 @@ import uuid
 from datetime import timedelta
 
 import pytest
+from django.db import connection
 from django.utils import timezone
 
 from agents.llm.scripted import Fail, Hang, Reply
@@ -153,3 +154,25 @@ def test_a_run_stuck_past_the_hard_limit_is_failed(user, scripted_profile, setti
     assert run.status == AgentRun.Status.FAILED
     assert run.error_code == "run_timeout"
     assert _types(run) == ["run.started", "run.failed"]
+
+
+def test_deleting_the_conversation_mid_run_stops_the_run_quietly(
+    user, scripted_profile, scripted_model
+):
+    from agents.models import Conversation
+
+    profile, model = scripted_profile()
+    run = _queued_run(user, profile)
+
+    def delete_then_answer(body: dict) -> Reply:
+        # Another tab deletes the conversation while the model thinks.
+        Conversation.objects.filter(pk=run.conversation_id).delete()
+        connection.close()  # this is the scripted server's thread
+        return Reply(FINAL)
+
+    scripted_model.policy(model, delete_then_answer)
+
+    run_agent(run.pk)  # does not raise
+
+    assert not AgentRun.objects.filter(pk=run.pk).exists()
+    assert len(scripted_model.requests(model)) == 1
