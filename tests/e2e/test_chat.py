@@ -112,7 +112,23 @@ def test_sign_in_ask_and_watch_the_steps_arrive_in_order(stack, open_tab, user, 
     steps.locator("summary").click()
     expect(page.locator(".step.thought").first).to_be_visible()
     screenshot(page, "desktop.png")
+    assert_every_control_is_labelled(page)
     assert tab.errors == []
+
+
+def assert_every_control_is_labelled(page) -> None:
+    """Screen readers announce each button, link and field by a name: none may be empty."""
+    unnamed = page.locator("button, a[href], input, select, textarea, summary").evaluate_all(
+        """nodes => nodes.filter(n => n.offsetParent !== null || n.closest('dialog'))
+            .filter(n => {
+                const label = n.getAttribute('aria-label') || n.getAttribute('aria-labelledby')
+                    || (n.labels && n.labels.length) || n.textContent.trim()
+                    || n.getAttribute('title');
+                return !label;
+            })
+            .map(n => n.outerHTML.slice(0, 80))"""
+    )
+    assert unnamed == []
 
 
 def test_reload_mid_run_shows_every_step_once_then_goes_on_live(stack, open_tab, user, model_name):
@@ -254,7 +270,13 @@ def test_a_model_failure_is_shown(stack, open_tab, user, model_name):
     stack.model.script(model_name, [Fail(401)])
     conversation = conversation_create(owner=user, profile=profile)
     tab = open_tab(user, path=f"/c/{conversation.pk}/")
-    ask(tab.page, "Hello?")
+    box = tab.page.get_by_label("Message", exact=True)
+    box.type("Hello?")
+    box.press("Shift+Enter")  # a new line, not a send
+    box.type("Anyone there?")
+    expect(tab.page.locator(".msg.user")).to_have_count(0)
+    box.press("Enter")
+    expect(tab.page.locator(".msg.user .bubble")).to_have_text("Hello?\nAnyone there?")
     failed = tab.page.locator(".run-status.failed")
     expect(failed).to_contain_text("The run failed.")
     expect(tab.page.get_by_role("button", name="Stop")).to_be_hidden()

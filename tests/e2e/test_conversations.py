@@ -40,6 +40,8 @@ def test_rename_search_export_and_delete(open_tab, user):
     dialog.get_by_label("Title").fill("Lisbon trip")
     dialog.get_by_role("button", name="Save").click()
     expect(page.get_by_role("heading", level=1)).to_have_text("Lisbon trip")
+    expect(dialog).to_be_hidden()
+    expect(page.get_by_role("button", name="Rename")).to_be_focused()
     expect(page.get_by_role("link", name="Lisbon trip")).to_have_attribute("aria-current", "page")
     trip.refresh_from_db()
     assert trip.title == "Lisbon trip"
