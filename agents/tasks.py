@@ -38,6 +38,7 @@ from agents.models import AgentRun
 from agents.react.errors import AgentError, ModelError, RunCancelled
 from agents.react.types import FinalAnswerStep, ModelCallRecord
 from agents.services.runs import (
+    RunLost,
     run_claim,
     run_fail,
     run_finish,
@@ -101,24 +102,25 @@ def _run(run_id: int) -> None:
         # database was unreachable): the claim would succeed under the same worker id and
         # start a second copy writing the same steps.
         return
-    run = run_claim(run_id=run_id, worker_id=worker_id())
+    me = worker_id()
+    run = run_claim(run_id=run_id, worker_id=me)
     if run is None:
         return  # finished, cancelled, or held by a live worker
     try:
         if run.attempts > settings.AGENT_MAX_ATTEMPTS:
-            run_fail(
-                run=run,
-                code="too_many_attempts",
-                message=f"The run was interrupted {run.attempts - 1} times and was given up.",
-            )
+            message = f"The run was interrupted {run.attempts - 1} times and was given up."
+            run_fail(run=run, code="too_many_attempts", message=message, worker_id=me)
             return
         if run.profile_version is None:
-            run_fail(run=run, code="no_profile", message="The agent this run used was deleted.")
+            message = "The agent this run used was deleted."
+            run_fail(run=run, code="no_profile", message=message, worker_id=me)
             return
         with _monitor.watch(run.pk) as watch:
             if run.cancel_requested_at is not None:
                 watch.cancel_requested.set()
-            _execute(run, watch)
+            _execute(run, watch, me)
+    except RunLost:
+        logger.warning("run %s was taken over by another worker; this copy stops", run_id)
     except ObjectDoesNotExist:
         # The conversation (and with it the run) was deleted while it ran.
         logger.info("run %s disappeared while running", run_id)
@@ -126,18 +128,18 @@ def _run(run_id: int) -> None:
         logger.exception("run %s failed", run_id)
         close_old_connections()
         message = "The agent stopped because of an internal error."
-        run_fail(run=run, code="internal_error", message=message)
+        run_fail(run=run, code="internal_error", message=message, worker_id=me)
     finally:
         events.publish_flush(timeout=5)
 
 
-def _execute(run: AgentRun, watch: _Watch) -> None:
+def _execute(run: AgentRun, watch: _Watch, me: str) -> None:
     from agents.memory.services import memory_after_run, memory_for_run
     from agents.runtime import build_executor
 
     snapshot = run.profile_version.snapshot
     conversation = run.conversation
-    run_started(run=run, model=run.model_name, profile=snapshot.get("slug", ""))
+    run_started(run=run, model=run.model_name, profile=snapshot.get("slug", ""), worker_id=me)
     prior_steps = run_prior_steps(run=run)
     memory = memory_for_run(
         conversation=conversation,
@@ -173,22 +175,23 @@ def _execute(run: AgentRun, watch: _Watch) -> None:
             if watch.lost:
                 return  # another worker took the run over; it writes from here on
             if isinstance(step, ModelCallRecord):
-                run_record_model_call(run=run, record=step)
+                run_record_model_call(run=run, record=step, worker_id=me)
             elif isinstance(step, FinalAnswerStep):
-                run_finish(run=run, step=step)
+                run_finish(run=run, step=step, worker_id=me)
             else:
-                run_record_step(run=run, step=step)
+                run_record_step(run=run, step=step, worker_id=me)
             connection.close()
     except RunCancelled:
         if not watch.lost:
-            run_mark_cancelled(run=run, partial_answer="".join(answer_so_far))
+            run_mark_cancelled(run=run, partial_answer="".join(answer_so_far), worker_id=me)
         return
     except ModelError as error:
-        run_fail(run=run, code=error.code, message=str(error) or "The model call failed.")
+        message = str(error) or "The model call failed."
+        run_fail(run=run, code=error.code, message=message, worker_id=me)
         return
     except AgentError as error:
         code = getattr(error, "code", "") or "agent_error"
-        run_fail(run=run, code=code, message=str(error) or "The agent stopped.")
+        run_fail(run=run, code=code, message=str(error) or "The agent stopped.", worker_id=me)
         return
     memory_after_run(conversation=conversation, snapshot=snapshot)
 
@@ -279,7 +282,7 @@ def _fail_overdue(watches: dict[int, _Watch]) -> None:
         run = AgentRun.objects.select_related("conversation").filter(pk=run_id).first()
         if run is not None:
             message = f"The run took longer than {limit} seconds and was stopped."
-            run_fail(run=run, code="run_timeout", message=message)
+            run_fail(run=run, code="run_timeout", message=message, worker_id=worker_id())
 
 
 _monitor = _RunMonitor()

@@ -31,6 +31,10 @@ Status = AgentRun.Status
 ACTIVE_STATUSES = (Status.QUEUED, Status.RUNNING)
 
 
+class RunLost(Exception):
+    """This worker no longer holds the run: another took it over, or it ended meanwhile."""
+
+
 class RunEventType:
     MESSAGE_CREATED = "message.created"
     RUN_STARTED = "run.started"
@@ -147,14 +151,18 @@ def runs_cancel_requested(*, run_ids: list[int]) -> set[int]:
     )
 
 
-def run_started(*, run: AgentRun, model: str, profile: str) -> RunEvent:
+def run_started(
+    *, run: AgentRun, model: str, profile: str, worker_id: str | None = None
+) -> RunEvent:
     """Announce an attempt; a resumed run announces itself again with its attempt number."""
-    return event_append(
-        conversation=run.conversation,
-        run=run,
-        type=RunEventType.RUN_STARTED,
-        payload={"attempt": run.attempts, "model": model, "profile": profile},
-    )
+    with transaction.atomic():
+        _check_holder(run, worker_id)
+        return event_append(
+            conversation=run.conversation,
+            run=run,
+            type=RunEventType.RUN_STARTED,
+            payload={"attempt": run.attempts, "model": model, "profile": profile},
+        )
 
 
 def run_stored_steps(*, run: AgentRun) -> list[dict[str, Any]]:
@@ -190,16 +198,43 @@ def run_prior_steps(*, run: AgentRun) -> list[Step]:
 # --------------------------------------------------------------------------------------
 
 
-def run_record_step(*, run: AgentRun, step: Step) -> RunEvent:
-    """Store a thought / action / observation / error step as a ``step`` event."""
-    return event_append(
-        conversation=run.conversation, run=run, type=RunEventType.STEP, payload=step_to_event(step)
+def _check_holder(run: AgentRun, worker_id: str | None) -> None:
+    """Inside a transaction: lock the run row and make sure ``worker_id`` still holds it.
+
+    A takeover (``run_claim``) updates the same row, so it waits for a step being written
+    and reads it as a prior step, and every write the old holder tries after it is refused:
+    two workers never both extend one run's log. ``None`` skips the check (not a worker).
+    """
+    if worker_id is None:
+        return
+    held = (
+        AgentRun.objects.select_for_update()
+        .filter(pk=run.pk, worker_id=worker_id, status=Status.RUNNING)
+        .values_list("pk", flat=True)
+        .first()
     )
+    if held is None:
+        raise RunLost(f"run {run.pk} is no longer held by {worker_id}")
 
 
-def run_record_model_call(*, run: AgentRun, record: ModelCallRecord) -> ModelCall:
+def run_record_step(*, run: AgentRun, step: Step, worker_id: str | None = None) -> RunEvent:
+    """Store a thought / action / observation / error step as a ``step`` event."""
+    with transaction.atomic():
+        _check_holder(run, worker_id)
+        return event_append(
+            conversation=run.conversation,
+            run=run,
+            type=RunEventType.STEP,
+            payload=step_to_event(step),
+        )
+
+
+def run_record_model_call(
+    *, run: AgentRun, record: ModelCallRecord, worker_id: str | None = None
+) -> ModelCall:
     """Store one model request and response (not an event) and add its tokens to the run."""
     with transaction.atomic():
+        _check_holder(run, worker_id)
         # A resumed attempt numbers its calls from zero again; keep the run's numbering going.
         last = run.model_calls.aggregate(last=Max("index"))["last"]
         call = ModelCall.objects.create(
@@ -228,11 +263,15 @@ def run_record_model_call(*, run: AgentRun, record: ModelCallRecord) -> ModelCal
 # --------------------------------------------------------------------------------------
 
 
-def _lock_active(run: AgentRun) -> AgentRun | None:
-    """Lock the run row; None if it already ended (a cancel or another worker got there) or
-    was deleted with its conversation."""
+def _lock_active(run: AgentRun, worker_id: str | None) -> AgentRun | None:
+    """Lock the run row; None if it already ended (a cancel or another worker got there),
+    was deleted with its conversation, or another worker holds it now."""
     locked = AgentRun.objects.select_for_update().filter(pk=run.pk).first()
-    return None if locked is None or locked.is_terminal else locked
+    if locked is None or locked.is_terminal:
+        return None
+    if worker_id is not None and locked.worker_id != worker_id:
+        return None
+    return locked
 
 
 def _save_answer(run: AgentRun, text: str) -> Message:
@@ -260,13 +299,15 @@ def _usage(run: AgentRun) -> dict[str, Any]:
     }
 
 
-def run_finish(*, run: AgentRun, step: FinalAnswerStep) -> Message | None:
+def run_finish(
+    *, run: AgentRun, step: FinalAnswerStep, worker_id: str | None = None
+) -> Message | None:
     """Save the answer as the assistant message and end the run as succeeded.
 
     Returns None (and writes nothing) if the run had already ended.
     """
     with transaction.atomic():
-        locked = _lock_active(run)
+        locked = _lock_active(run, worker_id)
         if locked is None:
             return None
         message = _save_answer(run, step.text)
@@ -284,10 +325,10 @@ def run_finish(*, run: AgentRun, step: FinalAnswerStep) -> Message | None:
     return message
 
 
-def run_fail(*, run: AgentRun, code: str, message: str) -> bool:
+def run_fail(*, run: AgentRun, code: str, message: str, worker_id: str | None = None) -> bool:
     """End the run as failed with an error the user sees; False if it had already ended."""
     with transaction.atomic():
-        locked = _lock_active(run)
+        locked = _lock_active(run, worker_id)
         if locked is None:
             return False
         _end(run, locked, Status.FAILED, error_code=code[:64], error_message=message)
@@ -300,10 +341,12 @@ def run_fail(*, run: AgentRun, code: str, message: str) -> bool:
     return True
 
 
-def run_mark_cancelled(*, run: AgentRun, partial_answer: str = "") -> bool:
+def run_mark_cancelled(
+    *, run: AgentRun, partial_answer: str = "", worker_id: str | None = None
+) -> bool:
     """End the run as cancelled, keeping any partial answer as the assistant message."""
     with transaction.atomic():
-        locked = _lock_active(run)
+        locked = _lock_active(run, worker_id)
         if locked is None:
             return False
         message = _save_answer(run, partial_answer) if partial_answer.strip() else None

@@ -25,6 +25,7 @@ from agents.react.types import (
 from agents.selectors import events_after
 from agents.services.conversations import conversation_create, message_send
 from agents.services.runs import (
+    RunLost,
     event_append,
     run_claim,
     run_fail,
@@ -272,3 +273,27 @@ def test_prior_steps_give_a_resumed_attempt_its_calls_and_steps(queued_run):
     assert prior[1:] == [action, observation]
     assert isinstance(prior[0], ModelCallRecord)
     assert (prior[0].prompt_tokens, prior[0].completion_tokens) == (5, 2)
+
+
+def test_after_a_takeover_the_old_holder_can_write_nothing(queued_run, settings):
+    old = run_claim(run_id=queued_run.pk, worker_id="w1")
+    stale = timezone.now() - timedelta(seconds=settings.AGENT_HEARTBEAT_STALE_SECONDS + 1)
+    AgentRun.objects.filter(pk=queued_run.pk).update(heartbeat_at=stale)
+    new = run_claim(run_id=queued_run.pk, worker_id="w2")
+    record = ModelCallRecord(index=0, messages=[], options={}, response_text="late")
+
+    with pytest.raises(RunLost):
+        run_record_step(run=old, step=ThoughtStep(text="late"), worker_id="w1")
+    with pytest.raises(RunLost):
+        run_record_model_call(run=old, record=record, worker_id="w1")
+    with pytest.raises(RunLost):
+        run_started(run=old, model="m", profile="p", worker_id="w1")
+    assert run_finish(run=old, step=FinalAnswerStep(text="late"), worker_id="w1") is None
+    assert not run_fail(run=old, code="x", message="late", worker_id="w1")
+    assert not run_mark_cancelled(run=old, partial_answer="late", worker_id="w1")
+
+    run_record_step(run=new, step=ThoughtStep(text="mine"), worker_id="w2")
+    assert run_finish(run=new, step=FinalAnswerStep(text="done"), worker_id="w2") is not None
+    types = list(new.events.order_by("seq").values_list("type", flat=True))
+    assert types == ["message.created", "step", "run.finished"]
+    assert not ModelCall.objects.filter(run=new).exists()
