@@ -211,6 +211,7 @@ def _render_chat(
         "profiles": profiles,
         "selected_profile": profile,
         "demo_model": is_demo_model(profile.model_config if profile else None),
+        "max_message_chars": settings.CHAT_MAX_MESSAGE_CHARS,
         "draft": draft,
         "error": error,
         "state": state,

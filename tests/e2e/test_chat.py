@@ -80,7 +80,10 @@ def test_sign_in_ask_and_watch_the_steps_arrive_in_order(stack, open_tab, user, 
 
     page.get_by_label("Agent").select_option(profile.slug)
     ask(page, "What is 2 + 2?")
-    expect(page).to_have_url(f"{stack.daphne.url}/c/{Conversation.objects.get().pk}/")
+    expect(page).to_have_url(re.compile(r"/c/\d+/$"))
+    conversation = Conversation.objects.get(owner=user)
+    assert page.url == f"{stack.daphne.url}/c/{conversation.pk}/"
+    assert conversation.profile == profile
     expect(page.locator(".msg.user .bubble")).to_have_text("What is 2 + 2?")
 
     # While the model takes its time over the final answer, the first three steps are
