@@ -3,6 +3,7 @@ PYTHON ?= python3
 VENV   ?= .venv
 PY     := $(VENV)/bin/python
 PYTEST_ARGS ?=
+PORT   ?= 8000
 
 .DEFAULT_GOAL := help
 .PHONY: help deps run test test-fast lint format migrations browser bench clean
@@ -21,7 +22,7 @@ deps: $(VENV)/.deps  ## Create .venv and install the pinned requirements
 run: deps  ## Migrate and start the whole app (daphne, celery worker, Redis if REDIS_URL is unset)
 	$(PY) manage.py migrate --noinput
 	$(PY) manage.py collectstatic --noinput --verbosity 0
-	SECURE_SSL_REDIRECT=0 SESSION_COOKIE_SECURE=0 CSRF_COOKIE_SECURE=0 $(PY) manage.py serve
+	SECURE_SSL_REDIRECT=0 SESSION_COOKIE_SECURE=0 CSRF_COOKIE_SECURE=0 $(PY) manage.py serve --port $(PORT)
 
 test: deps browser  ## Run the whole test suite (Redis is embedded if REDIS_URL is unset)
 	$(PY) -m chatsite.embedded $(PY) -m pytest $(PYTEST_ARGS)
