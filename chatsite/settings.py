@@ -94,6 +94,16 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
 else:
     DATABASES["default"].setdefault("CONN_MAX_AGE", env.int("DATABASE_CONN_MAX_AGE", default=0))
     DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
+    # A connection pool per process (psycopg_pool): worker threads close their connection
+    # after every step (agents/tasks.py), which then goes back to the pool instead of costing
+    # PostgreSQL a new backend per step. Sizing and figures: docs/deploy.md, performance.md.
+    if pool_size := env.int("DATABASE_POOL_MAX_SIZE", default=0):
+        DATABASES["default"]["CONN_MAX_AGE"] = 0
+        DATABASES["default"].setdefault("OPTIONS", {})["pool"] = {
+            "min_size": 1,
+            "max_size": pool_size,
+            "timeout": env.float("DATABASE_POOL_TIMEOUT", default=30.0),
+        }
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
