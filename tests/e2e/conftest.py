@@ -17,7 +17,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
+from django.conf import settings
 from django.core.management import call_command
+from django.test import override_settings
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 CHROMIUM_ARGS = [
@@ -37,14 +39,19 @@ WAIT_MS = 30_000
 _model_names = itertools.count(1)
 
 
+MANIFEST_STORAGE = "whitenoise.storage.CompressedManifestStaticFilesStorage"
+
+
 @pytest.fixture(scope="session")
 def collected_static(django_db_setup) -> None:
     """Daphne serves static files through whitenoise from STATIC_ROOT, as in production.
 
-    Collected with the configured storage (hashed names plus the originals), so the folder
-    stays as ``make run`` would leave it.
+    Collected with production's storage (hashed names, and the originals beside them), so
+    the folder stays as ``make run`` leaves it and serves either storage setting.
     """
-    call_command("collectstatic", "--noinput", verbosity=0)
+    storages = {**settings.STORAGES, "staticfiles": {"BACKEND": MANIFEST_STORAGE}}
+    with override_settings(STORAGES=storages):
+        call_command("collectstatic", "--noinput", verbosity=0)
 
 
 @pytest.fixture(scope="session")
