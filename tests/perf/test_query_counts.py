@@ -72,7 +72,7 @@ def count_queries(action) -> int:
 
 
 def flat(small: int, action, django_assert_max_num_queries, ceiling: int) -> None:
-    assert small <= ceiling
+    assert 0 < small <= ceiling
     with django_assert_max_num_queries(small):
         action()
 

@@ -1,0 +1,150 @@
+"""Concurrent runs through the real stack: efficiency, step delivery latency and peak RSS.
+
+For each N, N users' sockets are connected to one daphne, then each sends one message at the
+same moment. One celery worker (threads pool) runs them against the scripted model, which
+answers every call after ``--delay`` seconds: ``--tool-calls`` calculator actions, then the
+final answer, so a run needs ``tool_calls + 1`` model calls and ideally takes
+``(tool_calls + 1) * delay`` seconds however many run at once.
+
+- efficiency = ideal wall time / measured wall time (first send to the last ``run.finished``
+  received by its socket);
+- step delivery latency = the time a ``step`` frame reaches its socket minus its ``ts`` (the
+  event row's ``created_at``, stamped in the worker just before its transaction commits;
+  same machine, same clock);
+- peak RSS of the worker and of daphne, sampled every 100 ms during the N runs;
+- every socket's frames are checked: seq 1..k with no gap or repeat, ending in
+  ``run.finished``.
+
+    .venv/bin/python bench/run_concurrency.py --runs 1,10,50,200
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import time
+from datetime import datetime
+
+import live
+
+from agents.llm.scripted import ScriptedServer
+from agents.services.conversations import conversation_create
+
+STALL_SECONDS = 20.0
+
+
+async def one_client(url: str, cookie: str, origin: str, start: asyncio.Event, results: list):
+    async with await live.open_socket(url, cookie, origin) as ws:
+        await start.wait()
+        await ws.send(json.dumps({"type": "message.send", "content": "go", "client_id": "1"}))
+        seqs, latencies, stalls = [], [], 0
+        while True:
+            try:
+                raw = await asyncio.wait_for(ws.recv(), timeout=STALL_SECONDS)
+            except TimeoutError:
+                # Nothing for a long while: ask for what was missed, as the browser does on
+                # reconnecting, and count it. A stall means a live frame never arrived.
+                stalls += 1
+                await ws.send(json.dumps({"type": "resume", "after_seq": max(seqs, default=0)}))
+                continue
+            frame = json.loads(raw)
+            received = time.time()
+            if "seq" not in frame:
+                continue
+            if frame["seq"] in seqs:
+                continue  # a resume resends from after_seq; the browser drops repeats too
+            seqs.append(frame["seq"])
+            if frame["type"] == "step":
+                latencies.append(received - datetime.fromisoformat(frame["ts"]).timestamp())
+            if frame["type"] in ("run.finished", "run.failed", "run.cancelled"):
+                results.append(
+                    {
+                        "seqs": seqs,
+                        "latencies": latencies,
+                        "end": frame["type"],
+                        "stalls": stalls,
+                        "finished": time.monotonic(),
+                    }
+                )
+                return
+
+
+def prepare(n: int, daphne, profile) -> list[tuple[str, str]]:
+    """N users, each with a conversation: (socket URL, session cookie)."""
+    clients = []
+    for _ in range(n):
+        user = live.make_user("bench")
+        conversation = conversation_create(owner=user, profile=profile)
+        clients.append(
+            (daphne.ws_url(f"/ws/conversations/{conversation.pk}/"), live.session_cookie(user))
+        )
+    return clients
+
+
+async def round_of(clients: list[tuple[str, str]], origin: str) -> dict:
+    start = asyncio.Event()
+    results: list[dict] = []
+    tasks = [
+        asyncio.create_task(one_client(url, cookie, origin, start, results))
+        for url, cookie in clients
+    ]
+    await asyncio.sleep(2.0 + len(clients) / 20)  # let every socket connect before the sends
+    began = time.monotonic()
+    start.set()
+    await asyncio.gather(*tasks)
+    return {"began": began, "results": results}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--runs", default="1,10,50,200", help="comma-separated N values")
+    parser.add_argument("--delay", type=float, default=1.0, help="seconds per model call")
+    parser.add_argument("--tool-calls", type=int, default=4)
+    parser.add_argument(
+        "--pool", default="0,20", help="DATABASE_POOL_MAX_SIZE values to compare (0: no pool)"
+    )
+    args = parser.parse_args()
+    sizes = [int(n) for n in args.runs.split(",")]
+    live.migrate()
+    ideal = (args.tool_calls + 1) * args.delay
+
+    with ScriptedServer() as model_server:
+        model = f"bench-concurrency-{int(time.time())}"
+        model_server.policy(model, live.stepping_policy(args.tool_calls, args.delay))
+        profile = live.make_profile(model_server, model)
+        print(f"ideal wall time per round: {ideal:.1f} s")
+        print("| pool | N | wall s | efficiency | step latency p50 / p95 / p99 ms "
+              "| peak RSS worker / daphne MB | sockets clean | stalls |")  # fmt: skip
+        print("|---|---|---|---|---|---|---|---|")
+        for pool in args.pool.split(","):
+            with live.stack(
+                model_server, concurrency=max(sizes) + 10, DATABASE_POOL_MAX_SIZE=pool
+            ) as (worker, daphne):
+                for n in sizes:
+                    print(measure(n, pool, worker, daphne, profile, ideal), flush=True)
+
+
+def measure(n: int, pool: str, worker, daphne, profile, ideal: float) -> str:
+    clients = prepare(n, daphne, profile)
+    with live.PeakRss(worker=worker.pid, daphne=daphne.pid) as rss:
+        outcome = live.run_async(round_of(clients, daphne.url))
+    results = outcome["results"]
+    wall = max(r["finished"] for r in results) - outcome["began"]
+    latencies = [x for r in results for x in r["latencies"]]
+    clean = sum(
+        r["seqs"] == list(range(1, len(r["seqs"]) + 1)) and r["end"] == "run.finished"
+        for r in results
+    )
+    p = [live.percentile(latencies, q) * 1000 for q in (50, 95, 99)]
+    stalls = sum(r["stalls"] for r in results)
+    return (
+        f"| {pool} | {n} | {wall:.2f} | {ideal / wall:.3f} | "
+        f"{p[0]:.1f} / {p[1]:.1f} / {p[2]:.1f} | "
+        f"{rss.peak['worker'] / 2**20:.0f} / {rss.peak['daphne'] / 2**20:.0f} | "
+        f"{clean}/{n} | {stalls} |"
+    )
+
+
+if __name__ == "__main__":
+    main()
