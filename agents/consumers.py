@@ -134,6 +134,16 @@ class ConversationConsumer(AsyncJsonWebsocketConsumer):
 
     # ---- server → client ---------------------------------------------------------------
 
+    async def dispatch(self, message: dict[str, Any]) -> None:
+        # Channels closes stale database connections before every handler, through the one
+        # thread-sensitive executor that every socket in the process shares: each live frame
+        # to each socket would queue there. A chat.event touches the database only to fill a
+        # gap, and that goes through database_sync_to_async, which closes them itself.
+        if message.get("type") == events.GROUP_MESSAGE_TYPE:
+            await self.chat_event(message)
+            return
+        await super().dispatch(message)
+
     async def chat_event(self, message: dict[str, Any]) -> None:
         """A frame published to the group by agents/events.py."""
         frame = message["frame"]
