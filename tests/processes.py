@@ -180,6 +180,9 @@ class _Process:
 
 class WorkerProcess(_Process):
     name = "celery-worker"
+    # The queue run_agent goes to from daphne and the worker's own sweeper: Celery's default,
+    # named here because a test may route its own process's tasks elsewhere.
+    queue = "celery"
 
     def __init__(self, env: dict[str, str], concurrency: int = 20) -> None:
         super().__init__(env)
@@ -189,7 +192,7 @@ class WorkerProcess(_Process):
     def command(self) -> list[str]:
         return [
             sys.executable, "-m", "celery", "-A", "chatsite", "worker",
-            "-P", "threads", "-c", str(self.concurrency), "-n", self.node_name,
+            "-P", "threads", "-c", str(self.concurrency), "-n", self.node_name, "-Q", self.queue,
             "--loglevel=INFO", "--without-gossip", "--without-mingle", "--without-heartbeat",
         ]  # fmt: skip
 
@@ -208,8 +211,8 @@ class WorkerProcess(_Process):
         from chatsite.celery import app
 
         node = self.node_name.replace("%h", socket.gethostname())
-        queue = app.conf.task_default_queue
-        replies = getattr(app.control, command)(queue, destination=[node], reply=True, timeout=10)
+        control = getattr(app.control, command)
+        replies = control(self.queue, destination=[node], reply=True, timeout=10)
         if not replies:
             raise RuntimeError(f"{node} did not answer {command}:\n{self.log_text()[-3000:]}")
 
