@@ -38,7 +38,7 @@ async def one_client(url: str, cookie: str, origin: str, start: asyncio.Event, r
     async with await live.open_socket(url, cookie, origin) as ws:
         await start.wait()
         await ws.send(json.dumps({"type": "message.send", "content": "go", "client_id": "1"}))
-        seqs, latencies, stalls = [], [], 0
+        seqs, latencies, stalls, accepted = [], [], 0, 0.0
         while True:
             try:
                 raw = await asyncio.wait_for(ws.recv(), timeout=STALL_SECONDS)
@@ -55,6 +55,8 @@ async def one_client(url: str, cookie: str, origin: str, start: asyncio.Event, r
             if frame["seq"] in seqs:
                 continue  # a resume resends from after_seq; the browser drops repeats too
             seqs.append(frame["seq"])
+            if frame["type"] == "message.created":
+                accepted = time.monotonic()
             if frame["type"] == "step":
                 latencies.append(received - datetime.fromisoformat(frame["ts"]).timestamp())
             if frame["type"] in ("run.finished", "run.failed", "run.cancelled"):
@@ -64,6 +66,7 @@ async def one_client(url: str, cookie: str, origin: str, start: asyncio.Event, r
                         "latencies": latencies,
                         "end": frame["type"],
                         "stalls": stalls,
+                        "accepted": accepted,
                         "finished": time.monotonic(),
                     }
                 )
@@ -114,9 +117,10 @@ def main() -> None:
         model_server.policy(model, live.stepping_policy(args.tool_calls, args.delay))
         profile = live.make_profile(model_server, model)
         print(f"ideal wall time per round: {ideal:.1f} s")
-        print("| pool | N | wall s | efficiency | step latency p50 / p95 / p99 ms "
-              "| peak RSS worker / daphne MB | sockets clean | stalls |")  # fmt: skip
-        print("|---|---|---|---|---|---|---|---|")
+        print("| pool | N | wall s | all sends accepted s | efficiency "
+              "| step latency p50 / p95 / p99 ms | peak RSS worker / daphne MB "
+              "| sockets clean | stalls | CPU ms per run worker / daphne |")  # fmt: skip
+        print("|---|---|---|---|---|---|---|---|---|---|")
         for pool in args.pool.split(","):
             with live.stack(
                 model_server, concurrency=max(sizes) + 10, DATABASE_POOL_MAX_SIZE=pool
@@ -127,10 +131,17 @@ def main() -> None:
 
 def measure(n: int, pool: str, worker, daphne, profile, ideal: float) -> str:
     clients = prepare(n, daphne, profile)
+    cpu_before = live.cpu_seconds(worker.pid), live.cpu_seconds(daphne.pid)
     with live.PeakRss(worker=worker.pid, daphne=daphne.pid) as rss:
         outcome = live.run_async(round_of(clients, daphne.url))
+    cpu = [
+        (live.cpu_seconds(pid) - before) * 1000 / n
+        for pid, before in zip((worker.pid, daphne.pid), cpu_before, strict=True)
+    ]
     results = outcome["results"]
     wall = max(r["finished"] for r in results) - outcome["began"]
+    # How long daphne took to accept every send (message.created back on its socket).
+    accepted = max(r["accepted"] for r in results) - outcome["began"]
     latencies = [x for r in results for x in r["latencies"]]
     clean = sum(
         r["seqs"] == list(range(1, len(r["seqs"]) + 1)) and r["end"] == "run.finished"
@@ -139,10 +150,10 @@ def measure(n: int, pool: str, worker, daphne, profile, ideal: float) -> str:
     p = [live.percentile(latencies, q) * 1000 for q in (50, 95, 99)]
     stalls = sum(r["stalls"] for r in results)
     return (
-        f"| {pool} | {n} | {wall:.2f} | {ideal / wall:.3f} | "
+        f"| {pool} | {n} | {wall:.2f} | {accepted:.2f} | {ideal / wall:.3f} | "
         f"{p[0]:.1f} / {p[1]:.1f} / {p[2]:.1f} | "
         f"{rss.peak['worker'] / 2**20:.0f} / {rss.peak['daphne'] / 2**20:.0f} | "
-        f"{clean}/{n} | {stalls} |"
+        f"{clean}/{n} | {stalls} | {cpu[0]:.0f} / {cpu[1]:.0f} |"
     )
 
 

@@ -7,7 +7,7 @@ answers each call after ``--delay`` s (one calculator action, then the answer). 
 is up the last runs finish, and each client's stored frames must be exactly seq 1..last_seq
 of its conversation (read from the database): no gap, no repeat, in order.
 
-    .venv/bin/python bench/socket_soak.py --conversations 100 --tabs 2 --seconds 60
+    .venv/bin/python bench/socket_soak.py --conversations 100 --tabs 2 --seconds 60 --pool 20
 """
 
 from __future__ import annotations
@@ -75,6 +75,7 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=60.0)
     parser.add_argument("--delay", type=float, default=0.5)
     parser.add_argument("--pause", type=float, default=1.0)
+    parser.add_argument("--pool", default="20", help="DATABASE_POOL_MAX_SIZE (0: no pool)")
     args = parser.parse_args()
     live.migrate()
 
@@ -82,7 +83,9 @@ def main() -> None:
         model = f"bench-soak-{int(time.time())}"
         model_server.policy(model, live.stepping_policy(1, args.delay))
         profile = live.make_profile(model_server, model)
-        with live.stack(model_server, concurrency=args.conversations + 10) as (worker, daphne):
+        with live.stack(
+            model_server, concurrency=args.conversations + 10, DATABASE_POOL_MAX_SIZE=args.pool
+        ) as (worker, daphne):
             clients, ids = [], []
             for _ in range(args.conversations):
                 user = live.make_user("soak")
@@ -117,6 +120,7 @@ def main() -> None:
           f"{elapsed:.0f} s connected")  # fmt: skip
     print(f"runs: {runs.count()} ({succeeded} succeeded), stored frames received: {frames}")
     print(f"clients with exactly seq 1..last_seq: {clean}/{len(ids) * args.tabs}")
+    print(f"handshakes retried after daphne dropped them: {live.handshake_retries}")
     print(f"peak RSS: worker {rss.peak['worker'] / 2**20:.0f} MB, "
           f"daphne {rss.peak['daphne'] / 2**20:.0f} MB")  # fmt: skip
     for line in problems[:20]:
