@@ -19,7 +19,8 @@ import threading
 from concurrent.futures import Future
 from typing import TYPE_CHECKING, Any
 
-from channels.layers import get_channel_layer
+from channels import DEFAULT_CHANNEL_LAYER
+from channels.layers import channel_layers
 from django.db import transaction
 
 if TYPE_CHECKING:
@@ -71,7 +72,13 @@ class _Publisher:
 
     def __init__(self) -> None:
         self.loop = asyncio.new_event_loop()
-        self.layer = get_channel_layer()
+        # Our own instance, not the process-wide one daphne's consumers receive on: a layer
+        # keeps per-loop receive state that should not be shared with this loop.
+        self.layer = (
+            channel_layers.make_backend(DEFAULT_CHANNEL_LAYER)
+            if DEFAULT_CHANNEL_LAYER in channel_layers.configs
+            else None
+        )
         # The last send per group: the next one for that group waits for it, so frames stay
         # in order per conversation while different conversations go out concurrently.
         self._tails: dict[str, asyncio.Future] = {}
