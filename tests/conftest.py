@@ -13,6 +13,15 @@ pytest_plugins = ["tests.processes"]
 _usernames = itertools.count(1)
 
 
+def pytest_collection_modifyitems(config, items) -> None:
+    """Browser tests go last.
+
+    Playwright's sync API keeps an event loop running in the test thread for as long as the
+    session-wide browser is open; any test after it that calls ``async_to_sync`` would fail.
+    """
+    items.sort(key=lambda item: item.get_closest_marker("e2e") is not None)
+
+
 @pytest.fixture
 def make_user(db):
     def make(username: str | None = None, *, password: str = "pw-for-tests-1", **extra):

@@ -19,6 +19,8 @@ LOOSENERS = (
     "SECURE_HSTS_SECONDS",
     "STATICFILES_BACKEND",
     "DJANGO_SECRET_KEY",
+    "CHATSITE_TEST_FAST_HASHER",
+    "DJANGO_ALLOW_ASYNC_UNSAFE",  # set by the browser tests while Playwright runs
 )
 
 
