@@ -207,11 +207,16 @@ def test_a_stale_heartbeat_does_not_let_the_same_worker_run_a_live_run_twice(liv
     # The monitor cannot write the heartbeat (held stale here for a while, as during the
     # outage), and the sweeper enqueues the run again.
     long_ago = timezone.now() - timedelta(minutes=10)
-    run_agent.delay(run.pk)
-    until = time.monotonic() + 1.5
-    while time.monotonic() < until:
+    rescue = run_agent.delay(run.pk)
+
+    def rescue_handled() -> bool:
+        # Stale until the worker has dealt with the rescue: dropped it (the task ends), or
+        # started a second copy (which asks the model again).
         AgentRun.objects.filter(pk=run.pk).update(heartbeat_at=long_ago)
-        time.sleep(0.02)
+        done = f"{rescue.id}] succeeded" in live_stack.worker.log_text()
+        return done or len(live_stack.model.requests(model)) > 1
+
+    wait_until(rescue_handled, what="the worker to handle the re-enqueued run")
     gate.set()
     ended = live_stack.wait_for_run(run.pk)
     frames = stored(sock.receive_until(run_ended))
