@@ -66,17 +66,18 @@ _TASK_RECEIVED = re.compile(r"Task [\w.]+\[([0-9a-f-]+)\] received")
 _TASK_ENDED = re.compile(r"Task [\w.]+\[([0-9a-f-]+)\] (?:succeeded|raised|failed|retry)")
 
 
-def _wait_until_worker_is_idle(worker, timeout: float = 30.0) -> None:
-    """Every run ended and every task the worker took has finished.
+def _wait_until_worker_is_idle(worker, log_offset: int, timeout: float = 30.0) -> None:
+    """Every run ended and every task the worker took during this test has finished.
 
     The database is flushed after each test; a worker still writing (the end of a run, a
-    memory summary it enqueued) can deadlock with that flush.
+    memory summary it enqueued) can deadlock with that flush. Only the log written since the
+    test began counts: the session's worker may hold earlier tests' delayed retries.
     """
     from agents.models import AgentRun
 
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        log = worker.log_text()
+        log = worker.log_text()[log_offset:]
         busy = set(_TASK_RECEIVED.findall(log)) - set(_TASK_ENDED.findall(log))
         running = AgentRun.objects.exclude(status__in=AgentRun.TERMINAL_STATUSES).exists()
         if not busy and not running:
@@ -86,8 +87,9 @@ def _wait_until_worker_is_idle(worker, timeout: float = 30.0) -> None:
 
 @pytest.fixture
 def stack(_daphne_with_static, live_stack):
+    log_offset = len(live_stack.worker.log_text())
     yield live_stack
-    _wait_until_worker_is_idle(live_stack.worker)
+    _wait_until_worker_is_idle(live_stack.worker, log_offset)
 
 
 @pytest.fixture(scope="session")
