@@ -166,6 +166,7 @@ def _conversation_urls(conversation: Conversation) -> dict[str, str]:
     return {
         "conversation": reverse("api:conversation", args=[conversation.pk]),
         "regenerate": reverse("api:conversation-regenerate", args=[conversation.pk]),
+        "compact": reverse("api:conversation-compact", args=[conversation.pk]),
         # The browser swaps the 0 for the message being edited or the run being stopped.
         "edit_message": reverse("api:message-edit", args=[0]),
         "cancel_run": reverse("api:run-cancel", args=[0]),

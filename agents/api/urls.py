@@ -24,6 +24,11 @@ urlpatterns = [
         name="conversation-regenerate",
     ),
     path(
+        "conversations/<int:conversation_id>/compact/",
+        views.ConversationCompactView.as_view(),
+        name="conversation-compact",
+    ),
+    path(
         "conversations/<int:conversation_id>/export/",
         views.ConversationExportView.as_view(),
         name="conversation-export",

@@ -24,6 +24,7 @@ from rest_framework.views import exception_handler
 from agents import events, selectors
 from agents.api import serializers as api
 from agents.api.export import EXPORT_FORMATS, export_data, export_json, export_markdown
+from agents.memory.services import summary_request
 from agents.models import AgentProfile, AgentRun, Conversation, Message
 from agents.services.conversations import (
     SendRefused,
@@ -233,6 +234,22 @@ class ConversationRegenerateView(ApiView):
         except SendRefused as refusal:
             return refused(refusal)
         return Response({"run": api.RunSerializer(run).data}, status=status.HTTP_201_CREATED)
+
+
+class ConversationCompactView(ApiView):
+    """Summarise now: the ``/compact`` command and the "Summarise now" menu item."""
+
+    def post(self, request: Request, conversation_id: int) -> Response:
+        conversation = self.conversation_or_404(conversation_id)
+        if not summary_request(conversation=conversation, user=request.user):
+            return Response(
+                {"queued": False, "message": "Nothing to summarise yet."},
+                status=status.HTTP_200_OK,
+            )
+        return Response(
+            {"queued": True, "message": "Summarising the conversation so far."},
+            status=status.HTTP_202_ACCEPTED,
+        )
 
 
 class MessageEditView(ApiView):

@@ -177,10 +177,29 @@ function startConversation() {
     if (document.visibilityState === "visible") socket.nudge();
   });
 
+  async function compact() {
+    try {
+      const result = await api("POST", urls.compact);
+      showNotice(result.message);
+    } catch (error) {
+      showNotice(`Could not summarise: ${error.message}`);
+    }
+  }
+  document.getElementById("compact-button")?.addEventListener("click", () => {
+    document.getElementById("more-menu").open = false;
+    compact();
+  });
+
   composer.addEventListener("submit", (event) => {
     event.preventDefault();
     const content = input.value.trim();
     if (!content) return;
+    if (content === "/compact") {
+      input.value = "";
+      autosize();
+      compact();
+      return;
+    }
     const clientId = newClientId();
     thread.addPending(clientId, content);
     socket.send({

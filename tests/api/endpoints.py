@@ -47,6 +47,7 @@ def conversation_endpoints(*, conversation_id: int) -> list[Endpoint]:
         Endpoint("DELETE", conversation),
         Endpoint("POST", f"{conversation}messages/", {"content": "hello", "client_id": "x1"}),
         Endpoint("POST", f"{conversation}regenerate/"),
+        Endpoint("POST", f"{conversation}compact/"),
         Endpoint("GET", f"{conversation}export/", {"format": "json"}),
         Endpoint("GET", f"{conversation}export/", {"format": "md"}),
     ]

@@ -1,0 +1,62 @@
+"""Summarise now over HTTP: ``POST /api/conversations/<id>/compact/`` (the ``/compact`` command)."""
+
+from __future__ import annotations
+
+import pytest
+
+from agents.models import AgentRun, MemorySummary, Message
+from chatsite.celery import app as celery_app
+from agents.services.conversations import message_send
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def api(client, user):
+    client.force_login(user)
+    return client
+
+
+def compact_url(conversation_id: int) -> str:
+    return f"/api/conversations/{conversation_id}/compact/"
+
+
+def finished_turn(conversation, user, question: str, answer: str) -> None:
+    sent = message_send(conversation=conversation, user=user, content=question)
+    AgentRun.objects.filter(pk=sent.run.pk).update(status=AgentRun.Status.SUCCEEDED)
+    Message.objects.create(
+        conversation=conversation, role=Message.Role.ASSISTANT, content=answer, run=sent.run
+    )
+
+
+def test_compact_folds_the_finished_turns_into_a_stored_summary(
+    api, user, conversation, monkeypatch, django_capture_on_commit_callbacks
+):
+    # Eager: the summariser runs in this process, against the offline demo model.
+    monkeypatch.setattr(celery_app.conf, "task_always_eager", True)
+    finished_turn(conversation, user, "Please remember that my cat is called Miso.", "Noted.")
+    finished_turn(conversation, user, "What is 2+2?", "4")
+
+    with django_capture_on_commit_callbacks(execute=True):
+        response = api.post(compact_url(conversation.pk))
+
+    assert response.status_code == 202
+    assert response.json()["queued"] is True
+    summary = MemorySummary.objects.get(conversation=conversation)
+    assert summary.covers_through == conversation.messages.order_by("id").last()
+    assert summary.text.strip()
+
+
+def test_compact_with_nothing_finished_says_so_and_stores_nothing(api, user, conversation):
+    response = api.post(compact_url(conversation.pk))
+
+    assert response.status_code == 200
+    assert response.json() == {"queued": False, "message": "Nothing to summarise yet."}
+    assert not MemorySummary.objects.filter(conversation=conversation).exists()
+
+
+def test_compact_of_another_users_conversation_is_a_404(api, other_conversation):
+    response = api.post(compact_url(other_conversation.pk))
+
+    assert response.status_code == 404
+    assert not MemorySummary.objects.exists()
