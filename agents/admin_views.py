@@ -31,7 +31,7 @@ from django.urls import reverse
 
 from agents.crypto import SecretUnreadable
 from agents.forms import PreviewForm, TestToolForm, TryItForm, UsageRangeForm, VersionRestoreForm
-from agents.llm.factory import chat_model_for, is_demo_model
+from agents.llm.factory import chat_model_for, is_demo_model, model_name_for
 from agents.memory.services import memory_for_run
 from agents.models import (
     AgentProfile,
@@ -57,7 +57,6 @@ from agents.react.prompt import render_preview
 from agents.react.tools import ToolInputError
 from agents.react.types import ModelCallRecord, Step, step_to_event
 from agents.runtime import build_executor, prompt_config, snapshot_tool_configs
-from agents.services.conversations import model_name_for
 from agents.services.profiles import (
     prompt_version_diff,
     prompt_version_ensure,

@@ -16,6 +16,7 @@ from django.db import transaction
 from django.db.models import Sum
 from django.utils import timezone
 
+from agents.llm.factory import model_name_for
 from agents.models import (
     AgentProfile,
     AgentRun,
@@ -326,19 +327,6 @@ def _enqueue_run(run_id: int) -> None:
     from agents.tasks import run_agent
 
     run_agent.delay(run_id)
-
-
-def model_name_for(model_config: ModelConfig | None) -> str:
-    """The model a run will call, for display: the config's, the settings', or the demo."""
-    if model_config is not None and model_config.base_url:
-        return model_config.model
-    if settings.OPENAI_BASE_URL:
-        return settings.OPENAI_MODEL
-    try:
-        from agents.llm.demo import DEMO_MODEL_NAME
-    except ImportError:
-        return "demo"
-    return DEMO_MODEL_NAME
 
 
 def _run_for(message: Message) -> AgentRun:
