@@ -216,7 +216,7 @@ class ConversationConsumer(AsyncJsonWebsocketConsumer):
         user = self.scope["user"]
         profile = None
         if profile_slug is not None:
-            profile = selectors.profiles_for_user(user=user).filter(slug=profile_slug).first()
+            profile = selectors.profile_get(user=user, slug=profile_slug)
             if profile is None:
                 raise SendRefused("profile_not_allowed", "That agent is not available to you.")
         message_send(

@@ -45,6 +45,19 @@ def run_get(*, user, run_id: int) -> AgentRun | None:
     )
 
 
+def message_get(*, user, message_id: int) -> Message | None:
+    return (
+        Message.objects.filter(pk=message_id, conversation__owner_id=user.pk)
+        .select_related("conversation")
+        .first()
+    )
+
+
+def profile_get(*, user, slug: str) -> AgentProfile | None:
+    """A profile by slug, if this user may use it."""
+    return profiles_for_user(user=user).filter(slug=slug).first()
+
+
 def profiles_for_user(*, user) -> QuerySet[AgentProfile]:
     """Profiles open to everyone, plus those restricted to a group the user is in."""
     if not user.is_authenticated:

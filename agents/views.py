@@ -242,7 +242,7 @@ def conversation_new(request: HttpRequest) -> HttpResponse:
     if not content:
         return redirect("chat")
     slug = request.POST.get("profile", "")
-    profile = selectors.profiles_for_user(user=request.user).filter(slug=slug).first()
+    profile = selectors.profile_get(user=request.user, slug=slug)
     try:
         with transaction.atomic():
             conversation = conversation_services.conversation_create(

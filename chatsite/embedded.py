@@ -49,6 +49,9 @@ def embedded_redis() -> Iterator[str]:
             "--dir", workdir,
         ],
         stdout=subprocess.DEVNULL,
+        # Its own session: Ctrl-C in the terminal must not stop Redis before the worker and
+        # daphne that use it have shut down.
+        start_new_session=True,
     )  # fmt: skip
     try:
         _wait_for_port(port)

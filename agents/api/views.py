@@ -25,7 +25,7 @@ from agents import events, selectors
 from agents.api import serializers as api
 from agents.api.export import EXPORT_FORMATS, export_data, export_json, export_markdown
 from agents.memory.services import summary_request
-from agents.models import AgentProfile, AgentRun, Conversation, Message
+from agents.models import AgentProfile, AgentRun, Conversation
 from agents.services.conversations import (
     SendRefused,
     SendResult,
@@ -95,7 +95,7 @@ class ApiView(GenericAPIView):
         """The profile named by ``slug`` if this user may use it; refuses any other slug."""
         if not slug:
             return None
-        profile = selectors.profiles_for_user(user=self.request.user).filter(slug=slug).first()
+        profile = selectors.profile_get(user=self.request.user, slug=slug)
         if profile is None:
             raise SendRefused("profile_not_allowed", "That agent is not available to you.")
         return profile
@@ -254,7 +254,9 @@ class ConversationCompactView(ApiView):
 
 class MessageEditView(ApiView):
     def post(self, request: Request, message_id: int) -> Response:
-        message = _own_message(user=request.user, message_id=message_id)
+        message = selectors.message_get(user=request.user, message_id=message_id)
+        if message is None:
+            raise NotFound("No such message.")
         data = self.input(api.ContentInput)
         try:
             result = message_edit_resend(
@@ -287,15 +289,3 @@ class ProfileListView(ApiView):
     def get(self, request: Request) -> Response:
         profiles = selectors.profiles_for_user(user=request.user)
         return Response(api.ProfileSerializer(profiles, many=True).data)
-
-
-def _own_message(*, user, message_id: int) -> Message:
-    # agents/selectors.py has no message_get yet; this is the same owner scoping it uses.
-    message = (
-        Message.objects.filter(pk=message_id, conversation__owner_id=user.pk)
-        .select_related("conversation")
-        .first()
-    )
-    if message is None:
-        raise NotFound("No such message.")
-    return message
