@@ -41,3 +41,23 @@ def user(make_user):
 @pytest.fixture
 def other_user(make_user):
     return make_user("bob")
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _release_test_database_at_the_end(django_db_setup, django_db_blocker):
+    """Let pytest-django drop the PostgreSQL test database when the session ends.
+
+    Background threads in this process (a worker's monitor thread started by in-process
+    run tests, the summariser) keep connections of their own that Django's teardown does
+    not close; PostgreSQL refuses to drop a database anyone is still connected to.
+    """
+    yield
+    from django.db import connection
+
+    if connection.vendor != "postgresql":
+        return
+    with django_db_blocker.unblock(), connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
+            " WHERE datname = current_database() AND pid <> pg_backend_pid()"
+        )
