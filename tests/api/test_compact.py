@@ -1,12 +1,12 @@
-"""Summarise now over HTTP: ``POST /api/conversations/<id>/compact/`` (the ``/compact`` command)."""
+"""Summarise now over HTTP: `POST /api/conversations/<id>/compact/` (the `/compact` command)."""
 
 from __future__ import annotations
 
 import pytest
 
 from agents.models import AgentRun, MemorySummary, Message
-from chatsite.celery import app as celery_app
 from agents.services.conversations import message_send
+from chatsite.celery import app as celery_app
 
 pytestmark = pytest.mark.django_db
 
