@@ -36,7 +36,7 @@ from django.db import close_old_connections, connection
 from agents import events
 from agents.models import AgentRun
 from agents.react.errors import AgentError, ModelError, RunCancelled
-from agents.react.types import FinalAnswerStep, ModelCallRecord
+from agents.react.types import FinalAnswerStep, ModelCallRecord, ThoughtStep
 from agents.services.runs import (
     RunLost,
     run_claim,
@@ -180,7 +180,11 @@ def _execute(run: AgentRun, watch: _Watch, me: str) -> None:
                 run_finish(run=run, step=step, worker_id=me)
             else:
                 run_record_step(run=run, step=step, worker_id=me)
-            connection.close()
+            if not isinstance(step, ModelCallRecord | ThoughtStep):
+                # A model call's record and a thought are followed at once by the steps
+                # parsed from the same reply, so the connection is kept for those; every
+                # other step may be followed by a tool or a model call.
+                connection.close()
     except RunCancelled:
         if not watch.lost:
             run_mark_cancelled(run=run, partial_answer="".join(answer_so_far), worker_id=me)

@@ -11,8 +11,9 @@ from datetime import timedelta
 from typing import Any
 
 from django.conf import settings
-from django.db import transaction
-from django.db.models import F, Max, Q
+from django.db import connection, transaction
+from django.db.models import F, Max, Q, Value
+from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from agents import events
@@ -58,14 +59,36 @@ def event_append(
     appends take turns and ``seq`` increases by exactly one each time (no gaps, no repeats).
     """
     with transaction.atomic():
-        Conversation.objects.filter(pk=conversation.pk).update(last_seq=F("last_seq") + 1)
-        seq = Conversation.objects.values_list("last_seq", flat=True).get(pk=conversation.pk)
+        seq = _next_seq(conversation.pk)
         conversation.last_seq = seq
         event = RunEvent.objects.create(
             conversation=conversation, run=run, seq=seq, type=type, payload=payload
         )
         events.publish_on_commit(event)
     return event
+
+
+def _next_seq(conversation_id: int) -> int:
+    """Bump the conversation's ``last_seq`` and read it back in one statement.
+
+    Every stored event goes through here, so the ORM's UPDATE-then-SELECT cost a second round
+    trip per event; ``UPDATE ... RETURNING`` (PostgreSQL, SQLite 3.35+) locks the row the same
+    way. Raises ``Conversation.DoesNotExist`` if the conversation was deleted.
+    """
+    quote = connection.ops.quote_name
+    table = quote(Conversation._meta.db_table)
+    column = quote(Conversation._meta.get_field("last_seq").column)
+    key = quote(Conversation._meta.pk.column)
+    # Only quoted names from the model's own metadata are formatted in; the id is a parameter.
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"UPDATE {table} SET {column} = {column} + 1 WHERE {key} = %s RETURNING {column}",  # noqa: S608
+            [conversation_id],
+        )
+        row = cursor.fetchone()
+    if row is None:
+        raise Conversation.DoesNotExist(f"conversation {conversation_id} no longer exists")
+    return row[0]
 
 
 def message_payload(message: Message) -> dict[str, Any]:
@@ -117,17 +140,14 @@ def run_claim(*, run_id: int, worker_id: str) -> AgentRun | None:
             worker_id=worker_id,
             heartbeat_at=now,
             attempts=F("attempts") + 1,
+            # The first attempt's claim is when the run started; later ones keep it.
+            started_at=Coalesce(F("started_at"), Value(now)),
         )
     )
     if not claimed:
         return None
-    run = AgentRun.objects.select_related("conversation", "trigger_message", "profile_version").get(
-        pk=run_id
-    )
-    if run.started_at is None:
-        AgentRun.objects.filter(pk=run_id, started_at__isnull=True).update(started_at=now)
-        run.started_at = now
-    return run
+    related = ("conversation", "trigger_message", "profile_version")
+    return AgentRun.objects.select_related(*related).get(pk=run_id)
 
 
 def run_heartbeat(*, run_ids: list[int], worker_id: str) -> set[int]:
@@ -234,12 +254,21 @@ def run_record_model_call(
 ) -> ModelCall:
     """Store one model request and response (not an event) and add its tokens to the run."""
     with transaction.atomic():
-        _check_holder(run, worker_id)
-        # A resumed attempt numbers its calls from zero again; keep the run's numbering going.
-        last = run.model_calls.aggregate(last=Max("index"))["last"]
+        # The token update is also the holder check: it locks the run row only if this
+        # worker still holds the run, as _check_holder does, in one statement instead of two.
+        held = AgentRun.objects.filter(pk=run.pk)
+        if worker_id is not None:
+            held = held.filter(worker_id=worker_id, status=Status.RUNNING)
+        updated = held.update(
+            prompt_tokens=F("prompt_tokens") + record.prompt_tokens,
+            completion_tokens=F("completion_tokens") + record.completion_tokens,
+        )
+        if not updated and worker_id is not None:
+            raise RunLost(f"run {run.pk} is no longer held by {worker_id}")
+        index = _next_call_index(run, worker_id)
         call = ModelCall.objects.create(
             run=run,
-            index=0 if last is None else last + 1,
+            index=index,
             request_messages=record.messages,
             request_options=record.options,
             response_text=record.response_text,
@@ -249,13 +278,24 @@ def run_record_model_call(
             duration_ms=record.duration_ms,
             error=record.error,
         )
-        AgentRun.objects.filter(pk=run.pk).update(
-            prompt_tokens=F("prompt_tokens") + record.prompt_tokens,
-            completion_tokens=F("completion_tokens") + record.completion_tokens,
-        )
+    if worker_id is not None:
+        run._next_call_index = index + 1
     run.prompt_tokens += record.prompt_tokens
     run.completion_tokens += record.completion_tokens
     return call
+
+
+def _next_call_index(run: AgentRun, worker_id: str | None) -> int:
+    """The index of the run's next model call.
+
+    A resumed attempt numbers its calls from zero again, so the first call of an attempt
+    continues from the stored ones. After that the holder is the only writer of the run's
+    calls (fenced above), so it counts on: one query per attempt rather than per call.
+    """
+    if worker_id is not None and getattr(run, "_next_call_index", None) is not None:
+        return run._next_call_index
+    last = run.model_calls.aggregate(last=Max("index"))["last"]
+    return 0 if last is None else last + 1
 
 
 # --------------------------------------------------------------------------------------
