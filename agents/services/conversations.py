@@ -218,8 +218,11 @@ def _check_content(content: str) -> None:
 
 
 def _lock_owned(*, conversation: Conversation, user) -> Conversation:
+    # The profile comes in the same query (a send reads it next); only the conversation's
+    # row is locked.
     locked = (
-        Conversation.objects.select_for_update()
+        Conversation.objects.select_for_update(of=("self",))
+        .select_related("profile")
         .filter(pk=conversation.pk, owner_id=user.pk)
         .first()
     )
