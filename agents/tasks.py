@@ -309,6 +309,24 @@ def _sweep_forever() -> None:
 
 
 @worker_ready.connect
+def _warm_up(**kwargs) -> None:
+    # The first run of a process would otherwise load tiktoken's encoding and import the
+    # markdown renderer (several hundred ms holding the interpreter lock, while the other
+    # runs of the process wait); do it before runs arrive.
+    def load() -> None:
+        try:
+            from agents.llm.tokens import count_tokens
+            from agents.rendering import render_markdown
+
+            count_tokens("warm up")
+            render_markdown("warm up")
+        except Exception:
+            logger.exception("warming up the worker failed; the first run will do it")
+
+    threading.Thread(target=load, name="chatsite-warm-up", daemon=True).start()
+
+
+@worker_ready.connect
 def _start_sweeper(**kwargs) -> None:
     # A thread in each worker rather than celery beat: nothing else to deploy, and the cache
     # lock in sweep_stale_runs keeps several workers from sweeping at once.

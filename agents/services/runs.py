@@ -57,8 +57,11 @@ def event_append(
 
     The conversation row stays locked from the ``last_seq`` bump to commit, so concurrent
     appends take turns and ``seq`` increases by exactly one each time (no gaps, no repeats).
+
+    Called inside a caller's transaction it adds no savepoint (two round trips per event):
+    an error here rolls back the caller's whole transaction, which is what every caller does.
     """
-    with transaction.atomic():
+    with transaction.atomic(savepoint=False):
         seq = _next_seq(conversation.pk)
         conversation.last_seq = seq
         event = RunEvent.objects.create(
