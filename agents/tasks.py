@@ -1,69 +1,26 @@
-"""Celery tasks for agent runs: thin, keyed by id, safe to run twice.
-
-``run_agent`` claims the run (a conditional UPDATE; returns at once if the run ended or a
-live worker holds it), resumes from the steps already stored, and records each new step in
-its own transaction, published after commit (docs/architecture.md). A redelivered or rescued
-run therefore continues where it stopped: no tool that returned runs again, no seq repeats.
-
-One monitor thread per worker process keeps the heartbeats of all the runs the process holds
-and polls their ``cancel_requested_at`` every ``AGENT_CANCEL_POLL_SECONDS``; ``should_cancel``
-only reads a flag it sets. That is two small queries per interval for the whole process, not
-per run, and a run waiting on the model holds no database connection.
-
-Workers use the threads pool (``CELERY_WORKER_POOL``): runs mostly wait on the model, so one
-process holds many. That pool cannot kill a task at a hard time limit; a run's time is bounded
-by the engine's ``max_execution_time`` and the model client's deadline instead.
-"""
+"""Celery tasks: thin, keyed by id, safe to run twice. The work is in
+``agents/services/execution.py``; this module is the Celery wiring around it."""
 
 from __future__ import annotations
 
-import contextlib
 import logging
-import os
-import socket
 import threading
 import time
-from collections.abc import Iterator
-from dataclasses import dataclass, field
 
 from celery import shared_task
 from celery.signals import worker_ready
 from django.conf import settings
-from django.core.cache import cache
-from django.core.exceptions import ObjectDoesNotExist
-from django.db import close_old_connections, connection
+from django.db import connection
 
-from agents import events
-from agents.models import AgentRun
-from agents.react.errors import AgentError, ModelError, RunCancelled
-from agents.react.types import FinalAnswerStep, ModelCallRecord, ThoughtStep
-from agents.services.runs import (
-    RunLost,
-    run_claim,
-    run_fail,
-    run_finish,
-    run_heartbeat,
-    run_mark_cancelled,
-    run_prior_steps,
-    run_record_model_call,
-    run_record_step,
-    run_started,
-    runs_cancel_requested,
-    runs_needing_rescue,
-)
+from agents.services.execution import run_execute, runs_rescue
 
 logger = logging.getLogger(__name__)
-
-
-def worker_id() -> str:
-    """Who holds a run: host and process, so a restarted worker is a different holder."""
-    return f"{socket.gethostname()}:{os.getpid()}"
 
 
 @shared_task(name="agents.run_agent", acks_late=True, ignore_result=True)
 def run_agent(run_id: int) -> None:
     try:
-        _run(run_id)
+        run_execute(run_id=run_id)
     finally:
         # Threads of the pool are reused: give the connection back between tasks.
         connection.close()
@@ -71,225 +28,7 @@ def run_agent(run_id: int) -> None:
 
 @shared_task(name="agents.sweep_stale_runs", ignore_result=True)
 def sweep_stale_runs() -> list[int]:
-    """Enqueue again runs no live worker holds (stale heartbeat, or queued and forgotten).
-
-    Safe with several workers: one sweep per interval takes a lock in the cache, each run is
-    enqueued at most once per stale period, and a duplicate delivery loses the claim anyway.
-    """
-    interval = settings.AGENT_SWEEP_INTERVAL_SECONDS
-    if not cache.add("chat:sweep-lock", worker_id(), timeout=max(1, int(interval * 0.8))):
-        return []
-    rescued = []
-    for run_id in runs_needing_rescue(queued_for_seconds=settings.AGENT_QUEUED_RESCUE_SECONDS):
-        if cache.add(
-            f"chat:rescued:{run_id}", 1, timeout=max(1, settings.AGENT_HEARTBEAT_STALE_SECONDS)
-        ):
-            run_agent.delay(run_id)
-            rescued.append(run_id)
-    if rescued:
-        logger.warning("re-enqueued runs no live worker held: %s", rescued)
-    return rescued
-
-
-# --------------------------------------------------------------------------------------
-# Driving one run
-# --------------------------------------------------------------------------------------
-
-
-def _run(run_id: int) -> None:
-    if _monitor.holds(run_id):
-        # A thread of this process still drives the run and only its heartbeat lagged (the
-        # database was unreachable): the claim would succeed under the same worker id and
-        # start a second copy writing the same steps.
-        return
-    me = worker_id()
-    run = run_claim(run_id=run_id, worker_id=me)
-    if run is None:
-        return  # finished, cancelled, or held by a live worker
-    try:
-        if run.attempts > settings.AGENT_MAX_ATTEMPTS:
-            message = f"The run was interrupted {run.attempts - 1} times and was given up."
-            run_fail(run=run, code="too_many_attempts", message=message, worker_id=me)
-            return
-        if run.profile_version is None:
-            message = "The agent this run used was deleted."
-            run_fail(run=run, code="no_profile", message=message, worker_id=me)
-            return
-        with _monitor.watch(run.pk) as watch:
-            if run.cancel_requested_at is not None:
-                watch.cancel_requested.set()
-            _execute(run, watch, me)
-    except RunLost:
-        logger.warning("run %s was taken over by another worker; this copy stops", run_id)
-    except ObjectDoesNotExist:
-        # The conversation (and with it the run) was deleted while it ran.
-        logger.info("run %s disappeared while running", run_id)
-    except Exception:
-        logger.exception("run %s failed", run_id)
-        close_old_connections()
-        message = "The agent stopped because of an internal error."
-        run_fail(run=run, code="internal_error", message=message, worker_id=me)
-    finally:
-        events.publish_flush(timeout=5)
-
-
-def _execute(run: AgentRun, watch: _Watch, me: str) -> None:
-    from agents.memory.services import memory_after_run, memory_for_run
-    from agents.runtime import build_executor
-
-    snapshot = run.profile_version.snapshot
-    conversation = run.conversation
-    run_started(run=run, model=run.model_name, profile=snapshot.get("slug", ""), worker_id=me)
-    prior_steps = run_prior_steps(run=run)
-    memory = memory_for_run(
-        conversation=conversation,
-        snapshot=snapshot,
-        model_name=run.model_name,
-        before_message=run.trigger_message,
-    )
-    answer_so_far: list[str] = []
-
-    def on_answer_delta(text: str) -> None:
-        answer_so_far.append(text)
-        events.publish_ephemeral(
-            conversation.pk, {"type": "answer.delta", "run_id": run.pk, "text": text}
-        )
-
-    executor = build_executor(
-        snapshot=snapshot,
-        user=conversation.owner,
-        conversation=conversation,
-        should_cancel=watch.should_cancel,
-        on_answer_delta=on_answer_delta,
-    )
-    steps = executor.run(
-        run.trigger_message.content,
-        history=memory.history,
-        memory_summary=memory.summary,
-        prior_steps=prior_steps,
-    )
-    # Nothing is held open while the engine waits on the model or a tool.
-    connection.close()
-    try:
-        for step in steps:
-            if watch.lost:
-                return  # another worker took the run over; it writes from here on
-            if isinstance(step, ModelCallRecord):
-                run_record_model_call(run=run, record=step, worker_id=me)
-            elif isinstance(step, FinalAnswerStep):
-                run_finish(run=run, step=step, worker_id=me)
-            else:
-                run_record_step(run=run, step=step, worker_id=me)
-            if not isinstance(step, ModelCallRecord | ThoughtStep):
-                # A model call's record and a thought are followed at once by the steps
-                # parsed from the same reply, so the connection is kept for those; every
-                # other step may be followed by a tool or a model call.
-                connection.close()
-    except RunCancelled:
-        if not watch.lost:
-            run_mark_cancelled(run=run, partial_answer="".join(answer_so_far), worker_id=me)
-        return
-    except ModelError as error:
-        message = str(error) or "The model call failed."
-        run_fail(run=run, code=error.code, message=message, worker_id=me)
-        return
-    except AgentError as error:
-        code = getattr(error, "code", "") or "agent_error"
-        run_fail(run=run, code=code, message=str(error) or "The agent stopped.", worker_id=me)
-        return
-    memory_after_run(conversation=conversation, snapshot=snapshot)
-
-
-# --------------------------------------------------------------------------------------
-# Heartbeats and cancel requests, for every run this process holds
-# --------------------------------------------------------------------------------------
-
-
-@dataclass
-class _Watch:
-    run_id: int
-    cancel_requested: threading.Event = field(default_factory=threading.Event)
-    # Set when the heartbeat finds the run held by someone else or ended elsewhere.
-    lost: bool = False
-    started: float = field(default_factory=time.monotonic)
-
-    def should_cancel(self) -> bool:
-        return self.lost or self.cancel_requested.is_set()
-
-
-class _RunMonitor:
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._watches: dict[int, _Watch] = {}
-        self._thread: threading.Thread | None = None
-
-    def holds(self, run_id: int) -> bool:
-        """Whether a thread of this process is driving the run right now."""
-        with self._lock:
-            return run_id in self._watches
-
-    @contextlib.contextmanager
-    def watch(self, run_id: int) -> Iterator[_Watch]:
-        watch = _Watch(run_id)
-        with self._lock:
-            self._watches[run_id] = watch
-            if self._thread is None or not self._thread.is_alive():
-                self._thread = threading.Thread(
-                    target=self._loop, name="chatsite-run-monitor", daemon=True
-                )
-                self._thread.start()
-        try:
-            yield watch
-        finally:
-            with self._lock:
-                self._watches.pop(run_id, None)
-
-    def _loop(self) -> None:
-        last_beat = time.monotonic()
-        while True:
-            time.sleep(settings.AGENT_CANCEL_POLL_SECONDS)
-            with self._lock:
-                watches = dict(self._watches)
-            if not watches:
-                connection.close()
-                continue
-            try:
-                _fail_overdue(watches)
-                for run_id in runs_cancel_requested(run_ids=list(watches)):
-                    watches[run_id].cancel_requested.set()
-                if time.monotonic() - last_beat >= settings.AGENT_HEARTBEAT_INTERVAL_SECONDS:
-                    last_beat = time.monotonic()
-                    held = run_heartbeat(run_ids=list(watches), worker_id=worker_id())
-                    for run_id, watch in watches.items():
-                        if run_id not in held:
-                            watch.lost = True
-            except Exception:
-                # The database may be restarting: keep beating once it is back.
-                logger.exception("run monitor could not reach the database")
-                connection.close()
-
-
-def _fail_overdue(watches: dict[int, _Watch]) -> None:
-    """End runs past the hard limit, whatever their thread is stuck on.
-
-    The threads pool cannot kill a task, so this is the backstop behind the engine's
-    ``max_execution_time`` and the model deadline: the run is failed visibly and its thread,
-    once it wakes, finds the run lost and writes nothing more.
-    """
-    limit = settings.AGENT_RUN_HARD_LIMIT_SECONDS
-    now = time.monotonic()
-    for run_id, watch in list(watches.items()):
-        if watch.lost or now - watch.started <= limit:
-            continue
-        watch.lost = True
-        del watches[run_id]
-        run = AgentRun.objects.select_related("conversation").filter(pk=run_id).first()
-        if run is not None:
-            message = f"The run took longer than {limit} seconds and was stopped."
-            run_fail(run=run, code="run_timeout", message=message, worker_id=worker_id())
-
-
-_monitor = _RunMonitor()
+    return runs_rescue(enqueue=run_agent.delay)
 
 
 # --------------------------------------------------------------------------------------

@@ -1,8 +1,8 @@
 """One worker process holds many runs at once without holding a database connection each.
 
 Runs spend their time waiting on the model; the threads pool lets one process wait on many,
-and a waiting run has closed its connection (agents/tasks.py), so a few hundred runs fit under
-PostgreSQL's default of 100 connections.
+and a waiting run has closed its connection (agents/services/execution.py), so a few hundred
+runs fit under PostgreSQL's default of 100 connections.
 """
 
 from __future__ import annotations
