@@ -265,8 +265,19 @@ class AgentProfileAdmin(ExtraPagesMixin, admin.ModelAdmin):
         return admin_views.profile_version_restore(request, self, profile, number)
 
 
+class ReadOnlyAdminMixin:
+    def has_add_permission(self, request, obj=None) -> bool:
+        return False
+
+    def has_change_permission(self, request, obj=None) -> bool:
+        return False
+
+    def has_delete_permission(self, request, obj=None) -> bool:
+        return False
+
+
 @admin.register(PromptVersion)
-class PromptVersionAdmin(admin.ModelAdmin):
+class PromptVersionAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
     """Read-only: versions are immutable. Restoring happens on the profile's version page."""
 
     list_display = ["__str__", "profile", "number", "created_by", "created_at", "compare"]
@@ -283,15 +294,6 @@ class PromptVersionAdmin(admin.ModelAdmin):
     def compare(self, obj: PromptVersion) -> str:
         url = reverse("admin:agents_agentprofile_version", args=[obj.profile_id, obj.number])
         return format_html('<a href="{}">diff against previous</a>', url)
-
-    def has_add_permission(self, request) -> bool:
-        return False
-
-    def has_change_permission(self, request, obj=None) -> bool:
-        return False
-
-    def has_delete_permission(self, request, obj=None) -> bool:
-        return False
 
 
 # --------------------------------------------------------------------------------------
@@ -346,17 +348,6 @@ class ToolConfigAdmin(ExtraPagesMixin, admin.ModelAdmin):
 # --------------------------------------------------------------------------------------
 # Read-only: runs (the inspector) and conversations
 # --------------------------------------------------------------------------------------
-
-
-class ReadOnlyAdminMixin:
-    def has_add_permission(self, request, obj=None) -> bool:
-        return False
-
-    def has_change_permission(self, request, obj=None) -> bool:
-        return False
-
-    def has_delete_permission(self, request, obj=None) -> bool:
-        return False
 
 
 @admin.register(AgentRun)

@@ -20,59 +20,15 @@ import live
 from django.db import connection
 from django.test import Client, override_settings
 
-from agents.models import AgentRun, Conversation, Message, RunEvent
 from agents.react.types import ThoughtStep
 from agents.services.conversations import conversation_create, message_send
 from agents.services.runs import run_claim, run_record_step
+from tests.perf.history import add_conversations, add_turns
 
 PLAIN_STATIC = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
     "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"},
 }
-
-
-def add_conversations(user, count: int) -> None:
-    Conversation.objects.bulk_create(
-        (Conversation(owner=user, title=f"history {i}") for i in range(count)), batch_size=2000
-    )
-
-
-def add_turns(conversation: Conversation, turns: int) -> None:
-    conversation.refresh_from_db()
-    start = conversation.last_seq
-    messages = Message.objects.bulk_create(
-        (
-            Message(
-                conversation=conversation,
-                role=Message.Role.USER if i % 2 == 0 else Message.Role.ASSISTANT,
-                content=f"message {i} " + "words " * 40,
-            )
-            for i in range(turns * 2)
-        ),
-        batch_size=2000,
-    )
-    runs = AgentRun.objects.bulk_create(
-        AgentRun(
-            conversation=conversation,
-            trigger_message=messages[2 * i],
-            status=AgentRun.Status.SUCCEEDED,
-        )
-        for i in range(turns)
-    )
-    RunEvent.objects.bulk_create(
-        (
-            RunEvent(
-                conversation=conversation,
-                run=runs[i // 2],
-                seq=start + i + 1,
-                type="step",
-                payload={"kind": "thought", "text": f"thinking {i}"},
-            )
-            for i in range(turns * 2)
-        ),
-        batch_size=2000,
-    )
-    Conversation.objects.filter(pk=conversation.pk).update(last_seq=start + turns * 2)
 
 
 def measure(action, repeat: int) -> tuple[int, float]:
@@ -129,11 +85,11 @@ def main() -> None:
             SECURE_SSL_REDIRECT=False, STORAGES=PLAIN_STATIC, ALLOWED_HOSTS=["testserver"]
         ):
             add_conversations(user, 10)
-            add_turns(conversation, 10)
+            add_turns(conversation, 10, words_per_message=40)
             for name, probe in probes.items():
                 rows[name] = [measure(probe, args.repeat)]
             add_conversations(user, args.conversations - 10)
-            add_turns(conversation, args.messages // 2 - 10)
+            add_turns(conversation, args.messages // 2 - 10, words_per_message=40)
             for name, probe in probes.items():
                 rows[name].append(measure(probe, args.repeat))
 

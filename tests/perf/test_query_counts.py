@@ -12,10 +12,10 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from agents.models import AgentRun, Conversation, Message, RunEvent
 from agents.react.types import ObservationStep, ThoughtStep
 from agents.services.conversations import conversation_create, message_send
 from agents.services.runs import run_claim, run_record_step
+from tests.perf.history import add_conversations, add_turns
 
 pytestmark = pytest.mark.django_db
 
@@ -23,46 +23,6 @@ pytestmark = pytest.mark.django_db
 PAGE_QUERIES = 12
 API_QUERIES = 8
 STEP_QUERIES = 8
-
-
-def add_conversations(user, count: int) -> None:
-    Conversation.objects.bulk_create(
-        Conversation(owner=user, title=f"history {i}") for i in range(count)
-    )
-
-
-def add_turns(conversation: Conversation, turns: int) -> None:
-    """``turns`` user+assistant message pairs, each with a run and its events."""
-    conversation.refresh_from_db()
-    start = conversation.last_seq
-    messages = Message.objects.bulk_create(
-        Message(
-            conversation=conversation,
-            role=Message.Role.USER if i % 2 == 0 else Message.Role.ASSISTANT,
-            content=f"message {i} " + "words " * 20,
-        )
-        for i in range(turns * 2)
-    )
-    runs = AgentRun.objects.bulk_create(
-        AgentRun(
-            conversation=conversation,
-            trigger_message=messages[2 * i],
-            status=AgentRun.Status.SUCCEEDED,
-        )
-        for i in range(turns)
-    )
-    RunEvent.objects.bulk_create(
-        RunEvent(
-            conversation=conversation,
-            run=runs[i // 2],
-            seq=start + i + 1,
-            type="step",
-            payload={"kind": "thought", "text": f"thinking {i}"},
-        )
-        for i in range(turns * 2)
-    )
-    Conversation.objects.filter(pk=conversation.pk).update(last_seq=start + turns * 2)
-    conversation.refresh_from_db()
 
 
 def count_queries(action) -> int:
