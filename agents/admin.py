@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 
 from django.contrib import admin, messages
+from django.contrib.admin.utils import flatten_fieldsets
 from django.core.exceptions import PermissionDenied
 from django.db.models import Count
 from django.shortcuts import get_object_or_404
@@ -266,6 +267,14 @@ class AgentProfileAdmin(ExtraPagesMixin, admin.ModelAdmin):
 
 
 class ReadOnlyAdminMixin:
+    """Nothing here can be added, changed or deleted; every declared field shows read-only
+    (computed ones included), so the layout is written once, in ``fieldsets`` or ``fields``."""
+
+    def get_readonly_fields(self, request, obj=None):
+        if self.fieldsets:
+            return flatten_fieldsets(self.fieldsets)
+        return self.fields or super().get_readonly_fields(request, obj)
+
     def has_add_permission(self, request, obj=None) -> bool:
         return False
 
@@ -284,7 +293,6 @@ class PromptVersionAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
     list_filter = [("profile", admin.RelatedOnlyFieldListFilter)]
     list_select_related = ["profile", "created_by"]
     fields = ["profile", "number", "created_by", "created_at", "snapshot_pretty", "compare"]
-    readonly_fields = fields
 
     @admin.display(description="Snapshot")
     def snapshot_pretty(self, obj: PromptVersion) -> str:
@@ -409,28 +417,6 @@ class AgentRunAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
         ),
         ("Error", {"fields": ["error_code", "error_message"]}),
     ]
-    readonly_fields = [
-        "status",
-        "conversation_link",
-        "owner",
-        "trigger_message",
-        "profile_version",
-        "model_config",
-        "model_name",
-        "mode",
-        "created_at",
-        "started_at",
-        "finished_at",
-        "duration",
-        "prompt_tokens",
-        "completion_tokens",
-        "attempts",
-        "worker_id",
-        "heartbeat_at",
-        "cancel_requested_at",
-        "error_code",
-        "error_message",
-    ]
 
     @admin.display(description="User", ordering="conversation__owner__username")
     def owner(self, obj: AgentRun) -> str:
@@ -470,14 +456,12 @@ class MessageInline(ReadOnlyAdminMixin, admin.TabularInline):
     model = Message
     fk_name = "conversation"
     fields = ["id", "role", "content", "run", "created_at"]
-    readonly_fields = fields
     extra = 0
 
 
 class MemorySummaryInline(ReadOnlyAdminMixin, admin.StackedInline):
     model = MemorySummary
     fields = ["text", "covers_from", "covers_through", "token_count", "model_name", "created_at"]
-    readonly_fields = fields
     extra = 0
     verbose_name_plural = "Memory summaries (newest first; the newest is in use)"
 
@@ -489,7 +473,6 @@ class ConversationAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
     search_fields = ["title", "owner__username"]
     list_select_related = ["owner", "profile"]
     fields = ["title", "owner", "profile", "archived", "last_seq", "created_at", "updated_at"]
-    readonly_fields = fields
     inlines = [MessageInline, MemorySummaryInline]
 
 
