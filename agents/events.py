@@ -2,7 +2,9 @@
 
 Stored events reach a conversation's group only after the transaction that wrote them
 commits (``publish_on_commit``), so a browser never sees a step that could still roll back.
-Ephemeral frames (``answer.delta``) carry no ``seq`` and go out at once.
+The events of one append travel as one group message (``{"type": "chat.event", "frames":
+[...]}``): a model reply's steps cost one channel-layer send, not one each. Ephemeral frames
+(``answer.delta``) carry no ``seq`` and go out at once.
 
 Sends are handed to one long-lived asyncio loop per process, running in a daemon thread with
 one channel layer: a worker thread holding a run does not build an event loop and a Redis
@@ -16,6 +18,7 @@ import asyncio
 import logging
 import os
 import threading
+from collections.abc import Sequence
 from concurrent.futures import Future
 from typing import TYPE_CHECKING, Any
 
@@ -47,16 +50,18 @@ def event_frame(event: RunEvent) -> dict[str, Any]:
     }
 
 
-def publish_on_commit(event: RunEvent) -> None:
-    """Publish ``event`` to its conversation's group once the current transaction commits."""
-    conversation_id = event.conversation_id
-    frame = event_frame(event)
-    transaction.on_commit(lambda: _publisher().send(conversation_id, frame))
+def publish_on_commit(stored: Sequence[RunEvent]) -> None:
+    """Publish events of one conversation, in order, once the current transaction commits."""
+    if not stored:
+        return
+    conversation_id = stored[0].conversation_id
+    frames = [event_frame(event) for event in stored]
+    transaction.on_commit(lambda: _publisher().send(conversation_id, frames))
 
 
 def publish_ephemeral(conversation_id: int, frame: dict[str, Any]) -> None:
     """Publish a frame that is not stored (no ``seq``), immediately."""
-    _publisher().send(conversation_id, frame)
+    _publisher().send(conversation_id, [frame])
 
 
 def publish_flush(timeout: float = 5.0) -> bool:
@@ -87,11 +92,11 @@ class _Publisher:
         )
         self._thread.start()
 
-    def send(self, conversation_id: int, frame: dict[str, Any]) -> None:
+    def send(self, conversation_id: int, frames: list[dict[str, Any]]) -> None:
         if self.layer is None:
             return
         group = group_name(conversation_id)
-        message = {"type": GROUP_MESSAGE_TYPE, "frame": frame}
+        message = {"type": GROUP_MESSAGE_TYPE, "frames": frames}
         # call_soon_threadsafe keeps submission order, which the per-group chain relies on.
         self.loop.call_soon_threadsafe(self._enqueue, group, message)
 

@@ -36,7 +36,7 @@ from django.db import close_old_connections, connection
 from agents import events
 from agents.models import AgentRun
 from agents.react.errors import AgentError, ModelError, RunCancelled
-from agents.react.types import FinalAnswerStep, ModelCallRecord, ThoughtStep
+from agents.react.types import FinalAnswerStep, ModelCallRecord, Step, ThoughtStep
 from agents.services.runs import (
     RunLost,
     run_claim,
@@ -45,8 +45,7 @@ from agents.services.runs import (
     run_heartbeat,
     run_mark_cancelled,
     run_prior_steps,
-    run_record_model_call,
-    run_record_step,
+    run_record_steps,
     run_started,
     runs_cancel_requested,
     runs_needing_rescue,
@@ -124,6 +123,13 @@ def run_execute(*, run_id: int) -> None:
         events.publish_flush(timeout=5)
 
 
+def _store_pending(run: AgentRun, pending: list[Step], me: str) -> None:
+    """Store what was held back for the next step before the run ends without that step (a
+    failed model call's record, most often)."""
+    if pending:
+        run_record_steps(run=run, steps=pending, worker_id=me)
+
+
 def _execute(run: AgentRun, watch: _Watch, me: str) -> None:
     from agents.memory.services import memory_after_run, memory_for_run
     from agents.runtime import build_executor
@@ -131,7 +137,8 @@ def _execute(run: AgentRun, watch: _Watch, me: str) -> None:
     snapshot = run.profile_version.snapshot
     conversation = run.conversation
     run_started(run=run, model=run.model_name, profile=snapshot.get("slug", ""), worker_id=me)
-    prior_steps = run_prior_steps(run=run)
+    # Only a later attempt can find steps of this run already stored.
+    prior_steps = run_prior_steps(run=run) if run.attempts > 1 else []
     memory = memory_for_run(
         conversation=conversation,
         snapshot=snapshot,
@@ -161,30 +168,36 @@ def _execute(run: AgentRun, watch: _Watch, me: str) -> None:
     )
     # Nothing is held open while the engine waits on the model or a tool.
     connection.close()
+    # A model call's record and a thought are followed at once by the steps parsed from the
+    # same reply (an action, an error, the answer): they wait here and are stored with those
+    # in one transaction. Every other step may be followed by a tool or a model call, so it
+    # is stored (and shown) before the engine goes on.
+    pending: list[Step] = []
     try:
         for step in steps:
             if watch.lost:
                 return  # another worker took the run over; it writes from here on
-            if isinstance(step, ModelCallRecord):
-                run_record_model_call(run=run, record=step, worker_id=me)
-            elif isinstance(step, FinalAnswerStep):
-                run_finish(run=run, step=step, worker_id=me)
+            if isinstance(step, ModelCallRecord | ThoughtStep):
+                pending.append(step)
+                continue
+            if isinstance(step, FinalAnswerStep):
+                run_finish(run=run, step=step, worker_id=me, preceding=pending)
             else:
-                run_record_step(run=run, step=step, worker_id=me)
-            if not isinstance(step, ModelCallRecord | ThoughtStep):
-                # A model call's record and a thought are followed at once by the steps
-                # parsed from the same reply, so the connection is kept for those; every
-                # other step may be followed by a tool or a model call.
-                connection.close()
+                run_record_steps(run=run, steps=[*pending, step], worker_id=me)
+            pending = []
+            connection.close()
     except RunCancelled:
         if not watch.lost:
+            _store_pending(run, pending, me)
             run_mark_cancelled(run=run, partial_answer="".join(answer_so_far), worker_id=me)
         return
     except ModelError as error:
+        _store_pending(run, pending, me)
         message = str(error) or "The model call failed."
         run_fail(run=run, code=error.code, message=message, worker_id=me)
         return
     except AgentError as error:
+        _store_pending(run, pending, me)
         code = getattr(error, "code", "") or "agent_error"
         run_fail(run=run, code=code, message=str(error) or "The agent stopped.", worker_id=me)
         return

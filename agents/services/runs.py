@@ -7,8 +7,9 @@ engine asks the model for the next one, so a crash loses at most the step in fli
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from datetime import timedelta
-from typing import Any
+from typing import Any, NamedTuple
 
 from django.conf import settings
 from django.db import connection, transaction
@@ -53,40 +54,55 @@ class RunEventType:
 def event_append(
     *, conversation: Conversation, run: AgentRun | None, type: str, payload: dict[str, Any]
 ) -> RunEvent:
-    """Append an event to the conversation's log and publish it after commit.
+    """Append one event to the conversation's log; see ``events_append``."""
+    return events_append(conversation=conversation, run=run, items=[(type, payload)])[0]
+
+
+def events_append(
+    *,
+    conversation: Conversation,
+    run: AgentRun | None,
+    items: Sequence[tuple[str, dict[str, Any]]],
+) -> list[RunEvent]:
+    """Append events (``(type, payload)`` pairs, in order) to the conversation's log, and
+    publish them together once the transaction commits.
 
     The conversation row stays locked from the ``last_seq`` bump to commit, so concurrent
-    appends take turns and ``seq`` increases by exactly one each time (no gaps, no repeats).
+    appends take turns and ``seq`` increases by exactly one per event (no gaps, no repeats).
 
-    Called inside a caller's transaction it adds no savepoint (two round trips per event):
+    Called inside a caller's transaction it adds no savepoint (two round trips per call):
     an error here rolls back the caller's whole transaction, which is what every caller does.
     """
     with transaction.atomic(savepoint=False):
-        seq = _next_seq(conversation.pk)
-        conversation.last_seq = seq
-        event = RunEvent.objects.create(
-            conversation=conversation, run=run, seq=seq, type=type, payload=payload
+        last = _bump_seq(conversation.pk, by=len(items))
+        conversation.last_seq = last
+        first = last - len(items) + 1
+        appended = RunEvent.objects.bulk_create(
+            RunEvent(
+                conversation=conversation, run=run, seq=first + offset, type=type, payload=payload
+            )
+            for offset, (type, payload) in enumerate(items)
         )
-        events.publish_on_commit(event)
-    return event
+        events.publish_on_commit(appended)
+    return appended
 
 
-def _next_seq(conversation_id: int) -> int:
-    """Bump the conversation's ``last_seq`` and read it back in one statement.
+def _bump_seq(conversation_id: int, *, by: int) -> int:
+    """Add ``by`` to the conversation's ``last_seq`` and read it back in one statement.
 
     Every stored event goes through here, so the ORM's UPDATE-then-SELECT cost a second round
-    trip per event; ``UPDATE ... RETURNING`` (PostgreSQL, SQLite 3.35+) locks the row the same
+    trip per append; ``UPDATE ... RETURNING`` (PostgreSQL, SQLite 3.35+) locks the row the same
     way. Raises ``Conversation.DoesNotExist`` if the conversation was deleted.
     """
     quote = connection.ops.quote_name
     table = quote(Conversation._meta.db_table)
     column = quote(Conversation._meta.get_field("last_seq").column)
     key = quote(Conversation._meta.pk.column)
-    # Only quoted names from the model's own metadata are formatted in; the id is a parameter.
+    # Only quoted names from the model's own metadata are formatted in; values are parameters.
     with connection.cursor() as cursor:
         cursor.execute(
-            f"UPDATE {table} SET {column} = {column} + 1 WHERE {key} = %s RETURNING {column}",  # noqa: S608
-            [conversation_id],
+            f"UPDATE {table} SET {column} = {column} + %s WHERE {key} = %s RETURNING {column}",  # noqa: S608
+            [by, conversation_id],
         )
         row = cursor.fetchone()
     if row is None:
@@ -242,36 +258,80 @@ def _check_holder(run: AgentRun, worker_id: str | None) -> None:
 
 def run_record_step(*, run: AgentRun, step: Step, worker_id: str | None = None) -> RunEvent:
     """Store a thought / action / observation / error step as a ``step`` event."""
-    with transaction.atomic():
-        _check_holder(run, worker_id)
-        return event_append(
-            conversation=run.conversation,
-            run=run,
-            type=RunEventType.STEP,
-            payload=step_to_event(step),
-        )
+    return run_record_steps(run=run, steps=[step], worker_id=worker_id)[0]
 
 
 def run_record_model_call(
     *, run: AgentRun, record: ModelCallRecord, worker_id: str | None = None
-) -> ModelCall:
+) -> None:
     """Store one model request and response (not an event) and add its tokens to the run."""
+    run_record_steps(run=run, steps=[record], worker_id=worker_id)
+
+
+def run_record_steps(
+    *, run: AgentRun, steps: Sequence[Step], worker_id: str | None = None
+) -> list[RunEvent]:
+    """Store steps that came out of the engine together, in one transaction.
+
+    A model call's record and the steps parsed from its reply arrive with nothing to wait
+    for between them, so the worker hands them over at once: one holder check, one seq bump,
+    and one frame batch on the channel layer for all of them. Model call records become
+    ``ModelCall`` rows; every other step a ``step`` event. Returns the events.
+    """
+    records = [step for step in steps if isinstance(step, ModelCallRecord)]
+    calls = None
     with transaction.atomic():
-        # The token update is also the holder check: it locks the run row only if this
-        # worker still holds the run, as _check_holder does, in one statement instead of two.
-        held = AgentRun.objects.filter(pk=run.pk)
-        if worker_id is not None:
-            held = held.filter(worker_id=worker_id, status=Status.RUNNING)
-        updated = held.update(
-            prompt_tokens=F("prompt_tokens") + record.prompt_tokens,
-            completion_tokens=F("completion_tokens") + record.completion_tokens,
-        )
-        if not updated and worker_id is not None:
-            raise RunLost(f"run {run.pk} is no longer held by {worker_id}")
-        index = _next_call_index(run, worker_id)
-        call = ModelCall.objects.create(
+        if records:
+            calls = _store_model_calls(run, records, worker_id)
+        else:
+            _check_holder(run, worker_id)
+        stored = _append_steps(run, [s for s in steps if not isinstance(s, ModelCallRecord)])
+    if calls is not None:
+        _remember_calls(run, calls, worker_id)
+    return stored
+
+
+def _append_steps(run: AgentRun, steps: Sequence[Step]) -> list[RunEvent]:
+    if not steps:
+        return []
+    return events_append(
+        conversation=run.conversation,
+        run=run,
+        items=[(RunEventType.STEP, step_to_event(step)) for step in steps],
+    )
+
+
+class _StoredCalls(NamedTuple):
+    first_index: int
+    count: int
+    prompt_tokens: int
+    completion_tokens: int
+
+
+def _store_model_calls(
+    run: AgentRun, records: Sequence[ModelCallRecord], worker_id: str | None
+) -> _StoredCalls:
+    """Insert the calls and add their tokens to the run.
+
+    The token UPDATE, filtered on the holder, is also the holder check: it locks the run row
+    only if this worker still holds the run, as ``_check_holder`` does, in one statement.
+    """
+    prompt = sum(record.prompt_tokens for record in records)
+    completion = sum(record.completion_tokens for record in records)
+    held = AgentRun.objects.filter(pk=run.pk)
+    if worker_id is not None:
+        held = held.filter(worker_id=worker_id, status=Status.RUNNING)
+    updated = held.update(
+        prompt_tokens=F("prompt_tokens") + prompt,
+        completion_tokens=F("completion_tokens") + completion,
+    )
+    if not updated and worker_id is not None:
+        raise RunLost(f"run {run.pk} is no longer held by {worker_id}")
+    first = _next_call_index(run, worker_id)
+    ModelCall.objects.bulk_create(
+        ModelCall(
             run=run,
-            index=index,
+            index=first + offset,
             request_messages=record.messages,
             request_options=record.options,
             response_text=record.response_text,
@@ -281,11 +341,17 @@ def run_record_model_call(
             duration_ms=record.duration_ms,
             error=record.error,
         )
+        for offset, record in enumerate(records)
+    )
+    return _StoredCalls(first, len(records), prompt, completion)
+
+
+def _remember_calls(run: AgentRun, calls: _StoredCalls, worker_id: str | None) -> None:
+    """Once committed: what the stored calls changed, on the caller's copy of the run."""
     if worker_id is not None:
-        run._next_call_index = index + 1
-    run.prompt_tokens += record.prompt_tokens
-    run.completion_tokens += record.completion_tokens
-    return call
+        run._next_call_index = calls.first_index + calls.count
+    run.prompt_tokens += calls.prompt_tokens
+    run.completion_tokens += calls.completion_tokens
 
 
 def _next_call_index(run: AgentRun, worker_id: str | None) -> int:
@@ -343,27 +409,46 @@ def _usage(run: AgentRun) -> dict[str, Any]:
 
 
 def run_finish(
-    *, run: AgentRun, step: FinalAnswerStep, worker_id: str | None = None
+    *,
+    run: AgentRun,
+    step: FinalAnswerStep,
+    worker_id: str | None = None,
+    preceding: Sequence[Step] = (),
 ) -> Message | None:
     """Save the answer as the assistant message and end the run as succeeded.
 
-    Returns None (and writes nothing) if the run had already ended.
+    ``preceding`` are steps the engine yielded from the same reply just before the answer
+    (that model call's record, a thought); they are stored in the same transaction, so the
+    run's last steps and its end are one commit and one frame batch. Returns None (and writes
+    nothing) if the run had already ended.
     """
+    records = [item for item in preceding if isinstance(item, ModelCallRecord)]
     with transaction.atomic():
         locked = _lock_active(run, worker_id)
         if locked is None:
             return None
+        if records:
+            calls = _store_model_calls(run, records, worker_id)
+            locked.prompt_tokens += calls.prompt_tokens
+            locked.completion_tokens += calls.completion_tokens
         message = _save_answer(run, step.text)
         _end(run, locked, Status.SUCCEEDED)
-        event_append(
+        finished = {
+            "message": message_payload(message),
+            "usage": _usage(run),
+            "stop_reason": step.stop_reason,
+        }
+        events_append(
             conversation=run.conversation,
             run=run,
-            type=RunEventType.RUN_FINISHED,
-            payload={
-                "message": message_payload(message),
-                "usage": _usage(run),
-                "stop_reason": step.stop_reason,
-            },
+            items=[
+                *(
+                    (RunEventType.STEP, step_to_event(item))
+                    for item in preceding
+                    if not isinstance(item, ModelCallRecord)
+                ),
+                (RunEventType.RUN_FINISHED, finished),
+            ],
         )
     return message
 

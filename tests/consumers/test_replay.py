@@ -46,7 +46,7 @@ def store_without_publishing(conversation: Conversation, count: int) -> None:
 
 async def layer_send(conversation_id: int, frame: dict) -> None:
     await get_channel_layer().group_send(
-        events.group_name(conversation_id), {"type": events.GROUP_MESSAGE_TYPE, "frame": frame}
+        events.group_name(conversation_id), {"type": events.GROUP_MESSAGE_TYPE, "frames": [frame]}
     )
 
 

@@ -24,7 +24,7 @@ def received_frames(layer, channel: str) -> list[dict]:
                 message = await asyncio.wait_for(layer.receive(channel), 0.5)
             except TimeoutError:
                 return frames
-            frames.append(message["frame"])
+            frames.extend(message["frames"])
 
     return async_to_sync(drain)()
 

@@ -3,6 +3,7 @@ rarely shows (model failures, a run someone else holds, resuming from stored ste
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 from datetime import timedelta
 
@@ -11,7 +12,7 @@ from django.db import connection
 from django.utils import timezone
 
 from agents.llm.scripted import Fail, Hang, Reply
-from agents.models import AgentProfile, AgentRun, ModelConfig, ToolConfig
+from agents.models import AgentProfile, AgentRun, ModelCall, ModelConfig, ToolConfig
 from agents.react.types import ActionStep, ObservationStep, ThoughtStep
 from agents.services.conversations import conversation_create
 from agents.services.runs import run_claim, run_record_step
@@ -70,6 +71,9 @@ def test_a_rejected_api_key_fails_the_run_with_its_code(user, scripted_profile):
     assert failed.payload["code"] == "model_auth"
     assert failed.payload["message"]
     assert _types(run) == ["run.started", "run.failed"]
+    # The failed call is kept for the inspector, though no step followed it.
+    [call] = ModelCall.objects.filter(run=run)
+    assert "401" in call.error or "Authentication" in call.error
 
 
 def test_a_run_held_by_a_live_worker_is_left_alone(user, scripted_profile, scripted_model):
@@ -176,3 +180,43 @@ def test_deleting_the_conversation_mid_run_stops_the_run_quietly(
 
     assert not AgentRun.objects.filter(pk=run.pk).exists()
     assert len(scripted_model.requests(model)) == 1
+
+
+def test_each_reply_reaches_the_browser_as_one_batch(user, scripted_profile):
+    from asgiref.sync import async_to_sync
+    from channels.layers import channel_layers
+
+    from agents import events
+
+    profile, _ = scripted_profile(
+        Reply("Thought: I should multiply.\nAction: calculator\nAction Input: 6*7"), Reply(FINAL)
+    )
+    run = _queued_run(user, profile)
+    layer = channel_layers.make_backend("default")
+    channel = async_to_sync(layer.new_channel)()
+    async_to_sync(layer.group_add)(events.group_name(run.conversation_id), channel)
+
+    run_agent(run.pk)
+
+    async def drain() -> list[dict]:
+        received = []
+        while True:
+            try:
+                received.append(await asyncio.wait_for(layer.receive(channel), 0.5))
+            except TimeoutError:
+                return received
+
+    batches = [
+        [frame.get("kind", frame["type"]) for frame in message["frames"]]
+        for message in async_to_sync(drain)()
+        if message["frames"][0].get("seq") is not None  # answer deltas are not stored events
+    ]
+    assert batches == [
+        ["run.started"],
+        ["thought", "action"],
+        ["observation"],
+        ["thought", "run.finished"],
+    ]
+    assert ModelCall.objects.filter(run=run).count() == 2
+    seqs = list(run.events.order_by("seq").values_list("seq", flat=True))
+    assert seqs == list(range(1, len(seqs) + 1))

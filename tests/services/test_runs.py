@@ -35,6 +35,7 @@ from agents.services.runs import (
     run_prior_steps,
     run_record_model_call,
     run_record_step,
+    run_record_steps,
     run_started,
     run_stored_steps,
     runs_needing_rescue,
@@ -250,9 +251,9 @@ def test_events_reach_the_group_only_after_commit(user, default_profile):
 
     received = _receive_all(layer, channel)
     assert [m["type"] for m in received] == ["chat.event", "chat.event"]
-    assert [m["frame"] for m in received] == [
-        {"type": "answer.delta", "text": "marker"},
-        events.event_frame(stored),
+    assert [m["frames"] for m in received] == [
+        [{"type": "answer.delta", "text": "marker"}],
+        [events.event_frame(stored)],
     ]
 
 
@@ -297,3 +298,91 @@ def test_after_a_takeover_the_old_holder_can_write_nothing(queued_run, settings)
     types = list(new.events.order_by("seq").values_list("type", flat=True))
     assert types == ["message.created", "step", "run.finished"]
     assert not ModelCall.objects.filter(run=new).exists()
+
+
+def _listen(conversation):
+    layer = channel_layers.make_backend("default")
+    channel = async_to_sync(layer.new_channel)()
+    async_to_sync(layer.group_add)(events.group_name(conversation.pk), channel)
+    return layer, channel
+
+
+def _call(response_text: str, prompt_tokens: int, completion_tokens: int) -> ModelCallRecord:
+    return ModelCallRecord(
+        index=0,
+        messages=[{"role": "user", "content": "q"}],
+        options={},
+        response_text=response_text,
+        prompt_tokens=prompt_tokens,
+        completion_tokens=completion_tokens,
+    )
+
+
+@pytest.mark.django_db(transaction=True)
+def test_one_reply_is_one_commit_and_one_group_message(user, default_profile):
+    run = message_send(conversation=conversation_create(owner=user), user=user, content="q").run
+    run = run_claim(run_id=run.pk, worker_id="w1")
+    layer, channel = _listen(run.conversation)
+    thought = ThoughtStep(text="I should add.")
+    action = ActionStep(tool="calculator", tool_input="2+2", call_id="c1")
+
+    stored = run_record_steps(
+        run=run, steps=[_call("Thought: ...", 11, 4), thought, action], worker_id="w1"
+    )
+    assert events.publish_flush()
+
+    assert [e.seq for e in stored] == [2, 3]  # message.created was 1; the call is not an event
+    assert [step_from_event(e.payload) for e in stored] == [thought, action]
+    assert ModelCall.objects.get(run=run).response_text == "Thought: ..."
+    assert (run.prompt_tokens, run.completion_tokens) == (11, 4)
+    received = _receive_all(layer, channel)
+    assert [[f["seq"] for f in m["frames"]] for m in received] == [[2, 3]]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_last_reply_and_the_end_of_the_run_are_one_commit(user, default_profile):
+    run = message_send(conversation=conversation_create(owner=user), user=user, content="q").run
+    run = run_claim(run_id=run.pk, worker_id="w1")
+    layer, channel = _listen(run.conversation)
+    thought = ThoughtStep(text="I have it.")
+
+    message = run_finish(
+        run=run,
+        step=FinalAnswerStep(text="4"),
+        worker_id="w1",
+        preceding=[_call("Final Answer: 4", 20, 3), thought],
+    )
+    assert events.publish_flush()
+
+    assert message.content == "4"
+    assert ModelCall.objects.filter(run=run).count() == 1
+    finished = run.events.get(type="run.finished")
+    assert finished.payload["usage"]["prompt_tokens"] == 20
+    assert finished.payload["usage"]["completion_tokens"] == 3
+    received = _receive_all(layer, channel)
+    assert [[f["type"] for f in m["frames"]] for m in received] == [["step", "run.finished"]]
+    assert received[0]["frames"][0]["text"] == "I have it."
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_batch_from_a_worker_that_lost_the_run_stores_and_sends_nothing(
+    user, default_profile, settings
+):
+    run = message_send(conversation=conversation_create(owner=user), user=user, content="q").run
+    old = run_claim(run_id=run.pk, worker_id="w1")
+    stale = timezone.now() - timedelta(seconds=settings.AGENT_HEARTBEAT_STALE_SECONDS + 1)
+    AgentRun.objects.filter(pk=run.pk).update(heartbeat_at=stale)
+    run_claim(run_id=run.pk, worker_id="w2")
+    layer, channel = _listen(run.conversation)
+
+    with pytest.raises(RunLost):
+        run_record_steps(
+            run=old, steps=[_call("late", 5, 5), ThoughtStep(text="late")], worker_id="w1"
+        )
+    assert events.publish_flush()
+
+    assert not ModelCall.objects.filter(run=run).exists()
+    assert list(run.events.values_list("type", flat=True)) == ["message.created"]
+    run.refresh_from_db()
+    assert (run.prompt_tokens, run.completion_tokens) == (0, 0)
+    assert _receive_all(layer, channel) == []
