@@ -6,8 +6,11 @@ events the client has not seen, then forwards live ones; client frames become se
 
 from __future__ import annotations
 
+import functools
 import json
-from typing import Any
+from collections.abc import Awaitable, Callable
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, ParamSpec, TypeVar
 from urllib.parse import parse_qs
 
 from channels.db import database_sync_to_async
@@ -25,6 +28,36 @@ CLOSE_NOT_FOUND = 4404
 REPLAY_BATCH = 500
 CLIENT_ID_MAX_CHARS = 64
 TERMINAL_FRAME_TYPES = frozenset({"run.finished", "run.failed", "run.cancelled"})
+
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+_database_threads: ThreadPoolExecutor | None = None
+
+
+def _in_database_thread(func: Callable[P, R]) -> Callable[P, Awaitable[R]]:
+    """Run a consumer's database call in a small pool of threads of its own.
+
+    Channels' ``database_sync_to_async`` runs the calls of every socket in the process on one
+    shared thread, so 200 users sending at once were accepted one after another (about 9 a
+    second, docs/performance.md). A socket still awaits its own calls in order; different
+    sockets' calls now overlap while each waits on the database. Stale connections are
+    closed before and after each call, as Channels does.
+    """
+
+    @functools.wraps(func)
+    async def call(*args: P.args, **kwargs: P.kwargs) -> R:
+        global _database_threads
+        if _database_threads is None:
+            _database_threads = ThreadPoolExecutor(
+                max_workers=settings.CHAT_SOCKET_DATABASE_THREADS,
+                thread_name_prefix="chatsite-socket-db",
+            )
+        run = database_sync_to_async(func, thread_sensitive=False, executor=_database_threads)
+        return await run(*args, **kwargs)
+
+    return call
 
 
 class FrameError(Exception):
@@ -145,8 +178,11 @@ class ConversationConsumer(AsyncJsonWebsocketConsumer):
         await super().dispatch(message)
 
     async def chat_event(self, message: dict[str, Any]) -> None:
-        """A frame published to the group by agents/events.py."""
-        frame = message["frame"]
+        """Frames published to the group by agents/events.py, in seq order."""
+        for frame in message["frames"]:
+            await self._forward(frame)
+
+    async def _forward(self, frame: dict[str, Any]) -> None:
         seq = frame.get("seq")
         if seq is None:
             if frame.get("type") == "answer.delta" and frame.get("run_id") in self.finished_run_ids:
@@ -194,13 +230,13 @@ class ConversationConsumer(AsyncJsonWebsocketConsumer):
 
     # ---- database ----------------------------------------------------------------------
 
-    @database_sync_to_async
+    @_in_database_thread
     def _conversation(self) -> Conversation | None:
         return selectors.conversation_get(
             user=self.scope["user"], conversation_id=self.conversation_id
         )
 
-    @database_sync_to_async
+    @_in_database_thread
     def _frames_after(self, conversation: Conversation, after_seq: int) -> list[dict[str, Any]]:
         stored: list[RunEvent] = list(
             selectors.events_after(
@@ -209,7 +245,7 @@ class ConversationConsumer(AsyncJsonWebsocketConsumer):
         )
         return [events.event_frame(event) for event in stored]
 
-    @database_sync_to_async
+    @_in_database_thread
     def _message_send(
         self, conversation: Conversation, content: str, client_id: str, profile_slug: str | None
     ) -> None:
@@ -227,7 +263,7 @@ class ConversationConsumer(AsyncJsonWebsocketConsumer):
             profile=profile,
         )
 
-    @database_sync_to_async
+    @_in_database_thread
     def _run_cancel(self, run_id: int) -> bool:
         user = self.scope["user"]
         run: AgentRun | None = selectors.run_get(user=user, run_id=run_id)
