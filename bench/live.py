@@ -110,6 +110,19 @@ PRODUCTION_TIMINGS = {
 }
 
 
+def service_cpu_seconds() -> dict[str, float]:
+    """CPU seconds so far of the database and Redis servers, and of this process (the
+    scripted model and the bench's clients), for comparing with the worker and daphne."""
+    totals = {"postgres": 0.0, "redis": 0.0, "bench": cpu_seconds(os.getpid())}
+    for proc in psutil.process_iter(["name"]):
+        name = proc.info["name"] or ""
+        key = "postgres" if name.startswith("postgres") else "redis" if "redis" in name else None
+        if key:
+            with contextlib.suppress(psutil.Error):
+                totals[key] += cpu_seconds(proc.pid)
+    return totals
+
+
 def cpu_seconds(pid: int) -> float:
     """User + system CPU time of a process so far."""
     times = psutil.Process(pid).cpu_times()

@@ -132,12 +132,15 @@ def main() -> None:
 def measure(n: int, pool: str, worker, daphne, profile, ideal: float) -> str:
     clients = prepare(n, daphne, profile)
     cpu_before = live.cpu_seconds(worker.pid), live.cpu_seconds(daphne.pid)
+    others_before = live.service_cpu_seconds()
     with live.PeakRss(worker=worker.pid, daphne=daphne.pid) as rss:
         outcome = live.run_async(round_of(clients, daphne.url))
     cpu = [
         (live.cpu_seconds(pid) - before) * 1000 / n
         for pid, before in zip((worker.pid, daphne.pid), cpu_before, strict=True)
     ]
+    others = {k: (v - others_before[k]) * 1000 / n for k, v in live.service_cpu_seconds().items()}
+    print("   other CPU ms per run:", {k: round(v) for k, v in others.items()}, flush=True)
     results = outcome["results"]
     wall = max(r["finished"] for r in results) - outcome["began"]
     # How long daphne took to accept every send (message.created back on its socket).
