@@ -149,7 +149,18 @@ class OpenAIChatModel:
             remaining, connect=min(CONNECT_TIMEOUT_SECONDS, remaining), pool=remaining
         )
         try:
-            stream = self._client.chat.completions.create(**options, timeout=timeout)
+            stream = self._client.post(
+                "/chat/completions",
+                body=options,
+                # Chunks stay the JSON the server sent. The typed ``chat.completions.create``
+                # validates every message of the request and builds a pydantic model per
+                # chunk: about a third of a worker's CPU per run (docs/performance.md).
+                # Errors, auth, timeouts and streaming are the SDK's either way.
+                cast_to=object,
+                stream=True,
+                stream_cls=openai.Stream[object],
+                options={"timeout": timeout},
+            )
         except openai.APIError as exc:
             if sends_stream_options and _refuses_stream_options(exc):
                 raise _StreamOptionsRefused from exc
@@ -285,46 +296,53 @@ class _Attempt:
         self.delivered_text = False
 
     def add(self, chunk: Any) -> None:
+        """One ``chat.completion.chunk`` as decoded JSON."""
+        if not isinstance(chunk, dict):
+            raise ModelBadResponse(f"a stream chunk is not a JSON object: {chunk!r:.100}")
         self.chunks += 1
-        usage = getattr(chunk, "usage", None)
-        if usage is not None:
+        usage = chunk.get("usage")
+        if isinstance(usage, dict):
             self.usage = {
-                "prompt_tokens": getattr(usage, "prompt_tokens", 0),
-                "completion_tokens": getattr(usage, "completion_tokens", 0),
+                "prompt_tokens": usage.get("prompt_tokens") or 0,
+                "completion_tokens": usage.get("completion_tokens") or 0,
             }
-        for choice in chunk.choices or ():
-            if choice.index not in (0, None):
+        for choice in _dicts(chunk.get("choices")):
+            if choice.get("index") not in (0, None):
                 continue  # we never ask for n > 1
-            if choice.finish_reason:
-                self.finish_reason = choice.finish_reason
-            delta = choice.delta
-            if delta is None:
+            if choice.get("finish_reason"):
+                self.finish_reason = choice["finish_reason"]
+            delta = choice.get("delta")
+            if not isinstance(delta, dict):
                 continue
-            for call_delta in delta.tool_calls or ():
+            for call_delta in _dicts(delta.get("tool_calls")):
                 self._add_call_delta(call_delta)
-            if delta.content:
-                self.text_parts.append(delta.content)
+            content = delta.get("content")
+            if content and isinstance(content, str):
+                self.text_parts.append(content)
                 if self.on_text is not None:
                     self.delivered_text = True
-                    self.on_text(delta.content)
+                    self.on_text(content)
 
-    def _add_call_delta(self, call_delta: Any) -> None:
-        index = call_delta.index
-        if index is None:
+    def _add_call_delta(self, call_delta: dict[str, Any]) -> None:
+        index = call_delta.get("index")
+        call_id = call_delta.get("id")
+        if not isinstance(index, int):
             # Some servers leave out the index: a new id starts a new call.
-            is_new = call_delta.id and all(c.id != call_delta.id for c in self.calls.values())
+            is_new = call_id and all(c.id != call_id for c in self.calls.values())
             index = len(self.calls) if is_new or not self.calls else max(self.calls)
         call = self.calls.setdefault(index, _PartialCall())
-        if call_delta.id:
-            call.id = call_delta.id
-        function = call_delta.function
-        if function is None:
+        if call_id:
+            call.id = str(call_id)
+        function = call_delta.get("function")
+        if not isinstance(function, dict):
             return
+        name = function.get("name")
         # OpenAI sends the name once; some servers repeat it in every delta.
-        if function.name and function.name != call.name:
-            call.name += function.name
-        if function.arguments:
-            call.arguments.append(function.arguments)
+        if name and name != call.name:
+            call.name += str(name)
+        arguments = function.get("arguments")
+        if arguments:
+            call.arguments.append(str(arguments))
 
     def tool_calls(self) -> tuple[ToolCall, ...]:
         return tuple(
@@ -335,6 +353,13 @@ class _Attempt:
             )
             for index, call in sorted(self.calls.items())
         )
+
+
+def _dicts(items: Any) -> list[dict[str, Any]]:
+    """The JSON objects of a list that may be missing or null in a server's chunk."""
+    if not isinstance(items, list):
+        return []
+    return [item for item in items if isinstance(item, dict)]
 
 
 # --------------------------------------------------------------------------------------

@@ -195,17 +195,24 @@ class ScriptedServer:
     """A threaded OpenAI-compatible server on 127.0.0.1 (port 0 unless given).
 
     ``reject_stream_options`` answers 400 to any request carrying ``stream_options``, like
-    older servers do, so clients can be tested for falling back without it.
+    older servers do, so clients can be tested for falling back without it. With
+    ``api_key``, a chat request without ``Authorization: Bearer <api_key>`` gets OpenAI's 401.
     """
 
     def __init__(
-        self, *, host: str = "127.0.0.1", port: int = 0, reject_stream_options: bool = False
+        self,
+        *,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        reject_stream_options: bool = False,
+        api_key: str | None = None,
     ) -> None:
         self._lock = threading.Lock()
         self._models: dict[str, _ModelState] = {}
         self._stopping = threading.Event()
         self._ids = itertools.count(1)
         self.reject_stream_options = reject_stream_options
+        self.api_key = api_key
         self._httpd = _QuietHTTPServer((host, port), _handler_for(self))
         self._thread: threading.Thread | None = None
 
@@ -491,6 +498,10 @@ class _Handler(BaseHTTPRequestHandler):
         if not isinstance(body, dict) or not isinstance(body.get("messages"), list):
             self._send_json(400, _invalid_request("'messages' must be a list"))
             return
+        key = self.scripted.api_key
+        if key is not None and self.headers.get("Authorization") != f"Bearer {key}":
+            self._send_json(401, _invalid_api_key())
+            return
         if self.scripted.reject_stream_options and "stream_options" in body:
             self._send_json(400, _invalid_request("Unrecognized request argument: stream_options"))
             return
@@ -581,6 +592,16 @@ class _Handler(BaseHTTPRequestHandler):
 
 def _invalid_request(message: str) -> JsonDict:
     return {"error": {"message": message, "type": "invalid_request_error", "code": None}}
+
+
+def _invalid_api_key() -> JsonDict:
+    return {
+        "error": {
+            "message": "Incorrect API key provided.",
+            "type": "invalid_request_error",
+            "code": "invalid_api_key",
+        }
+    }
 
 
 def _not_found(path: str) -> JsonDict:

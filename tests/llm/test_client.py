@@ -7,7 +7,7 @@ import threading
 
 import pytest
 
-from agents.llm.client import OpenAIChatModel
+from agents.llm.client import OpenAIChatModel, _Attempt
 from agents.llm.scripted import Fail, Hang, Reply, ScriptedServer, ToolCalls
 from agents.llm.tokens import count_message_tokens, count_tokens
 from agents.react.errors import (
@@ -335,3 +335,43 @@ def test_a_delay_before_the_first_token_past_the_deadline_times_out(
 
     with pytest.raises(ModelTimeout):
         make_model(deadline_seconds=0.3).complete(QUESTION)
+
+
+def test_the_api_key_is_sent_as_a_bearer_token(model_name):
+    with ScriptedServer(api_key="sk-right") as server:
+        server.script(model_name, [Reply("welcome"), Reply("never reached")])
+
+        def model(key: str) -> OpenAIChatModel:
+            return OpenAIChatModel(
+                base_url=server.base_url, api_key=key, model=model_name, max_retries=0
+            )
+
+        assert model("sk-right").complete(QUESTION).text == "welcome"
+        with pytest.raises(ModelAuthError, match="Incorrect API key"):
+            model("sk-wrong").complete(QUESTION)
+
+
+def test_chunks_of_unexpected_shape_are_read_or_refused_clearly():
+    attempt = _Attempt(on_text=None)
+
+    def delta(**fields) -> dict:
+        return {"choices": [{"index": 0, "delta": fields}]}
+
+    for chunk in (
+        {"choices": None, "usage": None},  # a keep-alive some servers send
+        {"choices": [{"index": 0, "delta": None, "finish_reason": None}]},
+        {"choices": [{"delta": {"content": "Hel"}}]},  # no index: the first choice
+        {"choices": [{"index": 1, "delta": {"content": "other choice"}}]},
+        delta(content="lo", tool_calls=None),
+        delta(tool_calls=[{"id": "a", "function": {"name": "f"}}]),
+        delta(tool_calls=[{"function": {"arguments": "{}"}}]),
+        {"choices": [{"index": 0, "finish_reason": "stop"}], "usage": {"prompt_tokens": 3}},
+    ):
+        attempt.add(chunk)
+
+    assert "".join(attempt.text_parts) == "Hello"
+    assert [(c.id, c.name, c.arguments) for c in attempt.tool_calls()] == [("a", "f", "{}")]
+    assert attempt.finish_reason == "stop"
+    assert attempt.usage == {"prompt_tokens": 3, "completion_tokens": 0}
+    with pytest.raises(ModelBadResponse, match="not a JSON object"):
+        attempt.add(["not", "an", "object"])
