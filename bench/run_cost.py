@@ -77,6 +77,7 @@ def main() -> None:
     parser.add_argument("--tool-calls", type=int, default=4)
     parser.add_argument("--profile", action="store_true", help="cProfile the measured runs")
     parser.add_argument("--profile-filter", default="", help="a regex for the profile's rows")
+    parser.add_argument("--show-sql", action="store_true", help="print the counted statements")
     args = parser.parse_args()
     live.migrate()
     from django.conf import settings
@@ -123,6 +124,10 @@ def main() -> None:
                 raise SystemExit(f"run {result.run.pk} ended {result.run.status}")
             if counting:
                 send_queries, run_queries = len(sent.captured_queries), len(ran.captured_queries)
+                if args.show_sql:
+                    for label, captured in (("send", sent), ("run", ran)):
+                        for query in captured.captured_queries:
+                            print(f"{label}: {query['sql'][:160]}")
             if measured:
                 send_cpu.append(send_ms)
                 run_cpu.append(run_ms)
