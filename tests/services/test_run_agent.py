@@ -3,7 +3,6 @@ rarely shows (model failures, a run someone else holds, resuming from stored ste
 
 from __future__ import annotations
 
-import asyncio
 import uuid
 from datetime import timedelta
 
@@ -17,6 +16,7 @@ from agents.react.types import ActionStep, ObservationStep, ThoughtStep
 from agents.services.conversations import conversation_create
 from agents.services.runs import run_claim, run_record_step
 from agents.tasks import run_agent
+from tests.group import GroupListener
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -183,32 +183,17 @@ def test_deleting_the_conversation_mid_run_stops_the_run_quietly(
 
 
 def test_each_reply_reaches_the_browser_as_one_batch(user, scripted_profile):
-    from asgiref.sync import async_to_sync
-    from channels.layers import channel_layers
-
-    from agents import events
-
     profile, _ = scripted_profile(
         Reply("Thought: I should multiply.\nAction: calculator\nAction Input: 6*7"), Reply(FINAL)
     )
     run = _queued_run(user, profile)
-    layer = channel_layers.make_backend("default")
-    channel = async_to_sync(layer.new_channel)()
-    async_to_sync(layer.group_add)(events.group_name(run.conversation_id), channel)
+    listener = GroupListener(run.conversation_id)
 
     run_agent(run.pk)
 
-    async def drain() -> list[dict]:
-        received = []
-        while True:
-            try:
-                received.append(await asyncio.wait_for(layer.receive(channel), 0.5))
-            except TimeoutError:
-                return received
-
     batches = [
         [frame.get("kind", frame["type"]) for frame in message["frames"]]
-        for message in async_to_sync(drain)()
+        for message in listener.received()
         if message["frames"][0].get("seq") is not None  # answer deltas are not stored events
     ]
     assert batches == [

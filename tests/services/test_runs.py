@@ -2,13 +2,10 @@
 
 from __future__ import annotations
 
-import asyncio
 import threading
 from datetime import timedelta
 
 import pytest
-from asgiref.sync import async_to_sync
-from channels.layers import channel_layers
 from django.db import connection, transaction
 from django.utils import timezone
 
@@ -40,6 +37,7 @@ from agents.services.runs import (
     run_stored_steps,
     runs_needing_rescue,
 )
+from tests.group import GroupListener
 
 
 @pytest.fixture
@@ -216,26 +214,10 @@ def test_seq_has_no_gaps_or_repeats_under_concurrent_appends(user, default_profi
         assert [e.payload["i"] for e in mine] == list(range(per_writer))
 
 
-def _receive_all(layer, channel: str) -> list[dict]:
-    """Everything already delivered to ``channel`` (publish_flush has been called)."""
-
-    async def drain() -> list[dict]:
-        received = []
-        while True:
-            try:
-                received.append(await asyncio.wait_for(layer.receive(channel), 0.5))
-            except TimeoutError:
-                return received
-
-    return async_to_sync(drain)()
-
-
 @pytest.mark.django_db(transaction=True)
 def test_events_reach_the_group_only_after_commit(user, default_profile):
     conversation = conversation_create(owner=user)
-    layer = channel_layers.make_backend("default")
-    channel = async_to_sync(layer.new_channel)()
-    async_to_sync(layer.group_add)(events.group_name(conversation.pk), channel)
+    listener = GroupListener(conversation.pk)
 
     with transaction.atomic():
         stored = event_append(conversation=conversation, run=None, type="step", payload={"n": 1})
@@ -249,7 +231,7 @@ def test_events_reach_the_group_only_after_commit(user, default_profile):
         transaction.set_rollback(True)
     assert events.publish_flush()
 
-    received = _receive_all(layer, channel)
+    received = listener.received()
     assert [m["type"] for m in received] == ["chat.event", "chat.event"]
     assert [m["frames"] for m in received] == [
         [{"type": "answer.delta", "text": "marker"}],
@@ -300,13 +282,6 @@ def test_after_a_takeover_the_old_holder_can_write_nothing(queued_run, settings)
     assert not ModelCall.objects.filter(run=new).exists()
 
 
-def _listen(conversation):
-    layer = channel_layers.make_backend("default")
-    channel = async_to_sync(layer.new_channel)()
-    async_to_sync(layer.group_add)(events.group_name(conversation.pk), channel)
-    return layer, channel
-
-
 def _call(response_text: str, prompt_tokens: int, completion_tokens: int) -> ModelCallRecord:
     return ModelCallRecord(
         index=0,
@@ -318,11 +293,17 @@ def _call(response_text: str, prompt_tokens: int, completion_tokens: int) -> Mod
     )
 
 
-@pytest.mark.django_db(transaction=True)
-def test_one_reply_is_one_commit_and_one_group_message(user, default_profile):
+@pytest.fixture
+def committed_run(user, default_profile) -> AgentRun:
+    """A run claimed by worker ``w1``, in a test whose transactions really commit."""
     run = message_send(conversation=conversation_create(owner=user), user=user, content="q").run
-    run = run_claim(run_id=run.pk, worker_id="w1")
-    layer, channel = _listen(run.conversation)
+    return run_claim(run_id=run.pk, worker_id="w1")
+
+
+@pytest.mark.django_db(transaction=True)
+def test_one_reply_is_one_commit_and_one_group_message(committed_run):
+    run = committed_run
+    listener = GroupListener(run.conversation_id)
     thought = ThoughtStep(text="I should add.")
     action = ActionStep(tool="calculator", tool_input="2+2", call_id="c1")
 
@@ -335,15 +316,14 @@ def test_one_reply_is_one_commit_and_one_group_message(user, default_profile):
     assert [step_from_event(e.payload) for e in stored] == [thought, action]
     assert ModelCall.objects.get(run=run).response_text == "Thought: ..."
     assert (run.prompt_tokens, run.completion_tokens) == (11, 4)
-    received = _receive_all(layer, channel)
+    received = listener.received()
     assert [[f["seq"] for f in m["frames"]] for m in received] == [[2, 3]]
 
 
 @pytest.mark.django_db(transaction=True)
-def test_the_last_reply_and_the_end_of_the_run_are_one_commit(user, default_profile):
-    run = message_send(conversation=conversation_create(owner=user), user=user, content="q").run
-    run = run_claim(run_id=run.pk, worker_id="w1")
-    layer, channel = _listen(run.conversation)
+def test_the_last_reply_and_the_end_of_the_run_are_one_commit(committed_run):
+    run = committed_run
+    listener = GroupListener(run.conversation_id)
     thought = ThoughtStep(text="I have it.")
 
     message = run_finish(
@@ -359,21 +339,18 @@ def test_the_last_reply_and_the_end_of_the_run_are_one_commit(user, default_prof
     finished = run.events.get(type="run.finished")
     assert finished.payload["usage"]["prompt_tokens"] == 20
     assert finished.payload["usage"]["completion_tokens"] == 3
-    received = _receive_all(layer, channel)
+    received = listener.received()
     assert [[f["type"] for f in m["frames"]] for m in received] == [["step", "run.finished"]]
     assert received[0]["frames"][0]["text"] == "I have it."
 
 
 @pytest.mark.django_db(transaction=True)
-def test_a_batch_from_a_worker_that_lost_the_run_stores_and_sends_nothing(
-    user, default_profile, settings
-):
-    run = message_send(conversation=conversation_create(owner=user), user=user, content="q").run
-    old = run_claim(run_id=run.pk, worker_id="w1")
+def test_a_batch_from_a_worker_that_lost_the_run_stores_and_sends_nothing(committed_run, settings):
+    run = old = committed_run
     stale = timezone.now() - timedelta(seconds=settings.AGENT_HEARTBEAT_STALE_SECONDS + 1)
     AgentRun.objects.filter(pk=run.pk).update(heartbeat_at=stale)
     run_claim(run_id=run.pk, worker_id="w2")
-    layer, channel = _listen(run.conversation)
+    listener = GroupListener(run.conversation_id)
 
     with pytest.raises(RunLost):
         run_record_steps(
@@ -385,4 +362,4 @@ def test_a_batch_from_a_worker_that_lost_the_run_stores_and_sends_nothing(
     assert list(run.events.values_list("type", flat=True)) == ["message.created"]
     run.refresh_from_db()
     assert (run.prompt_tokens, run.completion_tokens) == (0, 0)
-    assert _receive_all(layer, channel) == []
+    assert listener.received() == []
