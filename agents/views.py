@@ -206,6 +206,7 @@ def _render_chat(
             for c in selectors.conversation_list(user=request.user)[:SIDEBAR_LIMIT]
         ],
         "urls": _conversation_urls(conversation) if conversation else {},
+        "resume_after_silent_ms": round(settings.CHAT_RESUME_AFTER_SILENT_SECONDS * 1000),
     }
     context = {
         "conversation": conversation,

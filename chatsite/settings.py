@@ -181,6 +181,9 @@ CHAT_SIGNUP_ENABLED = env.bool("CHAT_SIGNUP_ENABLED", default=False)
 # Threads per daphne process for the sockets' database calls (agents/consumers.py); each
 # may hold a database connection while it works.
 CHAT_SOCKET_DATABASE_THREADS = env.int("CHAT_SOCKET_DATABASE_THREADS", default=8)
+# While a run is in progress, a browser that hears nothing for this long sends `resume`
+# (static/js/chat.js): the last live frames of a run can be lost in the channel layer.
+CHAT_RESUME_AFTER_SILENT_SECONDS = env.float("CHAT_RESUME_AFTER_SILENT_SECONDS", default=12.0)
 
 # --- Auth, i18n, static -----------------------------------------------------------------
 AUTH_PASSWORD_VALIDATORS = [

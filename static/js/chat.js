@@ -125,8 +125,10 @@ function startConversation() {
   thread.scrollToEnd();
   updateComposer();
 
+  let lastFrameAt = Date.now(); // of the last frame other than a pong; see watchForSilence
   function onFrame(frame) {
     if (frame.type === "pong") return;
+    lastFrameAt = Date.now();
     if (frame.type === "error") {
       // Refusals of a send name its client_id (docs/protocol.md).
       const returned = frame.client_id ? thread.dropPending(frame.client_id) : null;
@@ -172,10 +174,29 @@ function startConversation() {
     onStatus,
   });
   socket.connect();
+  watchForSilence(state.resume_after_silent_ms);
   window.addEventListener("online", () => socket.nudge());
   document.addEventListener("visibilitychange", () => {
     if (document.visibilityState === "visible") socket.nudge();
   });
+
+  // The channel layer may drop a live frame while the socket itself stays healthy (pings
+  // still get pongs), and a run's last frames would then never come. While a run is in
+  // progress, a silence this long asks the server to replay from the last seq we hold: the
+  // stored log has whatever was lost, and seqs we already have are dropped.
+  function watchForSilence(silentMs) {
+    if (!(silentMs > 0)) return;
+    window.setInterval(() => {
+      const now = Date.now();
+      if (!thread.activeRunIds().length) {
+        lastFrameAt = now; // measure the silence from when a run is in progress
+        return;
+      }
+      if (now - lastFrameAt < silentMs) return;
+      lastFrameAt = now; // at most one resume per silence
+      socket.rawSend({ type: "resume", after_seq: thread.lastSeq() });
+    }, Math.min(1000, silentMs / 2));
+  }
 
   async function compact() {
     try {

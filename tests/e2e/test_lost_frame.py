@@ -1,0 +1,57 @@
+"""A run's last frames lost between the worker and the socket: the page recovers them itself.
+
+The server fills a gap when a later frame shows one, but nothing follows a run's last frame.
+Here ``run.finished`` is stored and never published, as if the channel layer had dropped it;
+the page must notice the silence while the run is in progress and ``resume`` from the log.
+"""
+
+from __future__ import annotations
+
+import pytest
+from playwright.sync_api import expect
+
+from agents import events
+from agents.react.types import FinalAnswerStep, ThoughtStep
+from agents.services.conversations import conversation_create, message_send
+from agents.services.runs import run_claim, run_finish, run_record_step, run_started
+from tests.e2e.conftest import DESKTOP, WAIT_MS
+
+pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
+
+SILENCE_SECONDS = 1.5
+ANSWER = "Recovered from the stored log."
+
+
+def test_the_lost_end_of_a_run_is_replayed_after_a_silence(
+    browser, collected_static, spawn_daphne, stack, user, model_name, monkeypatch
+):
+    daphne = spawn_daphne(CHAT_RESUME_AFTER_SILENT_SECONDS=str(SILENCE_SECONDS))
+    profile = stack.profile(model_name)
+    conversation = conversation_create(owner=user, profile=profile)
+    # The session worker would run it against the model; this test plays the worker itself.
+    stack.worker.pause()
+    run = message_send(conversation=conversation, user=user, content="Are you there?").run
+    run = run_claim(run_id=run.pk, worker_id="test-worker")
+    run_started(run=run, model=model_name, profile=profile.slug, worker_id="test-worker")
+
+    context = browser.new_context(viewport=DESKTOP, base_url=daphne.url)
+    context.set_default_timeout(WAIT_MS)
+    try:
+        name, value = stack.session_cookie(user).split("=", 1)
+        context.add_cookies([{"name": name, "value": value, "url": daphne.url}])
+        page = context.new_page()
+        page.goto(f"/c/{conversation.pk}/")
+        stop = page.locator("#stop-button")
+        expect(stop).to_be_visible()  # the page knows the run is in progress
+
+        # A step that is delivered live, then the end of the run that is not.
+        run_record_step(run=run, step=ThoughtStep(text="Nearly done."), worker_id="test-worker")
+        expect(page.locator("#thread")).to_contain_text("Nearly done.")
+        monkeypatch.setattr(events, "publish_on_commit", lambda stored: None)
+        run_finish(run=run, step=FinalAnswerStep(text=ANSWER), worker_id="test-worker")
+
+        expect(page.locator("#thread")).to_contain_text(ANSWER)
+        expect(stop).to_be_hidden()
+        assert page.locator("#thread").get_by_text("Nearly done.").count() == 1
+    finally:
+        context.close()
