@@ -285,20 +285,26 @@ def run_record_steps(
             calls = _store_model_calls(run, records, worker_id)
         else:
             _check_holder(run, worker_id)
-        stored = _append_steps(run, [s for s in steps if not isinstance(s, ModelCallRecord)])
+        stored = _append_steps(run, steps)
     if calls is not None:
         _remember_calls(run, calls, worker_id)
     return stored
 
 
 def _append_steps(run: AgentRun, steps: Sequence[Step]) -> list[RunEvent]:
-    if not steps:
+    items = _step_items(steps)
+    if not items:
         return []
-    return events_append(
-        conversation=run.conversation,
-        run=run,
-        items=[(RunEventType.STEP, step_to_event(step)) for step in steps],
-    )
+    return events_append(conversation=run.conversation, run=run, items=items)
+
+
+def _step_items(steps: Sequence[Step]) -> list[tuple[str, dict[str, Any]]]:
+    """The ``step`` events for ``steps``; model call records are rows, not events."""
+    return [
+        (RunEventType.STEP, step_to_event(step))
+        for step in steps
+        if not isinstance(step, ModelCallRecord)
+    ]
 
 
 class _StoredCalls(NamedTuple):
@@ -441,14 +447,7 @@ def run_finish(
         events_append(
             conversation=run.conversation,
             run=run,
-            items=[
-                *(
-                    (RunEventType.STEP, step_to_event(item))
-                    for item in preceding
-                    if not isinstance(item, ModelCallRecord)
-                ),
-                (RunEventType.RUN_FINISHED, finished),
-            ],
+            items=[*_step_items(preceding), (RunEventType.RUN_FINISHED, finished)],
         )
     return message
 
