@@ -216,9 +216,22 @@ class _Watch:
     # Set when the heartbeat finds the run held by someone else or ended elsewhere.
     lost: bool = False
     started: float = field(default_factory=time.monotonic)
+    # The thread driving the run: its model call in flight is what a stop interrupts.
+    thread: int = field(default_factory=threading.get_ident)
 
     def should_cancel(self) -> bool:
         return self.lost or self.cancel_requested.is_set()
+
+    def stop(self, *, lost: bool = False) -> None:
+        """Cancel (or, with ``lost``, abandon) the run now: the engine stops before its next
+        model or tool call, and a model call in flight is closed at once."""
+        from agents.runtime import interrupt_thread
+
+        if lost:
+            self.lost = True
+        else:
+            self.cancel_requested.set()
+        interrupt_thread(self.thread)
 
 
 class _RunMonitor:
@@ -247,6 +260,9 @@ class _RunMonitor:
         finally:
             with self._lock:
                 self._watches.pop(run_id, None)
+            from agents.runtime import forget_interrupt
+
+            forget_interrupt(watch.thread)
 
     def _loop(self) -> None:
         last_beat = time.monotonic()
@@ -260,13 +276,14 @@ class _RunMonitor:
             try:
                 _fail_overdue(watches)
                 for run_id in runs_cancel_requested(run_ids=list(watches)):
-                    watches[run_id].cancel_requested.set()
+                    if not watches[run_id].cancel_requested.is_set():
+                        watches[run_id].stop()
                 if time.monotonic() - last_beat >= settings.AGENT_HEARTBEAT_INTERVAL_SECONDS:
                     last_beat = time.monotonic()
                     held = run_heartbeat(run_ids=list(watches), worker_id=worker_id())
                     for run_id, watch in watches.items():
-                        if run_id not in held:
-                            watch.lost = True
+                        if run_id not in held and not watch.lost:
+                            watch.stop(lost=True)
             except Exception:
                 # The database may be restarting: keep beating once it is back.
                 logger.exception("run monitor could not reach the database")
@@ -285,7 +302,7 @@ def _fail_overdue(watches: dict[int, _Watch]) -> None:
     for run_id, watch in list(watches.items()):
         if watch.lost or now - watch.started <= limit:
             continue
-        watch.lost = True
+        watch.stop(lost=True)
         del watches[run_id]
         run = AgentRun.objects.select_related("conversation").filter(pk=run_id).first()
         if run is not None:
