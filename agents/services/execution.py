@@ -302,12 +302,13 @@ def _fail_overdue(watches: dict[int, _Watch]) -> None:
     for run_id, watch in list(watches.items()):
         if watch.lost or now - watch.started <= limit:
             continue
-        watch.stop(lost=True)
         del watches[run_id]
         run = AgentRun.objects.select_related("conversation").filter(pk=run_id).first()
         if run is not None:
             message = f"The run took longer than {limit} seconds and was stopped."
             run_fail(run=run, code="run_timeout", message=message, worker_id=worker_id())
+        # After the failure is stored: the run's thread, woken, finds the run ended.
+        watch.stop(lost=True)
 
 
 _monitor = _RunMonitor()
