@@ -102,10 +102,10 @@ def session_cookie(user) -> str:
 # tests/processes.py shortens these so crash tests take seconds; a benchmark runs with the
 # defaults of chatsite/settings.py.
 PRODUCTION_TIMINGS = {
-    "AGENT_HEARTBEAT_STALE_SECONDS": "60",
-    "AGENT_HEARTBEAT_INTERVAL_SECONDS": "5",
+    "AGENT_HEARTBEAT_STALE_SECONDS": "10",
+    "AGENT_HEARTBEAT_INTERVAL_SECONDS": "2",
     "AGENT_CANCEL_POLL_SECONDS": "0.25",
-    "AGENT_SWEEP_INTERVAL_SECONDS": "30",
+    "AGENT_SWEEP_INTERVAL_SECONDS": "2",
     "AGENT_QUEUED_RESCUE_SECONDS": "120",
 }
 

@@ -36,6 +36,7 @@ import run_concurrency
 from django.db import connection
 
 from agents.llm.scripted import ScriptedServer
+from agents.models import AgentRun
 
 FLOOR = live.ROOT.parent.parent / "shared" / "floor"
 PROCESSES = ("worker", "socket", "pg_all", "pg_own", "redis")
@@ -117,6 +118,12 @@ def chatsite_round(n: int, worker, daphne, profile, ideal: float, readings: Read
     results = outcome["results"]
     wall = max(r["finished"] for r in results) - outcome["began"]
     latencies = [x for r in results for x in r["latencies"]]
+    # A live run taken over by another claim (a heartbeat late past the stale limit): the
+    # fencing makes it harmless, but it should not happen under load.
+    conversation_ids = [int(url.rstrip("/").rsplit("/", 1)[-1]) for url, _ in clients]
+    takeovers = AgentRun.objects.filter(
+        conversation_id__in=conversation_ids, attempts__gt=1
+    ).count()
     clean = sum(
         r["seqs"] == list(range(1, len(r["seqs"]) + 1)) and r["end"] == "run.finished"
         for r in results
@@ -128,6 +135,7 @@ def chatsite_round(n: int, worker, daphne, profile, ideal: float, readings: Read
         "p50": live.percentile(latencies, 50) * 1000,
         "p99": live.percentile(latencies, 99) * 1000,
         "clean": clean,
+        "takeovers": takeovers,
         "cpu": {k: (after[k] - before.get(k, 0.0)) * 1000 / n for k in PROCESSES},
         "rss": {k: v / 2**20 for k, v in rss.peak.items()},
     }
@@ -150,6 +158,7 @@ def floor_block(sizes: list[int], python: str, out: Path) -> list[dict]:
             "p50": row["p50"],
             "p99": row["p99"],
             "clean": row["clean"],
+            "takeovers": 0,
             "cpu": {
                 "worker": row["cpu_ms_per_run"]["worker"],
                 "socket": row["cpu_ms_per_run"]["ws"],
@@ -217,9 +226,7 @@ def main() -> None:
     parser.add_argument("--delay", type=float, default=1.0)
     parser.add_argument("--tool-calls", type=int, default=4)
     parser.add_argument("--pool", default="20", help="DATABASE_POOL_MAX_SIZE for chatsite")
-    parser.add_argument(
-        "--floor-python", default=str(live.ROOT / ".venv-floor" / "bin" / "python")
-    )
+    parser.add_argument("--floor-python", default=str(live.ROOT / ".venv-floor" / "bin" / "python"))
     parser.add_argument("--label", default=os.environ.get("BENCH_LABEL", "chatsite vs floor"))
     parser.add_argument("--out", default="", help="append every round as JSON lines here")
     args = parser.parse_args()
@@ -255,7 +262,8 @@ def main() -> None:
                         print(
                             f"{system:8} rep {repeat} N={row['n']:3} wall {row['wall']:.2f} "
                             f"eff {row['efficiency']:.3f} p50/p99 {row['p50']:.0f}/"
-                            f"{row['p99']:.0f} clean {row['clean']}/{row['n']} CPU ms/run "
+                            f"{row['p99']:.0f} clean {row['clean']}/{row['n']} takeovers "
+                            f"{row['takeovers']} CPU ms/run "
                             + " ".join(f"{k} {c[k]:.1f}" for k in PROCESSES),
                             flush=True,
                         )

@@ -49,6 +49,7 @@ from agents.services.runs import (
     run_started,
     runs_cancel_requested,
     runs_needing_rescue,
+    runs_release,
 )
 
 logger = logging.getLogger(__name__)
@@ -78,6 +79,35 @@ def runs_rescue(*, enqueue: Callable[[int], None]) -> list[int]:
     if rescued:
         logger.warning("re-enqueued runs no live worker held: %s", rescued)
     return rescued
+
+
+_shutting_down = threading.Event()
+
+
+def shutting_down() -> bool:
+    """Whether this process is handing its runs back: it claims no more."""
+    return _shutting_down.is_set()
+
+
+def runs_hand_back(*, enqueue: Callable[[int], None]) -> list[int]:
+    """A warm shutdown: give every run this process drives back, at once.
+
+    The runs are released (no holder, no heartbeat) and enqueued again, so another worker
+    claims them within moments and resumes from their stored steps; then their threads here
+    are stopped (a model call in flight is closed) and write nothing more, so the shutdown
+    waits for no run. A step being written while this happens is either stored before the
+    release and resumed from, or refused after it (docs/architecture.md, recovery).
+    """
+    _shutting_down.set()
+    watches = _monitor.watches()
+    released = runs_release(run_ids=[watch.run_id for watch in watches], worker_id=worker_id())
+    for run_id in released:
+        enqueue(run_id)
+    for watch in watches:
+        watch.stop(lost=True)
+    if released:
+        logger.warning("shutting down: handed back runs %s", released)
+    return released
 
 
 # --------------------------------------------------------------------------------------
@@ -239,6 +269,10 @@ class _RunMonitor:
         self._lock = threading.Lock()
         self._watches: dict[int, _Watch] = {}
         self._thread: threading.Thread | None = None
+
+    def watches(self) -> list[_Watch]:
+        with self._lock:
+            return list(self._watches.values())
 
     def holds(self, run_id: int) -> bool:
         """Whether a thread of this process is driving the run right now."""

@@ -181,6 +181,25 @@ def run_heartbeat(*, run_ids: list[int], worker_id: str) -> set[int]:
     return ids
 
 
+def runs_release(*, run_ids: list[int], worker_id: str) -> list[int]:
+    """Hand back runs this worker holds (a warm shutdown): no holder and no heartbeat, so
+    the next claim, by any worker, takes them at once. Returns the ids released.
+
+    Each row is locked as a step write locks it: a step committed first is kept and resumed
+    from; a step that comes after is refused as written by a worker that lost the run.
+    """
+    if not run_ids:
+        return []
+    with transaction.atomic():
+        held = list(
+            AgentRun.objects.select_for_update()
+            .filter(pk__in=run_ids, worker_id=worker_id, status=Status.RUNNING)
+            .values_list("pk", flat=True)
+        )
+        AgentRun.objects.filter(pk__in=held).update(worker_id="", heartbeat_at=None)
+    return held
+
+
 def runs_cancel_requested(*, run_ids: list[int]) -> set[int]:
     """Which of these runs a user asked to cancel."""
     if not run_ids:
