@@ -128,6 +128,9 @@ def chatsite_round(n: int, worker, daphne, profile, ideal: float, readings: Read
         r["seqs"] == list(range(1, len(r["seqs"]) + 1)) and r["end"] == "run.finished"
         for r in results
     )
+    for r in results:
+        if r["seqs"] != list(range(1, len(r["seqs"]) + 1)) or r["end"] != "run.finished":
+            print(f"   not clean: seqs {r['seqs']} end {r['end']} stalls {r['stalls']}")
     return {
         "n": n,
         "wall": wall,
@@ -229,6 +232,7 @@ def main() -> None:
     parser.add_argument("--floor-python", default=str(live.ROOT / ".venv-floor" / "bin" / "python"))
     parser.add_argument("--label", default=os.environ.get("BENCH_LABEL", "chatsite vs floor"))
     parser.add_argument("--out", default="", help="append every round as JSON lines here")
+    parser.add_argument("--skip-floor", action="store_true", help="chatsite rounds only")
     args = parser.parse_args()
     if not Path(args.floor_python).exists():
         raise SystemExit(f"no floor virtualenv at {args.floor_python}: see {FLOOR}/README.md")
@@ -250,6 +254,8 @@ def main() -> None:
             for repeat in range(args.repeats):
                 order = ("chatsite", "floor") if repeat % 2 == 0 else ("floor", "chatsite")
                 for system in order:
+                    if system == "floor" and args.skip_floor:
+                        continue
                     if system == "floor":
                         got = floor_block(sizes, args.floor_python, floor_out)
                     else:

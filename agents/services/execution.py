@@ -255,13 +255,11 @@ class _Watch:
     def stop(self, *, lost: bool = False) -> None:
         """Cancel (or, with ``lost``, abandon) the run now: the engine stops before its next
         model or tool call, and a model call in flight is closed at once."""
-        from agents.runtime import interrupt_thread
-
         if lost:
             self.lost = True
         else:
             self.cancel_requested.set()
-        interrupt_thread(self.thread)
+        _monitor.interrupt(self)
 
 
 class _RunMonitor:
@@ -292,11 +290,21 @@ class _RunMonitor:
         try:
             yield watch
         finally:
-            with self._lock:
-                self._watches.pop(run_id, None)
             from agents.runtime import forget_interrupt
 
-            forget_interrupt(watch.thread)
+            with self._lock:
+                self._watches.pop(run_id, None)
+                forget_interrupt(watch.thread)
+
+    def interrupt(self, watch: _Watch) -> None:
+        """Interrupt the watch's thread, only while it still drives the watch's run: the
+        thread goes on to other tasks of the pool, and a late stop (a heartbeat pass that
+        found the run already ended) must not cancel the next run it takes."""
+        from agents.runtime import interrupt_thread
+
+        with self._lock:
+            if self._watches.get(watch.run_id) is watch:
+                interrupt_thread(watch.thread)
 
     def _loop(self) -> None:
         last_beat = time.monotonic()

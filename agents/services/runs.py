@@ -419,21 +419,12 @@ def _append_fenced(
     Outside a transaction it is its own commit; inside one it joins it.
     """
     params = {
+        **_call_params(records),
         "run": run.pk,
         "conv": run.conversation_id,
         "holder": worker_id,
         "running": Status.RUNNING.value,
-        "prompt": sum(record.prompt_tokens for record in records),
-        "completion": sum(record.completion_tokens for record in records),
         "n": len(items),
-        "c_messages": [json.dumps(record.messages) for record in records],
-        "c_options": [json.dumps(record.options) for record in records],
-        "c_text": [record.response_text for record in records],
-        "c_tools": [json.dumps(record.tool_calls) for record in records],
-        "c_prompt": [record.prompt_tokens for record in records],
-        "c_completion": [record.completion_tokens for record in records],
-        "c_ms": [record.duration_ms for record in records],
-        "c_error": [record.error for record in records],
         "types": [type for type, _ in items],
         "payloads": [json.dumps(payload) for _, payload in items],
     }
@@ -464,6 +455,44 @@ def _append_fenced(
     return appended
 
 
+def _call_params(records: Sequence[ModelCallRecord]) -> dict[str, Any]:
+    return {
+        "prompt": sum(record.prompt_tokens for record in records),
+        "completion": sum(record.completion_tokens for record in records),
+        "c_messages": [json.dumps(record.messages) for record in records],
+        "c_options": [json.dumps(record.options) for record in records],
+        "c_text": [record.response_text for record in records],
+        "c_tools": [json.dumps(record.tool_calls) for record in records],
+        "c_prompt": [record.prompt_tokens for record in records],
+        "c_completion": [record.completion_tokens for record in records],
+        "c_ms": [record.duration_ms for record in records],
+        "c_error": [record.error for record in records],
+    }
+
+
+def _calls_cte() -> str:
+    """``calls``: insert the model calls in the parameters for the run ``held`` returned,
+    numbered on from the run's stored calls."""
+    quote = connection.ops.quote_name
+    table = quote(ModelCall._meta.db_table)
+    index = quote("index")
+    return f"""calls AS (
+    INSERT INTO {table} (run_id, {index}, request_messages, request_options,
+        response_text, response_tool_calls, prompt_tokens, completion_tokens, duration_ms,
+        error, created_at)
+    SELECT held.id, numbering.next + call.ord - 1, call.messages, call.options, call.text,
+        call.tools, call.prompt, call.completion, call.ms, call.error, now()
+    FROM held,
+        (SELECT coalesce(max({index}) + 1, 0) AS next
+         FROM {table} WHERE run_id = %(run)s) AS numbering,
+        unnest(%(c_messages)s::jsonb[], %(c_options)s::jsonb[], %(c_text)s::text[],
+               %(c_tools)s::jsonb[], %(c_prompt)s::int[], %(c_completion)s::int[],
+               %(c_ms)s::int[], %(c_error)s::text[])
+            WITH ORDINALITY AS call(messages, options, text, tools, prompt, completion, ms,
+                                    error, ord)
+)"""  # noqa: S608
+
+
 @functools.cache
 def _fenced_append_sql() -> str:
     quote = connection.ops.quote_name
@@ -480,21 +509,7 @@ WITH held AS (
         heartbeat_at = now()
     WHERE id = %(run)s AND worker_id = %(holder)s AND status = %(running)s
     RETURNING id
-), calls AS (
-    INSERT INTO {table(ModelCall)} (run_id, {quote("index")}, request_messages, request_options,
-        response_text, response_tool_calls, prompt_tokens, completion_tokens, duration_ms,
-        error, created_at)
-    SELECT held.id, numbering.next + call.ord - 1, call.messages, call.options, call.text,
-        call.tools, call.prompt, call.completion, call.ms, call.error, now()
-    FROM held,
-        (SELECT coalesce(max({quote("index")}) + 1, 0) AS next
-         FROM {table(ModelCall)} WHERE run_id = %(run)s) AS numbering,
-        unnest(%(c_messages)s::jsonb[], %(c_options)s::jsonb[], %(c_text)s::text[],
-               %(c_tools)s::jsonb[], %(c_prompt)s::int[], %(c_completion)s::int[],
-               %(c_ms)s::int[], %(c_error)s::text[])
-            WITH ORDINALITY AS call(messages, options, text, tools, prompt, completion, ms,
-                                    error, ord)
-), bumped AS (
+), {_calls_cte()}, bumped AS (
     UPDATE {table(Conversation)} SET last_seq = last_seq + %(n)s
     WHERE id = %(conv)s AND %(n)s > 0 AND EXISTS (SELECT 1 FROM held)
     RETURNING last_seq - %(n)s AS base
@@ -568,6 +583,8 @@ def run_finish(
     nothing) if the run had already ended.
     """
     records = [item for item in preceding if isinstance(item, ModelCallRecord)]
+    if worker_id is not None and _fenced_sql_available():
+        return _finish_fenced(run, step, records, preceding, worker_id)
     with transaction.atomic():
         locked = _lock_active(run, worker_id)
         if locked is None:
@@ -589,6 +606,81 @@ def run_finish(
             items=[*_step_items(preceding), (RunEventType.RUN_FINISHED, finished)],
         )
     return message
+
+
+def _finish_fenced(
+    run: AgentRun,
+    step: FinalAnswerStep,
+    records: Sequence[ModelCallRecord],
+    preceding: Sequence[Step],
+    worker_id: str,
+) -> Message | None:
+    """``run_finish`` on PostgreSQL in one transaction of three statements: the run's end
+    (fenced as every step is), its last calls and the answer message in one; then the seq
+    bump and the events (``events_append``)."""
+    params = {
+        **_call_params(records),
+        "run": run.pk,
+        "conv": run.conversation_id,
+        "holder": worker_id,
+        "running": Status.RUNNING.value,
+        "succeeded": Status.SUCCEEDED.value,
+        "answer": step.text,
+        "role": Message.Role.ASSISTANT.value,
+    }
+    with transaction.atomic():
+        with connection.cursor() as cursor:
+            cursor.execute(_finish_sql(), params)
+            row = cursor.fetchone()
+        if row is None:
+            return None  # ended meanwhile (a cancel, the hard limit) or taken over
+        prompt, completion, started_at, finished_at, message_id, created_at = row
+        message = Message(
+            pk=message_id,
+            conversation_id=run.conversation_id,
+            role=Message.Role.ASSISTANT,
+            content=step.text,
+            run_id=run.pk,
+            created_at=created_at,
+        )
+        run.status, run.finished_at, run.heartbeat_at = Status.SUCCEEDED, finished_at, None
+        run.started_at = started_at
+        run.prompt_tokens, run.completion_tokens = prompt, completion
+        finished = {
+            "message": message_payload(message),
+            "usage": _usage(run),
+            "stop_reason": step.stop_reason,
+        }
+        events_append(
+            conversation=run.conversation,
+            run=run,
+            items=[*_step_items(preceding), (RunEventType.RUN_FINISHED, finished)],
+        )
+    return message
+
+
+@functools.cache
+def _finish_sql() -> str:
+    quote = connection.ops.quote_name
+    run_table = quote(AgentRun._meta.db_table)
+    return f"""
+WITH held AS (
+    UPDATE {run_table}
+    SET prompt_tokens = prompt_tokens + %(prompt)s,
+        completion_tokens = completion_tokens + %(completion)s,
+        status = %(succeeded)s, finished_at = now(), heartbeat_at = NULL
+    WHERE id = %(run)s AND worker_id = %(holder)s AND status = %(running)s
+    RETURNING id, prompt_tokens, completion_tokens, started_at, finished_at
+), {_calls_cte()}, answer AS (
+    INSERT INTO {quote(Message._meta.db_table)}
+        (conversation_id, role, content, client_id, run_id, created_at)
+    SELECT %(conv)s, %(role)s, %(answer)s, NULL, held.id, now() FROM held
+    RETURNING id, created_at
+)
+SELECT held.prompt_tokens, held.completion_tokens, held.started_at, held.finished_at,
+    answer.id, answer.created_at
+FROM held, answer
+"""  # noqa: S608
 
 
 def run_fail(*, run: AgentRun, code: str, message: str, worker_id: str | None = None) -> bool:
