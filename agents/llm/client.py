@@ -556,7 +556,20 @@ def _cause(exc: BaseException) -> str:
     return str(cause) if cause is not None and str(cause) else str(exc)
 
 
+# A worker streams one call per run it drives, all at once: every connection is kept alive
+# for the run's next call. The SDK's default keeps 100, so at 200 concurrent runs half the
+# calls paid for a new TCP connection (and its set-up on the model server).
+CONNECTION_LIMITS = httpx2.Limits(
+    max_connections=1000, max_keepalive_connections=1000, keepalive_expiry=5.0
+)
+
+
 @lru_cache(maxsize=32)
 def _sdk_client(base_url: str, api_key: str, pid: int) -> openai.AsyncOpenAI:
     """One SDK client (and connection pool) per endpoint, key and process, on the model loop."""
-    return openai.AsyncOpenAI(base_url=base_url, api_key=api_key, max_retries=0)
+    return openai.AsyncOpenAI(
+        base_url=base_url,
+        api_key=api_key,
+        max_retries=0,
+        http_client=openai.DefaultAsyncHttpxClient(limits=CONNECTION_LIMITS),
+    )
