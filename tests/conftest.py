@@ -7,8 +7,9 @@ import itertools
 import pytest
 from django.contrib.auth import get_user_model
 
-# Real celery worker / daphne processes for integration tests (documented in the module).
-pytest_plugins = ["tests.processes"]
+# Real celery worker / daphne processes for integration tests (documented in the module);
+# pytester runs a pytest of its own to check the suite's plugins.
+pytest_plugins = ["tests.processes", "pytester"]
 
 _usernames = itertools.count(1)
 

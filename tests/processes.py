@@ -26,6 +26,8 @@ Fixtures
 - ``spawn_worker(concurrency=20, **env)`` / ``spawn_daphne(**env)`` (function): start extra
   processes, stopped when the test ends (several-process tests).
 
+Both run under the suite's network guard (``tests.network_guard``, ``GUARDED_PYTHON``).
+
 Session processes print the part of their log written during a test when it finishes, so a
 failing test shows it. Worker timings are shortened (``WORKER_ENV``): heartbeats go stale
 after 2 s and every worker sweeps each second, so crash recovery takes seconds, not minutes.
@@ -54,6 +56,8 @@ from django.conf import settings
 from django.db import connection
 
 BASE_DIR = Path(settings.BASE_DIR)
+# ``python -m MODULE`` with the suite's network guard installed first (tests/network_guard.py).
+GUARDED_PYTHON = (sys.executable, "-m", "tests.network_guard")
 READY_TIMEOUT = 60.0
 
 WORKER_ENV = {
@@ -191,7 +195,7 @@ class WorkerProcess(_Process):
 
     def command(self) -> list[str]:
         return [
-            sys.executable, "-m", "celery", "-A", "chatsite", "worker",
+            *GUARDED_PYTHON, "celery", "-A", "chatsite", "worker",
             "-P", "threads", "-c", str(self.concurrency), "-n", self.node_name, "-Q", self.queue,
             "--loglevel=INFO", "--without-gossip", "--without-mingle", "--without-heartbeat",
         ]  # fmt: skip
@@ -226,7 +230,7 @@ class DaphneProcess(_Process):
 
     def command(self) -> list[str]:
         # Port 0: the kernel picks a free one and daphne logs which.
-        return [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", "0",
+        return [*GUARDED_PYTHON, "daphne", "-b", "127.0.0.1", "-p", "0",
                 "chatsite.asgi:application"]  # fmt: skip
 
     def ready(self) -> bool:
