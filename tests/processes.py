@@ -184,9 +184,9 @@ class _Process:
 
 class WorkerProcess(_Process):
     name = "celery-worker"
-    # The queue run_agent goes to from daphne and the worker's own sweeper: Celery's default,
-    # named here because a test may route its own process's tasks elsewhere.
-    queue = "celery"
+    # The queue run_agent goes to from daphne and the worker's own sweeper: the session's
+    # (tests/early_env.py), named here because the test process routes its own elsewhere.
+    queue = settings.CELERY_TASK_DEFAULT_QUEUE
 
     def __init__(self, env: dict[str, str], concurrency: int = 20) -> None:
         super().__init__(env)
