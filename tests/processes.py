@@ -13,8 +13,9 @@ Fixtures
 - ``scripted_model`` (session): the ``ScriptedServer``; give each test its own model names.
 - ``celery_worker`` (session): a ``WorkerProcess`` handle: ``.kill()`` (SIGKILL),
   ``.restart()``, ``.stop()``, ``.alive``, ``.log_text()``, ``.pause()``/``.resume()``
-  (stop/start taking tasks). It takes tasks only while a ``live_stack`` test runs, so tests
-  without a worker that enqueue runs never see one picked up.
+  (stop/start taking tasks). It reads the session's queue (``tests/isolation.py``) and takes
+  tasks only while a ``live_stack`` test runs; what such a test leaves on the queue is purged
+  when it ends. Tests without a worker send their tasks to a queue of their folder's own.
 - ``daphne_server`` (session): a ``DaphneProcess``: ``.url`` (``http://127.0.0.1:PORT``),
   ``.ws_url(path)``.
 - ``live_stack`` (function): a ``LiveStack`` with ``.model``, ``.worker``, ``.daphne`` and
@@ -54,6 +55,8 @@ from urllib.parse import quote
 import pytest
 from django.conf import settings
 from django.db import connection
+
+from tests.isolation import queue_purge
 
 BASE_DIR = Path(settings.BASE_DIR)
 # ``python -m MODULE`` with the suite's network guard installed first (tests/network_guard.py).
@@ -442,6 +445,9 @@ def live_stack(transactional_db, scripted_model, celery_worker, daphne_server):
     stack.close()
     if celery_worker.alive:
         celery_worker.pause()
+    # What this test left on the session's queue (a run it queued for a paused worker, a
+    # summary enqueued as it ended) must not run in the next live test, on flushed data.
+    queue_purge(celery_worker.queue)
     for process in (celery_worker, daphne_server):
         process.print_new_log()
 
