@@ -34,11 +34,11 @@ def _session_of_a_new_process() -> str:
     return result.stdout.strip()
 
 
-def _another_suite(keyprefix: str) -> Celery:
+def _another_suite(session: str) -> Celery:
     """A Celery app as another test session on the same Redis would configure it."""
     other = Celery("another-suite", set_as_current=False)
     other.conf.broker_url = settings.CELERY_BROKER_URL
-    other.conf.broker_transport_options = {"global_keyprefix": keyprefix}
+    other.conf.broker_transport_options = {"global_keyprefix": f"{session}-celery:"}
     return other
 
 
@@ -78,18 +78,23 @@ def test_a_private_queue_is_empty_once_the_test_is_over():
     assert queue_length(name) == 0
 
 
-def test_a_task_of_one_session_is_invisible_to_another_on_the_same_redis():
+def test_a_task_of_one_session_is_invisible_to_another_on_the_same_redis(monkeypatch):
     queue = settings.CELERY_TASK_DEFAULT_QUEUE
-    other = _another_suite(f"chatsite-test-other-{uuid.uuid4().hex[:6]}-celery:")
-    with private_queue(queue):
-        run_agent.delay(0)
-        with other.connection_for_write() as connection:
-            # The same queue name, seen from the other session: nothing there.
-            assert connection.default_channel.client.llen(queue) == 0
-            other.send_task("agents.tasks.run_agent", args=[0], queue=queue)
-            assert connection.default_channel.client.llen(queue) == 1
-            assert queue_length(queue) == 1  # only our own
-            connection.default_channel.queue_purge(queue)
+    other_session = f"chatsite-test-other-{uuid.uuid4().hex[:6]}"
+    other = _another_suite(other_session)
+    try:
+        with private_queue(queue):
+            run_agent.delay(0)
+            with other.connection_for_write() as connection:
+                # The same queue name, seen from the other session: nothing there.
+                assert connection.default_channel.client.llen(queue) == 0
+                other.send_task("agents.tasks.run_agent", args=[0], queue=queue)
+                assert connection.default_channel.client.llen(queue) == 1
+                assert queue_length(queue) == 1  # only our own
+    finally:
+        # As the other session would at its end.
+        monkeypatch.setenv("CHATSITE_TEST_SESSION", other_session)
+        assert session_keys_delete() >= 1
 
 
 def test_the_sessions_keys_are_deleted_and_no_one_elses(monkeypatch):
