@@ -89,12 +89,14 @@ CLIENT_ID_MAX_CHARS = 64
 
 def max_message_chars() -> int:
     """The most characters a message's ``content`` may have, on the socket and over HTTP."""
-    return settings.CHAT_MAX_MESSAGE_CHARS
+    limit: int = settings.CHAT_MAX_MESSAGE_CHARS
+    return limit
 
 
 def max_frame_bytes() -> int:
     """The most UTF-8 bytes one client frame may have; checked before it is parsed."""
-    return settings.CHAT_MAX_FRAME_BYTES
+    limit: int = settings.CHAT_MAX_FRAME_BYTES
+    return limit
 
 
 # ---- frames and payloads the server builds ------------------------------------------------
