@@ -233,6 +233,7 @@ REST_FRAMEWORK = {
     "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.PageNumberPagination",
     "PAGE_SIZE": 50,
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
+    "EXCEPTION_HANDLER": "agents.api.exceptions.api_exception_handler",
 }
 
 # --- Production hardening (on whenever DEBUG is off) ------------------------------------
