@@ -13,20 +13,26 @@ from tests.e2e.test_chat import ask, step_kinds
 pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
 
 
-def test_a_native_mode_run_shows_its_steps_and_answer(stack, open_tab, user, model_name):
-    profile = stack.profile(model_name, tools=("calculator",), mode="tools")
-    stack.model.script(
-        model_name,
-        [
-            ToolCalls([("calculator", {"expression": "2 + 2"})], text="I should add."),
-            Reply("The sum is **4**."),
-        ],
-    )
+def _ask_in_a_new_conversation(stack, open_tab, user, model_name, replies, question, **profile):
+    """The chat page of a new conversation with a profile of ``profile``'s fields; asks."""
+    profile = stack.profile(model_name, tools=("calculator",), **profile)
+    stack.model.script(model_name, replies)
     conversation = conversation_create(owner=user, profile=profile)
     tab = open_tab(user, path=f"/c/{conversation.pk}/")
+    ask(tab.page, question)
+    return tab
+
+
+def test_a_native_mode_run_shows_its_steps_and_answer(stack, open_tab, user, model_name):
+    replies = [
+        ToolCalls([("calculator", {"expression": "2 + 2"})], text="I should add."),
+        Reply("The sum is **4**."),
+    ]
+    tab = _ask_in_a_new_conversation(
+        stack, open_tab, user, model_name, replies, "What is 2 + 2?", mode="tools"
+    )
     page = tab.page
 
-    ask(page, "What is 2 + 2?")
     expect(page.locator(".answer strong")).to_have_text("4")
     expect(page.locator(".msg.assistant .answer")).to_have_text("The sum is 4.")
     page.locator("details.steps summary").click()
@@ -40,19 +46,15 @@ def test_a_native_mode_run_shows_its_steps_and_answer(stack, open_tab, user, mod
 
 
 def test_a_chinese_profile_run_shows_its_steps_and_answer(stack, open_tab, user, model_name):
-    profile = stack.profile(model_name, tools=("calculator",), label_set="zh")
-    stack.model.script(
-        model_name,
-        [
-            Reply("思考：我需要把两个数相加。\n行动：calculator\n行动输入：2 + 2"),
-            Reply("思考：计算器说是 4。\n最终答案：二加二等于 **4**。"),
-        ],
+    replies = [
+        Reply("思考：我需要把两个数相加。\n行动：calculator\n行动输入：2 + 2"),
+        Reply("思考：计算器说是 4。\n最终答案：二加二等于 **4**。"),
+    ]
+    tab = _ask_in_a_new_conversation(
+        stack, open_tab, user, model_name, replies, "二加二等于多少？", label_set="zh"
     )
-    conversation = conversation_create(owner=user, profile=profile)
-    tab = open_tab(user, path=f"/c/{conversation.pk}/")
     page = tab.page
 
-    ask(page, "二加二等于多少？")
     expect(page.locator(".msg.user .bubble")).to_have_text("二加二等于多少？")
     expect(page.locator(".answer strong")).to_have_text("4")
     expect(page.locator(".msg.assistant .answer")).to_have_text("二加二等于 4。")

@@ -13,7 +13,12 @@ import pytest
 from agents.llm.scripted import Hang, Reply, ToolCalls
 from agents.models import AgentRun
 from agents.services.conversations import conversation_create
-from tests.faults.checks import assert_log_sound, step_kinds, stored, wait_until
+from tests.faults.checks import (
+    assert_log_sound,
+    kill_while_waiting_on_the_model,
+    step_kinds,
+    stored,
+)
 from tests.processes import run_ended
 
 pytestmark = [pytest.mark.integration, pytest.mark.django_db(transaction=True)]
@@ -40,6 +45,23 @@ def _steps(frames: list[dict]) -> list[dict]:
     return [frame for frame in frames if frame["type"] == "step"]
 
 
+def _assert_answered(frames: list[dict], conversation, answer: str) -> None:
+    """The run finished with ``answer`` (its Markdown rendered), and its log is sound."""
+    finished = frames[-1]
+    assert finished["type"] == "run.finished"
+    assert finished["message"]["content"] == answer
+    assert "<strong>42</strong>" in finished["message"]["html"]
+    assert_log_sound(conversation)
+
+
+def _export(live_stack, conversation, user, fmt: str):
+    status, body = live_stack.http(
+        "GET", f"/api/conversations/{conversation.pk}/export/?format={fmt}", user
+    )
+    assert status == 200, body
+    return body
+
+
 def _tool_messages(request: dict) -> list[dict]:
     return [m for m in request["messages"] if m["role"] == "tool"]
 
@@ -58,11 +80,7 @@ def test_a_native_mode_run_calls_the_tool_answers_and_exports(live_stack, user):
     assert action["call_id"]
     assert (observation["kind"], observation["text"].strip()) == ("observation", "42")
     assert observation["call_id"] == action["call_id"]
-    finished = frames[-1]
-    assert finished["type"] == "run.finished"
-    assert finished["message"]["content"] == NATIVE_ANSWER
-    assert "<strong>42</strong>" in finished["message"]["html"]
-    assert_log_sound(conversation)
+    _assert_answered(frames, conversation, NATIVE_ANSWER)
 
     # The model was asked the native way: tools offered, no ReAct stop sequence, and the
     # tool's result sent back as a tool message answering the call.
@@ -72,19 +90,13 @@ def test_a_native_mode_run_calls_the_tool_answers_and_exports(live_stack, user):
     assert [m["tool_call_id"] for m in _tool_messages(second)] == [action["call_id"]]
     assert _tool_messages(second)[0]["content"].strip() == "42"
 
-    status, exported = live_stack.http(
-        "GET", f"/api/conversations/{conversation.pk}/export/?format=json", user
-    )
-    assert status == 200
+    exported = _export(live_stack, conversation, user, "json")
     question, answer = exported["messages"]
     assert (question["role"], question["content"]) == ("user", "What is 6*7?")
     assert answer["content"] == NATIVE_ANSWER
     assert [step["kind"] for step in answer["steps"]] == ["thought", "action", "observation"]
     assert answer["steps"][1]["tool_input"] == {"expression": "6*7"}
-    status, markdown = live_stack.http(
-        "GET", f"/api/conversations/{conversation.pk}/export/?format=md", user
-    )
-    assert status == 200
+    markdown = _export(live_stack, conversation, user, "md")
     assert "**Thought:** I should multiply." in markdown
     assert '**Action:** `calculator` — {"expression": "6*7"}' in markdown
     assert "**Observation:** 42" in markdown
@@ -99,12 +111,9 @@ def test_a_native_mode_run_resumes_after_a_worker_kill_without_calling_the_tool_
     live_stack.model.script(model, [NATIVE_CALL, Hang(), Reply(NATIVE_ANSWER)])
     conversation = conversation_create(owner=user, profile=live_stack.profile(model, mode="tools"))
     sock = _ask(live_stack, conversation, user)
-    wait_until(lambda: len(live_stack.model.requests(model)) == 2, what="the second model call")
-    run = AgentRun.objects.get(conversation=conversation)
-    assert run.events.filter(payload__kind="observation").count() == 1
 
-    live_stack.worker.kill()
-    live_stack.worker.start()
+    kill_while_waiting_on_the_model(live_stack.worker, live_stack.model, model, calls=2)
+    run = AgentRun.objects.get(conversation=conversation)
     ended = live_stack.wait_for_run(run.pk)
     frames = stored(sock.receive_until(run_ended))
 
@@ -143,11 +152,7 @@ def test_a_chinese_profile_runs_end_to_end(live_stack, user):
     assert (steps[1]["tool"], steps[1]["tool_input"]) == ("calculator", "6*7")
     assert steps[2]["text"].strip() == "42"
     assert steps[3]["text"] == "计算器说是 42。"
-    finished = frames[-1]
-    assert finished["type"] == "run.finished"
-    assert finished["message"]["content"] == ZH_ANSWER
-    assert "<strong>42</strong>" in finished["message"]["html"]
-    assert_log_sound(conversation)
+    _assert_answered(frames, conversation, ZH_ANSWER)
 
     # The prompt and the stop sequence were the Chinese ones, and the observation went back
     # under the Chinese label.
@@ -158,9 +163,6 @@ def test_a_chinese_profile_runs_end_to_end(live_stack, user):
     assert "\n观察：" in first["stop"]
     assert "观察：42" in json.dumps(second["messages"], ensure_ascii=False)
 
-    status, markdown = live_stack.http(
-        "GET", f"/api/conversations/{conversation.pk}/export/?format=md", user
-    )
-    assert status == 200
+    markdown = _export(live_stack, conversation, user, "md")
     assert "**Action:** `calculator` — 6*7" in markdown
     assert markdown.rstrip().endswith(ZH_ANSWER)
