@@ -151,6 +151,8 @@ CELERY_BROKER_TRANSPORT_OPTIONS = {
     "visibility_timeout": AGENT_RUN_HARD_LIMIT_SECONDS + 300,
     "global_keyprefix": env.str("CELERY_KEY_PREFIX", default=""),
 }
+# One queue for runs and summaries; the test suite names its own (tests/early_env.py).
+CELERY_TASK_DEFAULT_QUEUE = env.str("CELERY_TASK_DEFAULT_QUEUE", default="celery")
 CELERY_TASK_ALWAYS_EAGER = env.bool("CELERY_TASK_ALWAYS_EAGER", default=False)
 CELERY_WORKER_HIJACK_ROOT_LOGGER = False
 # Runs mostly wait on the model, so one process holds many in threads. The threads pool has
@@ -171,13 +173,15 @@ TIKTOKEN_ALLOW_DOWNLOAD = env.bool("TIKTOKEN_ALLOW_DOWNLOAD", default=False)
 
 # --- Agent runs -------------------------------------------------------------------------
 AGENT_MAX_ATTEMPTS = env.int("AGENT_MAX_ATTEMPTS", default=3)
-# A worker beats for all its runs every interval (and every step it stores beats too); a run
-# whose beat is older than the stale limit is taken over. A run of a dead worker resumes
-# within stale + sweep interval (about 12 s). A takeover of a live run by mistake (a beat
-# late by 10 s) is harmless, since the old holder's writes are fenced, only wasteful.
+# A worker beats for all its runs every interval (one UPDATE per process; every step it
+# stores beats its run too); a run whose beat is older than the stale limit is taken over.
+# Five missed beats before a takeover keep a busy worker its runs, and a dead worker's runs
+# resume in about 8-12 s (stale limit less one interval, plus up to one sweep;
+# bench/crash_resume.py). A wrong takeover is harmless: the
+# old holder's writes are fenced (docs/architecture.md, invariant 6).
 AGENT_HEARTBEAT_STALE_SECONDS = env.int("AGENT_HEARTBEAT_STALE_SECONDS", default=10)
+# Cancel requests are polled more often, so a stop takes < 1 s.
 AGENT_HEARTBEAT_INTERVAL_SECONDS = env.float("AGENT_HEARTBEAT_INTERVAL_SECONDS", default=2.0)
-# Cancel requests are polled more often; a stop then closes the model call at once.
 AGENT_CANCEL_POLL_SECONDS = env.float("AGENT_CANCEL_POLL_SECONDS", default=0.25)
 # Every worker sweeps for runs no one holds; a queued run this old lost its broker message.
 AGENT_SWEEP_INTERVAL_SECONDS = env.float("AGENT_SWEEP_INTERVAL_SECONDS", default=2.0)
@@ -242,6 +246,7 @@ REST_FRAMEWORK = {
     "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.PageNumberPagination",
     "PAGE_SIZE": 50,
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
+    "EXCEPTION_HANDLER": "agents.api.exceptions.api_exception_handler",
 }
 
 # --- Production hardening (on whenever DEBUG is off) ------------------------------------
