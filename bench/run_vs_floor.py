@@ -38,7 +38,7 @@ from django.db import connection
 from agents.llm.scripted import ScriptedServer
 from agents.models import AgentRun
 
-FLOOR = live.ROOT.parent.parent / "shared" / "floor"
+FLOOR_DIR = live.ROOT.parent.parent / "shared" / "floor"
 PROCESSES = ("worker", "socket", "pg_all", "pg_own", "redis")
 
 
@@ -144,13 +144,13 @@ def chatsite_round(n: int, worker, daphne, profile, ideal: float, readings: Read
     }
 
 
-def floor_block(sizes: list[int], python: str, out: Path) -> list[dict]:
+def floor_block(sizes: list[int], python: str, folder: Path, out: Path) -> list[dict]:
     """One block of floor rounds (its own processes, a warm-up round, then each N)."""
     before = out.read_text().count("\n") if out.exists() else 0
     subprocess.run(
         [python, "bench.py", "--runs", ",".join(map(str, sizes)), "--repeats", "1",
          "--variants", "plain:aiohttp", "--out", str(out), "--tag", "vs-chatsite"],
-        cwd=FLOOR, check=True, timeout=1800,
+        cwd=folder, check=True, timeout=1800,
     )  # fmt: skip
     rows = [json.loads(line) for line in out.read_text().splitlines()[before:]]
     return [
@@ -235,7 +235,9 @@ def main() -> None:
     parser.add_argument("--skip-floor", action="store_true", help="chatsite rounds only")
     args = parser.parse_args()
     if not Path(args.floor_python).exists():
-        raise SystemExit(f"no floor virtualenv at {args.floor_python}: see {FLOOR}/README.md")
+        raise SystemExit(
+            f"no floor virtualenv at {args.floor_python}: see {args.floor_dir}/README.md"
+        )
     sizes = [int(n) for n in args.runs.split(",")]
     live.migrate()
     ideal = (args.tool_calls + 1) * args.delay
@@ -257,7 +259,7 @@ def main() -> None:
                     if system == "floor" and args.skip_floor:
                         continue
                     if system == "floor":
-                        got = floor_block(sizes, args.floor_python, floor_out)
+                        got = floor_block(sizes, args.floor_python, Path(args.floor_dir), floor_out)
                     else:
                         got = [
                             chatsite_round(n, worker, daphne, profile, ideal, readings)
