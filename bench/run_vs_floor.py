@@ -230,6 +230,7 @@ def main() -> None:
     parser.add_argument("--tool-calls", type=int, default=4)
     parser.add_argument("--pool", default="20", help="DATABASE_POOL_MAX_SIZE for chatsite")
     parser.add_argument("--floor-python", default=str(live.ROOT / ".venv-floor" / "bin" / "python"))
+    parser.add_argument("--floor-dir", default=str(FLOOR_DIR), help="the floor's folder")
     parser.add_argument("--label", default=os.environ.get("BENCH_LABEL", "chatsite vs floor"))
     parser.add_argument("--out", default="", help="append every round as JSON lines here")
     parser.add_argument("--skip-floor", action="store_true", help="chatsite rounds only")

@@ -18,8 +18,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import socket
-import threading
 import time
 import uuid
 
@@ -27,29 +25,9 @@ import live
 
 from agents.llm.scripted import Hang, Reply, ScriptedServer
 from agents.services.conversations import conversation_create
+from tests.silent_server import SilentServer
 
 HOURS = 3600.0
-
-
-class SilentServer:
-    """Accepts HTTP requests and never answers; counts the requests that arrived."""
-
-    def __init__(self) -> None:
-        self.listener = socket.create_server(("127.0.0.1", 0), backlog=128)
-        self.port = self.listener.getsockname()[1]
-        self.calls = 0
-        self.connections: list[socket.socket] = []
-        threading.Thread(target=self._accept, daemon=True).start()
-
-    def _accept(self) -> None:
-        while True:
-            try:
-                conn, _ = self.listener.accept()
-            except OSError:
-                return
-            self.connections.append(conn)
-            conn.recv(65536)
-            self.calls += 1
 
 
 def profile_for(model_server: ScriptedServer, model: str, tools: list[str]):

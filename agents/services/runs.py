@@ -562,13 +562,20 @@ def run_finish(
             locked.completion_tokens += calls.completion_tokens
         message = _save_answer(run, step.text)
         _end(run, locked, Status.SUCCEEDED)
-        finished = run_finished_payload(run=run, message=message, stop_reason=step.stop_reason)
-        events_append(
-            conversation=run.conversation,
-            run=run,
-            items=[*_step_items(preceding), (FrameType.RUN_FINISHED, finished)],
-        )
+        _append_finished(run, message, step, preceding)
     return message
+
+
+def _append_finished(
+    run: AgentRun, message: Message, step: FinalAnswerStep, preceding: Sequence[Step]
+) -> None:
+    """The last reply's steps and ``run.finished``, inside the transaction that ends the run."""
+    finished = run_finished_payload(run=run, message=message, stop_reason=step.stop_reason)
+    events_append(
+        conversation=run.conversation,
+        run=run,
+        items=[*_step_items(preceding), (FrameType.RUN_FINISHED, finished)],
+    )
 
 
 def _finish_fenced(
@@ -609,12 +616,7 @@ def _finish_fenced(
         run.status, run.finished_at, run.heartbeat_at = Status.SUCCEEDED, finished_at, None
         run.started_at = started_at
         run.prompt_tokens, run.completion_tokens = prompt, completion
-        finished = run_finished_payload(run=run, message=message, stop_reason=step.stop_reason)
-        events_append(
-            conversation=run.conversation,
-            run=run,
-            items=[*_step_items(preceding), (FrameType.RUN_FINISHED, finished)],
-        )
+        _append_finished(run, message, step, preceding)
     return message
 
 

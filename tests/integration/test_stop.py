@@ -7,8 +7,6 @@ signal that the call is in progress, then sends ``run.cancel``.
 
 from __future__ import annotations
 
-import socket
-import threading
 import uuid
 
 import pytest
@@ -18,6 +16,7 @@ from agents.models import AgentRun, ToolConfig
 from agents.services.conversations import conversation_create
 from tests.faults.checks import assert_log_sound, model_name, wait_until
 from tests.processes import run_ended
+from tests.silent_server import SilentServer
 
 pytestmark = [pytest.mark.integration, pytest.mark.django_db(transaction=True)]
 
@@ -75,35 +74,8 @@ def test_stop_while_the_model_trickles(live_stack, user):
     assert len(live_stack.model.requests(model)) == 1
 
 
-class _SilentServer:
-    """An HTTP endpoint that accepts a request and never answers; ``called`` is set once a
-    request has arrived."""
-
-    def __init__(self) -> None:
-        self.listener = socket.create_server(("127.0.0.1", 0))
-        self.port = self.listener.getsockname()[1]
-        self.called = threading.Event()
-        self.connections: list[socket.socket] = []
-        threading.Thread(target=self._accept, daemon=True).start()
-
-    def _accept(self) -> None:
-        while True:
-            try:
-                conn, _ = self.listener.accept()
-            except OSError:
-                return
-            self.connections.append(conn)
-            conn.recv(65536)
-            self.called.set()
-
-    def close(self) -> None:
-        for conn in self.connections:
-            conn.close()
-        self.listener.close()
-
-
 def test_stop_during_a_tool_call(live_stack, user):
-    server = _SilentServer()
+    server = SilentServer()
     try:
         name = f"slow_api_{uuid.uuid4().hex[:6]}"
         ToolConfig.objects.create(
