@@ -31,7 +31,7 @@ from django.urls import reverse
 
 from agents.crypto import SecretUnreadable
 from agents.forms import PreviewForm, TestToolForm, TryItForm, UsageRangeForm, VersionRestoreForm
-from agents.llm.factory import chat_model_for, is_demo_model, model_name_for
+from agents.llm.factory import chat_model_for, is_demo_model
 from agents.memory.services import memory_for_run
 from agents.models import (
     AgentProfile,
@@ -43,6 +43,7 @@ from agents.models import (
     RunEvent,
     ToolConfig,
 )
+from agents.profile_snapshot import ProfileSnapshot, snapshot_model_name
 from agents.react.errors import (
     AgentError,
     ModelAuthError,
@@ -235,14 +236,13 @@ def _preview_messages(
 
     Built from the version snapshot by the same functions a run uses (``agents/runtime``).
     """
-    snapshot = prompt_version_ensure(profile=profile, user=user).snapshot
+    snapshot = ProfileSnapshot.from_version(prompt_version_ensure(profile=profile, user=user))
     problems: list[str] = []
     if conversation is not None:
-        model_config = ModelConfig.objects.filter(pk=snapshot.get("model_config_id")).first()
         memory = memory_for_run(
             conversation=conversation,
             snapshot=snapshot,
-            model_name=model_name_for(model_config),  # token counting follows the model
+            model_name=snapshot_model_name(snapshot),  # token counting follows the model
             before_message=None,
         )
         memory_summary, history = memory.summary, memory.history
@@ -265,7 +265,7 @@ def _preview_messages(
             question=question,
             history=history,
             memory_summary=memory_summary,
-            temperature=snapshot.get("temperature"),
+            temperature=snapshot.temperature,
         )
     except PromptTemplateError as exc:
         return Preview(messages=[], options="", problems=[*problems, *exc.problems])
@@ -350,7 +350,7 @@ def profile_try(request: HttpRequest, model_admin: Any, profile: AgentProfile):
 def _run_fragments(version: PromptVersion, *, user: Any, question: str) -> Iterator[str]:
     started = time.monotonic()
     try:
-        executor = build_executor(snapshot=version.snapshot, user=user)
+        executor = build_executor(snapshot=ProfileSnapshot.from_version(version), user=user)
         for step in executor.run(question):
             yield _step_fragment(step)
     except ModelError as exc:

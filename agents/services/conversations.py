@@ -22,9 +22,10 @@ from agents.models import (
     AgentRun,
     Conversation,
     Message,
-    ModelConfig,
     PromptVersion,
 )
+from agents.profile_snapshot import ProfileSnapshot, snapshot_model_config
+from agents.services.defaults import default_profile
 from agents.services.profiles import profile_snapshot, prompt_version_ensure
 from agents.services.runs import (
     ACTIVE_STATUSES,
@@ -275,13 +276,7 @@ def _check_profile_allowed(*, profile: AgentProfile, user) -> None:
 
 def _profile_for(*, conversation: Conversation, user, profile: AgentProfile | None) -> AgentProfile:
     """The profile a new run uses: the one asked for, the conversation's, or the default."""
-    chosen = profile or conversation.profile
-    if chosen is None:
-        chosen = AgentProfile.objects.filter(is_default=True).first()
-    if chosen is None:
-        from agents.services.defaults import ensure_defaults
-
-        chosen = ensure_defaults()
+    chosen = profile or conversation.profile or default_profile()
     _check_profile_allowed(profile=chosen, user=user)
     if profile is not None and conversation.profile_id != profile.pk:
         conversation.profile = profile
@@ -298,17 +293,15 @@ def _queue_run(
     *, conversation: Conversation, message: Message, profile: AgentProfile, user
 ) -> AgentRun:
     version = _current_version(profile)
-    model_config = None
-    model_config_id = version.snapshot.get("model_config_id")
-    if model_config_id:
-        model_config = ModelConfig.objects.filter(pk=model_config_id).first()
+    snapshot = ProfileSnapshot.from_version(version)
+    model_config = snapshot_model_config(snapshot)
     run = AgentRun.objects.create(
         conversation=conversation,
         trigger_message=message,
         profile_version=version,
         model_config=model_config,
         model_name=model_name_for(model_config),
-        mode=version.snapshot.get("mode", AgentProfile.Mode.REACT),
+        mode=snapshot.mode,
     )
     transaction.on_commit(lambda: _enqueue_run(run.pk))
     return run

@@ -132,11 +132,12 @@ def _store_pending(run: AgentRun, pending: list[Step], me: str) -> None:
 
 def _execute(run: AgentRun, watch: _Watch, me: str) -> None:
     from agents.memory.services import memory_after_run, memory_for_run
+    from agents.profile_snapshot import ProfileSnapshot
     from agents.runtime import build_executor
 
-    snapshot = run.profile_version.snapshot
+    snapshot = ProfileSnapshot.from_version(run.profile_version)
     conversation = run.conversation
-    run_started(run=run, model=run.model_name, profile=snapshot.get("slug", ""), worker_id=me)
+    run_started(run=run, model=run.model_name, profile=snapshot.slug, worker_id=me)
     # Only a later attempt can find steps of this run already stored.
     prior_steps = run_prior_steps(run=run) if run.attempts > 1 else []
     memory = memory_for_run(

@@ -10,28 +10,7 @@ from typing import Any
 from django.db import transaction
 
 from agents.models import AgentProfile, ModelConfig, PromptVersion, ToolConfig
-
-
-def profile_snapshot(profile: AgentProfile) -> dict[str, Any]:
-    """Everything a run needs from a profile, frozen as plain JSON."""
-    tools = list(profile.tools.order_by("name").values_list("id", "name"))
-    return {
-        "name": profile.name,
-        "slug": profile.slug,
-        "mode": profile.mode,
-        "label_set": profile.label_set,
-        "system_prompt": profile.system_prompt,
-        "few_shot_examples": profile.few_shot_examples,
-        "temperature": profile.temperature,
-        "model_config_id": profile.model_config_id,
-        "tool_ids": [tool_id for tool_id, _ in tools],
-        "tool_names": [name for _, name in tools],
-        "max_iterations": profile.max_iterations,
-        "max_execution_time": profile.max_execution_time,
-        "memory_strategy": profile.memory_strategy,
-        "memory_window_turns": profile.memory_window_turns,
-        "memory_token_budget": profile.memory_token_budget,
-    }
+from agents.profile_snapshot import ProfileSnapshot, profile_snapshot
 
 
 @transaction.atomic
@@ -82,12 +61,20 @@ def prompt_version_restore(*, version: PromptVersion, user=None) -> RestoreResul
     history still shows what was live in between.
     """
     profile = AgentProfile.objects.select_for_update().get(pk=version.profile_id)
-    snapshot = version.snapshot
-    for field in _RESTORED_FIELDS:
-        if field in snapshot:
-            setattr(profile, field, snapshot[field])
+    snapshot = ProfileSnapshot.from_version(version)
+    profile.name = snapshot.name or profile.name
+    profile.mode = snapshot.mode
+    profile.label_set = snapshot.label_set
+    profile.system_prompt = snapshot.system_prompt
+    profile.few_shot_examples = snapshot.few_shot_examples
+    profile.temperature = snapshot.temperature
+    profile.max_iterations = snapshot.max_iterations
+    profile.max_execution_time = snapshot.max_execution_time
+    profile.memory_strategy = snapshot.memory.strategy
+    profile.memory_window_turns = snapshot.memory.window_turns
+    profile.memory_token_budget = snapshot.memory.token_budget
 
-    model_config_id = snapshot.get("model_config_id")
+    model_config_id = snapshot.model_config_id
     missing_model_config = False
     if model_config_id is not None and not ModelConfig.objects.filter(pk=model_config_id).exists():
         model_config_id = None
@@ -95,7 +82,7 @@ def prompt_version_restore(*, version: PromptVersion, user=None) -> RestoreResul
     profile.model_config_id = model_config_id
     profile.save()
 
-    wanted = dict(zip(snapshot.get("tool_ids", []), snapshot.get("tool_names", []), strict=False))
+    wanted = dict(zip(snapshot.tool_ids, snapshot.tool_names, strict=False))
     existing = list(ToolConfig.objects.filter(pk__in=wanted))
     profile.tools.set(existing)
     found = {tool.pk for tool in existing}
@@ -106,22 +93,6 @@ def prompt_version_restore(*, version: PromptVersion, user=None) -> RestoreResul
         missing_tools=missing_tools,
         missing_model_config=missing_model_config,
     )
-
-
-# The snapshot keys that are plain profile fields (tools and the model are restored apart).
-_RESTORED_FIELDS = (
-    "name",
-    "mode",
-    "label_set",
-    "system_prompt",
-    "few_shot_examples",
-    "temperature",
-    "max_iterations",
-    "max_execution_time",
-    "memory_strategy",
-    "memory_window_turns",
-    "memory_token_budget",
-)
 
 
 @dataclass(frozen=True)

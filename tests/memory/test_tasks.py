@@ -8,8 +8,8 @@ from agents.llm.scripted import Fail
 from agents.memory.services import memory_after_run, summary_request
 from agents.memory.tasks import MAX_RETRIES, summarize_conversation
 from agents.models import MemorySummary
+from agents.profile_snapshot import ProfileSnapshot
 from agents.react.errors import ModelAuthError
-from agents.services.profiles import profile_snapshot
 from tests.memory.conftest import add_turn, assert_summaries_tile_the_history, filler
 
 pytestmark = pytest.mark.django_db
@@ -32,7 +32,7 @@ def message_rows(conversation):
 def test_after_run_enqueues_the_task_on_commit(
     long_conversation, eager_tasks, django_capture_on_commit_callbacks
 ):
-    snapshot = profile_snapshot(long_conversation.profile)
+    snapshot = ProfileSnapshot.from_profile(long_conversation.profile)
     with django_capture_on_commit_callbacks(execute=False) as callbacks:
         assert memory_after_run(conversation=long_conversation, snapshot=snapshot)
         assert not MemorySummary.objects.exists()  # nothing happens before the commit
