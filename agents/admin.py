@@ -50,7 +50,7 @@ from agents.services.profiles import profile_save, prompt_version_ensure
 from agents.tools.registry import tool_kinds
 
 
-class ExtraPagesMixin:
+class ExtraPagesMixin(admin.ModelAdmin):
     """Per-object pages under ``<id>/<name>/``, wrapped by ``admin_view`` (staff only)."""
 
     def _object_url(self, route: str, view, name: str):
@@ -144,7 +144,7 @@ class ModelConfigAdmin(ExtraPagesMixin, admin.ModelAdmin):
 class PromptVersionInline(admin.TabularInline):
     model = PromptVersion
     fields = ["number", "created_by", "created_at", "compare"]
-    readonly_fields = fields
+    readonly_fields = ["number", "created_by", "created_at", "compare"]
     extra = 0
     max_num = 0
     can_delete = False
@@ -199,7 +199,7 @@ class AgentProfileAdmin(ExtraPagesMixin, admin.ModelAdmin):
 
     @admin.display(description="Tools", ordering="_tool_count")
     def tool_count(self, obj: AgentProfile) -> int:
-        return obj._tool_count
+        return obj._tool_count  # type: ignore[attr-defined]  # annotated in get_queryset
 
     @admin.display(description="Version")
     def latest(self, obj: AgentProfile) -> str:
@@ -494,7 +494,7 @@ class KnowledgeDocumentAdmin(admin.ModelAdmin):
 
     @admin.display(description="Chunks", ordering="_chunk_count")
     def chunk_count(self, obj: KnowledgeDocument) -> int:
-        return obj._chunk_count
+        return obj._chunk_count  # type: ignore[attr-defined]  # annotated in get_queryset
 
     def save_model(self, request, obj, form, change):
         super().save_model(request, obj, form, change)

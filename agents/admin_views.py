@@ -43,6 +43,7 @@ from agents.models import (
     RunEvent,
     ToolConfig,
 )
+from agents.permissions import signed_in_user
 from agents.profile_snapshot import ProfileSnapshot, snapshot_model_name
 from agents.react.errors import (
     AgentError,
@@ -324,7 +325,7 @@ def profile_try(request: HttpRequest, model_admin: Any, profile: AgentProfile):
     if not context["streaming"]:
         return TemplateResponse(request, "admin/agents/agentprofile/try_it.html", context)
 
-    version = prompt_version_ensure(profile=profile, user=request.user)
+    version = prompt_version_ensure(profile=profile, user=signed_in_user(request.user))
     context["version"] = version
     page = render_to_string("admin/agents/agentprofile/try_it.html", context, request=request)
     head, _, tail = page.partition(STEPS_MARKER)
@@ -389,11 +390,14 @@ def _error_fragment(message: str) -> str:
 async def _async_chunks(chunks: Iterator[str]) -> AsyncIterator[str]:
     """Under ASGI Django would read a plain iterator to the end before sending anything;
     pulling each piece in the request's worker thread keeps the page live."""
-    done = object()
-    pull = sync_to_async(next, thread_sensitive=True)
+
+    def pull() -> str | None:
+        return next(chunks, None)
+
+    pull_in_thread = sync_to_async(pull, thread_sensitive=True)
     while True:
-        chunk = await pull(chunks, done)
-        if chunk is done:
+        chunk = await pull_in_thread()
+        if chunk is None:
             return
         yield chunk
 
@@ -433,7 +437,7 @@ def profile_version_restore(
         return HttpResponseRedirect(
             reverse("admin:agents_agentprofile_version", args=[profile.pk, number])
         )
-    result = prompt_version_restore(version=version, user=request.user)
+    result = prompt_version_restore(version=version, user=signed_in_user(request.user))
     profile.refresh_from_db()
     text = f"Restored version {number} as version {result.version.number}."
     model_admin.log_change(request, profile, [{"changed": {"fields": ["restored", text]}}])

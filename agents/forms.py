@@ -87,7 +87,8 @@ class ModelConfigForm(forms.ModelForm):
         self.fields["api_key"].help_text = f"Currently {state}. Leave empty to keep it as it is."
 
     def clean(self) -> dict[str, Any]:
-        cleaned = super().clean()
+        super().clean()
+        cleaned = self.cleaned_data
         if cleaned.get("clear_api_key") and cleaned.get("api_key"):
             self.add_error("clear_api_key", "Either enter a new key or clear it, not both.")
         return cleaned
@@ -148,7 +149,8 @@ class AgentProfileForm(forms.ModelForm):
         self.fields["make_default"].initial = self.instance.is_default
 
     def clean(self) -> dict[str, Any]:
-        cleaned = super().clean()
+        super().clean()
+        cleaned = self.cleaned_data
         template = cleaned.get("system_prompt", "")
         mode = cleaned.get("mode")
         if template and template.strip() and mode:
@@ -242,7 +244,9 @@ class ToolConfigForm(forms.ModelForm):
         current = self.instance.kind
         if current and current not in tool_kinds():
             # Keep a row whose kind was removed from the code editable (and visibly broken).
-            self.fields["kind"].choices = [
+            kind_field = self.fields["kind"]
+            assert isinstance(kind_field, forms.ChoiceField)
+            kind_field.choices = [
                 *_kind_choices(),
                 (current, f"{current} (no longer registered)"),
             ]
@@ -275,7 +279,8 @@ class ToolConfigForm(forms.ModelForm):
         return entered
 
     def clean(self) -> dict[str, Any]:
-        cleaned = super().clean()
+        super().clean()
+        cleaned = self.cleaned_data
         kind = cleaned.get("kind")
         if kind and "config" in cleaned:
             for field, message in validate_tool_config(kind, cleaned["config"]).items():
@@ -319,7 +324,8 @@ class KnowledgeDocumentForm(forms.ModelForm):
         return uploaded
 
     def clean(self) -> dict[str, Any]:
-        cleaned = super().clean()
+        super().clean()
+        cleaned = self.cleaned_data
         if not cleaned.get("source_file") and not (cleaned.get("text") or "").strip():
             raise forms.ValidationError("Upload a file (.txt, .md or .pdf) or paste the text.")
         return cleaned

@@ -26,6 +26,7 @@ from agents.api import serializers as api
 from agents.api.export import EXPORT_FORMATS, export_data, export_json, export_markdown
 from agents.memory.services import summary_request
 from agents.models import AgentProfile, AgentRun, Conversation
+from agents.permissions import signed_in_user
 from agents.services.conversations import (
     SendRefused,
     SendResult,
@@ -70,6 +71,7 @@ def api_exception_handler(exc: Exception, context: dict[str, Any]) -> Response |
 
 
 def refused(refusal: SendRefused) -> Response:
+    http_status: int
     if refusal.code == "not_found":
         http_status = status.HTTP_404_NOT_FOUND
     elif refusal.code in TOO_MANY_REQUESTS_CODES:
@@ -147,7 +149,7 @@ class ConversationCollectionView(ApiView):
         try:
             profile = self.profile_or_none(data["profile"])
             conversation = conversation_create(
-                owner=request.user, title=data["title"], profile=profile
+                owner=signed_in_user(request.user), title=data["title"], profile=profile
             )
         except SendRefused as refusal:
             return refused(refusal)
@@ -216,7 +218,7 @@ class ConversationMessagesView(ApiView):
         try:
             result = message_send(
                 conversation=conversation,
-                user=request.user,
+                user=signed_in_user(request.user),
                 content=data["content"],
                 client_id=data["client_id"],
                 profile=self.profile_or_none(data["profile"]),
@@ -230,7 +232,7 @@ class ConversationRegenerateView(ApiView):
     def post(self, request: Request, conversation_id: int) -> Response:
         conversation = self.conversation_or_404(conversation_id)
         try:
-            run = run_regenerate(conversation=conversation, user=request.user)
+            run = run_regenerate(conversation=conversation, user=signed_in_user(request.user))
         except SendRefused as refusal:
             return refused(refusal)
         return Response({"run": api.RunSerializer(run).data}, status=status.HTTP_201_CREATED)
@@ -261,7 +263,7 @@ class MessageEditView(ApiView):
         try:
             result = message_edit_resend(
                 message=message,
-                user=request.user,
+                user=signed_in_user(request.user),
                 content=data["content"],
                 client_id=data["client_id"],
             )
@@ -276,7 +278,7 @@ class RunCancelView(ApiView):
         if run is None:
             raise NotFound("No such run.")
         try:
-            run = run_cancel(run=run, user=request.user)
+            run = run_cancel(run=run, user=signed_in_user(request.user))
         except SendRefused as refusal:
             return refused(refusal)
         return Response({"run": api.RunSerializer(run).data})

@@ -220,7 +220,7 @@ class ScriptedServer:
     @property
     def base_url(self) -> str:
         host, port = self._httpd.server_address[:2]
-        return f"http://{host}:{port}/v1"
+        return f"http://{host!s}:{port}/v1"
 
     def start(self) -> ScriptedServer:
         if self._thread is None:

@@ -135,6 +135,7 @@ def _execute(run: AgentRun, watch: _Watch, me: str) -> None:
     from agents.profile_snapshot import ProfileSnapshot
     from agents.runtime import build_executor
 
+    assert run.profile_version is not None  # run_execute fails a run without one
     snapshot = ProfileSnapshot.from_version(run.profile_version)
     conversation = run.conversation
     run_started(run=run, model=run.model_name, profile=snapshot.slug, worker_id=me)

@@ -7,6 +7,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
+from django.contrib.auth.models import User
 from django.db import transaction
 
 from agents.models import AgentProfile, ModelConfig, PromptVersion, ToolConfig
@@ -14,7 +15,7 @@ from agents.profile_snapshot import ProfileSnapshot, profile_snapshot
 
 
 @transaction.atomic
-def prompt_version_ensure(*, profile: AgentProfile, user=None) -> PromptVersion:
+def prompt_version_ensure(*, profile: AgentProfile, user: User | None = None) -> PromptVersion:
     """The profile's current version, writing a new one if the profile changed since."""
     snapshot = profile_snapshot(profile)
     # Lock the profile row so two concurrent saves cannot both take the same number.
@@ -54,7 +55,7 @@ class RestoreResult:
 
 
 @transaction.atomic
-def prompt_version_restore(*, version: PromptVersion, user=None) -> RestoreResult:
+def prompt_version_restore(*, version: PromptVersion, user: User | None = None) -> RestoreResult:
     """Put a profile back the way an old version had it, recorded as a new version.
 
     Old versions are never changed: the restored state becomes the next number, so the

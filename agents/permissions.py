@@ -1,0 +1,14 @@
+"""Who may do what, as named checks with safe defaults: the transports call these."""
+
+from __future__ import annotations
+
+from django.contrib.auth.models import AnonymousUser, User
+from django.core.exceptions import PermissionDenied
+
+
+def signed_in_user(user: User | AnonymousUser) -> User:
+    """The request's user once sign-in is required (``login_required``, DRF's
+    ``IsAuthenticated``); an anonymous one here is refused, never passed on to a service."""
+    if isinstance(user, AnonymousUser) or not user.is_authenticated:
+        raise PermissionDenied("Sign in first.")
+    return user
