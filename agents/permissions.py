@@ -5,6 +5,8 @@ from __future__ import annotations
 from django.contrib.auth.models import AnonymousUser, User
 from django.core.exceptions import PermissionDenied
 
+from agents.models import Conversation
+
 
 def signed_in_user(user: User | AnonymousUser) -> User:
     """The request's user once sign-in is required (``login_required``, DRF's
@@ -12,3 +14,8 @@ def signed_in_user(user: User | AnonymousUser) -> User:
     if isinstance(user, AnonymousUser) or not user.is_authenticated:
         raise PermissionDenied("Sign in first.")
     return user
+
+
+def can_read_conversation(user: User, conversation: Conversation) -> bool:
+    """Its owner, and staff allowed to view conversations in the admin, may read one."""
+    return conversation.owner_id == user.pk or user.has_perm("agents.view_conversation")

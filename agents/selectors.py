@@ -1,11 +1,14 @@
-"""Reads, always scoped to the user asking. A foreign id looks exactly like a missing one."""
+"""Reads, scoped to the user asking: a foreign id looks exactly like a missing one.
+
+The run inspector's reads at the end serve the admin, where staff read every run.
+"""
 
 from __future__ import annotations
 
 from django.contrib.auth.models import AnonymousUser, User
 from django.db.models import Q, QuerySet
 
-from agents.models import AgentProfile, AgentRun, Conversation, Message, RunEvent
+from agents.models import AgentProfile, AgentRun, Conversation, Message, ModelCall, RunEvent
 
 
 def conversation_list(
@@ -97,3 +100,16 @@ def message_search(
             Q(content__icontains=word) | Q(conversation__title__icontains=word)
         )
     return list(messages.select_related("conversation").order_by("-created_at", "-id")[:limit])
+
+
+# --- the run inspector (the admin: staff read any run) ---------------------------------
+
+
+def run_event_list(*, run: AgentRun) -> QuerySet[RunEvent]:
+    """A run's stored events, in log order."""
+    return RunEvent.objects.filter(run=run).order_by("seq")
+
+
+def model_call_list(*, run: AgentRun) -> QuerySet[ModelCall]:
+    """Every model call of a run with what was sent and what came back, in call order."""
+    return ModelCall.objects.filter(run=run).order_by("index")

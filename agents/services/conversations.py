@@ -27,7 +27,7 @@ from agents.models import (
 )
 from agents.profile_snapshot import ProfileSnapshot, profile_snapshot, snapshot_model_config
 from agents.services.defaults import default_profile
-from agents.services.profiles import prompt_version_ensure
+from agents.services.prompt_versions import prompt_version_ensure
 from agents.services.runs import (
     ACTIVE_STATUSES,
     RunEventType,

@@ -11,7 +11,7 @@ from django.conf import settings
 from django.db import transaction
 
 from agents.models import AgentProfile, ModelConfig, ToolConfig
-from agents.services.profiles import prompt_version_ensure
+from agents.services.prompt_versions import prompt_version_ensure
 
 DEFAULT_MODEL_CONFIG_NAME = "default"
 DEFAULT_PROFILE_SLUG = "assistant"

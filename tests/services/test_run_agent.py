@@ -41,7 +41,7 @@ def scripted_profile(scripted_model):
 def _queued_run(user, profile) -> AgentRun:
     """A queued run whose task is not enqueued: this test runs it itself."""
     from agents.models import Message
-    from agents.services.profiles import prompt_version_ensure
+    from agents.services.prompt_versions import prompt_version_ensure
 
     conversation = conversation_create(owner=user, profile=profile)
     message = Message.objects.create(conversation=conversation, role="user", content="6*7?")

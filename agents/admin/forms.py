@@ -1,4 +1,4 @@
-"""Admin forms: write-only secrets, template and tool-config validation, and the tryout forms.
+"""The admin's forms: write-only secrets, template and tool-config validation, and the tryout forms.
 
 Write-only means a value goes in and never comes back out: the widgets below render empty
 even when the form is redisplayed with errors, and the stored value is only ever described
@@ -13,12 +13,15 @@ import re
 from typing import Any
 
 from django import forms
+from django.contrib.auth.models import User
 from django.utils import timezone
 
 from agents.crypto import SecretUnreadable
 from agents.models import AgentProfile, Conversation, KnowledgeDocument, ModelConfig, ToolConfig
+from agents.permissions import can_read_conversation
 from agents.react.prompt import validate_template
 from agents.services.knowledge import KnowledgeIngestError, extract_text
+from agents.services.tools import tool_config_secrets_update
 from agents.tools.base import SECRET_NAME_PATTERN
 from agents.tools.registry import tool_kinds, validate_tool_config
 
@@ -184,13 +187,6 @@ def describe_stored_secrets(tool_config: ToolConfig) -> str:
         return "unreadable (SECRET_KEY changed since they were saved): enter them again"
 
 
-def _readable_secrets(tool_config: ToolConfig) -> dict[str, str]:
-    try:
-        return tool_config.get_secrets()
-    except SecretUnreadable:
-        return {}  # written under another SECRET_KEY: whatever is entered now replaces them
-
-
 class IndentedJSONField(forms.JSONField):
     """JSON shown indented, so a table or a header list is editable by eye."""
 
@@ -292,15 +288,11 @@ class ToolConfigForm(forms.ModelForm):
 
     def save(self, commit: bool = True) -> ToolConfig:
         instance: ToolConfig = super().save(commit=False)
-        entered: dict[str, str] = self.cleaned_data.get("secrets") or {}
-        if self.cleaned_data.get("clear_secrets") or entered:
-            current = {} if self.cleaned_data.get("clear_secrets") else _readable_secrets(instance)
-            for name, value in entered.items():
-                if value:
-                    current[name] = value
-                else:
-                    current.pop(name, None)
-            instance.set_secrets(current)
+        tool_config_secrets_update(
+            tool_config=instance,
+            entered=self.cleaned_data.get("secrets") or {},
+            clear_all=bool(self.cleaned_data.get("clear_secrets")),
+        )
         if commit:
             instance.save()
             self.save_m2m()
@@ -366,8 +358,8 @@ class PreviewForm(forms.Form):
         label="Memory from conversation",
         required=False,
         min_value=1,
-        help_text="A conversation id: its memory, chosen by this profile's memory settings, "
-        "replaces the two fields below.",
+        help_text="A conversation id (your own, or any if you may view conversations): its "
+        "memory, chosen by this profile's memory settings, replaces the two fields below.",
     )
     memory_summary = forms.CharField(
         label="Memory summary",
@@ -382,12 +374,17 @@ class PreviewForm(forms.Form):
         help_text='One turn per line, starting "user:" or "assistant:".',
     )
 
+    def __init__(self, *args: Any, user: User, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.user = user
+
     def clean_conversation(self) -> Conversation | None:
         conversation_id = self.cleaned_data.get("conversation")
         if conversation_id is None:
             return None
         conversation = Conversation.objects.filter(pk=conversation_id).first()
-        if conversation is None:
+        # One the user may not read looks like one that does not exist.
+        if conversation is None or not can_read_conversation(self.user, conversation):
             raise forms.ValidationError(f"There is no conversation {conversation_id}.")
         return conversation
 
