@@ -15,7 +15,6 @@ from django.template.response import TemplateResponse
 from django.urls import URLPattern, reverse
 from django.utils.html import format_html
 
-from agents.admin import profile_try
 from agents.admin.forms import AgentProfileForm, PreviewForm, VersionRestoreForm
 from agents.admin.pages import (
     ExtraPagesAdmin,
@@ -24,6 +23,7 @@ from agents.admin.pages import (
     display_messages,
     pretty,
 )
+from agents.admin.profile_try import page as try_it_page
 from agents.models import AgentProfile, PromptVersion
 from agents.permissions import signed_in_user
 from agents.react.prompt import default_template
@@ -178,7 +178,7 @@ class AgentProfileAdmin(ExtraPagesAdmin):
     def try_view(self, request: HttpRequest, object_id: int) -> HttpResponseBase:
         # Runs the model and the tools: a change permission, not just view.
         profile = self._get_for_change(request, object_id)
-        return profile_try.page(request, self, profile)
+        return try_it_page(request, self, profile)
 
     def versions_view(self, request: HttpRequest, object_id: int) -> HttpResponse:
         profile = self._get_for_view(request, object_id)

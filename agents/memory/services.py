@@ -1,10 +1,11 @@
 """Conversation memory: what a run sees of the past, and the summaries that keep it bounded.
 
 ``memory_for_run`` is read at the start of every run, ``memory_after_run`` at its end, and
-``memory_summary_create`` is the work of the ``summarize_conversation`` task. Summaries form a
-chain: each row folds the lines after the previous row's cut into the previous text, so row N
-summarises everything from the first message through its ``covers_through``, and the rows'
-``covers_from``..``covers_through`` ranges (the lines each one added) tile the history.
+``memory_summary_create`` is the work of the task of the same name (``memory/tasks.py``).
+Summaries form a chain: each row folds the lines after the previous row's cut into the
+previous text, so row N summarises everything from the first message through its
+``covers_through``, and the rows' ``covers_from``..``covers_through`` ranges (the lines each
+one added) tile the history.
 """
 
 from __future__ import annotations
@@ -19,9 +20,9 @@ from agents.memory.strategies import (
     BUFFER,
     SUMMARY_BUFFER,
     WINDOW,
+    ConversationTurn,
     HistoryMessage,
     MemorySettings,
-    Turn,
     choose_cut,
     needs_summary,
     select_summary_buffer,
@@ -147,9 +148,9 @@ def _over_budget(conversation: Conversation, settings: MemorySettings, model: st
 
 
 def _enqueue_summary(conversation_id: int, *, force: bool) -> None:
-    from agents.memory.tasks import summarize_conversation
+    from agents.memory import tasks
 
-    transaction.on_commit(lambda: summarize_conversation.delay(conversation_id, force=force))
+    transaction.on_commit(lambda: tasks.memory_summary_create.delay(conversation_id, force=force))
 
 
 def memory_after_run(*, conversation: Conversation, snapshot: ProfileSnapshot) -> bool:
@@ -218,7 +219,7 @@ def _last_turn_closed(conversation: Conversation) -> bool:
 class _FoldPlan:
     base_summary_id: int | None
     base_text: str
-    turns: list[Turn]
+    turns: list[ConversationTurn]
 
     @property
     def lines(self) -> list[HistoryMessage]:
@@ -244,7 +245,7 @@ def _plan(
         last_turn_closed=_last_turn_closed(conversation),
         keep_at_least=0 if force else 1,
     )
-    folded: list[Turn] = []
+    folded: list[ConversationTurn] = []
     used = 0
     for turn in turns[:count]:
         if folded and used + turn.tokens > MAX_FOLD_TOKENS:

@@ -323,9 +323,9 @@ def _current_version(profile: AgentProfile) -> PromptVersion:
 
 
 def _enqueue_run(run_id: int) -> None:
-    from agents.tasks import run_agent
+    from agents.tasks import run_execute
 
-    run_agent.delay(run_id)
+    run_execute.delay(run_id)
 
 
 def _run_for(message: Message) -> AgentRun:

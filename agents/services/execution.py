@@ -1,9 +1,10 @@
 """Driving agent runs inside a worker process: claim, execute, watch, rescue.
 
 ``run_execute`` claims a run (a conditional UPDATE; it returns at once if the run ended or a
-live worker holds it), resumes from the steps already stored, and records each new step in
-its own transaction, published after commit (docs/architecture.md). A redelivered or rescued
-run therefore continues where it stopped: no tool that returned runs again, no seq repeats.
+live worker holds it), resumes from the steps already stored, and records the steps of each
+model reply in one transaction, published after commit (docs/architecture.md). A redelivered
+or rescued run therefore continues where it stopped: no tool that returned runs again, no seq
+repeats.
 
 One monitor thread per worker process keeps the heartbeats of all the runs the process holds
 and polls their ``cancel_requested_at`` every ``AGENT_CANCEL_POLL_SECONDS``; ``should_cancel``

@@ -1,7 +1,10 @@
 """The event log and the life of an agent run: claim, heartbeat, steps, and how it ends.
 
-Each function here is its own transaction: a step is durable (and published) before the
-engine asks the model for the next one, so a crash loses at most the step in flight.
+Each writing function here is one transaction. What one model reply produced (its call
+record, the thought, then the action, error or final answer parsed from it) is stored
+together by ``run_record_steps`` or ``run_finish(preceding=...)``; a step that is followed by
+a tool or a model call is durable (and published) before the engine goes on, so a crash
+loses at most the reply in flight.
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ from agents.react.types import (
     step_from_event,
     step_to_event,
 )
+from agents.rendering import render_markdown
 
 logger = logging.getLogger(__name__)
 
@@ -121,18 +125,8 @@ def message_payload(message: Message) -> dict[str, Any]:
         "created_at": message.created_at.isoformat(),
     }
     if message.role == Message.Role.ASSISTANT:
-        payload["html"] = _render_markdown(message.content)
+        payload["html"] = render_markdown(message.content)
     return payload
-
-
-def _render_markdown(text: str) -> str:
-    try:
-        from agents.rendering import render_markdown
-    except ImportError:  # the ui's renderer is optional for the pipeline; escape instead
-        from django.utils.html import escape, linebreaks
-
-        return linebreaks(escape(text))
-    return render_markdown(text)
 
 
 # --------------------------------------------------------------------------------------

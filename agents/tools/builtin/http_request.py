@@ -92,7 +92,7 @@ class _Target:
     address: str  # the checked IP the connection goes to
 
 
-class HttpRequest(ConfiguredTool):
+class HttpRequestTool(ConfiguredTool):
     """Calls an HTTP API the admin defines, with SSRF protection."""
 
     name = "http_request"
