@@ -10,8 +10,6 @@ from django.contrib import admin
 from django.http import HttpRequest, HttpResponse
 from django.template.response import TemplateResponse
 from django.urls import URLPattern
-from django.utils.decorators import method_decorator
-from django.views.decorators.debug import sensitive_post_parameters
 
 from agents.admin.forms import TestToolForm, ToolConfigForm, describe_stored_secrets
 from agents.admin.pages import ExtraPagesAdmin
@@ -28,6 +26,7 @@ class ToolConfigAdmin(ExtraPagesAdmin):
     list_filter = ["kind", "enabled"]
     search_fields = ["name", "description"]
     change_form_template = "admin/agents/toolconfig/change_form.html"
+    sensitive_post_fields = ("secrets",)
     fieldsets = [
         (None, {"fields": ["name", "kind", "description", "enabled"]}),
         ("Configuration", {"fields": ["config"]}),
@@ -39,14 +38,7 @@ class ToolConfigAdmin(ExtraPagesAdmin):
     def secrets_state(self, obj: ToolConfig) -> str:
         return describe_stored_secrets(obj)
 
-    @method_decorator(sensitive_post_parameters("secrets"))
-    def changeform_view(
-        self,
-        request: HttpRequest,
-        object_id: str | None = None,
-        form_url: str = "",
-        extra_context: dict[str, Any] | None = None,
-    ) -> HttpResponse:
+    def change_form_context(self) -> dict[str, Any]:
         kinds = [
             {
                 "kind": name,
@@ -56,8 +48,7 @@ class ToolConfigAdmin(ExtraPagesAdmin):
             }
             for name, kind in sorted(tool_kinds().items())
         ]
-        extra_context = {**(extra_context or {}), "tool_kinds": kinds}
-        return super().changeform_view(request, object_id, form_url, extra_context)
+        return {"tool_kinds": kinds}
 
     def get_urls(self) -> list[URLPattern]:
         return [
