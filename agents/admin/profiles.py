@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from django.contrib import admin, messages
@@ -237,7 +236,7 @@ class PromptVersionAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
 
     @admin.display(description="Snapshot")
     def snapshot_pretty(self, obj: PromptVersion) -> str:
-        return format_html("<pre>{}</pre>", json.dumps(obj.snapshot, indent=2, ensure_ascii=False))
+        return format_html("<pre>{}</pre>", pretty(obj.snapshot))
 
     @admin.display(description="Diff")
     def compare(self, obj: PromptVersion) -> str:
