@@ -10,6 +10,20 @@ admin calls services for anything beyond a plain form save: checking an endpoint
 admin's POST data is marked sensitive so a crash report cannot carry them either.
 """
 
-from agents.admin import conversations, knowledge, model_configs, profiles, runs, tools
+# Importing each module registers its admins with the site.
+from agents.admin.conversations import ConversationAdmin
+from agents.admin.knowledge import KnowledgeDocumentAdmin
+from agents.admin.model_configs import ModelConfigAdmin
+from agents.admin.profiles import AgentProfileAdmin, PromptVersionAdmin
+from agents.admin.runs import AgentRunAdmin
+from agents.admin.tools import ToolConfigAdmin
 
-__all__ = ["conversations", "knowledge", "model_configs", "profiles", "runs", "tools"]
+__all__ = [
+    "AgentProfileAdmin",
+    "AgentRunAdmin",
+    "ConversationAdmin",
+    "KnowledgeDocumentAdmin",
+    "ModelConfigAdmin",
+    "PromptVersionAdmin",
+    "ToolConfigAdmin",
+]

@@ -33,6 +33,7 @@ from agents.memory.strategies import (
 from agents.memory.summarizer import summary_tokens, write_summary
 from agents.models import AgentRun, Conversation, MemorySummary, Message
 from agents.profile_snapshot import ProfileSnapshot, snapshot_model_config, snapshot_model_name
+from agents.protocol import memory_summarized_frame
 from agents.react.types import ChatMessage, ChatModel
 from agents.services.defaults import default_profile
 
@@ -44,8 +45,6 @@ logger = logging.getLogger(__name__)
 MAX_FOLD_TOKENS = 6000
 # A task stops after this many calls; anything left is picked up after the next run.
 MAX_FOLD_ROUNDS = 25
-# The ephemeral frame sent to open chats when a new summary is stored (docs/protocol.md).
-SUMMARY_FRAME_TYPE = "memory.summarized"
 
 
 @dataclass(frozen=True)
@@ -303,13 +302,7 @@ def _announce(summary: MemorySummary) -> None:
     a page loaded later reads the marker from the database)."""
     from agents import events
 
-    frame = {
-        "type": SUMMARY_FRAME_TYPE,
-        "summary_id": summary.pk,
-        "covers_through": summary.covers_through_id,
-        "token_count": summary.token_count,
-        "text": summary.text,
-    }
+    frame = memory_summarized_frame(summary)
     transaction.on_commit(lambda: events.publish_ephemeral(summary.conversation_id, frame))
 
 
