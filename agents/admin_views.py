@@ -56,6 +56,7 @@ from agents.react.errors import (
 from agents.react.prompt import render_preview
 from agents.react.tools import ToolInputError
 from agents.react.types import ModelCallRecord, Step, step_to_event
+from agents.redaction import redact as _redact
 from agents.runtime import build_executor, prompt_config, snapshot_tool_configs
 from agents.services.profiles import (
     prompt_version_diff,
@@ -63,7 +64,6 @@ from agents.services.profiles import (
     prompt_version_restore,
 )
 from agents.services.usage import usage_by_user_day
-from agents.tools.base import REDACTED
 from agents.tools.registry import build_tool
 
 logger = logging.getLogger(__name__)
@@ -86,17 +86,6 @@ def _page_context(request: HttpRequest, model_admin: Any, obj: Any, title: str) 
 def _change_url(obj: Any) -> str:
     opts = obj._meta
     return reverse(f"admin:{opts.app_label}_{opts.model_name}_change", args=[obj.pk])
-
-
-# Like the tools' own redaction: a one-letter secret would blank out every such letter.
-_MIN_REDACTED_LENGTH = 4
-
-
-def _redact(text: str, secret_values: Iterable[str]) -> str:
-    for value in sorted(secret_values, key=len, reverse=True):
-        if len(value) >= _MIN_REDACTED_LENGTH:
-            text = text.replace(value, REDACTED)
-    return text
 
 
 def _secret_values(tool_configs: Iterable[ToolConfig]) -> list[str]:
