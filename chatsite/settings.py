@@ -233,6 +233,12 @@ REST_FRAMEWORK = {
     "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.PageNumberPagination",
     "PAGE_SIZE": 50,
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
+    # DRF's defaults, with a JSON parser that refuses deeply nested bodies with a 400.
+    "DEFAULT_PARSER_CLASSES": [
+        "agents.api.parsers.DepthLimitedJSONParser",
+        "rest_framework.parsers.FormParser",
+        "rest_framework.parsers.MultiPartParser",
+    ],
 }
 
 # --- Production hardening (on whenever DEBUG is off) ------------------------------------
