@@ -31,40 +31,6 @@ from agents.services import conversations as conversation_services
 from agents.services.conversations import SendRefused
 
 # --------------------------------------------------------------------------------------
-# Content-Security-Policy
-# --------------------------------------------------------------------------------------
-
-
-def content_security_policy(request: HttpRequest) -> str:
-    """No inline script anywhere, sockets only back to this host, no framing."""
-    host = request.get_host()
-    return "; ".join(
-        [
-            "default-src 'self'",
-            "script-src 'self'",
-            "style-src 'self'",
-            "img-src 'self' data:",
-            "font-src 'self'",
-            f"connect-src 'self' ws://{host} wss://{host}",
-            "object-src 'none'",
-            "base-uri 'none'",
-            "form-action 'self'",
-            "frame-ancestors 'none'",
-        ]
-    )
-
-
-def with_csp(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
-    @wraps(view)
-    def wrapped(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
-        response = view(request, *args, **kwargs)
-        response.setdefault("Content-Security-Policy", content_security_policy(request))
-        return response
-
-    return wrapped
-
-
-# --------------------------------------------------------------------------------------
 # Sign-in, sign-up, password reset
 # --------------------------------------------------------------------------------------
 
@@ -81,11 +47,10 @@ class SignInView(auth_views.LoginView):
         )
 
 
-login_view = with_csp(SignInView.as_view())
-logout_view = with_csp(auth_views.LogoutView.as_view())
+login_view = SignInView.as_view()
+logout_view = auth_views.LogoutView.as_view()
 
 
-@with_csp
 def signup(request: HttpRequest) -> HttpResponse:
     if not settings.CHAT_SIGNUP_ENABLED:
         raise Http404("Sign-up is switched off.")
@@ -108,7 +73,7 @@ def _needs_email(view: Callable[..., HttpResponse]) -> Callable[..., HttpRespons
             raise Http404("Password reset needs email, which is not configured.")
         return view(request, *args, **kwargs)
 
-    return with_csp(wrapped)
+    return wrapped
 
 
 password_reset = _needs_email(auth_views.PasswordResetView.as_view())
@@ -173,7 +138,6 @@ def _conversation_urls(conversation: Conversation) -> dict[str, str]:
     }
 
 
-@with_csp
 @login_required
 @require_GET
 def chat(request: HttpRequest, conversation_id: int | None = None) -> HttpResponse:
@@ -221,7 +185,6 @@ def _render_chat(
     return render(request, "agents/chat.html", context, status=status)
 
 
-@with_csp
 @login_required
 @require_GET
 def archived(request: HttpRequest) -> HttpResponse:
@@ -234,7 +197,6 @@ def archived(request: HttpRequest) -> HttpResponse:
 # --------------------------------------------------------------------------------------
 
 
-@with_csp
 @login_required
 @require_POST
 def conversation_new(request: HttpRequest) -> HttpResponse:
