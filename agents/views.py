@@ -64,6 +64,22 @@ def signup(request: HttpRequest) -> HttpResponse:
     return render(request, "registration/signup.html", {"form": form})
 
 
+def signin_locked_out(
+    request: HttpRequest, original_response: HttpResponse | None, credentials: Any
+) -> HttpResponse:
+    """django-axes' answer once a username has failed too often from this address.
+
+    The same page for every username, existing or not, so it reveals no account.
+    """
+    minutes = max(1, round(settings.AXES_COOLOFF_TIME.total_seconds() / 60))
+    return render(
+        request,
+        "registration/locked_out.html",
+        {"lockout_minutes": minutes, "password_reset_enabled": bool(settings.EMAIL_BACKEND)},
+        status=429,
+    )
+
+
 def _needs_email(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
     """Password reset only makes sense when the site can send the email."""
 
