@@ -291,7 +291,7 @@ LOGGING = {
         "httpx": {"level": "WARNING"},
         "httpx2": {"level": "WARNING"},
         "openai": {"level": "WARNING"},
-        # django-axes logs its start at INFO; failed and locked-out sign-ins still show.
-        "axes.apps": {"level": "WARNING"},
+        # django-axes logs every sign-in at INFO; failures and lockouts are warnings.
+        "axes": {"level": "WARNING"},
     },
 }
