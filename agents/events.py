@@ -138,6 +138,7 @@ class _Publisher:
             await asyncio.wait([previous])
         if keep is not None:
             await self._keep(keep)
+        assert self.layer is not None  # send() submits nothing without a layer
         try:
             await self.layer.group_send(group, message)
         except Exception:

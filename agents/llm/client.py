@@ -14,6 +14,8 @@ What this module adds over the SDK:
   nothing of the deadline. A stream that fails after text was already handed to ``on_text``
   is not retried: the caller has shown that text and a second attempt could differ.
 - A fast, clear failure on a rejected key and on ``insufficient_quota``.
+- Error messages without the API key or the base URL's credentials, even when the server
+  echoes them (``agents/llm/errors.py``).
 - Usage from the stream's last chunk, or counted with tiktoken when the server sends none.
 
 ``on_text`` runs on the model loop's thread while the engine's thread waits: it must not
@@ -40,6 +42,7 @@ from typing import Any
 import httpx2
 import openai
 
+from agents.llm.errors import endpoint_secrets, redacted_model_error
 from agents.llm.tokens import count_message_tokens, count_tokens
 from agents.react.errors import (
     ModelAuthError,
@@ -52,6 +55,7 @@ from agents.react.errors import (
     RunCancelled,
 )
 from agents.react.types import ChatMessage, Completion, JsonDict, ToolCall
+from agents.redaction import Redactor
 
 logger = logging.getLogger(__name__)
 
@@ -88,9 +92,11 @@ class OpenAIChatModel:
         self.max_retries = max_retries
         self.default_temperature = default_temperature
         self._api_key = api_key or PLACEHOLDER_API_KEY
+        self._redact = Redactor(endpoint_secrets(base_url=base_url, api_key=api_key))
 
     def __repr__(self) -> str:
-        return f"OpenAIChatModel(model={self.model_name!r}, base_url={self.base_url!r})"
+        shown_url = self._redact(self.base_url)
+        return f"OpenAIChatModel(model={self.model_name!r}, base_url={shown_url!r})"
 
     def complete(
         self,
@@ -105,11 +111,17 @@ class OpenAIChatModel:
 
         Raises ``RunCancelled`` if ``interrupt_model_call`` is called for this thread.
         """
-        return _calls().run(
-            self.acomplete(
-                messages, stop=stop, tools=tools, temperature=temperature, on_text=on_text
+        try:
+            return _calls().run(
+                self.acomplete(
+                    messages, stop=stop, tools=tools, temperature=temperature, on_text=on_text
+                )
             )
-        )
+        except ModelError as error:
+            # The messages quote the base URL and the server's words, which may echo the key.
+            redacted = redacted_model_error(error, self._redact)
+        # Raised outside the except block, so the unredacted error is not kept as __context__.
+        raise redacted
 
     async def acomplete(
         self,
@@ -146,7 +158,7 @@ class OpenAIChatModel:
                     raise failure.error from failure.__cause__
                 logger.info(
                     "model call to %s failed (%s); retry %d/%d in %.1fs",
-                    self.base_url,
+                    self._redact(self.base_url),
                     failure.error.code,
                     retries,
                     self.max_retries,

@@ -1,7 +1,10 @@
 """The event log and the life of an agent run: claim, heartbeat, steps, and how it ends.
 
-Each function here is its own transaction: a step is durable (and published) before the
-engine asks the model for the next one, so a crash loses at most the step in flight.
+Each writing function here is one transaction. What one model reply produced (its call
+record, the thought, then the action, error or final answer parsed from it) is stored
+together by ``run_record_steps`` or ``run_finish(preceding=...)``; a step that is followed by
+a tool or a model call is durable (and published) before the engine goes on, so a crash
+loses at most the reply in flight.
 """
 
 from __future__ import annotations
@@ -14,7 +17,7 @@ from datetime import timedelta
 from typing import Any, NamedTuple
 
 from django.conf import settings
-from django.db import connection, transaction
+from django.db import connection, models, transaction
 from django.db.models import F, Max, Q, Value
 from django.db.models.functions import Coalesce
 from django.utils import timezone
@@ -96,8 +99,8 @@ def _bump_seq(conversation_id: int, *, by: int) -> int:
     """
     quote = connection.ops.quote_name
     table = quote(Conversation._meta.db_table)
-    column = quote(Conversation._meta.get_field("last_seq").column)
-    key = quote(Conversation._meta.pk.column)
+    column = quote(str(Conversation._meta.get_field("last_seq").column))
+    key = quote(str(Conversation._meta.pk.column))
     # Only quoted names from the model's own metadata are formatted in; values are parameters.
     with connection.cursor() as cursor:
         cursor.execute(
@@ -107,7 +110,7 @@ def _bump_seq(conversation_id: int, *, by: int) -> int:
         row = cursor.fetchone()
     if row is None:
         raise Conversation.DoesNotExist(f"conversation {conversation_id} no longer exists")
-    return row[0]
+    return int(row[0])
 
 
 # --------------------------------------------------------------------------------------
@@ -308,7 +311,7 @@ def _step_items(steps: Sequence[Step]) -> list[tuple[FrameType, dict[str, Any]]]
 
 class _StoredCalls(NamedTuple):
     first_index: int
-    count: int
+    call_count: int
     prompt_tokens: int
     completion_tokens: int
 
@@ -354,7 +357,8 @@ def _store_model_calls(
 def _remember_calls(run: AgentRun, calls: _StoredCalls, worker_id: str | None) -> None:
     """Once committed: what the stored calls changed, on the caller's copy of the run."""
     if worker_id is not None:
-        run._next_call_index = calls.first_index + calls.count
+        # A cache on this worker's copy of the row, not a field.
+        run._next_call_index = calls.first_index + calls.call_count  # type: ignore[attr-defined]
     run.prompt_tokens += calls.prompt_tokens
     run.completion_tokens += calls.completion_tokens
 
@@ -367,7 +371,7 @@ def _next_call_index(run: AgentRun, worker_id: str | None) -> int:
     calls (fenced above), so it counts on: one query per attempt rather than per call.
     """
     if worker_id is not None and getattr(run, "_next_call_index", None) is not None:
-        return run._next_call_index
+        return int(run._next_call_index)  # type: ignore[attr-defined]
     last = run.model_calls.aggregate(last=Max("index"))["last"]
     return 0 if last is None else last + 1
 
@@ -473,7 +477,7 @@ def _calls_cte() -> str:
 def _fenced_append_sql() -> str:
     quote = connection.ops.quote_name
 
-    def table(model: type) -> str:
+    def table(model: type[models.Model]) -> str:
         return quote(model._meta.db_table)
 
     # Only names from the models' own metadata are formatted in; values are parameters.
@@ -644,13 +648,23 @@ FROM held, answer
 """  # noqa: S608
 
 
-def run_fail(*, run: AgentRun, code: str, message: str, worker_id: str | None = None) -> bool:
-    """End the run as failed with an error the user sees; False if it had already ended."""
+def run_fail(
+    *, run: AgentRun, code: str, message: str, detail: str = "", worker_id: str | None = None
+) -> bool:
+    """End the run as failed with an error the user sees (and a ``detail`` only staff see);
+    False if it had already ended."""
     with transaction.atomic():
         locked = _lock_active(run, worker_id)
         if locked is None:
             return False
-        _end(run, locked, Status.FAILED, error_code=code[:64], error_message=message)
+        _end(
+            run,
+            locked,
+            Status.FAILED,
+            error_code=code[:64],
+            error_message=message,
+            error_detail=detail,
+        )
         event_append(
             conversation=run.conversation,
             run=run,
