@@ -24,7 +24,7 @@ from rest_framework.views import exception_handler
 from agents import events, selectors
 from agents.api import serializers as api
 from agents.api.export import EXPORT_FORMATS, export_data, export_json, export_markdown
-from agents.memory.services import summary_request
+from agents.memory.services import SummaryRequest, summary_request
 from agents.models import AgentProfile, AgentRun, Conversation
 from agents.services.conversations import (
     SendRefused,
@@ -241,10 +241,19 @@ class ConversationCompactView(ApiView):
 
     def post(self, request: Request, conversation_id: int) -> Response:
         conversation = self.conversation_or_404(conversation_id)
-        if not summary_request(conversation=conversation, user=request.user):
+        try:
+            outcome = summary_request(conversation=conversation, user=request.user)
+        except SendRefused as refusal:
+            return refused(refusal)
+        if outcome == SummaryRequest.NOTHING_TO_FOLD:
             return Response(
                 {"queued": False, "message": "Nothing to summarise yet."},
                 status=status.HTTP_200_OK,
+            )
+        if outcome == SummaryRequest.ALREADY_PENDING:
+            return Response(
+                {"queued": True, "message": "A summary of this conversation is on its way."},
+                status=status.HTTP_202_ACCEPTED,
             )
         return Response(
             {"queued": True, "message": "Summarising the conversation so far."},

@@ -11,8 +11,11 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
+from enum import StrEnum
 from typing import Any
 
+from django.conf import settings as django_settings
+from django.core.cache import cache
 from django.core.exceptions import PermissionDenied
 from django.db import IntegrityError, connection, transaction
 
@@ -32,6 +35,7 @@ from agents.memory.strategies import (
 )
 from agents.memory.summarizer import summary_tokens, write_summary
 from agents.models import AgentProfile, AgentRun, Conversation, MemorySummary, Message, ModelConfig
+from agents.ratelimit import rate_limit_hit
 from agents.react.types import ChatMessage, ChatModel
 
 logger = logging.getLogger(__name__)
@@ -42,6 +46,9 @@ logger = logging.getLogger(__name__)
 MAX_FOLD_TOKENS = 6000
 # A task stops after this many calls; anything left is picked up after the next run.
 MAX_FOLD_ROUNDS = 25
+# A /compact counts as pending until its task ends, or at the latest after this long (a task
+# whose worker died, or one waiting between retries).
+COMPACT_PENDING_SECONDS = 600
 # The ephemeral frame sent to open chats when a new summary is stored (docs/protocol.md).
 SUMMARY_FRAME_TYPE = "memory.summarized"
 
@@ -173,12 +180,23 @@ def memory_after_run(*, conversation: Conversation, snapshot: dict[str, Any]) ->
     return True
 
 
-def summary_request(*, conversation: Conversation, user) -> bool:
+class SummaryRequest(StrEnum):
+    """What ``summary_request`` did."""
+
+    QUEUED = "queued"
+    ALREADY_PENDING = "already_pending"  # a /compact of this conversation is still working
+    NOTHING_TO_FOLD = "nothing_to_fold"
+
+
+def summary_request(*, conversation: Conversation, user) -> SummaryRequest:
     """Summarise now (the ``/compact`` command or button): fold every finished turn at once.
 
-    Only the owner may ask (``PermissionDenied`` otherwise). Returns False, enqueuing
-    nothing, when no finished turn is left outside the summary.
+    Only the owner may ask (``PermissionDenied`` otherwise). Enqueues nothing when no
+    finished turn is left outside the summary, or when an earlier request is still pending.
+    Raises ``SendRefused`` (``rate_limited``, ``quota_exceeded``) past the user's limits.
     """
+    from agents.services.conversations import SendRefused
+
     if conversation.owner_id != getattr(user, "pk", None):
         raise PermissionDenied("Only the conversation's owner can summarise it.")
     summary = _newest_summary(conversation)
@@ -189,9 +207,25 @@ def summary_request(*, conversation: Conversation, user) -> bool:
         turns, keep_tokens=0, last_turn_closed=_last_turn_closed(conversation), keep_at_least=0
     )
     if not foldable:
-        return False
+        return SummaryRequest.NOTHING_TO_FOLD
+    if cache.get(_compact_pending_key(conversation.pk)):
+        return SummaryRequest.ALREADY_PENDING
+    limit = django_settings.CHAT_COMPACTS_PER_MINUTE
+    if not rate_limit_hit(action="compact", user_id=user.pk, limit=limit).allowed:
+        raise SendRefused("rate_limited", f"At most {limit} summaries a minute; try again soon.")
+    if not cache.add(_compact_pending_key(conversation.pk), 1, timeout=COMPACT_PENDING_SECONDS):
+        return SummaryRequest.ALREADY_PENDING  # another request got there first
     _enqueue_summary(conversation.pk, force=True)
-    return True
+    return SummaryRequest.QUEUED
+
+
+def _compact_pending_key(conversation_id: int) -> str:
+    return f"memory:compact-pending:{conversation_id}"
+
+
+def summary_request_done(*, conversation_id: int) -> None:
+    """The forced summary ended (written, nothing to do, or failed for good)."""
+    cache.delete(_compact_pending_key(conversation_id))
 
 
 # --------------------------------------------------------------------------------------

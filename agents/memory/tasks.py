@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from celery import shared_task
 
-from agents.memory.services import memory_summary_create
+from agents.memory.services import memory_summary_create, summary_request_done
 from agents.models import Conversation
 from agents.react.errors import (
     ModelBadResponse,
@@ -33,5 +33,14 @@ def summarize_conversation(conversation_id: int, force: bool = False) -> int | N
     conversation = Conversation.objects.filter(pk=conversation_id).first()
     if conversation is None:
         return None  # deleted since the task was enqueued
-    summary = memory_summary_create(conversation=conversation, force=force)
+    try:
+        summary = memory_summary_create(conversation=conversation, force=force)
+    except TRANSIENT_MODEL_ERRORS:
+        raise  # retried: a /compact stays pending meanwhile
+    except Exception:
+        if force:
+            summary_request_done(conversation_id=conversation_id)
+        raise
+    if force:
+        summary_request_done(conversation_id=conversation_id)
     return summary.pk if summary else None

@@ -11,7 +11,6 @@ from dataclasses import dataclass
 from datetime import datetime, time
 
 from django.conf import settings
-from django.core.cache import cache
 from django.db import transaction
 from django.db.models import Sum
 from django.utils import timezone
@@ -25,6 +24,7 @@ from agents.models import (
     ModelConfig,
     PromptVersion,
 )
+from agents.ratelimit import rate_limit_hit
 from agents.services.profiles import profile_snapshot, prompt_version_ensure
 from agents.services.runs import (
     ACTIVE_STATUSES,
@@ -251,19 +251,9 @@ def tokens_used_today(*, user) -> int:
 
 
 def _count_send_against_rate_limit(user) -> None:
-    """A fixed one-minute window per user, counted in the shared cache (Redis)."""
+    """A sliding one-minute window per user, shared by every door (agents/ratelimit.py)."""
     limit = settings.CHAT_SENDS_PER_MINUTE
-    if not limit:
-        return
-    window = int(timezone.now().timestamp() // 60)
-    key = f"chat:sends:{user.pk}:{window}"
-    cache.add(key, 0, timeout=90)
-    try:
-        count = cache.incr(key)
-    except ValueError:  # expired between add and incr
-        cache.set(key, 1, timeout=90)
-        count = 1
-    if count > limit:
+    if not rate_limit_hit(action="send", user_id=user.pk, limit=limit).allowed:
         raise SendRefused("rate_limited", f"At most {limit} messages a minute; try again soon.")
 
 

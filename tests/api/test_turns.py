@@ -103,12 +103,16 @@ def test_send_while_a_run_is_in_progress(api, user, conversation):
     assert Message.objects.count() == 1
 
 
-def test_rate_limit_is_429(api, user, settings):
+def test_rate_limit_is_429(api, user, settings, minute_turn_clock):
+    # Started 0.5 s before a minute turns; the third send lands after the turn.
     settings.CHAT_SENDS_PER_MINUTE = 2
     conversations = [conversation_create(owner=user) for _ in range(3)]
-    statuses = [
-        api.post(messages_url(c.pk), {"content": "hi"}, content_type=JSON) for c in conversations
-    ]
+    statuses = []
+    for conversation in conversations:
+        statuses.append(
+            api.post(messages_url(conversation.pk), {"content": "hi"}, content_type=JSON)
+        )
+        minute_turn_clock.advance(0.3)
     assert [r.status_code for r in statuses] == [201, 201, 429]
     assert statuses[2].json() == {
         "code": "rate_limited",

@@ -200,7 +200,8 @@ def test_many_bad_frames_in_a_row_then_a_good_send(user, conversation):
 # ---- limits from the service ---------------------------------------------------------------
 
 
-def test_rate_limit_refusal_is_an_error_frame(user, settings):
+def test_rate_limit_refusal_is_an_error_frame(user, settings, minute_turn_clock):
+    # Started 0.5 s before a minute turns; the second send lands after the turn.
     settings.CHAT_SENDS_PER_MINUTE = 1
     first = conversation_create(owner=user)
     second = conversation_create(owner=user)
@@ -208,6 +209,7 @@ def test_rate_limit_refusal_is_an_error_frame(user, settings):
     (created,) = exchange(
         cookie, first.pk, [{"type": "message.send", "content": "one", "client_id": "1"}]
     )
+    minute_turn_clock.advance(0.6)
     (refused,) = exchange(
         cookie, second.pk, [{"type": "message.send", "content": "two", "client_id": "2"}]
     )

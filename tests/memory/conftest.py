@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import uuid
 
 import pytest
 
@@ -48,6 +49,14 @@ def ask(conversation: Conversation, question: str = "") -> Message:
     return Message.objects.create(
         conversation=conversation, role="user", content=question or filler(5)
     )
+
+
+@pytest.fixture(autouse=True)
+def _private_cache(settings):
+    """/compact's pending marks and rate-limit counters live in Redis: a prefix per test."""
+    caches = {name: dict(config) for name, config in settings.CACHES.items()}
+    caches["default"]["KEY_PREFIX"] = f"test-{uuid.uuid4().hex}"
+    settings.CACHES = caches
 
 
 @pytest.fixture

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from agents.llm.scripted import Fail
-from agents.memory.services import memory_after_run, summary_request
+from agents.memory.services import SummaryRequest, memory_after_run, summary_request
 from agents.memory.tasks import MAX_RETRIES, summarize_conversation
 from agents.models import MemorySummary
 from agents.react.errors import ModelAuthError
@@ -92,7 +92,7 @@ def test_compact_summarises_everything_at_once(
     long_conversation, user, eager_tasks, django_capture_on_commit_callbacks
 ):
     with django_capture_on_commit_callbacks(execute=True):
-        assert summary_request(conversation=long_conversation, user=user)
+        assert summary_request(conversation=long_conversation, user=user) == SummaryRequest.QUEUED
 
     (summary,) = assert_summaries_tile_the_history(long_conversation)
     assert summary.covers_through == long_conversation.messages.order_by("id").last()
