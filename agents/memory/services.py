@@ -34,9 +34,24 @@ from agents.memory.strategies import (
     window,
 )
 from agents.memory.summarizer import summary_tokens, write_summary
-from agents.models import AgentProfile, AgentRun, Conversation, MemorySummary, Message, ModelConfig
+from agents.models import (
+    AgentProfile,
+    AgentRun,
+    Conversation,
+    MemorySummary,
+    Message,
+    ModelConfig,
+    UsageEntry,
+)
 from agents.ratelimit import rate_limit_hit
 from agents.react.types import ChatMessage, ChatModel
+from agents.services.usage import (
+    QuotaExceeded,
+    usage_check_quota,
+    usage_record_tokens,
+    usage_reserve,
+    usage_settle,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -210,6 +225,10 @@ def summary_request(*, conversation: Conversation, user) -> SummaryRequest:
         return SummaryRequest.NOTHING_TO_FOLD
     if cache.get(_compact_pending_key(conversation.pk)):
         return SummaryRequest.ALREADY_PENDING
+    try:
+        usage_check_quota(user_id=user.pk)
+    except QuotaExceeded:
+        raise SendRefused("quota_exceeded", "You have used today's token allowance.") from None
     limit = django_settings.CHAT_COMPACTS_PER_MINUTE
     if not rate_limit_hit(action="compact", user_id=user.pk, limit=limit).allowed:
         raise SendRefused("rate_limited", f"At most {limit} summaries a minute; try again soon.")
@@ -366,16 +385,46 @@ def memory_summary_create(
     Safe to run twice at once: the model is called outside any lock, and a result whose base
     summary is no longer the newest is dropped and the work planned again. Model failures
     propagate (the task retries); nothing is stored then and no message is touched.
+    Its model calls count against the owner's daily token quota; over it, nothing is called.
     """
     snapshot = _snapshot_for(conversation)
     settings = MemorySettings.from_snapshot(snapshot)
+    model_config = ModelConfig.objects.filter(pk=snapshot.get("model_config_id")).first()
     if chat_model is None:
         from agents.llm.factory import chat_model_for
 
-        model_config = ModelConfig.objects.filter(pk=snapshot.get("model_config_id")).first()
         chat_model = chat_model_for(model_config)
     model = getattr(chat_model, "model_name", "") or ""
 
+    if _plan(conversation, settings, model=model, force=force) is None:
+        return None
+    try:
+        # Summaries count against the owner's daily quota like runs (agents/services/usage.py).
+        with transaction.atomic():
+            usage = usage_reserve(
+                user_id=conversation.owner_id,
+                kind=UsageEntry.Kind.SUMMARY,
+                conversation_id=conversation.pk,
+                model_config_id=model_config.pk if model_config else None,
+            )
+    except QuotaExceeded:
+        logger.info("conversation %s: not summarised, its owner is over quota", conversation.pk)
+        return None
+    try:
+        return _fold(conversation, settings, chat_model, model=model, force=force, usage=usage)
+    finally:
+        usage_settle(entry=usage)
+
+
+def _fold(
+    conversation: Conversation,
+    settings: MemorySettings,
+    chat_model: ChatModel,
+    *,
+    model: str,
+    force: bool,
+    usage: UsageEntry,
+) -> MemorySummary | None:
     newest = None
     for _ in range(MAX_FOLD_ROUNDS):
         plan = _plan(conversation, settings, model=model, force=force)
@@ -383,13 +432,18 @@ def memory_summary_create(
             break
         if not connection.in_atomic_block:
             connection.close()  # no connection held idle while the model writes
-        text = write_summary(
+        completion = write_summary(
             chat_model=chat_model,
             current_summary=plan.base_text,
             new_lines=plan.lines,
             target_tokens=settings.summary_target_tokens,
         )
-        stored = _store(conversation, plan, text, model)
+        usage_record_tokens(
+            entry=usage,
+            prompt_tokens=completion.prompt_tokens,
+            completion_tokens=completion.completion_tokens,
+        )
+        stored = _store(conversation, plan, completion.text, model)
         if stored is None:
             logger.info("conversation %s: summary superseded, planning again", conversation.pk)
             continue

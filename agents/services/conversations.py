@@ -8,11 +8,9 @@ version, and the ``message.created`` event. The Celery task is enqueued only aft
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime, time
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import Sum
 from django.utils import timezone
 
 from agents.llm.factory import model_name_for
@@ -23,6 +21,7 @@ from agents.models import (
     Message,
     ModelConfig,
     PromptVersion,
+    UsageEntry,
 )
 from agents.ratelimit import rate_limit_hit
 from agents.services.profiles import profile_snapshot, prompt_version_ensure
@@ -33,6 +32,7 @@ from agents.services.runs import (
     message_payload,
     run_mark_cancelled,
 )
+from agents.services.usage import QuotaExceeded, usage_check_quota, usage_reserve
 
 TITLE_CHARS = 60
 
@@ -232,22 +232,21 @@ def _lock_owned(*, conversation: Conversation, user) -> Conversation:
 
 
 def _check_can_start_run(*, conversation: Conversation, user) -> None:
-    """Checks in order of what the user can do about them: wait for the run, then limits."""
+    """Checks in order of what the user can do about them: wait for the run, then limits.
+
+    The quota is checked again, under a lock, when ``_queue_run`` reserves the run's share.
+    """
     if conversation.runs.filter(status__in=ACTIVE_STATUSES).exists():
         raise SendRefused("run_in_progress", "Wait for the current answer, or stop it.")
-    quota = settings.CHAT_DAILY_TOKEN_QUOTA
-    if quota and tokens_used_today(user=user) >= quota:
-        raise SendRefused("quota_exceeded", "You have used today's token allowance.")
+    try:
+        usage_check_quota(user_id=user.pk)
+    except QuotaExceeded:
+        raise _quota_refusal() from None
     _count_send_against_rate_limit(user)
 
 
-def tokens_used_today(*, user) -> int:
-    """Prompt + completion tokens of the user's runs started since local midnight."""
-    midnight = timezone.make_aware(datetime.combine(timezone.localdate(), time.min))
-    totals = AgentRun.objects.filter(
-        conversation__owner_id=user.pk, created_at__gte=midnight
-    ).aggregate(prompt=Sum("prompt_tokens"), completion=Sum("completion_tokens"))
-    return (totals["prompt"] or 0) + (totals["completion"] or 0)
+def _quota_refusal() -> SendRefused:
+    return SendRefused("quota_exceeded", "You have used today's token allowance.")
 
 
 def _count_send_against_rate_limit(user) -> None:
@@ -300,6 +299,10 @@ def _queue_run(
         model_name=model_name_for(model_config),
         mode=version.snapshot.get("mode", AgentProfile.Mode.REACT),
     )
+    try:
+        usage_reserve(user_id=user.pk, kind=UsageEntry.Kind.RUN, run=run)
+    except QuotaExceeded:
+        raise _quota_refusal() from None  # rolls the message and the run back
     transaction.on_commit(lambda: _enqueue_run(run.pk))
     return run
 

@@ -7,6 +7,7 @@ import pytest
 from agents.models import AgentRun, MemorySummary, Message
 from agents.services.conversations import conversation_create, message_send
 from chatsite.celery import app as celery_app
+from tests.usage import spend
 
 pytestmark = pytest.mark.django_db
 
@@ -95,3 +96,18 @@ def test_compact_is_rate_limited_per_user(
 
     assert statuses == [202, 202, 429]
     assert len(callbacks) == 2
+
+
+def test_compact_over_the_daily_quota_is_429_and_queues_nothing(
+    api, user, conversation, settings, django_capture_on_commit_callbacks
+):
+    settings.CHAT_DAILY_TOKEN_QUOTA = 50
+    finished_turn(conversation, user, "Remember the number 7.", "Noted.")
+    spend(conversation.runs.get(), prompt_tokens=40, completion_tokens=10)
+
+    with django_capture_on_commit_callbacks() as callbacks:
+        response = api.post(compact_url(conversation.pk))
+
+    assert response.status_code == 429
+    assert response.json()["code"] == "quota_exceeded"
+    assert callbacks == []

@@ -6,6 +6,7 @@ import pytest
 
 from agents.models import AgentRun, Message, RunEvent
 from agents.services.conversations import conversation_create, message_send
+from tests.usage import spend
 
 pytestmark = pytest.mark.django_db
 
@@ -125,9 +126,8 @@ def test_daily_quota_is_429(api, user, settings):
     settings.CHAT_DAILY_TOKEN_QUOTA = 50
     spent = conversation_create(owner=user)
     run = message_send(conversation=spent, user=user, content="earlier").run
-    AgentRun.objects.filter(pk=run.pk).update(
-        status=AgentRun.Status.SUCCEEDED, prompt_tokens=40, completion_tokens=10
-    )
+    spend(run, prompt_tokens=40, completion_tokens=10)
+    finish(run)
     fresh = conversation_create(owner=user)
     response = api.post(messages_url(fresh.pk), {"content": "more"}, content_type=JSON)
     assert response.status_code == 429

@@ -16,6 +16,7 @@ from tests.consumers.sockets import (
     session_cookie,
     socket,
 )
+from tests.usage import spend
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -224,9 +225,8 @@ def test_daily_quota_refusal_is_an_error_frame(user, settings):
     settings.CHAT_DAILY_TOKEN_QUOTA = 100
     spent = conversation_create(owner=user)
     result = message_send(conversation=spent, user=user, content="earlier", client_id="e")
-    AgentRun.objects.filter(pk=result.run.pk).update(
-        status=AgentRun.Status.SUCCEEDED, prompt_tokens=80, completion_tokens=30
-    )
+    spend(result.run, prompt_tokens=80, completion_tokens=30)
+    AgentRun.objects.filter(pk=result.run.pk).update(status=AgentRun.Status.SUCCEEDED)
     fresh = conversation_create(owner=user)
     (refused,) = exchange(
         session_cookie(user),

@@ -7,9 +7,10 @@ import pytest
 from agents.llm.scripted import Fail
 from agents.memory.services import SummaryRequest, memory_after_run, summary_request
 from agents.memory.tasks import MAX_RETRIES, summarize_conversation
-from agents.models import MemorySummary
+from agents.models import MemorySummary, UsageEntry
 from agents.react.errors import ModelAuthError
 from agents.services.profiles import profile_snapshot
+from agents.services.usage import quota_left_today
 from tests.memory.conftest import add_turn, assert_summaries_tile_the_history, filler
 
 pytestmark = pytest.mark.django_db
@@ -107,4 +108,33 @@ def test_a_rejected_key_is_not_retried(long_conversation, scripted_server, summa
     assert result.failed()
     assert isinstance(result.result, ModelAuthError)
     assert len(scripted_server.requests(summariser_name)) == 1
+    assert not MemorySummary.objects.filter(conversation=long_conversation).exists()
+
+
+def test_summaries_count_against_the_daily_quota(
+    long_conversation, user, scripted_server, summariser_name, settings
+):
+    settings.CHAT_DAILY_TOKEN_QUOTA = 1_000_000
+
+    summarize_conversation.apply(args=[long_conversation.pk])
+
+    (entry,) = UsageEntry.objects.filter(user=user, kind=UsageEntry.Kind.SUMMARY)
+    calls = scripted_server.requests(summariser_name)
+    assert calls
+    assert entry.total_tokens > 0
+    assert entry.settled_at is not None  # the task ended: its reservation is released
+    assert quota_left_today(user_id=user.pk) == 1_000_000 - entry.total_tokens
+
+
+def test_automatic_summarising_over_quota_calls_no_model(
+    long_conversation, user, scripted_server, summariser_name, settings
+):
+    settings.CHAT_DAILY_TOKEN_QUOTA = 100
+    UsageEntry.objects.create(user=user, kind=UsageEntry.Kind.RUN, prompt_tokens=100)
+
+    result = summarize_conversation.apply(args=[long_conversation.pk])
+
+    assert result.successful()
+    assert result.result is None
+    assert scripted_server.requests(summariser_name) == []
     assert not MemorySummary.objects.filter(conversation=long_conversation).exists()

@@ -17,6 +17,7 @@ from agents.services.conversations import (
     run_regenerate,
 )
 from agents.services.runs import run_finish
+from tests.usage import spend
 
 
 def _snapshot(conversation: Conversation) -> tuple[int, int, int, int]:
@@ -149,7 +150,7 @@ def test_rate_limit_window_slides(user, default_profile, settings, minute_turn_c
 def test_daily_token_quota(conversation, user, settings):
     settings.CHAT_DAILY_TOKEN_QUOTA = 1000
     sent = message_send(conversation=conversation, user=user, content="hello")
-    AgentRun.objects.filter(pk=sent.run.pk).update(prompt_tokens=900, completion_tokens=100)
+    spend(sent.run, prompt_tokens=900, completion_tokens=100)
     _finish(sent.run)
 
     with pytest.raises(SendRefused) as refused:
