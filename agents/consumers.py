@@ -287,6 +287,9 @@ def _parse_frame(text_data: str | None, bytes_data: bytes | None) -> dict[str, A
         frame = json.loads(text_data)
     except ValueError as error:
         raise FrameError("invalid_json", f"The frame is not valid JSON: {error}.") from error
+    except RecursionError as error:
+        # Python's parser recurses once per bracket; no frame of the protocol nests deeply.
+        raise FrameError("invalid_json", "The frame's JSON nests too deeply.") from error
     if not isinstance(frame, dict):
         raise FrameError("invalid_frame", "A frame is a JSON object with a 'type'.")
     return frame

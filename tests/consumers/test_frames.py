@@ -159,6 +159,25 @@ def test_bad_frame_gets_an_error_and_the_socket_stays_open(
     assert not AgentRun.objects.exists()
 
 
+@pytest.mark.parametrize(
+    "frame",
+    [
+        "[" * 50_000,
+        '{"type": "ping", "nested": ' + "[" * 30_000 + "]" * 30_000 + "}",
+    ],
+    ids=["unclosed", "closed"],
+)
+def test_deeply_nested_json_is_an_error_frame_and_the_socket_stays_usable(
+    user, conversation, frame
+):
+    send_frame = {"type": "message.send", "content": "still here", "client_id": "after"}
+    nested, created = exchange(session_cookie(user), conversation.pk, [frame, send_frame])
+    assert nested["type"] == "error"
+    assert nested["code"] == "invalid_json"
+    assert "deep" in nested["message"]
+    assert created["type"] == "message.created"
+
+
 def test_errors_for_a_send_name_its_client_id(user, conversation):
     frame = {"type": "message.send", "content": "  ", "client_id": "pending-7"}
     (reply,) = exchange(session_cookie(user), conversation.pk, [frame])
