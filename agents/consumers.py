@@ -10,12 +10,15 @@ import functools
 import json
 from collections.abc import Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
+from importlib import import_module
+from types import SimpleNamespace
 from typing import Any, ParamSpec, TypeVar
 from urllib.parse import parse_qs
 
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
 from django.conf import settings
+from django.contrib import auth
 
 from agents import events, selectors
 from agents.models import AgentRun, Conversation, RunEvent
@@ -24,6 +27,8 @@ from agents.services.conversations import SendRefused, message_send, run_cancel
 # Sent to anyone who may not open this conversation, including when it does not exist, so a
 # refusal tells a stranger nothing. Outside 1000-3999, so clients can tell it from a drop.
 CLOSE_NOT_FOUND = 4404
+# The sign-in this socket was opened with ended (logout, expiry, password change).
+CLOSE_SIGNED_OUT = 4401
 
 REPLAY_BATCH = 500
 CLIENT_ID_MAX_CHARS = 64
@@ -70,9 +75,15 @@ class FrameError(Exception):
         self.extra = extra
 
 
+class SignedOut(Exception):
+    """The socket's session no longer signs this user in."""
+
+
 class ConversationConsumer(AsyncJsonWebsocketConsumer):
     conversation_id: int
     group: str
+    # The group of the sign-in this socket was opened with: a logout closes its sockets.
+    session_group: str
     # The highest stored seq sent down this socket; stored frames at or below it are dropped.
     last_sent_seq: int
     # Runs whose end this socket has delivered; late answer.delta frames for them are dropped.
@@ -83,6 +94,7 @@ class ConversationConsumer(AsyncJsonWebsocketConsumer):
         self.last_sent_seq = 0
         self.finished_run_ids = set()
         self.group = ""
+        self.session_group = ""
         user = self.scope.get("user")
         conversation = None
         if user is not None and user.is_authenticated:
@@ -97,6 +109,10 @@ class ConversationConsumer(AsyncJsonWebsocketConsumer):
         # committed after the read is then certain to arrive live. Live frames published
         # during the replay wait in this channel's queue (a consumer handles one message at
         # a time) and go through chat_event afterwards, which drops the seqs already sent.
+        session_key = getattr(self.scope.get("session"), "session_key", None)
+        if session_key:
+            self.session_group = events.session_group_name(session_key)
+            await self.channel_layer.group_add(self.session_group, self.channel_name)
         self.group = events.group_name(self.conversation_id)
         await self.channel_layer.group_add(self.group, self.channel_name)
         after_seq = _after_seq_param(self.scope, conversation)
@@ -106,6 +122,8 @@ class ConversationConsumer(AsyncJsonWebsocketConsumer):
     async def disconnect(self, code: int) -> None:
         if self.group:
             await self.channel_layer.group_discard(self.group, self.channel_name)
+        if self.session_group:
+            await self.channel_layer.group_discard(self.session_group, self.channel_name)
 
     # ---- client → server ---------------------------------------------------------------
 
@@ -117,6 +135,8 @@ class ConversationConsumer(AsyncJsonWebsocketConsumer):
             await self.send_json(
                 {"type": "error", "code": error.code, "message": error.message, **error.extra}
             )
+        except SignedOut:
+            await self.chat_signed_out({})
 
     async def _handle(self, frame: dict[str, Any]) -> None:
         kind = frame.get("type")
@@ -177,6 +197,13 @@ class ConversationConsumer(AsyncJsonWebsocketConsumer):
             return
         await super().dispatch(message)
 
+    async def chat_signed_out(self, message: dict[str, Any]) -> None:
+        """The sign-in ended (agents/apps.py sends this on logout): nothing more goes through."""
+        await self.send_json(
+            {"type": "error", "code": "signed_out", "message": "You have signed out."}
+        )
+        await self.close(code=CLOSE_SIGNED_OUT)
+
     async def chat_event(self, message: dict[str, Any]) -> None:
         """Frames published to the group by agents/events.py, in seq order."""
         for frame in message["frames"]:
@@ -236,6 +263,22 @@ class ConversationConsumer(AsyncJsonWebsocketConsumer):
             user=self.scope["user"], conversation_id=self.conversation_id
         )
 
+    def _signed_in_user(self):
+        """The socket's user, if its session still signs them in; before every write.
+
+        A logout closes the socket (``chat_signed_out``), but a channel-layer message can be
+        lost, and a session also ends by expiring or by a password change.
+        """
+        user = self.scope["user"]
+        session_key = getattr(self.scope.get("session"), "session_key", None)
+        if not session_key:
+            raise SignedOut
+        session_engine = import_module(settings.SESSION_ENGINE)
+        current = auth.get_user(SimpleNamespace(session=session_engine.SessionStore(session_key)))
+        if not current.is_authenticated or current.pk != user.pk:
+            raise SignedOut
+        return user
+
     @_in_database_thread
     def _frames_after(self, conversation: Conversation, after_seq: int) -> list[dict[str, Any]]:
         stored: list[RunEvent] = list(
@@ -249,7 +292,7 @@ class ConversationConsumer(AsyncJsonWebsocketConsumer):
     def _message_send(
         self, conversation: Conversation, content: str, client_id: str, profile_slug: str | None
     ) -> None:
-        user = self.scope["user"]
+        user = self._signed_in_user()
         profile = None
         if profile_slug is not None:
             profile = selectors.profile_get(user=user, slug=profile_slug)
@@ -265,7 +308,7 @@ class ConversationConsumer(AsyncJsonWebsocketConsumer):
 
     @_in_database_thread
     def _run_cancel(self, run_id: int) -> bool:
-        user = self.scope["user"]
+        user = self._signed_in_user()
         run: AgentRun | None = selectors.run_get(user=user, run_id=run_id)
         if run is None or run.conversation_id != self.conversation_id:
             return False
