@@ -6,6 +6,8 @@ events the client has not seen, then forwards live ones; client frames become se
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import functools
 import json
 from collections.abc import Awaitable, Callable
@@ -22,15 +24,22 @@ from django.contrib import auth
 
 from agents import events, selectors
 from agents.models import AgentRun, Conversation, RunEvent
+from agents.ratelimit import rate_limit_hit
 from agents.services.conversations import SendRefused, message_send, run_cancel
+from agents.socket_drain import SCOPE_KEY, SocketDrain
 
 # Sent to anyone who may not open this conversation, including when it does not exist, so a
 # refusal tells a stranger nothing. Outside 1000-3999, so clients can tell it from a drop.
 CLOSE_NOT_FOUND = 4404
 # The sign-in this socket was opened with ended (logout, expiry, password change).
 CLOSE_SIGNED_OUT = 4401
+# The client stopped reading: its send buffer did not drain within the drain timeout.
+CLOSE_NOT_READING = 4408
+# The user already has CHAT_MAX_SOCKETS_PER_USER sockets open on this daphne process.
+CLOSE_TOO_MANY_SOCKETS = 4429
 
-REPLAY_BATCH = 500
+# Events read from the database per page of a replay; the socket drains between pages.
+REPLAY_BATCH = 200
 CLIENT_ID_MAX_CHARS = 64
 TERMINAL_FRAME_TYPES = frozenset({"run.finished", "run.failed", "run.cancelled"})
 
@@ -65,6 +74,15 @@ def _in_database_thread(func: Callable[P, R]) -> Callable[P, Awaitable[R]]:
     return call
 
 
+# Open sockets per user in this process. A process-local count bounds what matters here, the
+# memory of this daphne, and cannot leak when another process dies.
+_open_sockets: dict[int, int] = {}
+
+
+class NotReading(Exception):
+    """The client did not read what it was sent; the socket was closed."""
+
+
 class FrameError(Exception):
     """A client frame that cannot be acted on; becomes an `error` frame, the socket stays."""
 
@@ -88,6 +106,9 @@ class ConversationConsumer(AsyncJsonWebsocketConsumer):
     last_sent_seq: int
     # Runs whose end this socket has delivered; late answer.delta frames for them are dropped.
     finished_run_ids: set[int]
+    # Whose socket counts in _open_sockets (set once counted).
+    counted_user_id: int | None
+    drain: SocketDrain | None
 
     async def connect(self) -> None:
         self.conversation_id = int(self.scope["url_route"]["kwargs"]["conversation_id"])
@@ -95,6 +116,8 @@ class ConversationConsumer(AsyncJsonWebsocketConsumer):
         self.finished_run_ids = set()
         self.group = ""
         self.session_group = ""
+        self.counted_user_id = None
+        self.drain = None
         user = self.scope.get("user")
         conversation = None
         if user is not None and user.is_authenticated:
@@ -105,6 +128,12 @@ class ConversationConsumer(AsyncJsonWebsocketConsumer):
         if conversation is None:
             await self.close(code=CLOSE_NOT_FOUND)
             return
+        if _open_sockets.get(user.pk, 0) >= settings.CHAT_MAX_SOCKETS_PER_USER:
+            await self.close(code=CLOSE_TOO_MANY_SOCKETS)
+            return
+        _open_sockets[user.pk] = _open_sockets.get(user.pk, 0) + 1
+        self.counted_user_id = user.pk
+        self.drain = self.scope.get(SCOPE_KEY)
         # Join first, then read the log (docs/architecture.md, invariant 4): an event
         # committed after the read is then certain to arrive live. Live frames published
         # during the replay wait in this channel's queue (a consumer handles one message at
@@ -117,9 +146,15 @@ class ConversationConsumer(AsyncJsonWebsocketConsumer):
         await self.channel_layer.group_add(self.group, self.channel_name)
         after_seq = _after_seq_param(self.scope, conversation)
         self.last_sent_seq = after_seq
-        await self._replay(conversation, after_seq=after_seq)
+        with contextlib.suppress(NotReading):  # closed; the client reconnects from its seq
+            await self._replay(conversation, after_seq=after_seq)
 
     async def disconnect(self, code: int) -> None:
+        if self.counted_user_id is not None:
+            left = _open_sockets.pop(self.counted_user_id, 1) - 1
+            if left > 0:
+                _open_sockets[self.counted_user_id] = left
+            self.counted_user_id = None
         if self.group:
             await self.channel_layer.group_discard(self.group, self.channel_name)
         if self.session_group:
@@ -137,6 +172,8 @@ class ConversationConsumer(AsyncJsonWebsocketConsumer):
             )
         except SignedOut:
             await self.chat_signed_out({})
+        except NotReading:
+            pass  # closed already
 
     async def _handle(self, frame: dict[str, Any]) -> None:
         kind = frame.get("type")
@@ -148,6 +185,9 @@ class ConversationConsumer(AsyncJsonWebsocketConsumer):
             await self._cancel_run(frame)
         elif kind == "resume":
             after_seq = _required_int(frame, "after_seq")
+            if not await self._count_resume():
+                limit = settings.CHAT_RESUMES_PER_MINUTE
+                raise FrameError("rate_limited", f"At most {limit} resumes a minute.")
             conversation = await self._conversation_or_close()
             if conversation is not None:
                 # The client asked for these again: resend even what this socket already sent.
@@ -206,8 +246,12 @@ class ConversationConsumer(AsyncJsonWebsocketConsumer):
 
     async def chat_event(self, message: dict[str, Any]) -> None:
         """Frames published to the group by agents/events.py, in seq order."""
-        for frame in message["frames"]:
-            await self._forward(frame)
+        try:
+            await self._wait_until_drained()
+            for frame in message["frames"]:
+                await self._forward(frame)
+        except NotReading:
+            pass  # closed; the client reconnects with after_seq
 
     async def _forward(self, frame: dict[str, Any]) -> None:
         seq = frame.get("seq")
@@ -229,15 +273,31 @@ class ConversationConsumer(AsyncJsonWebsocketConsumer):
         await self._send_stored(frame)
 
     async def _replay(self, conversation: Conversation, *, after_seq: int) -> None:
-        """Send every stored event with seq > after_seq, in order, from the database."""
+        """Send every stored event with seq > after_seq, in order, from the database.
+
+        A page at a time, each read only once the client has taken the one before: what
+        waits in memory for a slow client is about one page, however long the log.
+        """
         cursor = after_seq
         while True:
+            await self._wait_until_drained()
             frames = await self._frames_after(conversation, cursor)
             for frame in frames:
                 await self._send_stored(frame)
             if len(frames) < REPLAY_BATCH:
                 return
             cursor = frames[-1]["seq"]
+
+    async def _wait_until_drained(self) -> None:
+        """Wait for the client to read what was sent; close the socket if it does not."""
+        if self.drain is None or self.drain.drained.is_set():
+            return
+        try:
+            async with asyncio.timeout(settings.CHAT_SOCKET_DRAIN_TIMEOUT_SECONDS):
+                await self.drain.drained.wait()
+        except TimeoutError:
+            await self.close(code=CLOSE_NOT_READING)
+            raise NotReading from None
 
     async def _send_stored(self, frame: dict[str, Any]) -> None:
         await self.send_json(frame)
@@ -278,6 +338,12 @@ class ConversationConsumer(AsyncJsonWebsocketConsumer):
         if not current.is_authenticated or current.pk != user.pk:
             raise SignedOut
         return user
+
+    @_in_database_thread
+    def _count_resume(self) -> bool:
+        limit = settings.CHAT_RESUMES_PER_MINUTE
+        user_id = self.scope["user"].pk
+        return rate_limit_hit(action="resume", user_id=user_id, limit=limit).allowed
 
     @_in_database_thread
     def _frames_after(self, conversation: Conversation, after_seq: int) -> list[dict[str, Any]]:

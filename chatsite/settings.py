@@ -188,6 +188,12 @@ CHAT_SOCKET_DATABASE_THREADS = env.int("CHAT_SOCKET_DATABASE_THREADS", default=8
 # While a run is in progress, a browser that hears nothing for this long sends `resume`
 # (static/js/chat.js): the last live frames of a run can be lost in the channel layer.
 CHAT_RESUME_AFTER_SILENT_SECONDS = env.float("CHAT_RESUME_AFTER_SILENT_SECONDS", default=12.0)
+# `resume` frames per user in any 60 seconds (each one replays from the database).
+CHAT_RESUMES_PER_MINUTE = env.int("CHAT_RESUMES_PER_MINUTE", default=12)
+# Open sockets per user on one daphne process; the next one is closed with 4429.
+CHAT_MAX_SOCKETS_PER_USER = env.int("CHAT_MAX_SOCKETS_PER_USER", default=20)
+# A socket whose client reads nothing of what was sent for this long is closed with 4408.
+CHAT_SOCKET_DRAIN_TIMEOUT_SECONDS = env.float("CHAT_SOCKET_DRAIN_TIMEOUT_SECONDS", default=30.0)
 
 # --- Auth, i18n, static -----------------------------------------------------------------
 AUTH_PASSWORD_VALIDATORS = [
