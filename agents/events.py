@@ -27,6 +27,8 @@ from channels import DEFAULT_CHANNEL_LAYER
 from channels.layers import channel_layers
 from django.db import transaction
 
+from agents.protocol import event_frame
+
 if TYPE_CHECKING:
     from agents.models import RunEvent
 
@@ -51,17 +53,6 @@ def publish_signed_out(session_key: str) -> None:
     message = {"type": SIGNED_OUT_MESSAGE_TYPE}
     group = session_group_name(session_key)
     transaction.on_commit(lambda: _publisher().send_to_group(group, message))
-
-
-def event_frame(event: RunEvent) -> dict[str, Any]:
-    """The frame a client receives for a stored event (docs/protocol.md)."""
-    return {
-        **event.payload,
-        "type": event.type,
-        "seq": event.seq,
-        "run_id": event.run_id,
-        "ts": event.created_at.isoformat(),
-    }
 
 
 def publish_on_commit(stored: Sequence[RunEvent]) -> None:

@@ -43,6 +43,7 @@ from agents.models import (
     ModelConfig,
     UsageEntry,
 )
+from agents.protocol import RefusalCode, RequestRefused, memory_summarized_frame
 from agents.ratelimit import rate_limit_hit
 from agents.react.types import ChatMessage, ChatModel
 from agents.services.usage import (
@@ -64,8 +65,6 @@ MAX_FOLD_ROUNDS = 25
 # A /compact counts as pending until its task ends, or at the latest after this long (a task
 # whose worker died, or one waiting between retries).
 COMPACT_PENDING_SECONDS = 600
-# The ephemeral frame sent to open chats when a new summary is stored (docs/protocol.md).
-SUMMARY_FRAME_TYPE = "memory.summarized"
 
 
 @dataclass(frozen=True)
@@ -208,10 +207,8 @@ def summary_request(*, conversation: Conversation, user) -> SummaryRequest:
 
     Only the owner may ask (``PermissionDenied`` otherwise). Enqueues nothing when no
     finished turn is left outside the summary, or when an earlier request is still pending.
-    Raises ``SendRefused`` (``rate_limited``, ``quota_exceeded``) past the user's limits.
+    Raises ``RequestRefused`` (``rate_limited``, ``quota_exceeded``) past the user's limits.
     """
-    from agents.services.conversations import SendRefused
-
     if conversation.owner_id != getattr(user, "pk", None):
         raise PermissionDenied("Only the conversation's owner can summarise it.")
     summary = _newest_summary(conversation)
@@ -228,10 +225,14 @@ def summary_request(*, conversation: Conversation, user) -> SummaryRequest:
     try:
         usage_check_quota(user_id=user.pk)
     except QuotaExceeded:
-        raise SendRefused("quota_exceeded", "You have used today's token allowance.") from None
+        raise RequestRefused(
+            RefusalCode.QUOTA_EXCEEDED, "You have used today's token allowance."
+        ) from None
     limit = django_settings.CHAT_COMPACTS_PER_MINUTE
     if not rate_limit_hit(action="compact", user_id=user.pk, limit=limit).allowed:
-        raise SendRefused("rate_limited", f"At most {limit} summaries a minute; try again soon.")
+        raise RequestRefused(
+            RefusalCode.RATE_LIMITED, f"At most {limit} summaries a minute; try again soon."
+        )
     if not cache.add(_compact_pending_key(conversation.pk), 1, timeout=COMPACT_PENDING_SECONDS):
         return SummaryRequest.ALREADY_PENDING  # another request got there first
     _enqueue_summary(conversation.pk, force=True)
@@ -365,13 +366,7 @@ def _announce(summary: MemorySummary) -> None:
     a page loaded later reads the marker from the database)."""
     from agents import events
 
-    frame = {
-        "type": SUMMARY_FRAME_TYPE,
-        "summary_id": summary.pk,
-        "covers_through": summary.covers_through_id,
-        "token_count": summary.token_count,
-        "text": summary.text,
-    }
+    frame = memory_summarized_frame(summary)
     transaction.on_commit(lambda: events.publish_ephemeral(summary.conversation_id, frame))
 
 

@@ -13,7 +13,7 @@ import uuid
 
 import pytest
 
-from agents import events
+from agents import protocol
 from agents.llm.scripted import Reply
 from agents.models import AgentRun, Message
 from agents.selectors import events_after
@@ -93,7 +93,7 @@ def test_a_full_run_over_a_real_websocket(live_stack, user):
     assert {frame["run_id"] for frame in stored} == {stored[0]["run_id"]}
     # What went over the socket is exactly what a fresh read of the log gives.
     assert stored == [
-        events.event_frame(e) for e in events_after(conversation=conversation, after_seq=0)
+        protocol.event_frame(e) for e in events_after(conversation=conversation, after_seq=0)
     ]
     # The streamed answer adds up to the stored one.
     deltas = "".join(f["text"] for f in frames if f["type"] == "answer.delta")

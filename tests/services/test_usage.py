@@ -10,8 +10,8 @@ from django.db import connection
 from django.utils import timezone
 
 from agents.models import AgentRun, UsageEntry
+from agents.protocol import RequestRefused
 from agents.services.conversations import (
-    SendRefused,
     conversation_create,
     conversation_delete,
     message_send,
@@ -37,7 +37,7 @@ def test_deleting_the_conversation_does_not_give_the_tokens_back(user, default_p
 
     conversation_delete(conversation=spent)
     fresh = conversation_create(owner=user)
-    with pytest.raises(SendRefused) as refused:
+    with pytest.raises(RequestRefused) as refused:
         message_send(conversation=fresh, user=user, content="one more")
 
     assert refused.value.code == "quota_exceeded"
@@ -101,7 +101,7 @@ def test_the_reservation_never_exceeds_what_is_left(user, default_profile, setti
     first = message_send(conversation=conversation_create(owner=user), user=user, content="q")
 
     assert UsageEntry.objects.get(run_id=first.run.pk).reserved_tokens == 1000
-    with pytest.raises(SendRefused) as refused:
+    with pytest.raises(RequestRefused) as refused:
         message_send(conversation=conversation_create(owner=user), user=user, content="q")
     assert refused.value.code == "quota_exceeded"
 
@@ -122,7 +122,7 @@ def test_ten_parallel_sends_against_a_small_quota_start_one_run(user, settings):
             start.wait()
             message_send(conversation=conversation, user=user, content="in parallel")
             outcomes.append("sent")
-        except SendRefused as refusal:
+        except RequestRefused as refusal:
             outcomes.append(refusal.code)
         finally:
             connection.close()
