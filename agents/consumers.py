@@ -115,28 +115,35 @@ class ConversationConsumer(AsyncJsonWebsocketConsumer):
         conversation = None
         if user is not None and user.is_authenticated:
             conversation = await self._conversation()
+        over_cap = (
+            conversation is not None
+            and _open_sockets.get(user.pk, 0) >= settings.CHAT_MAX_SOCKETS_PER_USER
+        )
+        if conversation is not None and not over_cap:
+            _open_sockets[user.pk] = _open_sockets.get(user.pk, 0) + 1
+            self.counted_user_id = user.pk
+            self.drain = self.scope.get(SCOPE_KEY)
+            # Join first, then read the log (docs/architecture.md, invariant 4): an event
+            # committed after the read is then certain to arrive live. Live frames published
+            # during the replay wait in this channel's queue (a consumer handles one message
+            # at a time) and go through chat_event afterwards, which drops the seqs already
+            # sent. Joined before accepting, so nothing published once the client sees the
+            # socket open can miss it.
+            session_key = getattr(self.scope.get("session"), "session_key", None)
+            if session_key:
+                self.session_group = events.session_group_name(session_key)
+                await self.channel_layer.group_add(self.session_group, self.channel_name)
+            self.group = events.group_name(self.conversation_id)
+            await self.channel_layer.group_add(self.group, self.channel_name)
         # Accept before closing so the browser sees the code; a close during the handshake
         # arrives as 1006, indistinguishable from a network failure, and would be retried.
         await self.accept()
         if conversation is None:
             await self.close(code=CLOSE_NOT_FOUND)
             return
-        if _open_sockets.get(user.pk, 0) >= settings.CHAT_MAX_SOCKETS_PER_USER:
+        if over_cap:
             await self.close(code=CLOSE_TOO_MANY_SOCKETS)
             return
-        _open_sockets[user.pk] = _open_sockets.get(user.pk, 0) + 1
-        self.counted_user_id = user.pk
-        self.drain = self.scope.get(SCOPE_KEY)
-        # Join first, then read the log (docs/architecture.md, invariant 4): an event
-        # committed after the read is then certain to arrive live. Live frames published
-        # during the replay wait in this channel's queue (a consumer handles one message at
-        # a time) and go through chat_event afterwards, which drops the seqs already sent.
-        session_key = getattr(self.scope.get("session"), "session_key", None)
-        if session_key:
-            self.session_group = events.session_group_name(session_key)
-            await self.channel_layer.group_add(self.session_group, self.channel_name)
-        self.group = events.group_name(self.conversation_id)
-        await self.channel_layer.group_add(self.group, self.channel_name)
         after_seq = _after_seq_param(self.scope, conversation)
         self.last_sent_seq = after_seq
         with contextlib.suppress(NotReading):  # closed; the client reconnects from its seq
