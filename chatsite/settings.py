@@ -145,6 +145,8 @@ CELERY_BROKER_TRANSPORT_OPTIONS = {
     "visibility_timeout": AGENT_RUN_HARD_LIMIT_SECONDS + 300,
     "global_keyprefix": env.str("CELERY_KEY_PREFIX", default=""),
 }
+# One queue for runs and summaries; the test suite names its own (tests/early_env.py).
+CELERY_TASK_DEFAULT_QUEUE = env.str("CELERY_TASK_DEFAULT_QUEUE", default="celery")
 CELERY_TASK_ALWAYS_EAGER = env.bool("CELERY_TASK_ALWAYS_EAGER", default=False)
 CELERY_WORKER_HIJACK_ROOT_LOGGER = False
 # Runs mostly wait on the model, so one process holds many in threads. The threads pool has

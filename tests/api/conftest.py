@@ -1,6 +1,5 @@
 from tests.clock import minute_turn_clock  # noqa: F401 - a fixture, found by name
 from tests.consumers.fixtures import (  # noqa: F401 - fixtures, found by name
-    _no_worker_takes_queued_runs,
     _transport_settings,
     conversation,
     other_conversation,

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import itertools
-import uuid
 
 import pytest
 
@@ -12,6 +11,7 @@ from agents.llm.scripted import ScriptedServer
 from agents.memory.testing import summariser_policy
 from agents.models import AgentProfile, Conversation, MemorySummary, Message, ModelConfig
 from chatsite.celery import app as celery_app
+from tests.isolation import private_cache_prefix
 
 _words = itertools.count(1)
 
@@ -55,7 +55,7 @@ def ask(conversation: Conversation, question: str = "") -> Message:
 def _private_cache(settings):
     """/compact's pending marks and rate-limit counters live in Redis: a prefix per test."""
     caches = {name: dict(config) for name, config in settings.CACHES.items()}
-    caches["default"]["KEY_PREFIX"] = f"test-{uuid.uuid4().hex}"
+    caches["default"]["KEY_PREFIX"] = private_cache_prefix()
     settings.CACHES = caches
 
 
