@@ -12,6 +12,7 @@ from django.contrib.auth.models import Group
 from django.core.validators import MinValueValidator, RegexValidator
 from django.db import models
 from django.db.models import F, Q
+from django.utils import timezone
 
 from agents.crypto import decrypt_json, decrypt_text, encrypt_json, encrypt_text
 
@@ -363,6 +364,46 @@ class ModelCall(models.Model):
 
     def __str__(self) -> str:
         return f"Run {self.run_id} call {self.index}"
+
+
+class UsageEntry(models.Model):
+    """The tokens one run or one summary used: the ledger behind the daily quota and the
+    admin's usage page (agents/services/usage.py).
+
+    It names its run and conversation by plain id, with no foreign key: deleting a
+    conversation deletes its runs, and must not give their tokens back.
+    """
+
+    class Kind(models.TextChoices):
+        RUN = "run"
+        SUMMARY = "summary"
+
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
+    kind = models.CharField(max_length=10, choices=Kind.choices)
+    run_id = models.PositiveBigIntegerField(null=True, blank=True, unique=True)
+    conversation_id = models.PositiveBigIntegerField(null=True, blank=True)
+    model_config = models.ForeignKey(
+        ModelConfig, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+    # Held against the quota while the run or summary is going, less what it has used so far.
+    reserved_tokens = models.PositiveIntegerField(default=0)
+    prompt_tokens = models.PositiveIntegerField(default=0)
+    completion_tokens = models.PositiveIntegerField(default=0)
+    # The tokens count towards the day the run or summary started.
+    created_at = models.DateTimeField(default=timezone.now)
+    # A summary's reservation ends here; a run's ends when the run does.
+    settled_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-id"]
+        indexes = [models.Index(fields=["user", "created_at"]), models.Index(fields=["created_at"])]
+
+    def __str__(self) -> str:
+        return f"{self.kind} of user {self.user_id}: {self.total_tokens} tokens"
+
+    @property
+    def total_tokens(self) -> int:
+        return self.prompt_tokens + self.completion_tokens
 
 
 # --------------------------------------------------------------------------------------
