@@ -21,16 +21,12 @@ from agents.tools.registry import build_tools
 logger = logging.getLogger(__name__)
 
 
-def _never_cancel() -> bool:
-    return False
-
-
 def build_executor(
     *,
     snapshot: dict[str, Any],
     user: Any,
     conversation: Any = None,
-    should_cancel: Callable[[], bool] = _never_cancel,
+    should_cancel: Callable[[], bool] | None = None,
     on_answer_delta: Callable[[str], None] | None = None,
 ) -> AgentExecutor:
     """An ``AgentExecutor`` for the profile version ``snapshot``.
@@ -56,7 +52,7 @@ def executor_for(
     tool_configs: Iterable[ToolConfig],
     user: Any,
     conversation: Any = None,
-    should_cancel: Callable[[], bool] = _never_cancel,
+    should_cancel: Callable[[], bool] | None = None,
     on_answer_delta: Callable[[str], None] | None = None,
 ) -> AgentExecutor:
     """The executor for ``snapshot`` with the model and tool rows already chosen."""
