@@ -25,8 +25,9 @@ Sections:
   ``jsontext.MAX_DEPTH`` levels is a parse error, never a crash;
 - ``Action: tool[input]`` with no ``Action Input`` line (the ReAct paper's form), and
   ``Finish[answer]``;
-- the final answer is everything after its label, up to an action, action-input or
-  observation label: later lines such as "Question: …" or "Thought: …" are part of it. A
+- the final answer is everything after its label, up to an action, action-input,
+  observation or another final-answer label: later lines such as "Question: …" or
+  "Thought: …" are part of it. A
   closing fence left over from a fenced reply (an odd fence count in the answer, the last
   line a bare fence) is not.
 
@@ -100,7 +101,7 @@ _NO_TOOL_NAMES = frozenset({"none", "n/a", "na", "null", "no action", "no tool",
 _OBSERVATION_WORDS = ("observation", "观察")
 _MAX_JSON_ATTEMPTS = 20
 _ACTION_ROLES = frozenset({"action", "action_input", "final_answer"})
-_ANSWER_ENDS = frozenset({"action", "action_input", "observation"})
+_ANSWER_ENDS = frozenset({"action", "action_input", "observation", "final_answer"})
 
 
 @dataclass(frozen=True)
@@ -744,7 +745,10 @@ class AnswerStream:
 
     def _read(self, marker: Marker) -> None:
         if self._answer is not None:
-            if marker.role in _ANSWER_ENDS and self._end is None:
+            ends = marker.role in _ANSWER_ENDS and (
+                marker.line_start or marker.role != "final_answer"
+            )
+            if ends and self._end is None:
                 self._end = marker.start
             return
         skipping = self._skipping_action

@@ -67,7 +67,12 @@ def test_a_lower_case_mid_line_label_is_prose():
         parse("Thought: my final answer: is not ready")
 
 
-# Rule: the final answer runs up to an action, action-input or observation label only.
+# Rule: the final answer runs up to an action, action-input, observation or final-answer label
+# only.
+
+
+def test_a_repeated_answer_label_ends_the_first_answer():
+    assert answer("Final Answer: first\nFinal Answer: second").answer == "first"
 
 
 def test_an_answer_holding_a_question_line_is_kept_whole():
