@@ -76,6 +76,7 @@ from agents.react.parser import (
     AnswerStream,
     NativeAnswerStream,
     ParsedFinalAnswer,
+    SentText,
     ThoughtStream,
     native_answer,
     parse,
@@ -143,19 +144,20 @@ class _ThoughtChannel:
     def __init__(self, call_index: int, emit: Callable[[ThoughtDelta], None]) -> None:
         self.call_index = call_index
         self._emit = emit
-        self.sent = ""
+        self._sent = SentText()
 
     def send(self, text: str) -> None:
         if text:
-            self._emit(ThoughtDelta(self.call_index, len(self.sent), text))
-            self.sent += text
+            self._emit(ThoughtDelta(self.call_index, self._sent.length, text))
+            self._sent.append(text)
 
     def end(self, thought: str) -> None:
         """The reply has ended and ``thought`` is what is stored of it ("" if nothing)."""
-        if thought.startswith(self.sent):
-            self.send(thought[len(self.sent) :])
-        if self.sent:
-            self._emit(ThoughtDelta(self.call_index, len(self.sent), "", done=True))
+        sent = self._sent.text()
+        if thought.startswith(sent):
+            self.send(thought[len(sent) :])
+        if self._sent.length:
+            self._emit(ThoughtDelta(self.call_index, self._sent.length, "", done=True))
 
 
 @dataclass

@@ -341,6 +341,8 @@ class LabelScanner:
         """Where a word that may still become a label begins at the end of the text."""
         text = self.text
         for position in range(start, end):
+            if not text[position].isalpha():
+                continue
             if position > 0 and text[position - 1].isalnum():
                 continue
             if text[position:end].casefold() in _CANDIDATE_PREFIXES:
@@ -674,6 +676,24 @@ def _chosen_marker(text: str, markers: list[Marker], actions: list[Marker]) -> M
 # -- streaming -------------------------------------------------------------------------------
 
 
+class SentText:
+    """The text a filter has passed on: appended in pieces, joined only when read (appending
+    to one growing ``str`` attribute would copy it whole every time)."""
+
+    def __init__(self) -> None:
+        self._pieces: list[str] = []
+        self.length = 0
+
+    def append(self, piece: str) -> None:
+        self._pieces.append(piece)
+        self.length += len(piece)
+
+    def text(self) -> str:
+        if len(self._pieces) > 1:
+            self._pieces = ["".join(self._pieces)]
+        return self._pieces[0] if self._pieces else ""
+
+
 class _Tail:
     """The last character of a region that is not in ``stripped``, found incrementally: each
     character is looked at once however many times the region grows."""
@@ -716,7 +736,11 @@ class AnswerStream:
         self._sent_until = 0
         self._tail = _Tail(" \t\r\n")
         self._closed = False
-        self.sent = ""
+        self._sent = SentText()
+
+    @property
+    def sent(self) -> str:
+        return self._sent.text()
 
     def feed(self, chunk: str) -> None:
         if not self._closed and chunk:
@@ -796,11 +820,12 @@ class AnswerStream:
             self._send(delta)
 
     def _send_rest(self, answer: str) -> None:
-        if answer.startswith(self.sent) and len(answer) > len(self.sent):
-            self._send(answer[len(self.sent) :])
+        sent = self.sent
+        if answer.startswith(sent) and len(answer) > len(sent):
+            self._send(answer[len(sent) :])
 
     def _send(self, delta: str) -> None:
-        self.sent += delta
+        self._sent.append(delta)
         self._emit(delta)
 
     def _before_bare_fence_line(self, safe: int) -> int:
@@ -840,7 +865,11 @@ class ThoughtStream:
         self._tail = _Tail(_STRIPPED_IN_THOUGHTS)
         self._one_line_answer: int | None = None
         self._ended = False
-        self.sent = ""
+        self._sent = SentText()
+
+    @property
+    def sent(self) -> str:
+        return self._sent.text()
 
     @property
     def ended(self) -> bool:
@@ -896,11 +925,11 @@ class ThoughtStream:
         if safe <= start:
             return
         delta = text[start:safe]
-        if not self._part_sent and self.sent:
+        if not self._part_sent and self._sent.length:
             delta = "\n" + delta
         self._part_sent = True
         self._sent_until = safe
-        self.sent += delta
+        self._sent.append(delta)
         self._emit(delta)
 
 
@@ -918,7 +947,11 @@ class NativeAnswerStream:
         self._sent_until = 0
         self._tail = _Tail(" \t\r\n")
         self._closed = False
-        self.sent = ""
+        self._sent = SentText()
+
+    @property
+    def sent(self) -> str:
+        return self._sent.text()
 
     def feed(self, chunk: str) -> None:
         if not self._closed and chunk:
@@ -946,7 +979,7 @@ class NativeAnswerStream:
         if safe > self._sent_until:
             delta = text[self._sent_until : safe]
             self._sent_until = safe
-            self.sent += delta
+            self._sent.append(delta)
             self._emit(delta)
 
 
