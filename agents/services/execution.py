@@ -35,6 +35,7 @@ from django.db import close_old_connections, connection
 
 from agents import events
 from agents.models import AgentRun
+from agents.protocol import answer_delta_frame
 from agents.react.errors import AgentError, ModelError, RunCancelled
 from agents.react.types import FinalAnswerStep, ModelCallRecord, Step, ThoughtStep
 from agents.services.runs import (
@@ -149,9 +150,7 @@ def _execute(run: AgentRun, watch: _Watch, me: str) -> None:
 
     def on_answer_delta(text: str) -> None:
         answer_so_far.append(text)
-        events.publish_ephemeral(
-            conversation.pk, {"type": "answer.delta", "run_id": run.pk, "text": text}
-        )
+        events.publish_ephemeral(conversation.pk, answer_delta_frame(run_id=run.pk, text=text))
 
     executor = build_executor(
         snapshot=snapshot,
