@@ -714,7 +714,40 @@ class _Tail:
         return self.last_solid + 1 if self.last_solid >= start else start
 
 
-class AnswerStream:
+class _Filter:
+    """What the streaming filters share: a scanner over the reply so far, the text passed on,
+    and ``feed`` / ``finish``. ``_update`` passes on what has become known."""
+
+    def __init__(self, emit: Callable[[str], None], *, skip_fenced: bool = True) -> None:
+        self._emit = emit
+        self._scanner = LabelScanner(skip_fenced=skip_fenced)
+        self._sent = SentText()
+        self._closed = False
+
+    @property
+    def sent(self) -> str:
+        return self._sent.text()
+
+    def feed(self, chunk: str) -> None:
+        if not self._closed and chunk:
+            self._scanner.feed(chunk)
+            self._update(final=False)
+
+    def finish(self) -> None:
+        if not self._closed:
+            self._scanner.finish()
+            self._update(final=True)
+            self._closed = True
+
+    def _update(self, *, final: bool) -> None:
+        raise NotImplementedError
+
+    def _send(self, delta: str) -> None:
+        self._sent.append(delta)
+        self._emit(delta)
+
+
+class AnswerStream(_Filter):
     """Passes on the final answer of a ReAct reply as the model streams it.
 
     Nothing is passed on unless a final-answer label at the start of a line decides the
@@ -726,8 +759,7 @@ class AnswerStream:
     """
 
     def __init__(self, emit: Callable[[str], None]) -> None:
-        self._emit = emit
-        self._scanner = LabelScanner()
+        super().__init__(emit)
         self._seen = 0  # markers looked at
         self._skipping_action: Marker | None = None  # an action that may name no tool
         self._answer: Marker | None = None
@@ -735,25 +767,8 @@ class AnswerStream:
         self._answer_first = 0
         self._sent_until = 0
         self._tail = _Tail(" \t\r\n")
-        self._closed = False
-        self._sent = SentText()
 
-    @property
-    def sent(self) -> str:
-        return self._sent.text()
-
-    def feed(self, chunk: str) -> None:
-        if not self._closed and chunk:
-            self._scanner.feed(chunk)
-            self._advance(final=False)
-
-    def finish(self) -> None:
-        if not self._closed:
-            self._scanner.finish()
-            self._advance(final=True)
-            self._closed = True
-
-    def _advance(self, *, final: bool) -> None:
+    def _update(self, *, final: bool) -> None:
         markers = self._scanner.markers
         while self._seen < len(markers) and not self._closed:
             marker = markers[self._seen]
@@ -824,10 +839,6 @@ class AnswerStream:
         if answer.startswith(sent) and len(answer) > len(sent):
             self._send(answer[len(sent) :])
 
-    def _send(self, delta: str) -> None:
-        self._sent.append(delta)
-        self._emit(delta)
-
     def _before_bare_fence_line(self, safe: int) -> int:
         """``safe``, or the start of its line when that line, so far, is only a fence (it may
         be the leftover end of a fenced reply: known only when more text follows)."""
@@ -843,7 +854,7 @@ class AnswerStream:
         return safe
 
 
-class ThoughtStream:
+class ThoughtStream(_Filter):
     """Passes on the thought of a ReAct reply as the model streams it: the text before the
     first action, action-input or final-answer label, without the thought (and question)
     labels; its parts are stripped and joined by newlines, as ``parse`` stores it.
@@ -856,40 +867,26 @@ class ThoughtStream:
     """
 
     def __init__(self, emit: Callable[[str], None]) -> None:
-        self._emit = emit
-        self._scanner = LabelScanner()
+        super().__init__(emit)
         self._seen = 0
         self._part_start = 0
         self._part_sent = False  # something of the current part was sent
         self._sent_until = 0
         self._tail = _Tail(_STRIPPED_IN_THOUGHTS)
         self._one_line_answer: int | None = None
-        self._ended = False
-        self._sent = SentText()
-
-    @property
-    def sent(self) -> str:
-        return self._sent.text()
 
     @property
     def ended(self) -> bool:
-        """The thought is over: a label of an action role (or an observation) came."""
-        return self._ended
+        """The thought is over: a label of an action role (or an observation) came, or the
+        reply ended. What is still held back then is left to the executor, which knows from
+        ``parse`` whether it was thought."""
+        return self._closed
 
-    def feed(self, chunk: str) -> None:
-        if not self._ended and chunk:
-            self._scanner.feed(chunk)
-            self._advance()
-
-    def finish(self) -> None:
-        """The reply is complete. What is still held back is left to the executor, which
-        knows from ``parse`` whether it was thought."""
-        self._scanner.finish()
-        self._ended = True
-
-    def _advance(self) -> None:
+    def _update(self, *, final: bool) -> None:
+        if final:
+            return
         markers = self._scanner.markers
-        while self._seen < len(markers) and not self._ended:
+        while self._seen < len(markers) and not self._closed:
             marker = markers[self._seen]
             self._seen += 1
             if marker.role in ("thought", "question"):
@@ -903,8 +900,8 @@ class ThoughtStream:
             elif marker.role in _ACTION_ROLES or marker.role == "observation":
                 if marker.role != "observation" or self._one_line_answer is None:
                     self._send_part(marker.start, whole=True)
-                self._ended = True
-        if not self._ended:
+                self._closed = True
+        if not self._closed:
             limit = self._scanner.decided
             for hold in (self._one_line_answer, self._scanner.block_start):
                 if hold is not None and hold >= 0:
@@ -929,42 +926,23 @@ class ThoughtStream:
             delta = "\n" + delta
         self._part_sent = True
         self._sent_until = safe
-        self._sent.append(delta)
-        self._emit(delta)
+        self._send(delta)
 
 
-class NativeAnswerStream:
+class NativeAnswerStream(_Filter):
     """Passes on a native tool-calling reply's text as it streams, as the answer it becomes
     when no tool call follows (``native_answer``): stripped, without a leading final-answer
     label (some models write one out of habit). The executor takes it back
     (``on_answer_reset``) when tool calls do follow."""
 
     def __init__(self, emit: Callable[[str], None]) -> None:
-        self._emit = emit
-        self._scanner = LabelScanner(skip_fenced=False)
+        super().__init__(emit, skip_fenced=False)
         self._first = 0  # the first character that is not whitespace, once found
         self._start: int | None = None
         self._sent_until = 0
         self._tail = _Tail(" \t\r\n")
-        self._closed = False
-        self._sent = SentText()
 
-    @property
-    def sent(self) -> str:
-        return self._sent.text()
-
-    def feed(self, chunk: str) -> None:
-        if not self._closed and chunk:
-            self._scanner.feed(chunk)
-            self._flush(final=False)
-
-    def finish(self) -> None:
-        if not self._closed:
-            self._scanner.finish()
-            self._flush(final=True)
-            self._closed = True
-
-    def _flush(self, *, final: bool) -> None:
+    def _update(self, *, final: bool) -> None:
         text = self._scanner.text
         if self._start is None:
             while self._first < len(text) and text[self._first] in " \t\r\n":
@@ -979,8 +957,7 @@ class NativeAnswerStream:
         if safe > self._sent_until:
             delta = text[self._sent_until : safe]
             self._sent_until = safe
-            self._sent.append(delta)
-            self._emit(delta)
+            self._send(delta)
 
 
 def _native_answer_start(
