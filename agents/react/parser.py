@@ -56,12 +56,14 @@ import json
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from agents.react import jsontext
 from agents.react.errors import ParseError
 from agents.react.labels import PARSER_WORDS
 
-JsonValue = str | dict
+JsonValue = str | dict[str, Any]
+JsonObject = dict[str, Any]
 
 # Where a label may start. Literal alternatives only: matching is linear.
 _CANDIDATE_WORDS = (
@@ -451,7 +453,7 @@ def clean_tool_name(value: str) -> str:
     return name.strip()
 
 
-def _json_action(value: str, *, text: str) -> dict | None:
+def _json_action(value: str, *, text: str) -> JsonObject | None:
     candidate = _unfence(value)
     if not candidate.startswith("{"):
         return None
@@ -470,12 +472,12 @@ def _refuse_deep_json(error: ValueError, text: str) -> None:
         ) from None
 
 
-def _blob_key(blob: dict, keys: tuple[str, ...]) -> str | None:
+def _blob_key(blob: JsonObject, keys: tuple[str, ...]) -> str | None:
     return next((key for key in keys if key in blob), None)
 
 
-def _from_blob(blob: dict, *, thought: str, text: str) -> Parsed:
-    name = str(blob[_blob_key(blob, _ACTION_KEYS)]).strip()
+def _from_blob(blob: JsonObject, *, thought: str, text: str) -> Parsed:
+    name = str(next(blob[key] for key in _ACTION_KEYS if key in blob)).strip()
     input_key = _blob_key(blob, _INPUT_KEYS)
     if input_key is None:
         raise ParseError(
@@ -518,7 +520,7 @@ def _at_line_start(text: str, index: int) -> bool:
     return position < 0 or text[position] == "\n"
 
 
-def _find_json_blob(text: str) -> tuple[dict, int] | None:
+def _find_json_blob(text: str) -> tuple[JsonObject, int] | None:
     """A JSON action written on its own (fenced, or an object starting a line), and where."""
     for start, end in _fenced_ranges(text):
         blob = _json_action(text[start:end], text=text)
@@ -632,9 +634,9 @@ def parse(text: str) -> Parsed:
 
     following = _next_marker(markers, chosen.content_start)
     action_value = text[chosen.content_start : following.start if following else len(text)]
-    blob = _json_action(action_value, text=text)
-    if blob is not None:
-        return _from_blob(blob, thought=thought, text=text)
+    action_blob = _json_action(action_value, text=text)
+    if action_blob is not None:
+        return _from_blob(action_blob, thought=thought, text=text)
     tool = clean_tool_name(action_value)
     if not tool:
         raise ParseError("the action names no tool", text=text)

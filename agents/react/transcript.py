@@ -19,6 +19,7 @@ from agents.react.types import (
     ChatMessage,
     ErrorStep,
     FinalAnswerStep,
+    JsonDict,
     ModelCallRecord,
     ModeSwitchStep,
     ObservationStep,
@@ -117,7 +118,7 @@ def _attach_observation(turns: list[Turn], step: ObservationStep) -> None:
         current.correction = step.text
 
 
-def tool_input_text(tool_input: str | dict) -> str:
+def tool_input_text(tool_input: str | JsonDict) -> str:
     if isinstance(tool_input, str):
         return tool_input
     return json.dumps(tool_input, ensure_ascii=False)
@@ -176,7 +177,7 @@ def native_messages(turns: Iterable[Turn]) -> list[ChatMessage]:
     return messages
 
 
-def _arguments_json(tool_input: str | dict) -> str:
+def _arguments_json(tool_input: str | JsonDict) -> str:
     """Arguments to send back as JSON. Some servers (Ollama, vLLM) refuse a request whose
     history holds arguments that are not a JSON object, so invalid ones go back as ``{}``;
     the tool's observation quotes what the model wrote."""

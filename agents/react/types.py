@@ -8,8 +8,8 @@ and resumed after a crash from the same shapes (docs/protocol.md).
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
-from typing import Any, Literal, Protocol
+from dataclasses import asdict, dataclass, field, fields
+from typing import Any, Literal, Protocol, cast
 
 JsonDict = dict[str, Any]
 ChatMessage = dict[str, Any]  # OpenAI chat format: {"role": ..., "content": ..., ...}
@@ -190,5 +190,5 @@ def step_to_event(step: Step) -> JsonDict:
 
 def step_from_event(payload: JsonDict) -> Step:
     cls = _STEP_CLASSES[payload["kind"]]
-    fields = {k: v for k, v in payload.items() if k in cls.__dataclass_fields__}
-    return cls(**fields)
+    names = {field.name for field in fields(cls)}
+    return cast(Step, cls(**{k: v for k, v in payload.items() if k in names}))
