@@ -716,6 +716,36 @@ class _Tail:
         return self.last_solid + 1 if self.last_solid >= start else start
 
 
+class _Lead:
+    """Where an answer starts after its label, found incrementally: past spaces, a bold
+    label's closing ``**``, then any whitespace (what ``_drop_label_emphasis`` and the strip
+    in ``parse`` drop). Each character is looked at once however the text arrives."""
+
+    def __init__(self, position: int) -> None:
+        self.position = position
+        self._past_emphasis = False
+
+    def find(self, text: str, limit: int, *, final: bool = False) -> int | None:
+        """The answer's first character; None while the text up to ``limit`` cannot tell,
+        or (``final``: the text ends at ``limit``) when the answer is empty."""
+        position = self.position
+        if not self._past_emphasis:
+            while position < limit and text[position] in " \t":
+                position += 1
+            self.position = position
+            if not final and limit - position < 3 and text[position:limit] in ("", "*", "**"):
+                return None  # maybe the closing ``**`` of a bold label, or the answer's own
+            if text.startswith("**", position) and (
+                position + 2 == limit or text[position + 2].isspace()
+            ):
+                position += 2
+            self._past_emphasis = True
+        while position < limit and text[position] in " \t\r\n":
+            position += 1
+        self.position = position
+        return position if position < limit else None
+
+
 class _Filter:
     """What the streaming filters share: a scanner over the reply so far, the text passed on,
     and ``feed`` / ``finish``. ``_update`` passes on what has become known."""
@@ -766,6 +796,7 @@ class AnswerStream(_Filter):
         self._skipping_action: Marker | None = None  # an action that may name no tool
         self._answer: Marker | None = None
         self._end: int | None = None
+        self._lead: _Lead | None = None
         self._answer_first = 0
         self._sent_until = 0
         self._tail = _Tail(" \t\r\n")
@@ -818,16 +849,10 @@ class AnswerStream(_Filter):
             self._closed = True
             return
         if self._sent_until == 0:
-            start = answer.content_start
-            while start < limit and text[start] in " \t":
-                start += 1
-            if text[start:limit] in ("", "*", "**"):
-                return  # maybe the closing ``**`` of a bold label, or the answer's own
-            if text.startswith("**", start) and text[start + 2].isspace():
-                start += 2
-            while start < limit and text[start] in " \t\r\n":
-                start += 1
-            if start >= limit:
+            if self._lead is None:
+                self._lead = _Lead(answer.content_start)
+            start = self._lead.find(text, limit)
+            if start is None:
                 return
             self._sent_until = self._answer_first = start
         safe = self._before_bare_fence_line(self._tail.update(text, self._sent_until, limit))
@@ -940,6 +965,7 @@ class NativeAnswerStream(_Filter):
     def __init__(self, emit: Callable[[str], None]) -> None:
         super().__init__(emit, skip_fenced=False)
         self._first = 0  # the first character that is not whitespace, once found
+        self._lead: _Lead | None = None  # after a leading final-answer label
         self._start: int | None = None
         self._sent_until = 0
         self._tail = _Tail(" \t\r\n")
@@ -947,11 +973,7 @@ class NativeAnswerStream(_Filter):
     def _update(self, *, final: bool) -> None:
         text = self._scanner.text
         if self._start is None:
-            while self._first < len(text) and text[self._first] in " \t\r\n":
-                self._first += 1
-            self._start = _native_answer_start(
-                text, self._scanner.markers, self._first, self._scanner.decided, complete=final
-            )
+            self._start = self._answer_start(text, final=final)
             if self._start is None:
                 return
             self._sent_until = self._start
@@ -961,31 +983,25 @@ class NativeAnswerStream(_Filter):
             self._sent_until = safe
             self._send(delta)
 
-
-def _native_answer_start(
-    text: str, markers: list[Marker], first: int, decided: int, *, complete: bool
-) -> int | None:
-    """Where the answer of a native reply starts: after a leading final-answer label and
-    its bold closing, or at ``first``, its first character that is not whitespace; None
-    while that is not known yet (the scanner has not decided the first line)."""
-    line = text.rfind("\n", 0, first) + 1
-    if not complete and (first == len(text) or decided <= line):
-        return None
-    label = markers[0] if markers and markers[0].start == line else None
-    if label is None or label.role != "final_answer":
-        return first
-    rest = text[label.content_start :]
-    if not complete and rest.strip(" \t") in ("", "*", "**"):
-        return None
-    start = label.content_start + len(rest) - len(_drop_label_emphasis(rest))
-    while start < len(text) and text[start] in " \t\r\n":
-        start += 1
-    return start
+    def _answer_start(self, text: str, *, final: bool) -> int | None:
+        if self._lead is None:
+            while self._first < len(text) and text[self._first] in " \t\r\n":
+                self._first += 1
+            line = text.rfind("\n", 0, self._first) + 1
+            if not final and (self._first == len(text) or self._scanner.decided <= line):
+                return None  # the first line may still turn out to hold a label
+            markers = self._scanner.markers
+            label = markers[0] if markers and markers[0].start == line else None
+            if label is None or label.role != "final_answer":
+                return self._first
+            self._lead = _Lead(label.content_start)
+        start = self._lead.find(text, len(text), final=final)
+        return len(text) if start is None and final else start
 
 
 def native_answer(text: str) -> str:
-    """The answer of a native reply that called no tool (what ``NativeAnswerStream`` sends)."""
-    markers = find_markers(text, skip_fenced=False)
-    first = len(text) - len(text.lstrip(" \t\r\n"))
-    start = _native_answer_start(text, markers, first, len(text), complete=True)
-    return text[start if start is not None else first :].strip()
+    """The answer of a native reply that called no tool: what ``NativeAnswerStream`` sends."""
+    stream = NativeAnswerStream(lambda _: None)
+    stream.feed(text)
+    stream.finish()
+    return stream.sent
