@@ -80,6 +80,7 @@ class ModelConfigForm(forms.ModelForm):
             "context_window",
             "request_timeout_seconds",
             "max_retries",
+            "supports_tool_calling",
             "prompt_price_per_million",
             "completion_price_per_million",
         ]
