@@ -47,7 +47,11 @@ class ModelConfig(models.Model):
 
     @property
     def is_demo(self) -> bool:
-        return not self.base_url
+        """Whether the offline demo model answers runs with this endpoint: no base URL here
+        and none in the settings. The model client decides (``llm.factory.is_demo_model``)."""
+        from agents.llm.factory import is_demo_model
+
+        return is_demo_model(self)
 
     @property
     def has_api_key(self) -> bool:

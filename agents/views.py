@@ -16,8 +16,9 @@ from django.contrib.auth import login
 from django.contrib.auth import views as auth_views
 from django.contrib.auth.decorators import login_required
 from django.contrib.auth.forms import UserCreationForm
+from django.contrib.auth.models import User
 from django.db import transaction
-from django.http import Http404, HttpRequest, HttpResponse
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseBase
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
@@ -26,6 +27,7 @@ from agents import selectors
 from agents.llm.factory import is_demo_model
 from agents.memory.selectors import summary_in_use
 from agents.models import AgentProfile, Conversation
+from agents.permissions import signed_in_user
 from agents.protocol import RequestRefused, event_frame, max_message_chars
 from agents.services import conversations as conversation_services
 
@@ -53,9 +55,9 @@ def content_security_policy(request: HttpRequest) -> str:
     )
 
 
-def with_csp(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
+def with_csp(view: Callable[..., HttpResponseBase]) -> Callable[..., HttpResponseBase]:
     @wraps(view)
-    def wrapped(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+    def wrapped(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponseBase:
         response = view(request, *args, **kwargs)
         response.setdefault("Content-Security-Policy", content_security_policy(request))
         return response
@@ -90,7 +92,7 @@ def signup(request: HttpRequest) -> HttpResponse:
         raise Http404("Sign-up is switched off.")
     if request.user.is_authenticated:
         return redirect("chat")
-    form = UserCreationForm(request.POST or None)
+    form: UserCreationForm[User] = UserCreationForm(request.POST or None)
     if request.method == "POST" and form.is_valid():
         user = form.save()
         login(request, user, backend="django.contrib.auth.backends.ModelBackend")
@@ -98,11 +100,11 @@ def signup(request: HttpRequest) -> HttpResponse:
     return render(request, "registration/signup.html", {"form": form})
 
 
-def _needs_email(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
+def _needs_email(view: Callable[..., HttpResponseBase]) -> Callable[..., HttpResponseBase]:
     """Password reset only makes sense when the site can send the email."""
 
     @wraps(view)
-    def wrapped(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+    def wrapped(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponseBase:
         if not settings.EMAIL_BACKEND:
             raise Http404("Password reset needs email, which is not configured.")
         return view(request, *args, **kwargs)
@@ -246,11 +248,11 @@ def conversation_new(request: HttpRequest) -> HttpResponse:
     try:
         with transaction.atomic():
             conversation = conversation_services.conversation_create(
-                owner=request.user, profile=profile
+                owner=signed_in_user(request.user), profile=profile
             )
             conversation_services.message_send(
                 conversation=conversation,
-                user=request.user,
+                user=signed_in_user(request.user),
                 content=content,
                 client_id=request.POST.get("client_id") or None,
                 profile=profile,

@@ -180,7 +180,7 @@ class _Process:
 
 class WorkerProcess(_Process):
     name = "celery-worker"
-    # The queue run_agent goes to from daphne and the worker's own sweeper: Celery's default,
+    # The queue run_execute goes to from daphne and the worker's own sweeper: Celery's default,
     # named here because a test may route its own process's tasks elsewhere.
     queue = "celery"
 

@@ -37,11 +37,12 @@ import json
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from agents.react.errors import ParseError
 from agents.react.labels import PARSER_WORDS
 
-JsonValue = str | dict
+JsonValue = str | dict[str, Any]
 
 # Where a label may start. Literal alternatives only: matching is linear.
 _CANDIDATES = re.compile(
@@ -242,7 +243,7 @@ def clean_tool_name(value: str) -> str:
     return name.strip()
 
 
-def _json_action(value: str) -> dict | None:
+def _json_action(value: str) -> dict[str, Any] | None:
     candidate = _unfence(value)
     if not candidate.startswith("{"):
         return None
@@ -253,12 +254,14 @@ def _json_action(value: str) -> dict | None:
     return blob if isinstance(blob, dict) and _blob_key(blob, _ACTION_KEYS) else None
 
 
-def _blob_key(blob: dict, keys: tuple[str, ...]) -> str | None:
+def _blob_key(blob: dict[str, Any], keys: tuple[str, ...]) -> str | None:
     return next((key for key in keys if key in blob), None)
 
 
-def _from_blob(blob: dict, *, thought: str, text: str) -> Parsed:
-    name = str(blob[_blob_key(blob, _ACTION_KEYS)]).strip()
+def _from_blob(blob: dict[str, Any], *, thought: str, text: str) -> Parsed:
+    action_key = _blob_key(blob, _ACTION_KEYS)
+    assert action_key is not None  # only blobs naming an action get here
+    name = str(blob[action_key]).strip()
     input_key = _blob_key(blob, _INPUT_KEYS)
     if input_key is None:
         raise ParseError(
@@ -276,7 +279,7 @@ def _from_blob(blob: dict, *, thought: str, text: str) -> Parsed:
     return ParsedAction(tool=name, tool_input=tool_input, thought=thought, text=text)
 
 
-def _find_json_blob(text: str) -> tuple[dict, int] | None:
+def _find_json_blob(text: str) -> tuple[dict[str, Any], int] | None:
     """A JSON action written on its own (fenced, or an object starting a line), and where."""
     for start, end in _fenced_ranges(text):
         blob = _json_action(text[start:end])
@@ -372,9 +375,9 @@ def parse(text: str) -> Parsed:
 
     following = _section_end(markers, first.content_start, line_start_only=False)
     action_value = text[first.content_start : following.start if following else len(text)]
-    blob = _json_action(action_value)
-    if blob is not None:
-        return _from_blob(blob, thought=thought, text=text)
+    action_blob = _json_action(action_value)
+    if action_blob is not None:
+        return _from_blob(action_blob, thought=thought, text=text)
     tool = clean_tool_name(action_value)
     if not tool:
         raise ParseError("the action names no tool", text=text)

@@ -11,12 +11,13 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any, ClassVar
 
 from agents.react.tools import Tool, ToolInputError
 
 REDACTED = "[secret]"
+MIN_REDACTED_LENGTH = 4
 SECRET_NAME_PATTERN = r"[A-Z][A-Z0-9_]{0,63}"  # noqa: S105 (a pattern, not a password)
 _SECRET_REFERENCE = re.compile(r"\{secret:(" + SECRET_NAME_PATTERN + r")\}")
 
@@ -35,10 +36,6 @@ class ConfiguredTool(Tool):
     # Tools that query the database set this: the engine runs each call in a fresh thread,
     # whose connection would otherwise stay open after the thread ends.
     uses_database: ClassVar[bool] = False
-
-    # Secret values shorter than this are not redacted: replacing "a" everywhere would
-    # mangle every observation and hide nothing worth hiding.
-    _MIN_REDACTED_LENGTH: ClassVar[int] = 4
 
     def __init__(
         self,
@@ -88,15 +85,19 @@ class ConfiguredTool(Tool):
         return _SECRET_REFERENCE.sub(lambda match: self.secret(match.group(1)), template)
 
     def redact(self, text: str) -> str:
-        for value in sorted(self._secrets.values(), key=len, reverse=True):
-            if value and len(value) >= self._MIN_REDACTED_LENGTH:
-                text = text.replace(value, REDACTED)
-        return text
+        return redact(text, self._secrets.values())
 
 
-def secret_references(text: str) -> list[str]:
-    """The secret names a template refers to with ``{secret:NAME}``."""
-    return _SECRET_REFERENCE.findall(text)
+def redact(text: str, secret_values: Iterable[str]) -> str:
+    """``text`` with every secret value replaced by ``REDACTED``, the longest first.
+
+    Values shorter than ``MIN_REDACTED_LENGTH`` stay: replacing "a" everywhere would mangle
+    every observation and hide nothing worth hiding.
+    """
+    for value in sorted(secret_values, key=len, reverse=True):
+        if len(value) >= MIN_REDACTED_LENGTH:
+            text = text.replace(value, REDACTED)
+    return text
 
 
 def _release_connection() -> None:

@@ -8,17 +8,17 @@ import pytest
 
 from agents.react.tools import ToolInputError
 from agents.tools.base import REDACTED, ToolError
-from agents.tools.builtin.http_request import CONFIG_SCHEMA, HttpRequest, RefusedTarget
+from agents.tools.builtin.http_request import CONFIG_SCHEMA, HttpRequestTool, RefusedTarget
 from agents.tools.registry import validate_tool_config
 from agents.tools.schema import with_defaults
 
 TOKEN = "tok-9f8e7d6c5b4a"
 
 
-def _tool(secrets: dict[str, str] | None = None, **config) -> HttpRequest:
+def _tool(secrets: dict[str, str] | None = None, **config) -> HttpRequestTool:
     errors = validate_tool_config("http_request", config)
     assert errors == {}
-    return HttpRequest(
+    return HttpRequestTool(
         name="api", config=with_defaults(CONFIG_SCHEMA, config), secrets=secrets or {}
     )
 
@@ -76,7 +76,7 @@ def test_refuses_internal_targets(url):
 def test_octal_dotted_ip_is_refused_as_an_invalid_url():
     errors = validate_tool_config("http_request", {"url_template": "http://0177.0.0.1/"})
     assert errors["url_template"].startswith("is not a valid URL")
-    tool = HttpRequest(
+    tool = HttpRequestTool(
         config=with_defaults(CONFIG_SCHEMA, {"url_template": "http://{host}/"}),
     )
     with pytest.raises(ToolInputError, match="the URL is not valid"):

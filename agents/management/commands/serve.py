@@ -89,10 +89,9 @@ def _spawn(command: list[str], env: dict[str, str]) -> subprocess.Popen:
 
 
 def _model_status() -> str:
-    from agents.models import AgentProfile
+    from agents.services.defaults import default_profile
 
-    profile = AgentProfile.objects.filter(is_default=True).select_related("model_config").first()
-    model_config = profile.model_config if profile else None
+    model_config = default_profile().model_config
     if (model_config and model_config.base_url) or settings.OPENAI_BASE_URL:
         endpoint = model_config.base_url if model_config and model_config.base_url else None
         return f"Model: {endpoint or settings.OPENAI_BASE_URL} (set in the admin or OPENAI_*)."

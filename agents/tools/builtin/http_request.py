@@ -92,7 +92,7 @@ class _Target:
     address: str  # the checked IP the connection goes to
 
 
-class HttpRequest(ConfiguredTool):
+class HttpRequestTool(ConfiguredTool):
     """Calls an HTTP API the admin defines, with SSRF protection."""
 
     name = "http_request"
@@ -313,7 +313,7 @@ def _resolve(host: str, port: int) -> list[ipaddress.IPv4Address | ipaddress.IPv
         raise ToolError(f"could not resolve the host {host}") from None
     addresses = []
     for info in infos:
-        address = ipaddress.ip_address(info[4][0].split("%", 1)[0])
+        address = ipaddress.ip_address(str(info[4][0]).split("%", 1)[0])
         if address not in addresses:
             addresses.append(address)
     if not addresses:
