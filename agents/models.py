@@ -291,7 +291,10 @@ class AgentRun(models.Model):
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
     error_code = models.CharField(max_length=64, blank=True)
+    # What the user is shown (a plain reason and a reference) and, for staff only, the
+    # technical detail without secrets (agents/llm/errors.py).
     error_message = models.TextField(blank=True)
+    error_detail = models.TextField(blank=True)
 
     class Meta:
         ordering = ["-id"]

@@ -416,13 +416,23 @@ def run_finish(
     return message
 
 
-def run_fail(*, run: AgentRun, code: str, message: str, worker_id: str | None = None) -> bool:
-    """End the run as failed with an error the user sees; False if it had already ended."""
+def run_fail(
+    *, run: AgentRun, code: str, message: str, detail: str = "", worker_id: str | None = None
+) -> bool:
+    """End the run as failed with an error the user sees (and a ``detail`` only staff see);
+    False if it had already ended."""
     with transaction.atomic():
         locked = _lock_active(run, worker_id)
         if locked is None:
             return False
-        _end(run, locked, Status.FAILED, error_code=code[:64], error_message=message)
+        _end(
+            run,
+            locked,
+            Status.FAILED,
+            error_code=code[:64],
+            error_message=message,
+            error_detail=detail,
+        )
         event_append(
             conversation=run.conversation,
             run=run,

@@ -12,7 +12,7 @@ from django.contrib.auth.models import User
 from agents.crypto import SecretUnreadable
 from agents.models import ToolConfig
 from agents.react.tools import ToolInputError
-from agents.tools.base import redact
+from agents.redaction import redact
 from agents.tools.registry import build_tool
 
 

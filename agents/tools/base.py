@@ -11,13 +11,14 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from typing import Any, ClassVar
 
 from agents.react.tools import Tool, ToolInputError
+from agents.redaction import REDACTED, Redactor
 
-REDACTED = "[secret]"
-MIN_REDACTED_LENGTH = 4
+__all__ = ["REDACTED", "ConfiguredTool", "ToolError"]
+
 SECRET_NAME_PATTERN = r"[A-Z][A-Z0-9_]{0,63}"  # noqa: S105 (a pattern, not a password)
 _SECRET_REFERENCE = re.compile(r"\{secret:(" + SECRET_NAME_PATTERN + r")\}")
 
@@ -50,6 +51,7 @@ class ConfiguredTool(Tool):
         conversation: Any = None,
     ) -> None:
         self._secrets = dict(secrets or {})
+        self._redactor = Redactor(self._secrets.values())
         self.name = name or type(self).name
         self.description = self.redact(description or type(self).description)
         self.config: dict[str, Any] = dict(config or {})
@@ -85,19 +87,13 @@ class ConfiguredTool(Tool):
         return _SECRET_REFERENCE.sub(lambda match: self.secret(match.group(1)), template)
 
     def redact(self, text: str) -> str:
-        return redact(text, self._secrets.values())
+        """``text`` without any secret value, in any encoding a request could carry it."""
+        return self._redactor(text)
 
 
-def redact(text: str, secret_values: Iterable[str]) -> str:
-    """``text`` with every secret value replaced by ``REDACTED``, the longest first.
-
-    Values shorter than ``MIN_REDACTED_LENGTH`` stay: replacing "a" everywhere would mangle
-    every observation and hide nothing worth hiding.
-    """
-    for value in sorted(secret_values, key=len, reverse=True):
-        if len(value) >= MIN_REDACTED_LENGTH:
-            text = text.replace(value, REDACTED)
-    return text
+def secret_references(text: str) -> list[str]:
+    """The secret names a template refers to with ``{secret:NAME}``."""
+    return _SECRET_REFERENCE.findall(text)
 
 
 def _release_connection() -> None:
