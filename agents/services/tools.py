@@ -13,7 +13,7 @@ from agents.crypto import SecretUnreadable
 from agents.models import ToolConfig
 from agents.react.tools import ToolInputError
 from agents.redaction import redact
-from agents.tools.registry import build_tool
+from agents.tools.registry import build_tool, tool_kinds
 
 
 def tool_config_secrets_update(
@@ -37,10 +37,17 @@ def tool_config_secrets_update(
 
 
 def tool_config_secret_values(tool_configs: Iterable[ToolConfig]) -> list[str]:
-    """The readable secret values of these tools: what a page showing their output redacts."""
-    return [
-        value for tool_config in tool_configs for value in _readable_secrets(tool_config).values()
-    ]
+    """The readable secret values of these tools: what a page showing their output redacts.
+
+    Secrets a tool uses from elsewhere (an MCP server's headers) count too.
+    """
+    values: list[str] = []
+    for tool_config in tool_configs:
+        values.extend(_readable_secrets(tool_config).values())
+        kind = tool_kinds().get(tool_config.kind)
+        if kind is not None:
+            values.extend(kind.tool_class.linked_secret_values(tool_config.config or {}))
+    return values
 
 
 def _readable_secrets(tool_config: ToolConfig) -> dict[str, str]:
