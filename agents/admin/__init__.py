@@ -1,7 +1,9 @@
 """Django admin for chatsite, one module per entity: model endpoints (``model_configs``),
 profiles and their versions (``profiles``, with "Try it" in ``profile_try``), tools
-(``tools``), the run inspector and usage page (``runs``), conversations and the knowledge
-base. Shared pieces are in ``pages``, the forms in ``forms``.
+(``tools``, with the OpenAPI import in ``openapi``), MCP servers and their Discover page
+(``mcp``), the run inspector and usage page (``runs``), conversations and the knowledge
+base. Shared pieces are in ``pages``, the forms in ``forms`` (the MCP and OpenAPI pages
+keep theirs beside them).
 
 Staff only (Django admin refuses everyone else), every change lands in the admin log. The
 admin calls services for anything beyond a plain form save: checking an endpoint
@@ -10,6 +12,24 @@ admin calls services for anything beyond a plain form save: checking an endpoint
 admin's POST data is marked sensitive so a crash report cannot carry them either.
 """
 
-from agents.admin import conversations, knowledge, model_configs, profiles, runs, tools
+from agents.admin import (
+    conversations,
+    knowledge,
+    mcp,
+    model_configs,
+    openapi,
+    profiles,
+    runs,
+    tools,
+)
 
-__all__ = ["conversations", "knowledge", "model_configs", "profiles", "runs", "tools"]
+__all__ = [
+    "conversations",
+    "knowledge",
+    "mcp",
+    "model_configs",
+    "openapi",
+    "profiles",
+    "runs",
+    "tools",
+]
