@@ -63,6 +63,11 @@ class McpServerForm(forms.ModelForm):
         ),
     )
     clear_headers = forms.BooleanField(label="Remove all stored headers", required=False)
+    url = forms.URLField(
+        required=False,
+        assume_scheme="https",
+        help_text="Streamable HTTP: the endpoint, e.g. https://tools.example.com/mcp",
+    )
     args = forms.JSONField(
         required=False,
         initial=list,

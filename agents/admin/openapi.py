@@ -39,9 +39,10 @@ class OpenApiDocumentForm(forms.Form):
     )
     document_file = forms.FileField(required=False, label="…or upload it")
     server_url = forms.URLField(
+        assume_scheme="https",
         help_text="Where the API is, e.g. https://api.example.com/v1 (the document's own "
         "servers are not trusted; an operation that names an absolute server of its own "
-        "is checked like this one)."
+        "is checked like this one).",
     )
     allow_hosts = forms.CharField(
         required=False,
