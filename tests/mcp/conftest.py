@@ -23,6 +23,9 @@ import pytest
 
 from agents.tools.mcp_client import close_sessions
 
+# The admin pages' fixtures (a plain-HTTP admin, a superuser), shared with tests/admin.
+from tests.admin.conftest import _plain_http_admin, staff, staff_client  # noqa: F401
+
 ROOT = Path(__file__).resolve().parents[2]
 SECRET_TOKEN = "mcp-header-secret-7f3a9c2e41"
 
