@@ -162,7 +162,7 @@ def _style_label(scheme: SecurityScheme) -> str:
 
 
 @sensitive_post_parameters()
-def openapi_import_view(model_admin: ModelAdmin, request: HttpRequest) -> HttpResponse:
+def openapi_import_view(request: HttpRequest, *, model_admin: ModelAdmin) -> HttpResponse:
     """Step one reads and validates the document; step two (``operations`` posted) imports."""
     if not model_admin.has_add_permission(request):
         raise PermissionDenied

@@ -63,7 +63,7 @@ class ToolConfigAdmin(ExtraPagesAdmin):
         return super().changeform_view(request, object_id, form_url, extra_context)
 
     def get_urls(self) -> list[URLPattern]:
-        import_openapi = self.admin_site.admin_view(partial(openapi_import_view, self))
+        import_openapi = self.admin_site.admin_view(partial(openapi_import_view, model_admin=self))
         return [
             self._object_url("<int:object_id>/test/", self.test_view, "test"),
             path("import-openapi/", import_openapi, name="agents_toolconfig_import_openapi"),

@@ -20,6 +20,7 @@ from openapi_spec_validator import validate
 from openapi_spec_validator.validation.exceptions import OpenAPIValidationError
 from referencing import Registry, Resource
 from referencing.exceptions import Unresolvable
+from referencing.jsonschema import DRAFT202012
 
 HTTP_METHODS = ("get", "put", "post", "delete", "patch", "head")
 _NOT_A_NAME = re.compile(r"[^A-Za-z0-9_]+")
@@ -83,7 +84,10 @@ def read_document(text: str) -> dict[str, Any]:
 
 def operations(document: dict[str, Any]) -> list[Operation]:
     """Every operation of the document, in document order, with its arguments resolved."""
-    resolver = Registry().with_resource("", Resource.from_contents(document)).resolver("")
+    # An OpenAPI document names no JSON-schema dialect; its "#/..." pointers are plain JSON
+    # pointers, which any dialect resolves the same way.
+    resource = Resource.from_contents(document, default_specification=DRAFT202012)
+    resolver = Registry().with_resource("", resource).resolver("")
     schemes = _security_schemes(document, resolver)
     default_security = document.get("security")
     found: list[Operation] = []

@@ -144,7 +144,8 @@ class _ApiHandler(BaseHTTPRequestHandler):
         elif parts.path == "/v1/pets":
             reply = {"created": received["body"]} if self.command == "POST" else {"pets": ["Rex"]}
         else:
-            reply = {"error": "no such path"}
+            # A careless API quotes the request back, query string (and API key) included.
+            reply = {"error": "no such path", "asked": self.path}
         data = json.dumps(reply).encode()
         self.send_response(200 if "error" not in reply else 404)
         self.send_header("Content-Type", "application/json")
