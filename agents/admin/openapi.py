@@ -66,8 +66,9 @@ class OpenApiDocumentForm(forms.Form):
                 raise forms.ValidationError(f"The document is over {MAX_DOCUMENT_BYTES} bytes.")
             text = upload.read().decode("utf-8", errors="replace")
             # Shown again on the next step, so the upload need not be repeated.
-            self.data = self.data.copy()
-            self.data["document"] = text
+            shown = self.data.copy()  # type: ignore[attr-defined]
+            shown["document"] = text
+            self.data = shown
         if not text.strip():
             raise forms.ValidationError("Paste the document or upload it.")
         try:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from django.db import transaction
 
@@ -71,7 +72,7 @@ def openapi_tools_import(
     return created
 
 
-def _refuse_private_target(operation: Operation, config: dict) -> None:
+def _refuse_private_target(operation: Operation, config: dict[str, Any]) -> None:
     import httpx2
 
     probe = OpenApiOperation(name="import_check", config=with_defaults(CONFIG_SCHEMA, config))

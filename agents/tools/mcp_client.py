@@ -167,10 +167,11 @@ class _Pool:
             # Settings changed (another key for the same server) or broken: replace it.
             if key.split(":", 1)[0] == server_id and (key != endpoint.key or not session.usable):
                 self._drop(session)
-        session = self.sessions.get(endpoint.key)
-        if session is None:
-            session = self.sessions[endpoint.key] = _Session(endpoint)
-        return session
+        existing = self.sessions.get(endpoint.key)
+        if existing is not None:
+            return existing
+        opened = self.sessions[endpoint.key] = _Session(endpoint)
+        return opened
 
     def _drop(self, session: _Session) -> None:
         session.closing.set()

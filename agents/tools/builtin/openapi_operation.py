@@ -114,7 +114,7 @@ class OpenApiOperation(HttpRequestTool):
     def coerce_input(self, tool_input: str | JsonDict) -> JsonDict:
         return checked_arguments(self.name, tool_input, self.args_schema())
 
-    def run(self, **arguments: Any) -> str:  # type: ignore[override]
+    def run(self, **arguments: Any) -> str:
         parameters = {parameter["name"]: parameter for parameter in self.config["parameters"]}
         unknown = set(arguments) - set(parameters) - {BODY_ARGUMENT}
         if unknown:
