@@ -15,10 +15,10 @@ from django.urls import URLPattern, reverse
 from django.utils.decorators import method_decorator
 from django.views.decorators.debug import sensitive_post_parameters
 
-from agents.admin.forms import WriteOnlyTextarea
+from agents.admin.forms import WriteOnlyTextarea, new_tool_name_error, suggested_tool_name
 from agents.admin.pages import ExtraPagesAdmin, change_url, pretty
 from agents.crypto import SecretUnreadable
-from agents.models import McpServer, ToolConfig, tool_name_validator
+from agents.models import McpServer, ToolConfig
 from agents.services.mcp import (
     mcp_server_discover,
     mcp_server_headers_update,
@@ -29,7 +29,6 @@ from agents.tools.builtin.mcp_tool import needs_approval_by_default
 from agents.tools.mcp_client import RemoteTool
 
 _HEADER_NAME = re.compile(r"^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")
-_NOT_A_TOOL_NAME = re.compile(r"[^A-Za-z0-9_]+")
 
 
 def may_run_programs(user: Any) -> bool:
@@ -148,7 +147,7 @@ class EnableToolsForm(forms.Form):
             self.fields[f"name_{index}"] = forms.CharField(
                 max_length=64,
                 required=False,
-                initial=already or suggested_name(tool.name, taken),
+                initial=already or suggested_tool_name(tool.name, taken),
                 disabled=already is not None,
                 label=f"Tool name for {tool.name}",
             )
@@ -174,31 +173,15 @@ class EnableToolsForm(forms.Form):
             if field.disabled or not cleaned.get(f"enable_{index}"):
                 continue
             name = (cleaned.get(f"name_{index}") or "").strip()
-            try:
-                tool_name_validator(name)
-            except forms.ValidationError as exc:
-                self.add_error(f"name_{index}", exc)
-                continue
-            if ToolConfig.objects.filter(name=name).exists() or name in {n for _, n in chosen}:
-                self.add_error(f"name_{index}", f"A tool named {name} exists: choose another.")
+            error = new_tool_name_error(name, chosen={n for _, n in chosen})
+            if error:
+                self.add_error(f"name_{index}", error)
                 continue
             chosen.append((tool, name))
         if not chosen and not self.errors:
             raise forms.ValidationError("Tick at least one tool to enable.")
         cleaned["chosen"] = chosen
         return cleaned
-
-
-def suggested_name(remote_name: str, taken: set[str]) -> str:
-    """The remote name as a valid tool name, numbered when it clashes."""
-    base = _NOT_A_TOOL_NAME.sub("_", remote_name).strip("_") or "tool"
-    if not base[0].isalpha():
-        base = f"mcp_{base}"
-    base = base[:60]
-    candidate, number = base, 2
-    while candidate in taken:
-        candidate, number = f"{base}_{number}", number + 1
-    return candidate
 
 
 @admin.register(McpServer)

@@ -15,8 +15,8 @@ from django.template.response import TemplateResponse
 from django.urls import reverse
 from django.views.decorators.debug import sensitive_post_parameters
 
-from agents.admin.forms import WriteOnlyPasswordInput
-from agents.models import ToolConfig, tool_name_validator
+from agents.admin.forms import WriteOnlyPasswordInput, new_tool_name_error, suggested_tool_name
+from agents.models import ToolConfig
 from agents.services.openapi import ImportChoice, ImportRefused, openapi_tools_import
 from agents.tools.openapi import (
     OpenApiDocumentError,
@@ -90,11 +90,10 @@ class OperationsForm(forms.Form):
             self.fields[f"op_{index}"] = forms.BooleanField(
                 required=False, disabled=bool(operation.unsupported), label=operation.key
             )
-            name = operation.tool_name
             self.fields[f"opname_{index}"] = forms.CharField(
                 max_length=64,
                 required=False,
-                initial=name if name not in taken else f"{name[:58]}_api",
+                initial=suggested_tool_name(operation.tool_name, taken),
                 label=f"Tool name for {operation.key}",
             )
         for scheme in self.schemes():
@@ -134,13 +133,9 @@ class OperationsForm(forms.Form):
             if not cleaned.get(f"op_{index}"):
                 continue
             name = (cleaned.get(f"opname_{index}") or "").strip()
-            try:
-                tool_name_validator(name)
-            except forms.ValidationError as exc:
-                self.add_error(f"opname_{index}", exc)
-                continue
-            if name in names or ToolConfig.objects.filter(name=name).exists():
-                self.add_error(f"opname_{index}", f"A tool named {name} exists: choose another.")
+            error = new_tool_name_error(name, chosen=names)
+            if error:
+                self.add_error(f"opname_{index}", error)
                 continue
             names.add(name)
             chosen.append(ImportChoice(operation=operation, tool_name=name))

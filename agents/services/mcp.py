@@ -11,6 +11,7 @@ from django.utils import timezone
 from agents.crypto import SecretUnreadable
 from agents.models import McpServer, ToolConfig
 from agents.redaction import redact
+from agents.services.tools import write_only_values_merged
 from agents.tools.builtin.mcp_tool import endpoint_for
 from agents.tools.mcp_client import McpUnavailable, RemoteTool, list_tools
 
@@ -28,13 +29,8 @@ def mcp_server_headers_update(
     try:
         current = {} if clear_all else server.get_headers()
     except SecretUnreadable:
-        current = {}
-    for name, value in entered.items():
-        if value:
-            current[name] = value
-        else:
-            current.pop(name, None)
-    server.set_headers(current)
+        current = {}  # written under another SECRET_KEY: what is entered now replaces them
+    server.set_headers(write_only_values_merged(current=current, entered=entered))
 
 
 @dataclass(frozen=True)

@@ -28,12 +28,20 @@ def tool_config_secrets_update(
     if not clear_all and not entered:
         return
     current = {} if clear_all else _readable_secrets(tool_config)
+    tool_config.set_secrets(write_only_values_merged(current=current, entered=entered))
+
+
+def write_only_values_merged(
+    *, current: Mapping[str, str], entered: Mapping[str, str]
+) -> dict[str, str]:
+    """``current`` with what was typed applied: a value replaces, an empty one removes."""
+    merged = dict(current)
     for name, value in entered.items():
         if value:
-            current[name] = value
+            merged[name] = value
         else:
-            current.pop(name, None)
-    tool_config.set_secrets(current)
+            merged.pop(name, None)
+    return merged
 
 
 def tool_config_secret_values(tool_configs: Iterable[ToolConfig]) -> list[str]:

@@ -24,7 +24,12 @@ CALLS = Path(sys.argv[-1])
 
 def _record(tool: str, ctx: Context | None = None, **arguments: object) -> None:
     headers = (ctx.headers if ctx is not None else None) or {}
-    entry = {"tool": tool, "arguments": arguments, "authorization": headers.get("authorization")}
+    entry = {
+        "tool": tool,
+        "arguments": arguments,
+        "authorization": headers.get("authorization"),
+        "session": headers.get("mcp-session-id"),  # streamable HTTP's session, per connection
+    }
     with CALLS.open("a") as calls:
         calls.write(json.dumps(entry) + "\n")
 

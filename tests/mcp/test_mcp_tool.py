@@ -74,11 +74,12 @@ def test_a_call_over_http_returns_the_text_and_reuses_the_session(mcp_http_serve
     tool = build_tool(row, user=None)
 
     assert tool.run(**tool.coerce_input({"a": 2, "b": 40})) == "42"
-    assert tool.run(**tool.coerce_input('{"a": 1, "b": 1}')) == "2"
-    assert [call["arguments"] for call in mcp_http_server.calls()] == [
-        {"a": 2, "b": 40},
-        {"a": 1, "b": 1},
-    ]
+    assert build_tool(row, user=None).run(**tool.coerce_input('{"a": 1, "b": 1}')) == "2"
+    calls = mcp_http_server.calls()
+    assert [call["arguments"] for call in calls] == [{"a": 2, "b": 40}, {"a": 1, "b": 1}]
+    # One session for both calls, even from two tool instances (as two runs would make).
+    assert calls[0]["session"]
+    assert calls[1]["session"] == calls[0]["session"]
 
 
 def test_a_call_over_stdio_runs_the_program_and_answers(mcp_stdio, make_server):
@@ -138,6 +139,8 @@ def test_a_server_that_hangs_past_the_timeout_gives_a_clear_error(mcp_http_serve
     assert adder.run(a=1, b=2) == "3"
     server.refresh_from_db()
     assert server.state == McpServer.State.UP
+    hung, added = mcp_http_server.calls()
+    assert added["session"] != hung["session"]  # the session that timed out was closed
 
 
 def test_a_server_that_is_down_gives_its_tools_a_clear_error(mcp_http_server, make_server):

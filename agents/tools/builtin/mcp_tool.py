@@ -77,6 +77,7 @@ class McpTool(ConfiguredTool):
         server = McpServer.objects.filter(pk=self._server_id).first()
         self._server_name = server.name if server else f"#{self._server_id}"
         self._endpoint: McpEndpoint | None = None
+        self._headers_unreadable = False
         header_secrets: dict[str, str] = {}
         if server is not None:
             try:
@@ -86,7 +87,7 @@ class McpTool(ConfiguredTool):
                     for index, value in enumerate(dict(self._endpoint.headers).values())
                 }
             except SecretUnreadable:
-                self._unreadable = True
+                self._headers_unreadable = True
         kwargs["secrets"] = {**(kwargs.get("secrets") or {}), **header_secrets}
         super().__init__(**kwargs)
 
@@ -110,7 +111,7 @@ class McpTool(ConfiguredTool):
 
     def run(self, **arguments: Any) -> str:
         if self._endpoint is None:
-            if getattr(self, "_unreadable", False):
+            if self._headers_unreadable:
                 raise ToolError(
                     f"the headers of MCP server {self._server_name} are unreadable; "
                     "an administrator must enter them again"
