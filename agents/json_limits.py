@@ -9,6 +9,7 @@ Pure Python, for the API's parser and the socket alike.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from typing import Any
 
 MAX_JSON_DEPTH = 32
@@ -37,6 +38,7 @@ def _depth_exceeds(value: Any, max_depth: int) -> bool:
     pending = [(value, 1)]
     while pending:
         item, depth = pending.pop()
+        children: Iterable[Any]
         if isinstance(item, dict):
             children = item.values()
         elif isinstance(item, list):

@@ -126,28 +126,22 @@ class _Reader:
     def _wrong(self, key: str, expected: str) -> SnapshotInvalid:
         return SnapshotInvalid(f"{key} should be {expected}, not {self.data[key]!r}")
 
-    def text(self, key: str) -> str:
+    def _typed(self, key: str, accepted: tuple[type, ...], expected: str) -> Any:
         value = self.data.get(key)
-        if value is None:
-            return ""
-        if not isinstance(value, str):
-            raise self._wrong(key, "text")
+        # JSON's true and false are Python ints too: never a count, an id or a number here.
+        if value is not None and (isinstance(value, bool) or not isinstance(value, accepted)):
+            raise self._wrong(key, expected)
         return value
 
+    def text(self, key: str) -> str:
+        return str(self._typed(key, (str,), "text") or "")
+
     def integer(self, key: str) -> int | None:
-        value = self.data.get(key)
-        if value is None:
-            return None
-        if isinstance(value, bool) or not isinstance(value, int):
-            raise self._wrong(key, "a whole number")
+        value: int | None = self._typed(key, (int,), "a whole number")
         return value
 
     def number(self, key: str) -> float | None:
-        value = self.data.get(key)
-        if value is None:
-            return None
-        if isinstance(value, bool) or not isinstance(value, int | float):
-            raise self._wrong(key, "a number")
+        value: float | None = self._typed(key, (int, float), "a number")
         return value
 
     def items(self, key: str, kind: type) -> list[Any]:

@@ -12,24 +12,22 @@ admin calls services for anything beyond a plain form save: checking an endpoint
 admin's POST data is marked sensitive so a crash report cannot carry them either.
 """
 
-from agents.admin import (
-    conversations,
-    knowledge,
-    mcp,
-    model_configs,
-    openapi,
-    profiles,
-    runs,
-    tools,
-)
+# Importing each module registers its admins with the site.
+from agents.admin.conversations import ConversationAdmin
+from agents.admin.knowledge import KnowledgeDocumentAdmin
+from agents.admin.mcp import McpServerAdmin
+from agents.admin.model_configs import ModelConfigAdmin
+from agents.admin.profiles import AgentProfileAdmin, PromptVersionAdmin
+from agents.admin.runs import AgentRunAdmin
+from agents.admin.tools import ToolConfigAdmin
 
 __all__ = [
-    "conversations",
-    "knowledge",
-    "mcp",
-    "model_configs",
-    "openapi",
-    "profiles",
-    "runs",
-    "tools",
+    "AgentProfileAdmin",
+    "AgentRunAdmin",
+    "ConversationAdmin",
+    "KnowledgeDocumentAdmin",
+    "McpServerAdmin",
+    "ModelConfigAdmin",
+    "PromptVersionAdmin",
+    "ToolConfigAdmin",
 ]

@@ -12,8 +12,6 @@ from django.core.exceptions import PermissionDenied
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.template.response import TemplateResponse
 from django.urls import URLPattern, reverse
-from django.utils.decorators import method_decorator
-from django.views.decorators.debug import sensitive_post_parameters
 
 from agents.admin.forms import WriteOnlyTextarea, new_tool_name_error, suggested_tool_name
 from agents.admin.pages import ExtraPagesAdmin, change_url, pretty
@@ -192,6 +190,7 @@ class McpServerAdmin(ExtraPagesAdmin):
     search_fields = ["name", "url", "command"]
     readonly_fields = ["state", "last_error", "last_contact_at", "enabled_tools"]
     change_form_template = "admin/agents/mcpserver/change_form.html"
+    sensitive_post_fields = ("headers",)
     fieldsets = [
         (None, {"fields": ["name", "transport", "timeout_seconds"]}),
         ("Streamable HTTP", {"fields": ["url", "headers", "clear_headers"]}),
@@ -233,16 +232,6 @@ class McpServerAdmin(ExtraPagesAdmin):
         if _runs_program(obj) and not may_run_programs(request.user):
             return False
         return super().has_delete_permission(request, obj)
-
-    @method_decorator(sensitive_post_parameters("headers"))
-    def changeform_view(
-        self,
-        request: HttpRequest,
-        object_id: str | None = None,
-        form_url: str = "",
-        extra_context: dict[str, Any] | None = None,
-    ) -> HttpResponse:
-        return super().changeform_view(request, object_id, form_url, extra_context)
 
     def get_urls(self) -> list[URLPattern]:
         return [

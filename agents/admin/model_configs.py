@@ -2,14 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from django.contrib import admin, messages
 from django.db.models import QuerySet
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.urls import URLPattern
-from django.utils.decorators import method_decorator
-from django.views.decorators.debug import sensitive_post_parameters
 
 from agents.admin.forms import ModelConfigForm
 from agents.admin.pages import ExtraPagesAdmin, change_url
@@ -24,6 +20,7 @@ class ModelConfigAdmin(ExtraPagesAdmin):
     search_fields = ["name", "model", "base_url"]
     actions = ["check_connection"]
     change_form_template = "admin/agents/modelconfig/change_form.html"
+    sensitive_post_fields = ("api_key",)
     fieldsets = [
         (None, {"fields": ["name", "base_url", "model"]}),
         ("API key (write-only)", {"fields": ["api_key", "clear_api_key"]}),
@@ -55,16 +52,6 @@ class ModelConfigAdmin(ExtraPagesAdmin):
     @admin.display(description="Prompt / completion price")
     def prices(self, obj: ModelConfig) -> str:
         return f"{obj.prompt_price_per_million:g} / {obj.completion_price_per_million:g}"
-
-    @method_decorator(sensitive_post_parameters("api_key"))
-    def changeform_view(
-        self,
-        request: HttpRequest,
-        object_id: str | None = None,
-        form_url: str = "",
-        extra_context: dict[str, Any] | None = None,
-    ) -> HttpResponse:
-        return super().changeform_view(request, object_id, form_url, extra_context)
 
     @admin.action(description="Check connection", permissions=["change"])
     def check_connection(self, request: HttpRequest, queryset: QuerySet[ModelConfig]) -> None:

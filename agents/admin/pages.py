@@ -12,13 +12,34 @@ from django.contrib import admin
 from django.contrib.admin.utils import flatten_fieldsets
 from django.core.exceptions import PermissionDenied
 from django.db.models import Model
-from django.http import HttpRequest
+from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404
 from django.urls import URLPattern, path, reverse
+from django.views.decorators.debug import sensitive_post_parameters
 
 
 class ExtraPagesAdmin(admin.ModelAdmin):
-    """Per-object pages under ``<id>/<name>/``, wrapped by ``admin_view`` (staff only)."""
+    """Per-object pages under ``<id>/<name>/``, wrapped by ``admin_view`` (staff only); and
+    the change form's extras: more template context, and POST fields a crash report leaves
+    out (write-only secrets)."""
+
+    sensitive_post_fields: tuple[str, ...] = ()
+
+    def change_form_context(self) -> dict[str, Any]:
+        return {}
+
+    def changeform_view(
+        self,
+        request: HttpRequest,
+        object_id: str | None = None,
+        form_url: str = "",
+        extra_context: dict[str, Any] | None = None,
+    ) -> HttpResponse:
+        view = super().changeform_view
+        if self.sensitive_post_fields:
+            view = sensitive_post_parameters(*self.sensitive_post_fields)(view)
+        extra_context = {**(extra_context or {}), **self.change_form_context()}
+        return view(request, object_id, form_url, extra_context)
 
     def _object_url(self, route: str, view: Callable[..., Any], name: str) -> URLPattern:
         url_name = f"{self.opts.app_label}_{self.opts.model_name}_{name}"

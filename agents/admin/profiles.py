@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from django.contrib import admin, messages
@@ -100,13 +99,7 @@ class AgentProfileAdmin(ExtraPagesAdmin):
         number = obj.versions.order_by("-number").values_list("number", flat=True).first()
         return f"v{number}" if number else "—"
 
-    def changeform_view(
-        self,
-        request: HttpRequest,
-        object_id: str | None = None,
-        form_url: str = "",
-        extra_context: dict[str, Any] | None = None,
-    ) -> HttpResponse:
+    def change_form_context(self) -> dict[str, Any]:
         # The default templates, to copy from when writing a custom one.
         templates = [
             {
@@ -117,8 +110,7 @@ class AgentProfileAdmin(ExtraPagesAdmin):
             for mode in AgentProfile.Mode
             for label_set in AgentProfile.LabelSet
         ]
-        extra_context = {**(extra_context or {}), "default_templates": templates}
-        return super().changeform_view(request, object_id, form_url, extra_context)
+        return {"default_templates": templates}
 
     def save_model(
         self, request: HttpRequest, obj: AgentProfile, form: ModelForm[AgentProfile], change: bool
@@ -244,7 +236,7 @@ class PromptVersionAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
 
     @admin.display(description="Snapshot")
     def snapshot_pretty(self, obj: PromptVersion) -> str:
-        return format_html("<pre>{}</pre>", json.dumps(obj.snapshot, indent=2, ensure_ascii=False))
+        return format_html("<pre>{}</pre>", pretty(obj.snapshot))
 
     @admin.display(description="Diff")
     def compare(self, obj: PromptVersion) -> str:

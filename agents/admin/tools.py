@@ -11,8 +11,6 @@ from django.contrib import admin
 from django.http import HttpRequest, HttpResponse
 from django.template.response import TemplateResponse
 from django.urls import URLPattern, path
-from django.utils.decorators import method_decorator
-from django.views.decorators.debug import sensitive_post_parameters
 
 from agents.admin.forms import TestToolForm, ToolConfigForm, describe_stored_secrets
 from agents.admin.openapi import openapi_import_view
@@ -31,6 +29,7 @@ class ToolConfigAdmin(ExtraPagesAdmin):
     search_fields = ["name", "description"]
     change_form_template = "admin/agents/toolconfig/change_form.html"
     change_list_template = "admin/agents/toolconfig/change_list.html"
+    sensitive_post_fields = ("secrets",)
     fieldsets = [
         (None, {"fields": ["name", "kind", "description", "enabled"]}),
         ("Configuration", {"fields": ["config"]}),
@@ -42,14 +41,7 @@ class ToolConfigAdmin(ExtraPagesAdmin):
     def secrets_state(self, obj: ToolConfig) -> str:
         return describe_stored_secrets(obj)
 
-    @method_decorator(sensitive_post_parameters("secrets"))
-    def changeform_view(
-        self,
-        request: HttpRequest,
-        object_id: str | None = None,
-        form_url: str = "",
-        extra_context: dict[str, Any] | None = None,
-    ) -> HttpResponse:
+    def change_form_context(self) -> dict[str, Any]:
         kinds = [
             {
                 "kind": name,
@@ -59,8 +51,7 @@ class ToolConfigAdmin(ExtraPagesAdmin):
             }
             for name, kind in sorted(tool_kinds().items())
         ]
-        extra_context = {**(extra_context or {}), "tool_kinds": kinds}
-        return super().changeform_view(request, object_id, form_url, extra_context)
+        return {"tool_kinds": kinds}
 
     def get_urls(self) -> list[URLPattern]:
         import_openapi = self.admin_site.admin_view(partial(openapi_import_view, model_admin=self))

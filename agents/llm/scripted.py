@@ -8,6 +8,10 @@ the request by a per-model ``policy``; concurrent tests therefore use distinct m
         server.script("m1", [Reply("Thought: ...\\nFinal Answer: 42"), Fail(500)])
         client = OpenAI(base_url=server.base_url, api_key="x")
 
+A test that needs a run to stay in progress holds a reply on a ``Gate`` instead of delaying
+it: ``gate.wait_arrived()`` returns once the request is in, and the reply goes out only when
+the test calls ``gate.open()``.
+
 Failure injection: ``Fail`` (any status, optional ``Retry-After``), ``Hang`` (accept, then
 send nothing), and on ``Reply`` a ``delay`` before the first token and a slow trickle
 (``chunk_size``/``chunk_interval``). Another process can program a running server through
@@ -158,6 +162,40 @@ class Hang:
 
 Response = Reply | Fail | Hang
 Policy = Callable[[JsonDict], Response]
+
+
+class Gate:
+    """A signal between a test and the server, in place of a delay that hopes to be enough.
+
+    ``hold(response)`` is a script entry: a request that reaches it sets ``arrived`` and then
+    waits until ``open()`` before it gets ``response``. Past ``timeout`` (a ceiling for a test
+    that failed before opening it) the response goes out anyway.
+    """
+
+    def __init__(self, *, timeout: float = 120.0) -> None:
+        self.timeout = timeout
+        self._arrived = threading.Event()
+        self._opened = threading.Event()
+
+    def hold(self, response: Response) -> Policy:
+        def held(body: JsonDict) -> Response:
+            self._arrived.set()
+            self._opened.wait(self.timeout)
+            return response
+
+        return held
+
+    @property
+    def arrived(self) -> bool:
+        return self._arrived.is_set()
+
+    def wait_arrived(self, timeout: float = 60.0) -> None:
+        """Until a request reached the gate; TimeoutError after ``timeout`` seconds."""
+        if not self._arrived.wait(timeout):
+            raise TimeoutError(f"no request reached the gate within {timeout:g} s")
+
+    def open(self) -> None:
+        self._opened.set()
 
 
 def reply_from_dict(data: JsonDict) -> Response:

@@ -23,9 +23,8 @@ from agents.models import (
     AgentRun,
     Conversation,
     Message,
-    PromptVersion,
 )
-from agents.profile_snapshot import ProfileSnapshot, profile_snapshot, snapshot_model_config
+from agents.profile_snapshot import ProfileSnapshot, snapshot_model_config
 from agents.protocol import (
     FrameType,
     RefusalCode,
@@ -34,7 +33,7 @@ from agents.protocol import (
     message_created_payload,
 )
 from agents.services.defaults import default_profile
-from agents.services.prompt_versions import prompt_version_ensure
+from agents.services.prompt_versions import prompt_version_current
 from agents.services.runs import ACTIVE_STATUSES, event_append, run_mark_cancelled
 
 TITLE_CHARS = 60
@@ -287,7 +286,7 @@ def _profile_for(
 def _queue_run(
     *, conversation: Conversation, message: Message, profile: AgentProfile, user: User
 ) -> AgentRun:
-    version = _current_version(profile)
+    version = prompt_version_current(profile=profile)
     snapshot = ProfileSnapshot.from_version(version)
     model_config = snapshot_model_config(snapshot)
     run = AgentRun.objects.create(
@@ -300,18 +299,6 @@ def _queue_run(
     )
     transaction.on_commit(lambda: _enqueue_run(run.pk))
     return run
-
-
-def _current_version(profile: AgentProfile) -> PromptVersion:
-    """The profile's latest version if it still matches the profile, else a new one.
-
-    Checked without a lock first: ``prompt_version_ensure`` locks the profile row, and every
-    send of every user on the default profile would otherwise queue behind that lock.
-    """
-    latest = profile.versions.order_by("-number").first()
-    if latest is not None and latest.snapshot == profile_snapshot(profile):
-        return latest
-    return prompt_version_ensure(profile=profile, user=None)
 
 
 def _enqueue_run(run_id: int) -> None:

@@ -14,8 +14,20 @@ from typing import Any
 from django.contrib.auth.models import User
 from django.db import transaction
 
-from agents.models import AgentProfile, ModelConfig, PromptVersion, ToolConfig
-from agents.profile_snapshot import ProfileSnapshot, profile_snapshot
+from agents.models import AgentProfile, PromptVersion, ToolConfig
+from agents.profile_snapshot import ProfileSnapshot, profile_snapshot, snapshot_model_config
+
+
+def prompt_version_current(*, profile: AgentProfile) -> PromptVersion:
+    """The profile's latest version if it still matches the profile, else a new one.
+
+    Checked without a lock first: ``prompt_version_ensure`` locks the profile row, and every
+    send of every user on the default profile would otherwise queue behind that lock.
+    """
+    latest = profile.versions.order_by("-number").first()
+    if latest is not None and latest.snapshot == profile_snapshot(profile):
+        return latest
+    return prompt_version_ensure(profile=profile)
 
 
 @transaction.atomic
@@ -64,12 +76,8 @@ def prompt_version_restore(*, version: PromptVersion, user: User | None = None) 
     profile.memory_window_turns = snapshot.memory.window_turns
     profile.memory_token_budget = snapshot.memory.token_budget
 
-    model_config_id = snapshot.model_config_id
-    missing_model_config = False
-    if model_config_id is not None and not ModelConfig.objects.filter(pk=model_config_id).exists():
-        model_config_id = None
-        missing_model_config = True
-    profile.model_config_id = model_config_id
+    profile.model_config = snapshot_model_config(snapshot)
+    missing_model_config = snapshot.model_config_id is not None and profile.model_config is None
     profile.save()
 
     wanted = dict(zip(snapshot.tool_ids, snapshot.tool_names, strict=False))

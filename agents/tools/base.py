@@ -4,7 +4,7 @@ A configured tool is an ``agents.react.tools.Tool`` that also carries its admin-
 its decrypted secrets. Secrets reach only the code that needs them (``secret()``); every
 value a tool returns or raises is passed through ``redact`` first, so a secret cannot leak
 into an observation, an error message, the description or ``repr`` even if a remote server
-echoes it back.
+echoes it back, URL-, form-, JSON- or base64-encoded (``agents/redaction.py``).
 """
 
 from __future__ import annotations
@@ -15,9 +15,10 @@ from collections.abc import Mapping
 from typing import Any, ClassVar
 
 from agents.react.tools import Tool, ToolInputError
-from agents.redaction import REDACTED, Redactor
+from agents.redaction import MIN_REDACTED_LENGTH, REDACTED, Redactor, redact
 
-__all__ = ["REDACTED", "ConfiguredTool", "ToolError"]
+# redact and the constants are re-exported: pages that show a tool's output redact with them.
+__all__ = ["MIN_REDACTED_LENGTH", "REDACTED", "ConfiguredTool", "ToolError", "redact"]
 
 SECRET_NAME_PATTERN = r"[A-Z][A-Z0-9_]{0,63}"  # noqa: S105 (a pattern, not a password)
 _SECRET_REFERENCE = re.compile(r"\{secret:(" + SECRET_NAME_PATTERN + r")\}")
@@ -94,11 +95,6 @@ class ConfiguredTool(Tool):
     def redact(self, text: str) -> str:
         """``text`` without any secret value, in any encoding a request could carry it."""
         return self._redactor(text)
-
-
-def secret_references(text: str) -> list[str]:
-    """The secret names a template refers to with ``{secret:NAME}``."""
-    return _SECRET_REFERENCE.findall(text)
 
 
 def _release_connection() -> None:

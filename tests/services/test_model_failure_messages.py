@@ -15,7 +15,7 @@ from agents.llm.scripted import Fail
 from agents.models import AgentProfile, AgentRun, Message, ModelCall, ModelConfig
 from agents.services.conversations import conversation_create
 from agents.services.profiles import prompt_version_ensure
-from agents.tasks import run_agent
+from agents.tasks import run_execute
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -45,7 +45,7 @@ def _failing_run(user, scripted_model, failure: Fail) -> AgentRun:
         model_config=config,
         model_name=name,
     )
-    run_agent(run.pk)
+    run_execute(run.pk)
     run.refresh_from_db()
     return run
 

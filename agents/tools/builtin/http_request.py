@@ -25,7 +25,7 @@ import re
 import socket
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote, urlsplit
@@ -419,7 +419,7 @@ def _refuse_dot_segments(url: str) -> None:
         )
 
 
-def _fill(template: str, argument: Any, secret: Any) -> str:
+def _fill(template: str, argument: Callable[[str], str], secret: Callable[[str], str]) -> str:
     def replace(match: re.Match[str]) -> str:
         return secret(match.group(2)) if match.group(1) else argument(match.group(2))
 
