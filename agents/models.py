@@ -114,6 +114,65 @@ class ToolConfig(models.Model):
         return sorted(self.get_secrets())
 
 
+class McpServer(models.Model):
+    """A Model Context Protocol server whose tools staff may enable as ``mcp`` tools.
+
+    Header values are write-only secrets, like tool secrets. A stdio server runs ``command``
+    on the worker's machine, so only superusers may create or change one (the admin checks).
+    """
+
+    class Transport(models.TextChoices):
+        HTTP = "http", "Streamable HTTP"
+        STDIO = "stdio", "stdio (a program on the worker's machine)"
+
+    class State(models.TextChoices):
+        UNKNOWN = "unknown", "Not contacted yet"
+        UP = "up", "Up"
+        DOWN = "down", "Down"
+
+    name = models.CharField(max_length=100, unique=True)
+    transport = models.CharField(max_length=10, choices=Transport.choices, default=Transport.HTTP)
+    url = models.URLField(blank=True, help_text="Streamable HTTP: the endpoint, e.g. …/mcp")
+    headers_encrypted = models.TextField(blank=True, editable=False)
+    command = models.CharField(max_length=500, blank=True, help_text="stdio: the program to run.")
+    args = models.JSONField(default=list, blank=True, help_text="stdio: its arguments, a list.")
+    timeout_seconds = models.FloatField(
+        default=15.0,
+        validators=[MinValueValidator(0.5)],
+        help_text="For connecting and discovering; a call uses its tool's timeout.",
+    )
+    state = models.CharField(max_length=10, choices=State.choices, default=State.UNKNOWN)
+    last_error = models.TextField(blank=True)
+    last_contact_at = models.DateTimeField(null=True, blank=True)
+    # What the last "Discover" listed: [{name, description, input_schema, annotations}].
+    discovered_tools = models.JSONField(default=list, blank=True, editable=False)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["name"]
+        verbose_name = "MCP server"
+
+    def __str__(self) -> str:
+        return self.name
+
+    def clean(self) -> None:
+        from django.core.exceptions import ValidationError
+
+        if self.transport == self.Transport.HTTP and not self.url:
+            raise ValidationError({"url": "A streamable HTTP server needs its URL."})
+        if self.transport == self.Transport.STDIO and not self.command:
+            raise ValidationError({"command": "A stdio server needs the command to run."})
+        if not isinstance(self.args, list) or not all(isinstance(a, str) for a in self.args):
+            raise ValidationError({"args": "The arguments are a JSON list of strings."})
+
+    def set_headers(self, values: dict[str, str]) -> None:
+        self.headers_encrypted = encrypt_json(values)
+
+    def get_headers(self) -> dict[str, str]:
+        return decrypt_json(self.headers_encrypted)
+
+
 # --------------------------------------------------------------------------------------
 # Agent profiles (prompts) and their immutable versions
 # --------------------------------------------------------------------------------------
