@@ -7,7 +7,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('agents', '0002_security_agentrun_error_detail'),
+        ('agents', '0004_modelconfig_supports_tool_calling'),
     ]
 
     operations = [
