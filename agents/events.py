@@ -92,6 +92,23 @@ def publish_ephemeral(
     _publisher().send(conversation_id, [frame], keep=keep)
 
 
+def drop_kept(conversation_id: int, keys: Sequence[str], timeout: float = 5.0) -> bool:
+    """Delete kept text, after every frame (and its kept text) already submitted for the
+    conversation, and wait until it is gone: a stored step that replaces the live text can
+    then be written without a late ``KeptText`` bringing the old text back. False if Redis
+    could not be reached in time (the keys then expire with their ``ttl_ms``)."""
+    publisher = _publisher()
+    if publisher.layer is None:
+        return True
+    future: Future = asyncio.run_coroutine_threadsafe(
+        publisher.drop_after_tail(group_name(conversation_id), list(keys)), publisher.loop
+    )
+    try:
+        return bool(future.result(timeout))
+    except TimeoutError:
+        return False
+
+
 def publish_flush(timeout: float = 5.0) -> bool:
     """Wait until every frame submitted so far has been handed to the layer.
 
@@ -165,11 +182,7 @@ class _Publisher:
 
     async def _keep(self, keep: KeptText) -> None:
         try:
-            if self._redis is None:
-                import redis.asyncio
-
-                self._redis = redis.asyncio.Redis.from_url(settings.REDIS_URL, socket_timeout=2)
-            async with self._redis.pipeline(transaction=False) as pipe:
+            async with self._client().pipeline(transaction=False) as pipe:
                 if keep.replace:
                     pipe.set(keep.key, keep.value, px=keep.ttl_ms)
                 else:
@@ -179,6 +192,24 @@ class _Publisher:
         except Exception:
             # Kept text is a courtesy to sockets that join later; the frame still goes out.
             logger.warning("could not keep text in Redis under %s", keep.key, exc_info=True)
+
+    async def drop_after_tail(self, group: str, keys: list[str]) -> bool:
+        previous = self._tails.get(group)
+        if previous is not None:
+            await asyncio.wait([previous])
+        try:
+            await self._client().delete(*keys)
+        except Exception:
+            logger.warning("could not drop kept text %s", keys, exc_info=True)
+            return False
+        return True
+
+    def _client(self) -> Any:
+        if self._redis is None:
+            import redis.asyncio
+
+            self._redis = redis.asyncio.Redis.from_url(settings.REDIS_URL, socket_timeout=2)
+        return self._redis
 
     def flush(self, timeout: float) -> bool:
         future: Future = asyncio.run_coroutine_threadsafe(self._drain(), self.loop)

@@ -48,3 +48,17 @@ def test_a_frame_still_goes_out_when_its_text_cannot_be_kept(kept_key, monkeypat
     assert events.publish_flush(timeout=5)
 
     assert [frame["n"] for frame in listener.frames()] == [0]
+
+
+def test_dropping_kept_text_waits_for_the_frames_submitted_before(kept_key):
+    client, name = kept_key
+    conversation_id = 10_000_000 + uuid.uuid4().int % 1_000_000
+    for n in range(50):
+        keep = events.KeptText(key=name, value=f"{n} ", replace=n == 0, ttl_ms=60_000)
+        events.publish_ephemeral(conversation_id, {"type": "answer.delta", "n": n}, keep=keep)
+
+    assert events.drop_kept(conversation_id, [name])
+
+    # No write queued before the drop lands after it.
+    assert events.publish_flush(timeout=5)
+    assert client.get(name) is None
