@@ -67,21 +67,9 @@ def main() -> None:
     parser.add_argument("--trials", type=int, default=30)
     args = parser.parse_args()
     live.migrate()
-    from agents.models import ToolConfig
-
     silent = SilentServer()
     tool = f"silent_api_{uuid.uuid4().hex[:6]}"
-    ToolConfig.objects.create(
-        name=tool,
-        kind="http_request",
-        description="Calls an API that never answers.",
-        timeout_seconds=HOURS / 20,
-        config={
-            "url_template": f"http://127.0.0.1:{silent.port}/slow?q={{q}}",
-            "allow_hosts": ["127.0.0.1"],
-            "timeout_seconds": 300,
-        },
-    )
+    silent.tool(tool, timeout_seconds=HOURS / 20)
     trickle = "Thought: I am thinking very slowly about this.\nFinal Answer: never"
     action = f'Thought: I will ask the API.\nAction: {tool}\nAction Input: {{"q": "x"}}'
     cases = {

@@ -29,6 +29,22 @@ class SilentServer:
             self.calls += 1
             self.called.set()
 
+    def tool(self, name: str, *, timeout_seconds: float) -> None:
+        """An enabled ``http_request`` tool called ``name`` whose endpoint is this server."""
+        from agents.models import ToolConfig
+
+        ToolConfig.objects.create(
+            name=name,
+            kind="http_request",
+            description="Calls an API that never answers.",
+            timeout_seconds=timeout_seconds,
+            config={
+                "url_template": f"http://127.0.0.1:{self.port}/slow?q={{q}}",
+                "allow_hosts": ["127.0.0.1"],
+                "timeout_seconds": 300,
+            },
+        )
+
     def close(self) -> None:
         for conn in self.connections:
             conn.close()

@@ -12,7 +12,7 @@ import uuid
 import pytest
 
 from agents.llm.scripted import Hang, Reply
-from agents.models import AgentRun, ToolConfig
+from agents.models import AgentRun
 from agents.services.conversations import conversation_create
 from tests.faults.checks import assert_log_sound, model_name, wait_until
 from tests.processes import run_ended
@@ -78,17 +78,7 @@ def test_stop_during_a_tool_call(live_stack, user):
     server = SilentServer()
     try:
         name = f"slow_api_{uuid.uuid4().hex[:6]}"
-        ToolConfig.objects.create(
-            name=name,
-            kind="http_request",
-            description="Calls a slow API.",
-            timeout_seconds=HOURS / 20,
-            config={
-                "url_template": f"http://127.0.0.1:{server.port}/slow?q={{q}}",
-                "allow_hosts": ["127.0.0.1"],
-                "timeout_seconds": 300,
-            },
-        )
+        server.tool(name, timeout_seconds=HOURS / 20)
         model = model_name("stop-tool")
         action = Reply(f'Thought: I will ask the API.\nAction: {name}\nAction Input: {{"q": "x"}}')
         conversation, sock, run_id = _start(
