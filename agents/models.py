@@ -252,6 +252,51 @@ class Message(models.Model):
 
 
 # --------------------------------------------------------------------------------------
+# What readers do with answers: feedback on one, a read-only link to a conversation
+# --------------------------------------------------------------------------------------
+
+
+class AnswerFeedback(models.Model):
+    """One user's thumbs up or down on one answer, with an optional comment.
+
+    The answer's prompt version is copied here when the feedback is given, so the admin can
+    compare versions with one grouped query (``agents/selectors.py``, feedback stats).
+    """
+
+    class Rating(models.TextChoices):
+        UP = "up", "Thumbs up"
+        DOWN = "down", "Thumbs down"
+
+    COMMENT_MAX_CHARS = 2000
+
+    message = models.ForeignKey(Message, on_delete=models.CASCADE, related_name="feedback")
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="answer_feedback"
+    )
+    rating = models.CharField(max_length=4, choices=Rating.choices)
+    comment = models.TextField(blank=True, max_length=COMMENT_MAX_CHARS)
+    profile = models.ForeignKey(
+        AgentProfile, on_delete=models.SET_NULL, null=True, blank=True, related_name="feedback"
+    )
+    prompt_version = models.ForeignKey(
+        PromptVersion, on_delete=models.SET_NULL, null=True, blank=True, related_name="feedback"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True, db_index=True)
+
+    class Meta:
+        ordering = ["-updated_at"]
+        verbose_name_plural = "answer feedback"
+        constraints = [
+            models.UniqueConstraint(fields=["message", "user"], name="one_feedback_per_answer"),
+            models.CheckConstraint(condition=Q(rating__in=["up", "down"]), name="feedback_rating"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.get_rating_display()} on message {self.message_id}"
+
+
+# --------------------------------------------------------------------------------------
 # Runs, their event log, and the raw model calls
 # --------------------------------------------------------------------------------------
 

@@ -64,6 +64,7 @@ class RefusalCode(StrEnum):
     NOT_FOUND = "not_found"
     NOTHING_TO_REGENERATE = "nothing_to_regenerate"
     NOT_EDITABLE = "not_editable"
+    NOT_RATEABLE = "not_rateable"
 
 
 class RequestRefused(Exception):

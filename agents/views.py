@@ -171,6 +171,7 @@ def _conversation_urls(conversation: Conversation) -> dict[str, str]:
         # The browser swaps the 0 for the message being edited or the run being stopped.
         "edit_message": reverse("api:message-edit", args=[0]),
         "cancel_run": reverse("api:run-cancel", args=[0]),
+        "feedback": reverse("api:message-feedback", args=[0]),
     }
 
 
@@ -202,6 +203,12 @@ def _render_chat(
         "conversation": _conversation_item(conversation) if conversation else None,
         "events": frames,
         "summary": _summary_marker(conversation) if conversation else None,
+        # The reader's own thumbs on this conversation's answers (static/js/answer_tools.js).
+        "feedback": (
+            selectors.feedback_by_message(user=request.user, conversation=conversation)
+            if conversation
+            else {}
+        ),
         "conversations": [
             _conversation_item(c)
             for c in selectors.conversation_list(user=request.user)[:SIDEBAR_LIMIT]

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from rest_framework import serializers
 
-from agents.models import AgentProfile, AgentRun, Conversation, Message
+from agents.models import AgentProfile, AgentRun, AnswerFeedback, Conversation, Message
 from agents.protocol import CLIENT_ID_MAX_CHARS
 
 
@@ -63,6 +63,15 @@ class ProfileSerializer(serializers.ModelSerializer):
         read_only_fields = fields
 
 
+class FeedbackSerializer(serializers.ModelSerializer):
+    message_id = serializers.IntegerField(read_only=True)
+
+    class Meta:
+        model = AnswerFeedback
+        fields = ["message_id", "rating", "comment", "updated_at"]
+        read_only_fields = fields
+
+
 # ---- input ------------------------------------------------------------------------------
 
 
@@ -91,3 +100,10 @@ class ContentInput(serializers.Serializer):
 
 class MessageSendInput(ContentInput):
     profile = serializers.SlugField(required=False, allow_null=True, default=None)
+
+
+class FeedbackInput(serializers.Serializer):
+    rating = serializers.ChoiceField(choices=AnswerFeedback.Rating.choices)
+    comment = serializers.CharField(
+        max_length=AnswerFeedback.COMMENT_MAX_CHARS, required=False, allow_blank=True, default=""
+    )

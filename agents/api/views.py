@@ -22,7 +22,7 @@ from agents import selectors
 from agents.api import serializers as api
 from agents.api.export import EXPORT_FORMATS, export_data, export_json, export_markdown
 from agents.memory.services import summary_request
-from agents.models import AgentProfile, AgentRun, Conversation
+from agents.models import AgentProfile, AgentRun, Conversation, Message
 from agents.permissions import signed_in_user
 from agents.protocol import RefusalCode, RequestRefused, event_frame
 from agents.services.conversations import (
@@ -36,6 +36,7 @@ from agents.services.conversations import (
     run_cancel,
     run_regenerate,
 )
+from agents.services.feedback import feedback_clear, feedback_set
 
 
 class ApiView(GenericAPIView):
@@ -214,6 +215,37 @@ class MessageEditView(ApiView):
             client_id=data["client_id"],
         )
         return send_result(result)
+
+
+class MessageFeedbackView(ApiView):
+    """The signed-in user's thumbs up or down on one answer of their own conversation."""
+
+    def answer_or_404(self, message_id: int) -> Message:
+        message = selectors.message_get(user=self.request.user, message_id=message_id)
+        if message is None:
+            raise NotFound("No such message.")
+        return message
+
+    def get(self, request: Request, message_id: int) -> Response:
+        feedback = selectors.feedback_get(user=request.user, message=self.answer_or_404(message_id))
+        if feedback is None:
+            raise NotFound("No feedback on this answer yet.")
+        return Response(api.FeedbackSerializer(feedback).data)
+
+    def put(self, request: Request, message_id: int) -> Response:
+        message = self.answer_or_404(message_id)
+        data = self.input(api.FeedbackInput)
+        feedback = feedback_set(
+            message=message,
+            user=signed_in_user(request.user),
+            rating=data["rating"],
+            comment=data["comment"],
+        )
+        return Response(api.FeedbackSerializer(feedback).data)
+
+    def delete(self, request: Request, message_id: int) -> Response:
+        feedback_clear(message=self.answer_or_404(message_id), user=signed_in_user(request.user))
+        return Response(status=status.HTTP_204_NO_CONTENT)
 
 
 class RunCancelView(ApiView):
