@@ -21,9 +21,9 @@ from agents.admin.runs import AgentRunAdmin
 from agents.admin.tools import ToolConfigAdmin
 
 __all__ = [
-    "AnswerFeedbackAdmin",
     "AgentProfileAdmin",
     "AgentRunAdmin",
+    "AnswerFeedbackAdmin",
     "ConversationAdmin",
     "KnowledgeDocumentAdmin",
     "ModelConfigAdmin",

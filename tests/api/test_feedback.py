@@ -59,7 +59,7 @@ def test_an_anonymous_visitor_is_refused(url):
 
 
 @pytest.mark.parametrize(
-    "body, field",
+    ("body", "field"),
     [
         ({}, "rating"),
         ({"rating": "sideways"}, "rating"),
