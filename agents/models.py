@@ -7,6 +7,8 @@ and messages, runs and their event log, memory, and the knowledge base.
 
 from __future__ import annotations
 
+import secrets
+
 from django.conf import settings
 from django.contrib.auth.models import Group
 from django.core.validators import MinValueValidator, RegexValidator
@@ -294,6 +296,34 @@ class AnswerFeedback(models.Model):
 
     def __str__(self) -> str:
         return f"{self.get_rating_display()} on message {self.message_id}"
+
+
+def new_share_token() -> str:
+    """256 random bits: a link nobody can guess or enumerate."""
+    return secrets.token_urlsafe(32)
+
+
+class ConversationShare(models.Model):
+    """A read-only link to one conversation. Revoking keeps the row and closes the link."""
+
+    conversation = models.ForeignKey(Conversation, on_delete=models.CASCADE, related_name="shares")
+    token = models.CharField(max_length=64, unique=True, default=new_share_token, editable=False)
+    created_at = models.DateTimeField(auto_now_add=True)
+    revoked_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["conversation"],
+                condition=Q(revoked_at__isnull=True),
+                name="one_open_share_per_conversation",
+            )
+        ]
+
+    def __str__(self) -> str:
+        state = "revoked" if self.revoked_at else "open"
+        return f"Share of conversation {self.conversation_id} ({state})"
 
 
 # --------------------------------------------------------------------------------------

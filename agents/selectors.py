@@ -15,9 +15,11 @@ from agents.models import (
     AgentRun,
     AnswerFeedback,
     Conversation,
+    ConversationShare,
     Message,
     ModelCall,
     RunEvent,
+    ToolConfig,
 )
 
 
@@ -199,3 +201,32 @@ def feedback_stats(
         if version_stats is not None and len(version_stats.latest_comments) < comments_per_version:
             version_stats.latest_comments.append(item)
     return list(stats.values())
+
+
+# --- shared conversations ------------------------------------------------------------------
+
+
+def share_open_get(*, conversation: Conversation) -> ConversationShare | None:
+    """The conversation's open (not revoked) share; the caller has checked ownership."""
+    return ConversationShare.objects.filter(
+        conversation=conversation, revoked_at__isnull=True
+    ).first()
+
+
+def shared_conversation_get(*, token: str) -> Conversation | None:
+    """The conversation an open share's token points at; None for a revoked or unknown one."""
+    share = (
+        ConversationShare.objects.filter(token=token, revoked_at__isnull=True)
+        .select_related("conversation")
+        .first()
+    )
+    return share.conversation if share else None
+
+
+def tool_secret_values() -> list[str]:
+    """Every configured tool secret, so a page shown to others can blank any that slipped
+    into a step (tools already redact their own output: agents/tools/base.py)."""
+    values: list[str] = []
+    for tool in ToolConfig.objects.exclude(secrets_encrypted=""):
+        values.extend(tool.get_secrets().values())
+    return values

@@ -184,6 +184,8 @@ CHAT_MAX_FRAME_BYTES = env.int("CHAT_MAX_FRAME_BYTES", default=65536)
 CHAT_SENDS_PER_MINUTE = env.int("CHAT_SENDS_PER_MINUTE", default=20)
 CHAT_DAILY_TOKEN_QUOTA = env.int("CHAT_DAILY_TOKEN_QUOTA", default=0)  # 0: no quota
 CHAT_SIGNUP_ENABLED = env.bool("CHAT_SIGNUP_ENABLED", default=False)
+# A shared conversation's link opens for signed-in users only, unless this makes it public.
+CHAT_PUBLIC_SHARES = env.bool("CHAT_PUBLIC_SHARES", default=False)
 # Threads per daphne process for the sockets' database calls (agents/consumers.py); each
 # may hold a database connection while it works.
 CHAT_SOCKET_DATABASE_THREADS = env.int("CHAT_SOCKET_DATABASE_THREADS", default=8)

@@ -6,8 +6,9 @@ from __future__ import annotations
 from django.utils import timezone
 
 from agents.models import AgentRun, Conversation, Message, PromptVersion
+from agents.protocol import FrameType, message_created_payload
 from agents.react.types import ActionStep, FinalAnswerStep, ObservationStep, ThoughtStep
-from agents.services.runs import run_finish, run_record_step, run_started
+from agents.services.runs import event_append, run_finish, run_record_step, run_started
 
 
 def finished_answer(
@@ -27,6 +28,13 @@ def finished_answer(
         status=AgentRun.Status.RUNNING,
         attempts=1,
         started_at=timezone.now(),
+    )
+    # What message_send logs, without its rate limit and queue: tests make many turns.
+    event_append(
+        conversation=conversation,
+        run=run,
+        type=FrameType.MESSAGE_CREATED,
+        payload=message_created_payload(asked),
     )
     run_started(run=run, model="demo", profile=str(profile_version or "-"))
     for step in (

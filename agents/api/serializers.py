@@ -5,9 +5,17 @@ Output serializers only read; every write goes through a service in the view.
 
 from __future__ import annotations
 
+from django.urls import reverse
 from rest_framework import serializers
 
-from agents.models import AgentProfile, AgentRun, AnswerFeedback, Conversation, Message
+from agents.models import (
+    AgentProfile,
+    AgentRun,
+    AnswerFeedback,
+    Conversation,
+    ConversationShare,
+    Message,
+)
 from agents.protocol import CLIENT_ID_MAX_CHARS
 
 
@@ -70,6 +78,20 @@ class FeedbackSerializer(serializers.ModelSerializer):
         model = AnswerFeedback
         fields = ["message_id", "rating", "comment", "updated_at"]
         read_only_fields = fields
+
+
+class ShareSerializer(serializers.ModelSerializer):
+    url = serializers.SerializerMethodField()
+
+    class Meta:
+        model = ConversationShare
+        fields = ["token", "url", "created_at"]
+        read_only_fields = fields
+
+    def get_url(self, share: ConversationShare) -> str:
+        path = reverse("shared_conversation", args=[share.token])
+        request = self.context.get("request")
+        return request.build_absolute_uri(path) if request else path
 
 
 # ---- input ------------------------------------------------------------------------------

@@ -33,6 +33,11 @@ urlpatterns = [
         views.ConversationExportView.as_view(),
         name="conversation-export",
     ),
+    path(
+        "conversations/<int:conversation_id>/share/",
+        views.ConversationShareView.as_view(),
+        name="conversation-share",
+    ),
     path("messages/<int:message_id>/edit/", views.MessageEditView.as_view(), name="message-edit"),
     path(
         "messages/<int:message_id>/feedback/",

@@ -22,7 +22,7 @@ from agents import selectors
 from agents.api import serializers as api
 from agents.api.export import EXPORT_FORMATS, export_data, export_json, export_markdown
 from agents.memory.services import summary_request
-from agents.models import AgentProfile, AgentRun, Conversation, Message
+from agents.models import AgentProfile, AgentRun, Conversation, ConversationShare, Message
 from agents.permissions import signed_in_user
 from agents.protocol import RefusalCode, RequestRefused, event_frame
 from agents.services.conversations import (
@@ -37,6 +37,7 @@ from agents.services.conversations import (
     run_regenerate,
 )
 from agents.services.feedback import feedback_clear, feedback_set
+from agents.services.shares import share_create, share_revoke
 
 
 class ApiView(GenericAPIView):
@@ -160,6 +161,32 @@ class ConversationExportView(ApiView):
         # `?format=` names the export format here, not one of DRF's renderers.
         renderer = self.get_renderers()[0]
         return renderer, renderer.media_type
+
+
+class ConversationShareView(ApiView):
+    """The conversation's read-only link: see it, create it, revoke it (owner only)."""
+
+    def share_data(self, share: ConversationShare | None) -> dict[str, Any] | None:
+        if share is None:
+            return None
+        return api.ShareSerializer(share, context={"request": self.request}).data
+
+    def get(self, request: Request, conversation_id: int) -> Response:
+        conversation = self.conversation_or_404(conversation_id)
+        return Response(
+            {"share": self.share_data(selectors.share_open_get(conversation=conversation))}
+        )
+
+    def post(self, request: Request, conversation_id: int) -> Response:
+        share, created = share_create(conversation=self.conversation_or_404(conversation_id))
+        return Response(
+            {"share": self.share_data(share)},
+            status=status.HTTP_201_CREATED if created else status.HTTP_200_OK,
+        )
+
+    def delete(self, request: Request, conversation_id: int) -> Response:
+        share_revoke(conversation=self.conversation_or_404(conversation_id))
+        return Response(status=status.HTTP_204_NO_CONTENT)
 
 
 # ---- turns -----------------------------------------------------------------------------
