@@ -11,6 +11,7 @@ import secrets
 
 from django.conf import settings
 from django.contrib.auth.models import Group
+from django.core.exceptions import ValidationError
 from django.core.validators import MinValueValidator, RegexValidator
 from django.db import models
 from django.db.models import F, Q
@@ -115,6 +116,27 @@ class ToolConfig(models.Model):
 # --------------------------------------------------------------------------------------
 
 
+SUGGESTED_PROMPTS_MAX = 6
+SUGGESTED_PROMPT_MAX_CHARS = 300
+
+
+def suggested_prompt_lines(text: str) -> list[str]:
+    """The suggestions a profile's text holds: one per non-empty line, trimmed."""
+    return [line.strip() for line in text.splitlines() if line.strip()]
+
+
+def validate_suggested_prompts(text: str) -> None:
+    lines = suggested_prompt_lines(text)
+    if len(lines) > SUGGESTED_PROMPTS_MAX:
+        raise ValidationError(f"At most {SUGGESTED_PROMPTS_MAX} suggestions, one per line.")
+    too_long = [line for line in lines if len(line) > SUGGESTED_PROMPT_MAX_CHARS]
+    if too_long:
+        raise ValidationError(
+            f"Each suggestion has at most {SUGGESTED_PROMPT_MAX_CHARS} characters; "
+            f"this one is longer: {too_long[0][:60]}…"
+        )
+
+
 class AgentProfile(models.Model):
     class Mode(models.TextChoices):
         REACT = "react", "ReAct text"
@@ -131,7 +153,15 @@ class AgentProfile(models.Model):
 
     name = models.CharField(max_length=100)
     slug = models.SlugField(unique=True)
-    description = models.TextField(blank=True)
+    description = models.TextField(blank=True, help_text="Shown in the chat's agent picker.")
+    suggested_prompts = models.TextField(
+        blank=True,
+        validators=[validate_suggested_prompts],
+        help_text=(
+            f"Starting points shown on an empty chat, one per line (at most "
+            f"{SUGGESTED_PROMPTS_MAX}); a click sends one. Saved with the profile's version."
+        ),
+    )
     mode = models.CharField(max_length=10, choices=Mode.choices, default=Mode.REACT)
     model_config = models.ForeignKey(
         ModelConfig, on_delete=models.PROTECT, null=True, blank=True, related_name="profiles"
@@ -169,6 +199,10 @@ class AgentProfile(models.Model):
 
     def __str__(self) -> str:
         return self.name
+
+    @property
+    def suggestions(self) -> list[str]:
+        return suggested_prompt_lines(self.suggested_prompts)
 
 
 class PromptVersion(models.Model):

@@ -71,6 +71,7 @@ class AgentProfileAdmin(ExtraPagesAdmin):
     change_form_template = "admin/agents/agentprofile/change_form.html"
     fieldsets = [
         (None, {"fields": ["name", "slug", "description", "make_default", "allowed_groups"]}),
+        ("Starting points", {"fields": ["suggested_prompts"]}),
         ("Model", {"fields": ["mode", "model_config", "temperature"]}),
         (
             "Prompt",
