@@ -130,17 +130,15 @@ def model_call_list(*, run: AgentRun) -> QuerySet[ModelCall]:
 # --- feedback on answers ------------------------------------------------------------------
 
 
-def feedback_get(*, user: User | AnonymousUser, message: Message) -> AnswerFeedback | None:
-    return AnswerFeedback.objects.filter(message=message, user_id=user.pk).first()
+def feedback_get(*, user: User, message: Message) -> AnswerFeedback | None:
+    return AnswerFeedback.objects.filter(message=message, user=user).first()
 
 
-def feedback_by_message(
-    *, user: User | AnonymousUser, conversation: Conversation
-) -> dict[int, dict[str, str]]:
+def feedback_by_message(*, user: User, conversation: Conversation) -> dict[int, dict[str, str]]:
     """This user's feedback on the conversation's answers, by message id, in one query."""
-    rows = AnswerFeedback.objects.filter(
-        user_id=user.pk, message__conversation=conversation
-    ).values_list("message_id", "rating", "comment")
+    rows = AnswerFeedback.objects.filter(user=user, message__conversation=conversation).values_list(
+        "message_id", "rating", "comment"
+    )
     return {
         message_id: {"rating": rating, "comment": comment} for message_id, rating, comment in rows
     }

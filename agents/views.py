@@ -208,7 +208,9 @@ def _render_chat(
         "summary": _summary_marker(conversation) if conversation else None,
         # The reader's own thumbs on this conversation's answers (static/js/answer_tools.js).
         "feedback": (
-            selectors.feedback_by_message(user=request.user, conversation=conversation)
+            selectors.feedback_by_message(
+                user=signed_in_user(request.user), conversation=conversation
+            )
             if conversation
             else {}
         ),

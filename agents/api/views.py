@@ -254,7 +254,9 @@ class MessageFeedbackView(ApiView):
         return message
 
     def get(self, request: Request, message_id: int) -> Response:
-        feedback = selectors.feedback_get(user=request.user, message=self.answer_or_404(message_id))
+        feedback = selectors.feedback_get(
+            user=signed_in_user(request.user), message=self.answer_or_404(message_id)
+        )
         if feedback is None:
             raise NotFound("No feedback on this answer yet.")
         return Response(api.FeedbackSerializer(feedback).data)

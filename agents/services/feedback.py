@@ -9,7 +9,7 @@ from __future__ import annotations
 from django.contrib.auth.models import User
 from django.db import transaction
 
-from agents.models import AgentRun, AnswerFeedback, Message
+from agents.models import AnswerFeedback, Message
 from agents.protocol import RefusalCode, RequestRefused
 
 
@@ -30,8 +30,8 @@ def feedback_set(*, message: Message, user: User, rating: str, comment: str = ""
             RefusalCode.TOO_LONG,
             f"A comment has at most {AnswerFeedback.COMMENT_MAX_CHARS} characters.",
         )
-    run = AgentRun.objects.select_related("profile_version").get(pk=message.run_id)
-    version = run.profile_version
+    run = message.run
+    version = run.profile_version if run else None
     feedback, _ = AnswerFeedback.objects.update_or_create(
         message=message,
         user=user,

@@ -100,3 +100,8 @@ def test_a_non_staff_user_cannot_see_the_stats(client, user, two_versions):
     response = client.get("/admin/agents/answerfeedback/by-version/")
     assert response.status_code == 302
     assert "/admin/login/" in response["Location"]
+
+
+def test_the_profile_list_links_to_its_feedback_by_version(staff_client, two_versions):
+    text = page_text(staff_client.get("/admin/agents/agentprofile/"))
+    assert f'href="/admin/agents/answerfeedback/by-version/{two_versions.pk}/"' in text
