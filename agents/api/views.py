@@ -49,6 +49,12 @@ class ApiView(GenericAPIView):
             raise NotFound("No such conversation.")
         return conversation
 
+    def message_or_404(self, message_id: int) -> Message:
+        message = selectors.message_get(user=self.request.user, message_id=message_id)
+        if message is None:
+            raise NotFound("No such message.")
+        return message
+
     def profile_or_none(self, slug: str | None) -> AgentProfile | None:
         """The profile named by ``slug`` if this user may use it; refuses any other slug."""
         if not slug:
@@ -231,9 +237,7 @@ class ConversationCompactView(ApiView):
 
 class MessageEditView(ApiView):
     def post(self, request: Request, message_id: int) -> Response:
-        message = selectors.message_get(user=request.user, message_id=message_id)
-        if message is None:
-            raise NotFound("No such message.")
+        message = self.message_or_404(message_id)
         data = self.input(api.ContentInput)
         result = message_edit_resend(
             message=message,
@@ -247,22 +251,16 @@ class MessageEditView(ApiView):
 class MessageFeedbackView(ApiView):
     """The signed-in user's thumbs up or down on one answer of their own conversation."""
 
-    def answer_or_404(self, message_id: int) -> Message:
-        message = selectors.message_get(user=self.request.user, message_id=message_id)
-        if message is None:
-            raise NotFound("No such message.")
-        return message
-
     def get(self, request: Request, message_id: int) -> Response:
         feedback = selectors.feedback_get(
-            user=signed_in_user(request.user), message=self.answer_or_404(message_id)
+            user=signed_in_user(request.user), message=self.message_or_404(message_id)
         )
         if feedback is None:
             raise NotFound("No feedback on this answer yet.")
         return Response(api.FeedbackSerializer(feedback).data)
 
     def put(self, request: Request, message_id: int) -> Response:
-        message = self.answer_or_404(message_id)
+        message = self.message_or_404(message_id)
         data = self.input(api.FeedbackInput)
         feedback = feedback_set(
             message=message,
@@ -273,7 +271,7 @@ class MessageFeedbackView(ApiView):
         return Response(api.FeedbackSerializer(feedback).data)
 
     def delete(self, request: Request, message_id: int) -> Response:
-        feedback_clear(message=self.answer_or_404(message_id), user=signed_in_user(request.user))
+        feedback_clear(message=self.message_or_404(message_id), user=signed_in_user(request.user))
         return Response(status=status.HTTP_204_NO_CONTENT)
 
 

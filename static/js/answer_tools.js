@@ -33,18 +33,22 @@ function copyButton(markdown) {
     text: "Copy",
     attrs: { type: "button", "aria-label": "Copy the answer as Markdown" },
   });
-  button.addEventListener("click", async () => {
-    try {
-      await navigator.clipboard.writeText(markdown);
-      button.textContent = "Copied";
-    } catch {
-      button.textContent = "Could not copy";
-    }
-    window.setTimeout(() => {
-      button.textContent = "Copy";
-    }, 1500);
-  });
+  button.addEventListener("click", () => copyAndSay(button, markdown));
   return button;
+}
+
+// Put `text` on the clipboard and say so on `button` for a moment, then restore its label.
+export async function copyAndSay(button, text) {
+  const label = button.textContent;
+  try {
+    await navigator.clipboard.writeText(text);
+    button.textContent = "Copied";
+  } catch {
+    button.textContent = "Could not copy";
+  }
+  window.setTimeout(() => {
+    button.textContent = label;
+  }, 1500);
 }
 
 function thumb(rating, label, symbol) {
