@@ -22,16 +22,12 @@ from agents.tools.registry import build_tools
 logger = logging.getLogger(__name__)
 
 
-def _never_cancel() -> bool:
-    return False
-
-
 def build_executor(
     *,
     snapshot: ProfileSnapshot,
     user: Any,
     conversation: Any = None,
-    should_cancel: Callable[[], bool] = _never_cancel,
+    should_cancel: Callable[[], bool] | None = None,
     on_answer_delta: Callable[[str], None] | None = None,
 ) -> AgentExecutor:
     """An ``AgentExecutor`` for the profile version ``snapshot``.
@@ -47,6 +43,7 @@ def build_executor(
         conversation=conversation,
         should_cancel=should_cancel,
         on_answer_delta=on_answer_delta,
+        supports_tool_calling=snapshot_supports_tool_calling(snapshot),
     )
 
 
@@ -57,15 +54,16 @@ def executor_for(
     tool_configs: Iterable[ToolConfig],
     user: Any,
     conversation: Any = None,
-    should_cancel: Callable[[], bool] = _never_cancel,
+    should_cancel: Callable[[], bool] | None = None,
     on_answer_delta: Callable[[str], None] | None = None,
+    supports_tool_calling: bool = False,
 ) -> AgentExecutor:
     """The executor for ``snapshot`` with the model and tool rows already chosen."""
     return AgentExecutor(
         model=model,
         tools=build_tools(tool_configs, user=user, conversation=conversation),
         prompt=prompt_config(snapshot),
-        config=agent_config(snapshot),
+        config=agent_config(snapshot, supports_tool_calling=supports_tool_calling),
         should_cancel=should_cancel,
         on_answer_delta=on_answer_delta,
     )
@@ -100,9 +98,17 @@ def prompt_config(snapshot: ProfileSnapshot) -> PromptConfig:
     )
 
 
-def agent_config(snapshot: ProfileSnapshot) -> AgentConfig:
+def agent_config(snapshot: ProfileSnapshot, *, supports_tool_calling: bool = False) -> AgentConfig:
     return AgentConfig(
         max_iterations=snapshot.max_iterations,
         max_execution_time=snapshot.max_execution_time,
         temperature=snapshot.temperature,
+        supports_tool_calling=supports_tool_calling,
     )
+
+
+def snapshot_supports_tool_calling(snapshot: ProfileSnapshot) -> bool:
+    """Whether the snapshot's model endpoint is marked as supporting native tool calls (a
+    ReAct run may then switch to native mode after repeated parse errors)."""
+    model_config = snapshot_model_config(snapshot)
+    return bool(model_config and model_config.supports_tool_calling)

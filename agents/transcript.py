@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from agents.protocol import FrameType
-from agents.tools.base import redact
+from agents.redaction import Redactor
 
 
 @dataclass
@@ -43,8 +43,8 @@ def transcript(
     turns: list[TranscriptTurn] = []
     runs: dict[int, TranscriptTurn] = {}
 
-    def blank(text: str) -> str:
-        return redact(text, secrets) if secrets else text
+    # Matches a secret however it was encoded, HTML-escaped in an answer's html included.
+    blank = Redactor(secrets)
 
     def run_turn(run_id: int) -> TranscriptTurn:
         if run_id not in runs:
@@ -83,7 +83,7 @@ def transcript(
     return turns
 
 
-def _step(frame: dict[str, Any], blank: Any) -> TranscriptStep:
+def _step(frame: dict[str, Any], blank: Redactor) -> TranscriptStep:
     kind = str(frame.get("kind", ""))
     if kind == "action":
         tool_input = frame.get("tool_input", "")

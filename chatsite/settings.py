@@ -6,6 +6,7 @@ embedded: SQLite in ``var/`` and a secret key generated once into ``var/secret_k
 """
 
 import secrets
+from datetime import timedelta
 from pathlib import Path
 
 import environ
@@ -43,11 +44,14 @@ INSTALLED_APPS = [
     "django.contrib.staticfiles",
     "rest_framework",
     "channels",
+    "axes",
     "agents",
 ]
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    # Outermost but one, so it also covers the responses of the middleware below it.
+    "agents.middleware.ContentSecurityPolicyMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -55,6 +59,8 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    # Last, as django-axes asks: turns a locked-out sign-in into its lockout page.
+    "axes.middleware.AxesMiddleware",
 ]
 
 ROOT_URLCONF = "chatsite.urls"
@@ -183,6 +189,10 @@ CHAT_MAX_MESSAGE_CHARS = env.int("CHAT_MAX_MESSAGE_CHARS", default=16000)
 CHAT_MAX_FRAME_BYTES = env.int("CHAT_MAX_FRAME_BYTES", default=65536)
 CHAT_SENDS_PER_MINUTE = env.int("CHAT_SENDS_PER_MINUTE", default=20)
 CHAT_DAILY_TOKEN_QUOTA = env.int("CHAT_DAILY_TOKEN_QUOTA", default=0)  # 0: no quota
+# What a starting run or summary holds of the quota until its real count is known
+# (agents/services/usage.py): the most that parallel sends can overshoot the quota by.
+CHAT_QUOTA_RESERVATION_TOKENS = env.int("CHAT_QUOTA_RESERVATION_TOKENS", default=4000)
+CHAT_COMPACTS_PER_MINUTE = env.int("CHAT_COMPACTS_PER_MINUTE", default=5)
 CHAT_SIGNUP_ENABLED = env.bool("CHAT_SIGNUP_ENABLED", default=False)
 # A shared conversation's link opens for signed-in users only, unless this makes it public.
 CHAT_PUBLIC_SHARES = env.bool("CHAT_PUBLIC_SHARES", default=False)
@@ -192,6 +202,12 @@ CHAT_SOCKET_DATABASE_THREADS = env.int("CHAT_SOCKET_DATABASE_THREADS", default=8
 # While a run is in progress, a browser that hears nothing for this long sends `resume`
 # (static/js/chat.js): the last live frames of a run can be lost in the channel layer.
 CHAT_RESUME_AFTER_SILENT_SECONDS = env.float("CHAT_RESUME_AFTER_SILENT_SECONDS", default=12.0)
+# `resume` frames per user in any 60 seconds (each one replays from the database).
+CHAT_RESUMES_PER_MINUTE = env.int("CHAT_RESUMES_PER_MINUTE", default=12)
+# Open sockets per user on one daphne process; the next one is closed with 4429.
+CHAT_MAX_SOCKETS_PER_USER = env.int("CHAT_MAX_SOCKETS_PER_USER", default=20)
+# A socket whose client reads nothing of what was sent for this long is closed with 4408.
+CHAT_SOCKET_DRAIN_TIMEOUT_SECONDS = env.float("CHAT_SOCKET_DRAIN_TIMEOUT_SECONDS", default=30.0)
 
 # --- Auth, i18n, static -----------------------------------------------------------------
 AUTH_PASSWORD_VALIDATORS = [
@@ -204,6 +220,22 @@ AUTH_PASSWORD_VALIDATORS = [
 # tests start inherit it): PBKDF2's deliberate slowness would dominate the suite's time.
 if env.bool("CHATSITE_TEST_FAST_HASHER", default=False):
     PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+# Failed sign-ins (the site's form and the admin's) are throttled by django-axes: after
+# SIGNIN_FAILURE_LIMIT failures for one username from one address, that pair is refused for
+# SIGNIN_LOCKOUT_MINUTES, whether or not the username exists, so the answer tells nothing
+# about which accounts exist. Attempts are rows in the database (they survive a Redis
+# restart, and the admin lists them); the address is REMOTE_ADDR, which a client cannot forge.
+AUTHENTICATION_BACKENDS = [
+    "axes.backends.AxesStandaloneBackend",
+    "django.contrib.auth.backends.ModelBackend",
+]
+AXES_ENABLED = env.bool("SIGNIN_THROTTLE_ENABLED", default=True)
+AXES_FAILURE_LIMIT = env.int("SIGNIN_FAILURE_LIMIT", default=5)
+AXES_COOLOFF_TIME = timedelta(minutes=env.float("SIGNIN_LOCKOUT_MINUTES", default=15))
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
+AXES_RESET_ON_SUCCESS = True
+AXES_LOCKOUT_CALLABLE = "agents.views.signin_locked_out"
+AXES_HANDLER = "axes.handlers.database.AxesDatabaseHandler"
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "chat"
 LOGOUT_REDIRECT_URL = "login"
@@ -242,6 +274,12 @@ REST_FRAMEWORK = {
     "PAGE_SIZE": 50,
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
     "EXCEPTION_HANDLER": "agents.api.exceptions.api_exception_handler",
+    # DRF's defaults, with a JSON parser that refuses deeply nested bodies with a 400.
+    "DEFAULT_PARSER_CLASSES": [
+        "agents.api.parsers.DepthLimitedJSONParser",
+        "rest_framework.parsers.FormParser",
+        "rest_framework.parsers.MultiPartParser",
+    ],
 }
 
 # --- Production hardening (on whenever DEBUG is off) ------------------------------------
@@ -272,5 +310,7 @@ LOGGING = {
         "httpx": {"level": "WARNING"},
         "httpx2": {"level": "WARNING"},
         "openai": {"level": "WARNING"},
+        # django-axes logs every sign-in at INFO; failures and lockouts are warnings.
+        "axes": {"level": "WARNING"},
     },
 }

@@ -77,7 +77,7 @@ class AgentRunAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
                 ]
             },
         ),
-        ("Error", {"fields": ["error_code", "error_message"]}),
+        ("Error", {"fields": ["error_code", "error_message", "error_detail"]}),
     ]
 
     @admin.display(description="User", ordering="conversation__owner__username")

@@ -78,4 +78,9 @@ def _step_markdown(step: dict[str, Any]) -> str:
         return f"**{label}:** {step.get('text', '')}"
     if kind == "error":
         return f"**Error ({step.get('code', '')}):** {step.get('message', '')}"
+    if kind == "mode_switch":
+        return (
+            f"**Mode:** {step.get('from_mode', '')} → {step.get('to_mode', '')} "
+            f"(after {step.get('parse_errors', 0)} parse errors)"
+        )
     return ""

@@ -11,15 +11,17 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any
 
+from agents.react import jsontext
 from agents.react.labels import LabelSet
 from agents.react.types import (
     ActionStep,
     ChatMessage,
     ErrorStep,
     FinalAnswerStep,
+    JsonDict,
     ModelCallRecord,
+    ModeSwitchStep,
     ObservationStep,
     Step,
     ThoughtStep,
@@ -56,6 +58,8 @@ class Transcript:
     prompt_tokens: int = 0
     completion_tokens: int = 0
     last_error: ErrorStep | None = None  # of the last unusable reply
+    parse_errors: int = 0
+    mode_switch: ModeSwitchStep | None = None
 
     @property
     def action_count(self) -> int:
@@ -93,6 +97,9 @@ def transcript_from_steps(steps: Iterable[Step]) -> Transcript:
         elif isinstance(step, ErrorStep) and step.code in REPLY_ERRORS:
             turns.append(Turn(invalid_text=step.model_text))
             transcript.last_error = step
+            transcript.parse_errors += step.code == "parse_error"
+        elif isinstance(step, ModeSwitchStep):
+            transcript.mode_switch = step
         elif isinstance(step, FinalAnswerStep):
             transcript.final = step
     transcript.model_calls = max(transcript.model_calls, len(turns))
@@ -111,7 +118,7 @@ def _attach_observation(turns: list[Turn], step: ObservationStep) -> None:
         current.correction = step.text
 
 
-def tool_input_text(tool_input: str | dict[str, Any]) -> str:
+def tool_input_text(tool_input: str | JsonDict) -> str:
     if isinstance(tool_input, str):
         return tool_input
     return json.dumps(tool_input, ensure_ascii=False)
@@ -170,14 +177,14 @@ def native_messages(turns: Iterable[Turn]) -> list[ChatMessage]:
     return messages
 
 
-def _arguments_json(tool_input: str | dict[str, Any]) -> str:
+def _arguments_json(tool_input: str | JsonDict) -> str:
     """Arguments to send back as JSON. Some servers (Ollama, vLLM) refuse a request whose
     history holds arguments that are not a JSON object, so invalid ones go back as ``{}``;
     the tool's observation quotes what the model wrote."""
     if isinstance(tool_input, dict):
         return json.dumps(tool_input, ensure_ascii=False)
     try:
-        parsed = json.loads(tool_input) if tool_input.strip() else {}
+        parsed = jsontext.loads(tool_input) if tool_input.strip() else {}
     except ValueError:
         return "{}"
     return tool_input if isinstance(parsed, dict) else "{}"

@@ -35,6 +35,7 @@ from django.core.exceptions import ObjectDoesNotExist
 from django.db import close_old_connections, connection
 
 from agents import events
+from agents.llm.errors import public_failure_message
 from agents.models import AgentRun
 from agents.protocol import answer_delta_frame
 from agents.react.errors import AgentError, ModelError, RunCancelled
@@ -195,8 +196,9 @@ def _execute(run: AgentRun, watch: _Watch, me: str) -> None:
         return
     except ModelError as error:
         _store_pending(run, pending, me)
-        message = str(error) or "The model call failed."
-        run_fail(run=run, code=error.code, message=message, worker_id=me)
+        # The user gets a plain reason and the run's id; staff read the detail in the inspector.
+        message = public_failure_message(error, reference=f"run {run.pk}")
+        run_fail(run=run, code=error.code, message=message, detail=str(error), worker_id=me)
         return
     except AgentError as error:
         _store_pending(run, pending, me)

@@ -36,6 +36,7 @@ from agents.react.types import (
     step_from_event,
     step_to_event,
 )
+from agents.services.usage import usage_record_run_tokens
 
 logger = logging.getLogger(__name__)
 
@@ -309,6 +310,7 @@ def _store_model_calls(
     )
     if not updated and worker_id is not None:
         raise RunLost(f"run {run.pk} is no longer held by {worker_id}")
+    usage_record_run_tokens(run=run, prompt_tokens=prompt, completion_tokens=completion)
     first = _next_call_index(run, worker_id)
     ModelCall.objects.bulk_create(
         ModelCall(
@@ -416,13 +418,23 @@ def run_finish(
     return message
 
 
-def run_fail(*, run: AgentRun, code: str, message: str, worker_id: str | None = None) -> bool:
-    """End the run as failed with an error the user sees; False if it had already ended."""
+def run_fail(
+    *, run: AgentRun, code: str, message: str, detail: str = "", worker_id: str | None = None
+) -> bool:
+    """End the run as failed with an error the user sees (and a ``detail`` only staff see);
+    False if it had already ended."""
     with transaction.atomic():
         locked = _lock_active(run, worker_id)
         if locked is None:
             return False
-        _end(run, locked, Status.FAILED, error_code=code[:64], error_message=message)
+        _end(
+            run,
+            locked,
+            Status.FAILED,
+            error_code=code[:64],
+            error_message=message,
+            error_detail=detail,
+        )
         event_append(
             conversation=run.conversation,
             run=run,

@@ -4,20 +4,22 @@ A configured tool is an ``agents.react.tools.Tool`` that also carries its admin-
 its decrypted secrets. Secrets reach only the code that needs them (``secret()``); every
 value a tool returns or raises is passed through ``redact`` first, so a secret cannot leak
 into an observation, an error message, the description or ``repr`` even if a remote server
-echoes it back.
+echoes it back, URL-, form-, JSON- or base64-encoded (``agents/redaction.py``).
 """
 
 from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from typing import Any, ClassVar
 
 from agents.react.tools import Tool, ToolInputError
+from agents.redaction import MIN_REDACTED_LENGTH, REDACTED, Redactor, redact
 
-REDACTED = "[secret]"
-MIN_REDACTED_LENGTH = 4
+# redact and the constants are re-exported: pages that show a tool's output redact with them.
+__all__ = ["MIN_REDACTED_LENGTH", "REDACTED", "ConfiguredTool", "ToolError", "redact"]
+
 SECRET_NAME_PATTERN = r"[A-Z][A-Z0-9_]{0,63}"  # noqa: S105 (a pattern, not a password)
 _SECRET_REFERENCE = re.compile(r"\{secret:(" + SECRET_NAME_PATTERN + r")\}")
 
@@ -50,6 +52,7 @@ class ConfiguredTool(Tool):
         conversation: Any = None,
     ) -> None:
         self._secrets = dict(secrets or {})
+        self._redactor = Redactor(self._secrets.values())
         self.name = name or type(self).name
         self.description = self.redact(description or type(self).description)
         self.config: dict[str, Any] = dict(config or {})
@@ -71,6 +74,11 @@ class ConfiguredTool(Tool):
     def check_config(cls, config: Mapping[str, Any]) -> dict[str, str]:
         return {}
 
+    @classmethod
+    def linked_secret_values(cls, config: Mapping[str, Any]) -> list[str]:
+        """Secret values kept outside the tool's row that it uses (an MCP server's headers)."""
+        return []
+
     # -- secrets -----------------------------------------------------------------------
     def secret(self, name: str) -> str:
         try:
@@ -85,19 +93,8 @@ class ConfiguredTool(Tool):
         return _SECRET_REFERENCE.sub(lambda match: self.secret(match.group(1)), template)
 
     def redact(self, text: str) -> str:
-        return redact(text, self._secrets.values())
-
-
-def redact(text: str, secret_values: Iterable[str]) -> str:
-    """``text`` with every secret value replaced by ``REDACTED``, the longest first.
-
-    Values shorter than ``MIN_REDACTED_LENGTH`` stay: replacing "a" everywhere would mangle
-    every observation and hide nothing worth hiding.
-    """
-    for value in sorted(secret_values, key=len, reverse=True):
-        if len(value) >= MIN_REDACTED_LENGTH:
-            text = text.replace(value, REDACTED)
-    return text
+        """``text`` without any secret value, in any encoding a request could carry it."""
+        return self._redactor(text)
 
 
 def _release_connection() -> None:

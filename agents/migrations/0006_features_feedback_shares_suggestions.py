@@ -23,7 +23,7 @@ def suggest_for_the_default_profile(apps, schema_editor):
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('agents', '0001_initial'),
+        ('agents', '0005_mcpserver'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
