@@ -1,15 +1,16 @@
 // "Share…" in the conversation's menu: create, copy and revoke the read-only link
-// (docs/protocol.md, "HTTP API": /api/conversations/<id>/share/). Loaded by chat.html on
-// its own; it only needs the dialog's markup and `urls.share` in #chat-state.
+// (docs/protocol.md, "HTTP API": /api/conversations/<id>/share/). chat.js calls
+// `setUpShare` once; it needs only the dialog's markup in chat.html and `urls.share`.
 
+import { copyAndSay } from "./answer_tools.js";
 import { api } from "./dom.js";
 
-const stateNode = document.getElementById("chat-state");
-const url = stateNode ? JSON.parse(stateNode.textContent).urls?.share : null;
-const opener = document.getElementById("share-button");
-const dialog = document.getElementById("share-dialog");
+export function setUpShare(urls) {
+  const url = urls && urls.share;
+  const opener = document.getElementById("share-button");
+  const dialog = document.getElementById("share-dialog");
+  if (!url || !opener || !dialog) return;
 
-if (url && opener && dialog) {
   const linkRow = document.getElementById("share-link");
   const linkInput = document.getElementById("share-url");
   const copy = document.getElementById("share-copy");
@@ -43,15 +44,7 @@ if (url && opener && dialog) {
   });
   create.addEventListener("click", () => call("POST", "Link created. Anyone you give it to can read this conversation."));
   revoke.addEventListener("click", () => call("DELETE", "Link revoked. It no longer opens."));
-  copy.addEventListener("click", async () => {
-    try {
-      await navigator.clipboard.writeText(linkInput.value);
-      status.textContent = "Link copied.";
-    } catch {
-      linkInput.select();
-      status.textContent = "Select the link and copy it.";
-    }
-  });
+  copy.addEventListener("click", () => copyAndSay(copy, linkInput.value));
   for (const closer of dialog.querySelectorAll("[data-close]")) {
     closer.addEventListener("click", () => dialog.close());
   }
