@@ -105,3 +105,12 @@ def test_a_non_staff_user_cannot_see_the_stats(client, user, two_versions):
 def test_the_profile_list_links_to_its_feedback_by_version(staff_client, two_versions):
     text = page_text(staff_client.get("/admin/agents/agentprofile/"))
     assert f'href="/admin/agents/answerfeedback/by-version/{two_versions.pk}/"' in text
+
+
+def test_one_feedback_shows_with_the_answer_it_rates(staff_client, two_versions):
+    feedback = AnswerFeedback.objects.exclude(comment="").first()
+    response = staff_client.get(f"/admin/agents/answerfeedback/{feedback.pk}/change/")
+    assert response.status_code == 200
+    text = page_text(response)
+    assert feedback.comment in text
+    assert "**42**, says the calculator." in text
