@@ -17,7 +17,7 @@ from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
 from django.conf import settings
 
-from agents import events, selectors
+from agents import events, live, selectors
 from agents.models import AgentRun, Conversation, RunEvent
 from agents.services.conversations import SendRefused, message_send, run_cancel
 
@@ -28,6 +28,7 @@ CLOSE_NOT_FOUND = 4404
 REPLAY_BATCH = 500
 CLIENT_ID_MAX_CHARS = 64
 TERMINAL_FRAME_TYPES = frozenset({"run.finished", "run.failed", "run.cancelled"})
+LIVE_FRAME_TYPES = frozenset(live.FRAME_TYPES.values())
 
 
 P = ParamSpec("P")
@@ -75,7 +76,7 @@ class ConversationConsumer(AsyncJsonWebsocketConsumer):
     group: str
     # The highest stored seq sent down this socket; stored frames at or below it are dropped.
     last_sent_seq: int
-    # Runs whose end this socket has delivered; late answer.delta frames for them are dropped.
+    # Runs whose end this socket has delivered; late live text for them is dropped.
     finished_run_ids: set[int]
 
     async def connect(self) -> None:
@@ -102,6 +103,7 @@ class ConversationConsumer(AsyncJsonWebsocketConsumer):
         after_seq = _after_seq_param(self.scope, conversation)
         self.last_sent_seq = after_seq
         await self._replay(conversation, after_seq=after_seq)
+        await self._send_live_text()
 
     async def disconnect(self, code: int) -> None:
         if self.group:
@@ -185,7 +187,10 @@ class ConversationConsumer(AsyncJsonWebsocketConsumer):
     async def _forward(self, frame: dict[str, Any]) -> None:
         seq = frame.get("seq")
         if seq is None:
-            if frame.get("type") == "answer.delta" and frame.get("run_id") in self.finished_run_ids:
+            if (
+                frame.get("type") in LIVE_FRAME_TYPES
+                and frame.get("run_id") in self.finished_run_ids
+            ):
                 return
             await self.send_json(frame)
             return
@@ -211,6 +216,17 @@ class ConversationConsumer(AsyncJsonWebsocketConsumer):
             if len(frames) < REPLAY_BATCH:
                 return
             cursor = frames[-1]["seq"]
+
+    async def _send_live_text(self) -> None:
+        """What the run in progress has written so far (agents/live.py), after the replay.
+
+        Deltas published since the group was joined wait in this channel's queue and follow;
+        their offsets let the client drop what this snapshot already holds.
+        """
+        for frame in await live.live_frames(self.conversation_id):
+            run_id = frame["run_id"]
+            if run_id not in self.finished_run_ids and await self._run_in_progress(run_id):
+                await self.send_json(frame)
 
     async def _send_stored(self, frame: dict[str, Any]) -> None:
         await self.send_json(frame)
@@ -244,6 +260,15 @@ class ConversationConsumer(AsyncJsonWebsocketConsumer):
             )
         )
         return [events.event_frame(event) for event in stored]
+
+    @_in_database_thread
+    def _run_in_progress(self, run_id: int) -> bool:
+        # Text of a run that has ended (failed from outside its worker, or left from an
+        # earlier database with the same ids) is not live.
+        run = selectors.run_get(user=self.scope["user"], run_id=run_id)
+        return (
+            run is not None and run.conversation_id == self.conversation_id and not run.is_terminal
+        )
 
     @_in_database_thread
     def _message_send(

@@ -34,6 +34,7 @@ from django.core.exceptions import ObjectDoesNotExist
 from django.db import close_old_connections, connection
 
 from agents import events
+from agents.live import LiveText
 from agents.models import AgentRun
 from agents.react.errors import AgentError, ModelError, RunCancelled
 from agents.react.types import FinalAnswerStep, ModelCallRecord, Step, ThoughtStep
@@ -146,12 +147,11 @@ def _execute(run: AgentRun, watch: _Watch, me: str) -> None:
         before_message=run.trigger_message,
     )
     answer_so_far: list[str] = []
+    live_text = LiveText(conversation_id=conversation.pk, run_id=run.pk, attempt=run.attempts)
 
     def on_answer_delta(text: str) -> None:
         answer_so_far.append(text)
-        events.publish_ephemeral(
-            conversation.pk, {"type": "answer.delta", "run_id": run.pk, "text": text}
-        )
+        live_text.answer_delta(text)
 
     executor = build_executor(
         snapshot=snapshot,
@@ -174,7 +174,7 @@ def _execute(run: AgentRun, watch: _Watch, me: str) -> None:
     # is stored (and shown) before the engine goes on.
     pending: list[Step] = []
     try:
-        for step in steps:
+        for step in live_text.track(steps):
             if watch.lost:
                 return  # another worker took the run over; it writes from here on
             if isinstance(step, ModelCallRecord | ThoughtStep):
