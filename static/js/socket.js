@@ -10,8 +10,9 @@ const PING_EVERY_MS = 20000;
 const PONG_WITHIN_MS = 10000;
 const BACKOFF_FIRST_MS = 500;
 const BACKOFF_MAX_MS = 15000;
-// Close codes that mean "you may not have this conversation": retrying will not help.
-const FINAL_CLOSE_CODES = new Set([4401, 4403, 4404]);
+// The one close code the server sends on purpose (docs/protocol.md): this user may not have
+// this conversation, or it was deleted. Retrying will not help.
+const CLOSE_NOT_FOUND = 4404;
 
 export class ConversationSocket {
   constructor({ conversationId, afterSeq, onFrame, onStatus }) {
@@ -59,7 +60,7 @@ export class ConversationSocket {
     ws.addEventListener("close", (event) => {
       if (this.ws !== ws) return;
       this.forget(ws);
-      if (FINAL_CLOSE_CODES.has(event.code)) {
+      if (event.code === CLOSE_NOT_FOUND) {
         this.closedForGood = true;
         this.onStatus("refused");
         return;
