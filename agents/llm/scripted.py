@@ -49,6 +49,19 @@ class ScriptedToolCall:
     id: str = ""
 
 
+@dataclass(frozen=True, eq=False)
+class Gate:
+    """Holds a streamed reply once ``after_chars`` characters of its text are sent, until the
+    test opens it: the test knows what the client has been sent, and when (``reached``)."""
+
+    after_chars: int
+    reached: threading.Event = field(default_factory=threading.Event)
+    opened: threading.Event = field(default_factory=threading.Event)
+
+    def open(self) -> None:
+        self.opened.set()
+
+
 @dataclass(frozen=True)
 class Reply:
     """One successful completion.
@@ -56,7 +69,7 @@ class Reply:
     ``ignore_stop`` makes the server send the whole text even past a requested stop sequence,
     like servers that ignore ``stop``. ``usage=False`` leaves usage out of the response.
     ``delay`` waits before the first byte of the body; ``chunk_interval`` waits between
-    streamed chunks of ``chunk_size`` characters.
+    streamed chunks of ``chunk_size`` characters; ``gate`` stops the stream part-way.
     """
 
     text: str = ""
@@ -67,6 +80,7 @@ class Reply:
     delay: float = 0.0
     chunk_size: int = 8
     chunk_interval: float = 0.0
+    gate: Gate | None = None
 
     def __post_init__(self) -> None:
         if self.chunk_size < 1:
@@ -370,7 +384,9 @@ def _stream_chunks(
         }
 
     yield chunk({"role": "assistant", "content": ""})
-    for piece in _pieces(text, reply.chunk_size):
+    # A gate falls between two chunks, so the client has exactly the text before it.
+    cut = min(reply.gate.after_chars, len(text)) if reply.gate is not None else len(text)
+    for piece in [*_pieces(text[:cut], reply.chunk_size), *_pieces(text[cut:], reply.chunk_size)]:
         yield chunk({"content": piece})
     for index, call in enumerate(reply.tool_calls):
         yield chunk(
@@ -527,13 +543,22 @@ class _Handler(BaseHTTPRequestHandler):
         self._start_chunked(200, "text/event-stream")
         if self.scripted._wait(reply.delay):
             return
+        sent_chars = 0
         try:
             for number, chunk in enumerate(
                 _stream_chunks(reply, body, text, finish_reason, completion_id)
             ):
                 if number and self.scripted._wait(reply.chunk_interval):
                     return
+                gate = reply.gate
+                if gate is not None and sent_chars >= gate.after_chars and not gate.opened.is_set():
+                    gate.reached.set()
+                    while not gate.opened.wait(0.05):
+                        if self.scripted._wait(0):
+                            return
                 self._write_chunk(b"data: " + json.dumps(chunk).encode() + b"\n\n")
+                for choice in chunk.get("choices") or ():
+                    sent_chars += len((choice.get("delta") or {}).get("content") or "")
             self._write_chunk(b"data: [DONE]\n\n")
             self._write_chunk(b"")
         except (BrokenPipeError, ConnectionResetError):
