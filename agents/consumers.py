@@ -19,15 +19,21 @@ from django.conf import settings
 
 from agents import events, live, selectors
 from agents.models import AgentRun, Conversation, RunEvent
-from agents.services.conversations import SendRefused, message_send, run_cancel
-
-# Sent to anyone who may not open this conversation, including when it does not exist, so a
-# refusal tells a stranger nothing. Outside 1000-3999, so clients can tell it from a drop.
-CLOSE_NOT_FOUND = 4404
+from agents.protocol import (
+    CLIENT_ID_MAX_CHARS,
+    CLOSE_NOT_FOUND,
+    TERMINAL_FRAME_TYPES,
+    FrameType,
+    RefusalCode,
+    RequestRefused,
+    error_frame,
+    event_frame,
+    max_frame_bytes,
+    pong_frame,
+)
+from agents.services.conversations import message_send, run_cancel
 
 REPLAY_BATCH = 500
-CLIENT_ID_MAX_CHARS = 64
-TERMINAL_FRAME_TYPES = frozenset({"run.finished", "run.failed", "run.cancelled"})
 LIVE_FRAME_TYPES = frozenset(live.FRAME_TYPES.values())
 
 
@@ -59,16 +65,6 @@ def _in_database_thread(func: Callable[P, R]) -> Callable[P, Awaitable[R]]:
         return await run(*args, **kwargs)
 
     return call
-
-
-class FrameError(Exception):
-    """A client frame that cannot be acted on; becomes an `error` frame, the socket stays."""
-
-    def __init__(self, code: str, message: str, **extra: Any) -> None:
-        super().__init__(message)
-        self.code = code
-        self.message = message
-        self.extra = extra
 
 
 class ConversationConsumer(AsyncJsonWebsocketConsumer):
@@ -112,23 +108,25 @@ class ConversationConsumer(AsyncJsonWebsocketConsumer):
     # ---- client → server ---------------------------------------------------------------
 
     async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None):
+        frame: dict[str, Any] | None = None
         try:
             frame = _parse_frame(text_data, bytes_data)
             await self._handle(frame)
-        except FrameError as error:
+        except RequestRefused as refusal:
+            # The one place a refusal becomes a frame; the socket stays open.
             await self.send_json(
-                {"type": "error", "code": error.code, "message": error.message, **error.extra}
+                error_frame(refusal.code, refusal.message, client_id=_send_client_id(frame))
             )
 
     async def _handle(self, frame: dict[str, Any]) -> None:
         kind = frame.get("type")
-        if kind == "ping":
-            await self.send_json({"type": "pong"})
-        elif kind == "message.send":
+        if kind == FrameType.PING:
+            await self.send_json(pong_frame())
+        elif kind == FrameType.MESSAGE_SEND:
             await self._send_message(frame)
-        elif kind == "run.cancel":
+        elif kind == FrameType.RUN_CANCEL:
             await self._cancel_run(frame)
-        elif kind == "resume":
+        elif kind == FrameType.RESUME:
             after_seq = _required_int(frame, "after_seq")
             conversation = await self._conversation_or_close()
             if conversation is not None:
@@ -137,35 +135,31 @@ class ConversationConsumer(AsyncJsonWebsocketConsumer):
                 self.last_sent_seq = max(self.last_sent_seq, after_seq)
                 await self._replay(conversation, after_seq=after_seq)
         elif isinstance(kind, str):
-            raise FrameError("unknown_type", f"Unknown frame type {kind!r}.")
+            raise RequestRefused(RefusalCode.UNKNOWN_TYPE, f"Unknown frame type {kind!r}.")
         else:
-            raise FrameError("invalid_field", "Every frame needs a string 'type'.")
+            raise RequestRefused(RefusalCode.INVALID_FIELD, "Every frame needs a string 'type'.")
 
     async def _send_message(self, frame: dict[str, Any]) -> None:
         client_id = _required_str(frame, "client_id")
-        if not client_id or len(client_id) > CLIENT_ID_MAX_CHARS:
-            raise FrameError(
-                "invalid_field", f"'client_id' must be 1 to {CLIENT_ID_MAX_CHARS} characters."
+        if not _is_client_id(client_id):
+            raise RequestRefused(
+                RefusalCode.INVALID_FIELD,
+                f"'client_id' must be 1 to {CLIENT_ID_MAX_CHARS} characters.",
             )
         # Empty and over-long content are refused by message_send, one rule for every door.
-        content = _required_str(frame, "content", client_id=client_id)
+        content = _required_str(frame, "content")
         profile_slug = frame.get("profile")
         if profile_slug is not None and not isinstance(profile_slug, str):
-            raise FrameError(
-                "invalid_field", "'profile' must be a profile slug.", client_id=client_id
-            )
+            raise RequestRefused(RefusalCode.INVALID_FIELD, "'profile' must be a profile slug.")
         conversation = await self._conversation_or_close()
         if conversation is None:
             return
-        try:
-            await self._message_send(conversation, content, client_id, profile_slug or None)
-        except SendRefused as refusal:
-            raise FrameError(refusal.code, refusal.message, client_id=client_id) from refusal
+        await self._message_send(conversation, content, client_id, profile_slug or None)
 
     async def _cancel_run(self, frame: dict[str, Any]) -> None:
         run_id = _required_int(frame, "run_id")
         if not await self._run_cancel(run_id):
-            raise FrameError("not_found", "No such run in this conversation.")
+            raise RequestRefused(RefusalCode.NOT_FOUND, "No such run in this conversation.")
 
     # ---- server → client ---------------------------------------------------------------
 
@@ -238,9 +232,7 @@ class ConversationConsumer(AsyncJsonWebsocketConsumer):
         """The conversation, re-read so a deletion in another tab closes this socket."""
         conversation = await self._conversation()
         if conversation is None:
-            await self.send_json(
-                {"type": "error", "code": "not_found", "message": "This conversation is gone."}
-            )
+            await self.send_json(error_frame(RefusalCode.NOT_FOUND, "This conversation is gone."))
             await self.close(code=CLOSE_NOT_FOUND)
         return conversation
 
@@ -259,7 +251,7 @@ class ConversationConsumer(AsyncJsonWebsocketConsumer):
                 conversation=conversation, after_seq=after_seq, limit=REPLAY_BATCH
             )
         )
-        return [events.event_frame(event) for event in stored]
+        return [event_frame(event) for event in stored]
 
     @_in_database_thread
     def _run_in_progress(self, run_id: int) -> bool:
@@ -279,7 +271,9 @@ class ConversationConsumer(AsyncJsonWebsocketConsumer):
         if profile_slug is not None:
             profile = selectors.profile_get(user=user, slug=profile_slug)
             if profile is None:
-                raise SendRefused("profile_not_allowed", "That agent is not available to you.")
+                raise RequestRefused(
+                    RefusalCode.PROFILE_NOT_ALLOWED, "That agent is not available to you."
+                )
         message_send(
             conversation=conversation,
             user=user,
@@ -303,24 +297,43 @@ class ConversationConsumer(AsyncJsonWebsocketConsumer):
 
 def _parse_frame(text_data: str | None, bytes_data: bytes | None) -> dict[str, Any]:
     if text_data is None:
-        raise FrameError("invalid_frame", "Frames are JSON text, not binary.")
+        raise RequestRefused(RefusalCode.INVALID_FRAME, "Frames are JSON text, not binary.")
     size = len(text_data.encode("utf-8"))
-    limit = settings.CHAT_MAX_FRAME_BYTES
+    limit = max_frame_bytes()
     if size > limit:
-        raise FrameError("frame_too_large", f"The frame is {size} bytes; the limit is {limit}.")
+        raise RequestRefused(
+            RefusalCode.FRAME_TOO_LARGE, f"The frame is {size} bytes; the limit is {limit}."
+        )
     try:
         frame = json.loads(text_data)
     except ValueError as error:
-        raise FrameError("invalid_json", f"The frame is not valid JSON: {error}.") from error
+        raise RequestRefused(
+            RefusalCode.INVALID_JSON, f"The frame is not valid JSON: {error}."
+        ) from error
     if not isinstance(frame, dict):
-        raise FrameError("invalid_frame", "A frame is a JSON object with a 'type'.")
+        raise RequestRefused(RefusalCode.INVALID_FRAME, "A frame is a JSON object with a 'type'.")
     return frame
 
 
-def _required_str(frame: dict[str, Any], field: str, **extra: Any) -> str:
+def _send_client_id(frame: dict[str, Any] | None) -> str | None:
+    """The ``client_id`` of a ``message.send`` frame if it is a valid one, else None.
+
+    An error frame names it, so the client can tell which of its sends was refused.
+    """
+    if frame is None or frame.get("type") != FrameType.MESSAGE_SEND:
+        return None
+    client_id = frame.get("client_id")
+    return client_id if _is_client_id(client_id) else None
+
+
+def _is_client_id(value: Any) -> bool:
+    return isinstance(value, str) and 1 <= len(value) <= CLIENT_ID_MAX_CHARS
+
+
+def _required_str(frame: dict[str, Any], field: str) -> str:
     value = frame.get(field)
     if not isinstance(value, str):
-        raise FrameError("invalid_field", f"'{field}' must be a string.", **extra)
+        raise RequestRefused(RefusalCode.INVALID_FIELD, f"'{field}' must be a string.")
     return value
 
 
@@ -328,7 +341,9 @@ def _required_int(frame: dict[str, Any], field: str) -> int:
     value = frame.get(field)
     # bool is an int in Python, but `true` is not a run id or a seq.
     if not isinstance(value, int) or isinstance(value, bool) or value < 0:
-        raise FrameError("invalid_field", f"'{field}' must be a non-negative integer.")
+        raise RequestRefused(
+            RefusalCode.INVALID_FIELD, f"'{field}' must be a non-negative integer."
+        )
     return value
 
 

@@ -26,6 +26,8 @@ from channels import DEFAULT_CHANNEL_LAYER
 from channels.layers import channel_layers
 from django.db import transaction
 
+from agents.protocol import event_frame
+
 if TYPE_CHECKING:
     from agents.models import RunEvent
 
@@ -37,17 +39,6 @@ GROUP_MESSAGE_TYPE = "chat.event"
 def group_name(conversation_id: int) -> str:
     """The channel-layer group every socket open on this conversation joins."""
     return f"conversation.{conversation_id}"
-
-
-def event_frame(event: RunEvent) -> dict[str, Any]:
-    """The frame a client receives for a stored event (docs/protocol.md)."""
-    return {
-        **event.payload,
-        "type": event.type,
-        "seq": event.seq,
-        "run_id": event.run_id,
-        "ts": event.created_at.isoformat(),
-    }
 
 
 def publish_on_commit(stored: Sequence[RunEvent]) -> None:

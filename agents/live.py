@@ -42,7 +42,7 @@ import redis.asyncio
 from django.conf import settings
 
 from agents import events
-from agents.react.types import ModelCallRecord, Step, ThoughtStep
+from agents.react.types import ModelCallRecord, Step, ThoughtDelta, ThoughtStep
 
 logger = logging.getLogger(__name__)
 
@@ -85,10 +85,11 @@ def delta_frame(*, part: Part, run_id: int, segment: str, offset: int, text: str
 class LiveText:
     """The live thought and answer of one attempt of one run, in the worker driving it.
 
-    ``thought_delta`` / ``answer_delta`` are the engine's streaming callbacks. ``settle``
-    comes before the worker stores a step or ending (the stored frame supersedes the live
-    text), ``model_call_ended`` when a model reply has been read (the next thought is a new
-    segment). Thread-safe: the flusher thread and the run's thread both flush.
+    ``thought_delta``, ``answer_delta`` and ``answer_reset`` are the engine's streaming
+    callbacks (``AgentExecutor``); ``track`` follows the steps the worker stores, so that
+    the live text is dropped just before the step that replaces it is written. A thought's
+    segment is its model call (``ThoughtDelta.call_index``). Thread-safe: the flusher
+    thread and the run's thread both flush.
     """
 
     def __init__(self, *, conversation_id: int, run_id: int, attempt: int) -> None:
@@ -103,41 +104,56 @@ class LiveText:
         self._held: dict[Part, list[str]] = {"thought": [], "answer": []}
         self._held_chars = 0
         self._held_part: Part | None = None
+        self._thought_call: int | None = None
         self._last_flush = -FLUSH_SECONDS
         self._stored_any = False
 
     # -- the engine's callbacks ---------------------------------------------------------
-    def thought_delta(self, text: str) -> None:
-        self._add("thought", text)
+    def thought_delta(self, delta: ThoughtDelta) -> None:
+        if delta.call_index != self._thought_call:
+            with self._lock:
+                self._flush_locked()
+                self._segment["thought"] = None  # another model call: a new thought
+                self._sent["thought"] = 0
+                self._thought_call = delta.call_index
+        self._add("thought", delta.text)
+        if delta.done:
+            self.flush()  # the reply has ended: its steps come next
 
     def answer_delta(self, text: str) -> None:
         self._add("answer", text)
+
+    def answer_reset(self) -> None:
+        """What streamed as the answer was a thought (native mode: tool calls followed).
+
+        Clients get an empty answer of a new segment, which replaces the text they show.
+        """
+        with self._lock:
+            self._flush_locked()
+            if self._segment["answer"] is None:
+                return
+            self._held["answer"].append("")
+            self._held_part = "answer"
+            self._segment["answer"] = None
+            self._sent["answer"] = 0
+            self._flush_locked()
 
     # -- the worker's ----------------------------------------------------------------------
     def track(self, steps: Iterable[Step]) -> Iterator[Step]:
         """The engine's steps, passed through; the live text follows what they mean.
 
-        A model call's record ends the reply, so the next thought is a new segment. Any
-        other step but a thought is about to be stored with what came before it (the
-        worker holds a thought back until the step parsed after it), and the run's ending
-        after an exception or an early return: the live text is dropped first.
+        Any step but a model call's record or a thought is about to be stored with what came
+        before it (the worker holds those two back until the step parsed after them), and
+        so is the run's ending after an exception or an early return: the live text is
+        dropped first.
         """
         try:
             for step in steps:
-                if isinstance(step, ModelCallRecord):
-                    self.model_call_ended()
-                elif not isinstance(step, ThoughtStep):
+                if not isinstance(step, ModelCallRecord | ThoughtStep):
                     self.settle()
                 yield step
         finally:
             self.settle()
-
-    def model_call_ended(self) -> None:
-        """The reply is complete: its thought is done, the next one is a new segment."""
-        with self._lock:
-            self._flush_locked()
-            self._segment["thought"] = None
-            self._sent["thought"] = 0
 
     def settle(self) -> None:
         """Drop the live text before the step or ending that replaces it is stored."""
@@ -148,6 +164,7 @@ class LiveText:
                 self._sent[part] = 0
             self._held_chars = 0
             self._held_part = None
+            self._thought_call = None
             stored_any, self._stored_any = self._stored_any, False
         _flusher.forget(self)
         if stored_any:
@@ -317,7 +334,7 @@ async def live_frames(conversation_id: int) -> list[dict[str, Any]]:
         # No header: the key was deleted while a worker appended to it (a run taken over);
         # its text is not whole, so it is not sent.
         found = _HEADER.match(value.decode("utf-8", errors="replace")) if value else None
-        if found is None:
+        if found is None or not found.group(3):
             continue
         run_id, segment, text = found.groups()
         frames.append(

@@ -33,6 +33,11 @@ class ModelConfig(models.Model):
     context_window = models.PositiveIntegerField(default=8192)
     request_timeout_seconds = models.FloatField(default=120.0, validators=[MinValueValidator(1)])
     max_retries = models.PositiveSmallIntegerField(default=3)
+    supports_tool_calling = models.BooleanField(
+        default=False,
+        help_text="The endpoint accepts OpenAI tool calls: a ReAct run that breaks the format "
+        "three times goes on in native tool-calling mode.",
+    )
     # Prices are per million tokens, in whatever currency the operator bills in.
     prompt_price_per_million = models.DecimalField(max_digits=10, decimal_places=4, default=0)
     completion_price_per_million = models.DecimalField(max_digits=10, decimal_places=4, default=0)

@@ -15,14 +15,10 @@ from agents.llm.factory import chat_model_for, misconfigured
 from agents.models import ModelConfig, ToolConfig
 from agents.react.executor import AgentConfig, AgentExecutor
 from agents.react.prompt import PromptConfig
-from agents.react.types import ChatModel
+from agents.react.types import ChatModel, ThoughtDelta
 from agents.tools.registry import build_tools
 
 logger = logging.getLogger(__name__)
-
-
-def _never_cancel() -> bool:
-    return False
 
 
 def build_executor(
@@ -30,8 +26,10 @@ def build_executor(
     snapshot: dict[str, Any],
     user: Any,
     conversation: Any = None,
-    should_cancel: Callable[[], bool] = _never_cancel,
+    should_cancel: Callable[[], bool] | None = None,
     on_answer_delta: Callable[[str], None] | None = None,
+    on_answer_reset: Callable[[], None] | None = None,
+    on_thought_delta: Callable[[ThoughtDelta], None] | None = None,
 ) -> AgentExecutor:
     """An ``AgentExecutor`` for the profile version ``snapshot``.
 
@@ -46,6 +44,9 @@ def build_executor(
         conversation=conversation,
         should_cancel=should_cancel,
         on_answer_delta=on_answer_delta,
+        on_answer_reset=on_answer_reset,
+        on_thought_delta=on_thought_delta,
+        supports_tool_calling=snapshot_supports_tool_calling(snapshot),
     )
 
 
@@ -56,17 +57,22 @@ def executor_for(
     tool_configs: Iterable[ToolConfig],
     user: Any,
     conversation: Any = None,
-    should_cancel: Callable[[], bool] = _never_cancel,
+    should_cancel: Callable[[], bool] | None = None,
     on_answer_delta: Callable[[str], None] | None = None,
+    on_answer_reset: Callable[[], None] | None = None,
+    on_thought_delta: Callable[[ThoughtDelta], None] | None = None,
+    supports_tool_calling: bool = False,
 ) -> AgentExecutor:
     """The executor for ``snapshot`` with the model and tool rows already chosen."""
     return AgentExecutor(
         model=model,
         tools=build_tools(tool_configs, user=user, conversation=conversation),
         prompt=prompt_config(snapshot),
-        config=agent_config(snapshot),
+        config=agent_config(snapshot, supports_tool_calling=supports_tool_calling),
         should_cancel=should_cancel,
         on_answer_delta=on_answer_delta,
+        on_answer_reset=on_answer_reset,
+        on_thought_delta=on_thought_delta,
     )
 
 
@@ -102,10 +108,20 @@ def prompt_config(snapshot: dict[str, Any]) -> PromptConfig:
     )
 
 
-def agent_config(snapshot: dict[str, Any]) -> AgentConfig:
+def agent_config(snapshot: dict[str, Any], *, supports_tool_calling: bool = False) -> AgentConfig:
     defaults = AgentConfig()
     return AgentConfig(
         max_iterations=snapshot.get("max_iterations") or defaults.max_iterations,
         max_execution_time=snapshot.get("max_execution_time") or defaults.max_execution_time,
         temperature=snapshot.get("temperature"),
+        supports_tool_calling=supports_tool_calling,
     )
+
+
+def snapshot_supports_tool_calling(snapshot: dict[str, Any]) -> bool:
+    """Whether the snapshot's model endpoint is marked as supporting native tool calls (a
+    ReAct run may then switch to native mode after repeated parse errors)."""
+    model_config_id = snapshot.get("model_config_id")
+    if model_config_id is None:
+        return False
+    return ModelConfig.objects.filter(pk=model_config_id, supports_tool_calling=True).exists()

@@ -23,12 +23,11 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
 from agents import selectors
-from agents.events import event_frame
 from agents.llm.factory import is_demo_model
 from agents.memory.selectors import summary_in_use
 from agents.models import AgentProfile, Conversation
+from agents.protocol import RequestRefused, event_frame, max_message_chars
 from agents.services import conversations as conversation_services
-from agents.services.conversations import SendRefused
 
 # --------------------------------------------------------------------------------------
 # Content-Security-Policy
@@ -207,7 +206,7 @@ def _render_chat(
         ],
         "urls": _conversation_urls(conversation) if conversation else {},
         "resume_after_silent_ms": round(settings.CHAT_RESUME_AFTER_SILENT_SECONDS * 1000),
-        "max_message_chars": settings.CHAT_MAX_MESSAGE_CHARS,
+        "max_message_chars": max_message_chars(),
         # The demo banner follows the agent picker (static/js/chat.js).
         "demo_profiles": [p.slug for p in profiles if is_demo_model(p.model_config)],
     }
@@ -258,7 +257,7 @@ def conversation_new(request: HttpRequest) -> HttpResponse:
                 client_id=request.POST.get("client_id") or None,
                 profile=profile,
             )
-    except SendRefused as refusal:
+    except RequestRefused as refusal:
         # Nothing was kept: show the page again with the text still in the box.
         return _render_chat(request, None, draft=content, error=refusal.message, status=400)
     return redirect("conversation", conversation_id=conversation.pk)

@@ -40,7 +40,7 @@ import psutil  # noqa: E402
 from django.core.management import call_command  # noqa: E402
 
 from agents.llm.scripted import Reply, ScriptedServer  # noqa: E402
-from tests.processes import DaphneProcess, WorkerProcess, process_env  # noqa: E402
+from tests.processes import WORKER_ENV, DaphneProcess, WorkerProcess, process_env  # noqa: E402
 
 ACTION = "Thought: I should add.\nAction: calculator\nAction Input: {n}+1"
 FINAL = "Thought: I know it now.\nFinal Answer: done after {n} steps."
@@ -99,15 +99,15 @@ def session_cookie(user) -> str:
     return f"{name}={client.cookies[name].value}"
 
 
-# tests/processes.py shortens these so crash tests take seconds; a benchmark runs with the
-# defaults of chatsite/settings.py.
-PRODUCTION_TIMINGS = {
-    "AGENT_HEARTBEAT_STALE_SECONDS": "60",
-    "AGENT_HEARTBEAT_INTERVAL_SECONDS": "5",
-    "AGENT_CANCEL_POLL_SECONDS": "0.25",
-    "AGENT_SWEEP_INTERVAL_SECONDS": "30",
-    "AGENT_QUEUED_RESCUE_SECONDS": "120",
-}
+def production_env(model_server: ScriptedServer, **extra: str) -> dict[str, str]:
+    """The environment of a benchmark's processes: the suite's, less the shortened worker
+    timings of tests/processes.py (``WORKER_ENV``), so chatsite/settings.py's defaults apply:
+    what production gets."""
+    env = process_env(OPENAI_BASE_URL=model_server.base_url, CHAT_SENDS_PER_MINUTE="0", **extra)
+    for name in WORKER_ENV:
+        if name not in extra:
+            env.pop(name, None)
+    return env
 
 
 def service_cpu_seconds() -> dict[str, float]:
@@ -134,12 +134,7 @@ def stack(
     model_server: ScriptedServer, *, concurrency: int, **extra_env: str
 ) -> Iterator[tuple[Any, Any]]:
     """One worker (threads pool, ``concurrency`` threads) and one daphne."""
-    env = process_env(
-        OPENAI_BASE_URL=model_server.base_url,
-        CHAT_SENDS_PER_MINUTE="0",
-        **PRODUCTION_TIMINGS,
-        **extra_env,
-    )
+    env = production_env(model_server, **extra_env)
     worker = WorkerProcess(env, concurrency=concurrency)
     daphne = DaphneProcess(env)
     worker.start()
@@ -242,6 +237,7 @@ __all__ = [
     "make_user",
     "migrate",
     "percentile",
+    "production_env",
     "rss_mb",
     "run_async",
     "session_cookie",

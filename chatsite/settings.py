@@ -145,6 +145,8 @@ CELERY_BROKER_TRANSPORT_OPTIONS = {
     "visibility_timeout": AGENT_RUN_HARD_LIMIT_SECONDS + 300,
     "global_keyprefix": env.str("CELERY_KEY_PREFIX", default=""),
 }
+# One queue for runs and summaries; the test suite names its own (tests/early_env.py).
+CELERY_TASK_DEFAULT_QUEUE = env.str("CELERY_TASK_DEFAULT_QUEUE", default="celery")
 CELERY_TASK_ALWAYS_EAGER = env.bool("CELERY_TASK_ALWAYS_EAGER", default=False)
 CELERY_WORKER_HIJACK_ROOT_LOGGER = False
 # Runs mostly wait on the model, so one process holds many in threads. The threads pool has
@@ -165,13 +167,17 @@ TIKTOKEN_ALLOW_DOWNLOAD = env.bool("TIKTOKEN_ALLOW_DOWNLOAD", default=False)
 
 # --- Agent runs -------------------------------------------------------------------------
 AGENT_MAX_ATTEMPTS = env.int("AGENT_MAX_ATTEMPTS", default=3)
-AGENT_HEARTBEAT_STALE_SECONDS = env.int("AGENT_HEARTBEAT_STALE_SECONDS", default=60)
-# A worker beats for all its runs every interval; a run whose beat is older than the stale
-# limit above is taken over. Cancel requests are polled more often, so a stop takes < 1 s.
-AGENT_HEARTBEAT_INTERVAL_SECONDS = env.float("AGENT_HEARTBEAT_INTERVAL_SECONDS", default=5.0)
+# A worker beats for all its runs every interval (one UPDATE per process); a run whose beat
+# is older than the stale limit is taken over. Five missed beats before a takeover keep a
+# busy worker its runs, and a dead worker's runs resume in about 8-12 s (stale limit less one
+# interval, plus up to one sweep; bench/crash_resume.py). A wrong takeover is harmless: the
+# old holder's writes are fenced (docs/architecture.md, invariant 6).
+AGENT_HEARTBEAT_STALE_SECONDS = env.int("AGENT_HEARTBEAT_STALE_SECONDS", default=10)
+# Cancel requests are polled more often, so a stop takes < 1 s.
+AGENT_HEARTBEAT_INTERVAL_SECONDS = env.float("AGENT_HEARTBEAT_INTERVAL_SECONDS", default=2.0)
 AGENT_CANCEL_POLL_SECONDS = env.float("AGENT_CANCEL_POLL_SECONDS", default=0.25)
 # Every worker sweeps for runs no one holds; a queued run this old lost its broker message.
-AGENT_SWEEP_INTERVAL_SECONDS = env.float("AGENT_SWEEP_INTERVAL_SECONDS", default=30.0)
+AGENT_SWEEP_INTERVAL_SECONDS = env.float("AGENT_SWEEP_INTERVAL_SECONDS", default=2.0)
 AGENT_QUEUED_RESCUE_SECONDS = env.float("AGENT_QUEUED_RESCUE_SECONDS", default=120.0)
 CHAT_MAX_MESSAGE_CHARS = env.int("CHAT_MAX_MESSAGE_CHARS", default=16000)
 CHAT_MAX_FRAME_BYTES = env.int("CHAT_MAX_FRAME_BYTES", default=65536)
@@ -233,6 +239,7 @@ REST_FRAMEWORK = {
     "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.PageNumberPagination",
     "PAGE_SIZE": 50,
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
+    "EXCEPTION_HANDLER": "agents.api.exceptions.api_exception_handler",
 }
 
 # --- Production hardening (on whenever DEBUG is off) ------------------------------------

@@ -7,8 +7,11 @@ import itertools
 import pytest
 from django.contrib.auth import get_user_model
 
-# Real celery worker / daphne processes for integration tests (documented in the module).
-pytest_plugins = ["tests.processes"]
+from tests.isolation import WORKER_FIXTURES, folder_queue, private_queue, session_keys_delete
+
+# Real celery worker / daphne processes for integration tests (documented in the module);
+# pytester runs a pytest of its own to check the suite's plugins.
+pytest_plugins = ["tests.processes", "pytester"]
 
 _usernames = itertools.count(1)
 
@@ -20,6 +23,28 @@ def pytest_collection_modifyitems(config, items) -> None:
     session-wide browser is open; any test after it that calls ``async_to_sync`` would fail.
     """
     items.sort(key=lambda item: item.get_closest_marker("e2e") is not None)
+
+
+@pytest.fixture(autouse=True)
+def _private_celery_queue(request):
+    """A test with no worker sends its tasks to its folder's queue, emptied when it ends.
+
+    The session's worker (tests/processes.py) takes tasks during ``live_stack`` tests only;
+    a task another test left on the session's queue would run then, against another test's
+    data. Tests with a worker send to the session's queue, which their workers read.
+    """
+    if WORKER_FIXTURES & set(request.fixturenames):
+        yield
+        return
+    with private_queue(folder_queue(request.node.path)):
+        yield
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _session_redis_keys_deleted_at_the_end():
+    """Nothing the session kept in Redis outlives it (its names: tests/early_env.py)."""
+    yield
+    session_keys_delete()
 
 
 @pytest.fixture

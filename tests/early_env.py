@@ -5,6 +5,7 @@ processes that integration tests start.
 """
 
 import os
+import uuid
 
 # PBKDF2's deliberate slowness would otherwise dominate the suite (chatsite/settings.py).
 os.environ.setdefault("CHATSITE_TEST_FAST_HASHER", "1")
@@ -14,3 +15,24 @@ os.environ.setdefault("CHATSITE_TEST_FAST_HASHER", "1")
 # the production settings in a process of its own.
 for name in ("SECURE_SSL_REDIRECT", "SESSION_COOKIE_SECURE", "CSRF_COOKIE_SECURE"):
     os.environ.setdefault(name, "0")
+
+
+def session_redis_names(session: str) -> dict[str, str]:
+    """The settings that put everything a test session keeps in Redis under its own name.
+
+    Two suites on one Redis (two worktrees, CI beside a developer) then share nothing: not
+    the channel layer's groups, not the cache's rate-limit counters, not Celery's queue.
+    """
+    return {
+        "CHATSITE_TEST_SESSION": session,
+        "CHANNELS_PREFIX": f"{session}-channels",
+        "CACHE_PREFIX": f"{session}-cache",
+        "CELERY_KEY_PREFIX": f"{session}-celery:",
+        # The queue the session's workers read; tests without a worker use one of their
+        # folder's (tests/conftest.py), so no worker ever runs a task they left behind.
+        "CELERY_TASK_DEFAULT_QUEUE": f"{session}-runs",
+    }
+
+
+# Always a new one: a session never inherits another's names, not even its parent's.
+os.environ.update(session_redis_names(f"chatsite-test-{uuid.uuid4().hex[:12]}"))

@@ -13,8 +13,9 @@ Fixtures
 - ``scripted_model`` (session): the ``ScriptedServer``; give each test its own model names.
 - ``celery_worker`` (session): a ``WorkerProcess`` handle: ``.kill()`` (SIGKILL),
   ``.restart()``, ``.stop()``, ``.alive``, ``.log_text()``, ``.pause()``/``.resume()``
-  (stop/start taking tasks). It takes tasks only while a ``live_stack`` test runs, so tests
-  without a worker that enqueue runs never see one picked up.
+  (stop/start taking tasks). It reads the session's queue (``tests/isolation.py``) and takes
+  tasks only while a ``live_stack`` test runs; what such a test leaves on the queue is purged
+  when it ends. Tests without a worker send their tasks to a queue of their folder's own.
 - ``daphne_server`` (session): a ``DaphneProcess``: ``.url`` (``http://127.0.0.1:PORT``),
   ``.ws_url(path)``.
 - ``live_stack`` (function): a ``LiveStack`` with ``.model``, ``.worker``, ``.daphne`` and
@@ -25,6 +26,8 @@ Fixtures
   over HTTP with session and CSRF; returns ``(status, json)``), ``wait_for_run(run_id)``.
 - ``spawn_worker(concurrency=20, **env)`` / ``spawn_daphne(**env)`` (function): start extra
   processes, stopped when the test ends (several-process tests).
+
+Both run under the suite's network guard (``tests.network_guard``, ``GUARDED_PYTHON``).
 
 Session processes print the part of their log written during a test when it finishes, so a
 failing test shows it. Worker timings are shortened (``WORKER_ENV``): heartbeats go stale
@@ -53,7 +56,11 @@ import pytest
 from django.conf import settings
 from django.db import connection
 
+from tests.isolation import queue_purge
+
 BASE_DIR = Path(settings.BASE_DIR)
+# ``python -m MODULE`` with the suite's network guard installed first (tests/network_guard.py).
+GUARDED_PYTHON = (sys.executable, "-m", "tests.network_guard")
 READY_TIMEOUT = 60.0
 
 WORKER_ENV = {
@@ -180,9 +187,9 @@ class _Process:
 
 class WorkerProcess(_Process):
     name = "celery-worker"
-    # The queue run_agent goes to from daphne and the worker's own sweeper: Celery's default,
-    # named here because a test may route its own process's tasks elsewhere.
-    queue = "celery"
+    # The queue run_agent goes to from daphne and the worker's own sweeper: the session's
+    # (tests/early_env.py), named here because the test process routes its own elsewhere.
+    queue = settings.CELERY_TASK_DEFAULT_QUEUE
 
     def __init__(self, env: dict[str, str], concurrency: int = 20) -> None:
         super().__init__(env)
@@ -191,7 +198,7 @@ class WorkerProcess(_Process):
 
     def command(self) -> list[str]:
         return [
-            sys.executable, "-m", "celery", "-A", "chatsite", "worker",
+            *GUARDED_PYTHON, "celery", "-A", "chatsite", "worker",
             "-P", "threads", "-c", str(self.concurrency), "-n", self.node_name, "-Q", self.queue,
             "--loglevel=INFO", "--without-gossip", "--without-mingle", "--without-heartbeat",
         ]  # fmt: skip
@@ -226,7 +233,7 @@ class DaphneProcess(_Process):
 
     def command(self) -> list[str]:
         # Port 0: the kernel picks a free one and daphne logs which.
-        return [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", "0",
+        return [*GUARDED_PYTHON, "daphne", "-b", "127.0.0.1", "-p", "0",
                 "chatsite.asgi:application"]  # fmt: skip
 
     def ready(self) -> bool:
@@ -438,6 +445,9 @@ def live_stack(transactional_db, scripted_model, celery_worker, daphne_server):
     stack.close()
     if celery_worker.alive:
         celery_worker.pause()
+    # What this test left on the session's queue (a run it queued for a paused worker, a
+    # summary enqueued as it ended) must not run in the next live test, on flushed data.
+    queue_purge(celery_worker.queue)
     for process in (celery_worker, daphne_server):
         process.print_new_log()
 

@@ -10,7 +10,13 @@ import pytest
 from asgiref.sync import async_to_sync
 
 from agents import events, live
-from agents.react.types import ActionStep, FinalAnswerStep, ModelCallRecord, ThoughtStep
+from agents.react.types import (
+    ActionStep,
+    FinalAnswerStep,
+    ModelCallRecord,
+    ThoughtDelta,
+    ThoughtStep,
+)
 
 
 @pytest.fixture
@@ -36,6 +42,10 @@ def conversation_id():
     live._sync_client().delete(*(live.key(number, part) for part in live.PARTS))
 
 
+def thought(text: str, *, call: int = 0, done: bool = False) -> ThoughtDelta:
+    return ThoughtDelta(call_index=call, offset=0, text=text, done=done)
+
+
 def snapshot(conversation_id: int) -> list[dict]:
     return async_to_sync(live.live_frames)(conversation_id)
 
@@ -57,7 +67,7 @@ def test_the_first_words_go_out_at_once_and_the_rest_is_gathered(
     frames, _ = published
     monkeypatch.setattr(live, "FLUSH_SECONDS", 600.0)  # a slow machine must not flush early
     text = live.LiveText(conversation_id=conversation_id, run_id=7, attempt=1)
-    text.thought_delta("I should ")
+    text.thought_delta(thought("I should "))
     assert frames == [
         {
             "type": "thought.delta",
@@ -69,7 +79,7 @@ def test_the_first_words_go_out_at_once_and_the_rest_is_gathered(
         }
     ]
     for word in ["add ", "the ", "numbers."]:
-        text.thought_delta(word)
+        text.thought_delta(thought(word))
     assert len(frames) == 1  # held back for at most FLUSH_SECONDS
     text.flush()
     assert frames[1]["offset"] == len("I should ")
@@ -131,13 +141,14 @@ def test_steps_end_thought_segments_and_drop_the_text_before_it_is_stored(
     record = ModelCallRecord(index=0, messages=[], options={}, response_text="")
 
     def engine():
-        text.thought_delta("Let me look.")
+        text.thought_delta(thought("Let me look.", done=True))
         yield record
         yield ThoughtStep(text="Let me look.")
         assert snapshot(conversation_id) != []  # the thought is not stored yet
         yield ActionStep(tool="calculator", tool_input="2+2", call_id="call-1")
-        text.thought_delta("It is 4.")
+        text.thought_delta(thought("It is 4.", call=1))
         text.answer_delta("4")
+        text.thought_delta(thought("", call=1, done=True))  # the reply ended
         yield record
         yield FinalAnswerStep(text="4")
 
@@ -185,3 +196,19 @@ def test_text_without_its_header_is_not_sent(conversation_id):
     """A key deleted while a worker appended to it holds only the end of a text."""
     live._sync_client().append(live.key(conversation_id, "answer"), "the end of it")
     assert snapshot(conversation_id) == []
+
+
+def test_an_answer_that_was_a_thought_is_taken_back(published, conversation_id):
+    """Native mode: the reply's text streamed as the answer, then tool calls followed."""
+    frames, _ = published
+    text = live.LiveText(conversation_id=conversation_id, run_id=7, attempt=1)
+    text.answer_delta("Let me check the weather.")
+    text.answer_reset()
+    text.thought_delta(thought("Let me check the weather.", done=True))
+    answers = [frame for frame in frames if frame["type"] == "answer.delta"]
+    assert [(f["offset"], f["text"]) for f in answers] == [
+        (0, "Let me check the weather."),
+        (0, ""),
+    ]
+    assert answers[0]["segment"] != answers[1]["segment"]
+    assert [frame["type"] for frame in snapshot(conversation_id)] == ["thought.delta"]

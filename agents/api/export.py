@@ -9,6 +9,7 @@ from django.utils import timezone
 
 from agents import selectors
 from agents.models import Conversation
+from agents.protocol import FrameType
 
 EXPORT_FORMATS = ("md", "json")
 
@@ -20,9 +21,9 @@ def export_data(conversation: Conversation) -> dict[str, Any]:
     for event in selectors.events_after(conversation=conversation, after_seq=0):
         if event.run_id is None:
             continue
-        if event.type == "step":
+        if event.type == FrameType.STEP:
             steps_by_run.setdefault(event.run_id, []).append(event.payload)
-        elif event.type == "run.finished":
+        elif event.type == FrameType.RUN_FINISHED:
             usage_by_run[event.run_id] = event.payload.get("usage", {})
     messages = []
     for message in selectors.message_list(conversation=conversation):
@@ -77,4 +78,9 @@ def _step_markdown(step: dict[str, Any]) -> str:
         return f"**{label}:** {step.get('text', '')}"
     if kind == "error":
         return f"**Error ({step.get('code', '')}):** {step.get('message', '')}"
+    if kind == "mode_switch":
+        return (
+            f"**Mode:** {step.get('from_mode', '')} → {step.get('to_mode', '')} "
+            f"(after {step.get('parse_errors', 0)} parse errors)"
+        )
     return ""

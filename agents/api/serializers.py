@@ -8,8 +8,7 @@ from __future__ import annotations
 from rest_framework import serializers
 
 from agents.models import AgentProfile, AgentRun, Conversation, Message
-
-CLIENT_ID_MAX_CHARS = 64
+from agents.protocol import CLIENT_ID_MAX_CHARS
 
 
 class MessageSerializer(serializers.ModelSerializer):

@@ -9,25 +9,22 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.conf import settings
-from django.core.exceptions import RequestDataTooBig
 from django.http import HttpResponse
 from django.utils.text import slugify
 from rest_framework import status
-from rest_framework.exceptions import APIException, NotFound, ValidationError
+from rest_framework.exceptions import NotFound, ValidationError
 from rest_framework.generics import GenericAPIView
 from rest_framework.pagination import PageNumberPagination
 from rest_framework.request import Request
 from rest_framework.response import Response
-from rest_framework.views import exception_handler
 
-from agents import events, selectors
+from agents import selectors
 from agents.api import serializers as api
 from agents.api.export import EXPORT_FORMATS, export_data, export_json, export_markdown
 from agents.memory.services import summary_request
 from agents.models import AgentProfile, AgentRun, Conversation
+from agents.protocol import RefusalCode, RequestRefused, event_frame
 from agents.services.conversations import (
-    SendRefused,
     SendResult,
     conversation_create,
     conversation_delete,
@@ -39,50 +36,8 @@ from agents.services.conversations import (
     run_regenerate,
 )
 
-# Refusals the user fixes by waiting rather than by changing the request.
-TOO_MANY_REQUESTS_CODES = frozenset({"rate_limited", "quota_exceeded"})
-
-
-def api_exception_handler(exc: Exception, context: dict[str, Any]) -> Response | None:
-    if isinstance(exc, RequestDataTooBig):
-        # Django would answer with a bare HTML 400; a JSON client deserves the reason.
-        limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
-        return Response(
-            {"code": "request_too_large", "message": f"The request body is over {limit} bytes."},
-            status=status.HTTP_413_REQUEST_ENTITY_TOO_LARGE,
-        )
-    response = exception_handler(exc, context)
-    if response is None or not isinstance(exc, APIException):
-        return response
-    if isinstance(exc, ValidationError):
-        response.data = {
-            "code": "invalid",
-            "message": "The request has invalid fields.",
-            "fields": exc.detail,
-        }
-    else:
-        codes = exc.get_codes()
-        response.data = {
-            "code": codes if isinstance(codes, str) else exc.default_code,
-            "message": str(exc.detail),
-        }
-    return response
-
-
-def refused(refusal: SendRefused) -> Response:
-    if refusal.code == "not_found":
-        http_status = status.HTTP_404_NOT_FOUND
-    elif refusal.code in TOO_MANY_REQUESTS_CODES:
-        http_status = status.HTTP_429_TOO_MANY_REQUESTS
-    else:
-        http_status = status.HTTP_400_BAD_REQUEST
-    return Response({"code": refusal.code, "message": refusal.message}, status=http_status)
-
 
 class ApiView(GenericAPIView):
-    def get_exception_handler(self):
-        return api_exception_handler
-
     def conversation_or_404(self, conversation_id: int) -> Conversation:
         conversation = selectors.conversation_get(
             user=self.request.user, conversation_id=conversation_id
@@ -97,7 +52,9 @@ class ApiView(GenericAPIView):
             return None
         profile = selectors.profile_get(user=self.request.user, slug=slug)
         if profile is None:
-            raise SendRefused("profile_not_allowed", "That agent is not available to you.")
+            raise RequestRefused(
+                RefusalCode.PROFILE_NOT_ALLOWED, "That agent is not available to you."
+            )
         return profile
 
     def input(self, serializer_class: type, **kwargs: Any) -> dict[str, Any]:
@@ -144,13 +101,8 @@ class ConversationCollectionView(ApiView):
 
     def post(self, request: Request) -> Response:
         data = self.input(api.ConversationCreateInput)
-        try:
-            profile = self.profile_or_none(data["profile"])
-            conversation = conversation_create(
-                owner=request.user, title=data["title"], profile=profile
-            )
-        except SendRefused as refusal:
-            return refused(refusal)
+        profile = self.profile_or_none(data["profile"])
+        conversation = conversation_create(owner=request.user, title=data["title"], profile=profile)
         return Response(
             api.ConversationSerializer(conversation).data, status=status.HTTP_201_CREATED
         )
@@ -164,7 +116,7 @@ class ConversationItemView(ApiView):
         data = api.ConversationSerializer(conversation).data
         data["messages"] = api.MessageSerializer(messages, many=True).data
         # The same frames the socket replays, so a client can build the thread either way.
-        data["events"] = [events.event_frame(event) for event in stored]
+        data["events"] = [event_frame(event) for event in stored]
         return Response(data)
 
     def patch(self, request: Request, conversation_id: int) -> Response:
@@ -213,26 +165,20 @@ class ConversationMessagesView(ApiView):
     def post(self, request: Request, conversation_id: int) -> Response:
         conversation = self.conversation_or_404(conversation_id)
         data = self.input(api.MessageSendInput)
-        try:
-            result = message_send(
-                conversation=conversation,
-                user=request.user,
-                content=data["content"],
-                client_id=data["client_id"],
-                profile=self.profile_or_none(data["profile"]),
-            )
-        except SendRefused as refusal:
-            return refused(refusal)
+        result = message_send(
+            conversation=conversation,
+            user=request.user,
+            content=data["content"],
+            client_id=data["client_id"],
+            profile=self.profile_or_none(data["profile"]),
+        )
         return send_result(result)
 
 
 class ConversationRegenerateView(ApiView):
     def post(self, request: Request, conversation_id: int) -> Response:
         conversation = self.conversation_or_404(conversation_id)
-        try:
-            run = run_regenerate(conversation=conversation, user=request.user)
-        except SendRefused as refusal:
-            return refused(refusal)
+        run = run_regenerate(conversation=conversation, user=request.user)
         return Response({"run": api.RunSerializer(run).data}, status=status.HTTP_201_CREATED)
 
 
@@ -258,15 +204,12 @@ class MessageEditView(ApiView):
         if message is None:
             raise NotFound("No such message.")
         data = self.input(api.ContentInput)
-        try:
-            result = message_edit_resend(
-                message=message,
-                user=request.user,
-                content=data["content"],
-                client_id=data["client_id"],
-            )
-        except SendRefused as refusal:
-            return refused(refusal)
+        result = message_edit_resend(
+            message=message,
+            user=request.user,
+            content=data["content"],
+            client_id=data["client_id"],
+        )
         return send_result(result)
 
 
@@ -275,10 +218,7 @@ class RunCancelView(ApiView):
         run: AgentRun | None = selectors.run_get(user=request.user, run_id=run_id)
         if run is None:
             raise NotFound("No such run.")
-        try:
-            run = run_cancel(run=run, user=request.user)
-        except SendRefused as refusal:
-            return refused(refusal)
+        run = run_cancel(run=run, user=request.user)
         return Response({"run": api.RunSerializer(run).data})
 
 

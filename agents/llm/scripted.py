@@ -8,6 +8,10 @@ the request by a per-model ``policy``; concurrent tests therefore use distinct m
         server.script("m1", [Reply("Thought: ...\\nFinal Answer: 42"), Fail(500)])
         client = OpenAI(base_url=server.base_url, api_key="x")
 
+A test that needs a run to stay in progress holds a reply on a ``Gate`` instead of delaying
+it: ``gate.wait_arrived()`` returns once the request is in, and the reply goes out only when
+the test calls ``gate.open()``.
+
 Failure injection: ``Fail`` (any status, optional ``Retry-After``), ``Hang`` (accept, then
 send nothing), and on ``Reply`` a ``delay`` before the first token and a slow trickle
 (``chunk_size``/``chunk_interval``). Another process can program a running server through
@@ -50,7 +54,7 @@ class ScriptedToolCall:
 
 
 @dataclass(frozen=True, eq=False)
-class Gate:
+class Pause:
     """Holds a streamed reply once ``after_chars`` characters of its text are sent, until the
     test opens it: the test knows what the client has been sent, and when (``reached``)."""
 
@@ -69,7 +73,7 @@ class Reply:
     ``ignore_stop`` makes the server send the whole text even past a requested stop sequence,
     like servers that ignore ``stop``. ``usage=False`` leaves usage out of the response.
     ``delay`` waits before the first byte of the body; ``chunk_interval`` waits between
-    streamed chunks of ``chunk_size`` characters; ``gate`` stops the stream part-way.
+    streamed chunks of ``chunk_size`` characters; ``pause`` stops the stream part-way.
     """
 
     text: str = ""
@@ -80,7 +84,7 @@ class Reply:
     delay: float = 0.0
     chunk_size: int = 8
     chunk_interval: float = 0.0
-    gate: Gate | None = None
+    pause: Pause | None = None
 
     def __post_init__(self) -> None:
         if self.chunk_size < 1:
@@ -173,6 +177,40 @@ class Hang:
 
 Response = Reply | Fail | Hang
 Policy = Callable[[JsonDict], Response]
+
+
+class Gate:
+    """A signal between a test and the server, in place of a delay that hopes to be enough.
+
+    ``hold(response)`` is a script entry: a request that reaches it sets ``arrived`` and then
+    waits until ``open()`` before it gets ``response``. Past ``timeout`` (a ceiling for a test
+    that failed before opening it) the response goes out anyway.
+    """
+
+    def __init__(self, *, timeout: float = 120.0) -> None:
+        self.timeout = timeout
+        self._arrived = threading.Event()
+        self._opened = threading.Event()
+
+    def hold(self, response: Response) -> Policy:
+        def held(body: JsonDict) -> Response:
+            self._arrived.set()
+            self._opened.wait(self.timeout)
+            return response
+
+        return held
+
+    @property
+    def arrived(self) -> bool:
+        return self._arrived.is_set()
+
+    def wait_arrived(self, timeout: float = 60.0) -> None:
+        """Until a request reached the gate; TimeoutError after ``timeout`` seconds."""
+        if not self._arrived.wait(timeout):
+            raise TimeoutError(f"no request reached the gate within {timeout:g} s")
+
+    def open(self) -> None:
+        self._opened.set()
 
 
 def reply_from_dict(data: JsonDict) -> Response:
@@ -384,8 +422,8 @@ def _stream_chunks(
         }
 
     yield chunk({"role": "assistant", "content": ""})
-    # A gate falls between two chunks, so the client has exactly the text before it.
-    cut = min(reply.gate.after_chars, len(text)) if reply.gate is not None else len(text)
+    # A pause falls between two chunks, so the client has exactly the text before it.
+    cut = min(reply.pause.after_chars, len(text)) if reply.pause is not None else len(text)
     for piece in [*_pieces(text[:cut], reply.chunk_size), *_pieces(text[cut:], reply.chunk_size)]:
         yield chunk({"content": piece})
     for index, call in enumerate(reply.tool_calls):
@@ -550,10 +588,14 @@ class _Handler(BaseHTTPRequestHandler):
             ):
                 if number and self.scripted._wait(reply.chunk_interval):
                     return
-                gate = reply.gate
-                if gate is not None and sent_chars >= gate.after_chars and not gate.opened.is_set():
-                    gate.reached.set()
-                    while not gate.opened.wait(0.05):
+                pause = reply.pause
+                if (
+                    pause is not None
+                    and sent_chars >= pause.after_chars
+                    and not pause.opened.is_set()
+                ):
+                    pause.reached.set()
+                    while not pause.opened.wait(0.05):
                         if self.scripted._wait(0):
                             return
                 self._write_chunk(b"data: " + json.dumps(chunk).encode() + b"\n\n")

@@ -32,6 +32,7 @@ from agents.memory.strategies import (
 )
 from agents.memory.summarizer import summary_tokens, write_summary
 from agents.models import AgentProfile, AgentRun, Conversation, MemorySummary, Message, ModelConfig
+from agents.protocol import memory_summarized_frame
 from agents.react.types import ChatMessage, ChatModel
 
 logger = logging.getLogger(__name__)
@@ -42,8 +43,6 @@ logger = logging.getLogger(__name__)
 MAX_FOLD_TOKENS = 6000
 # A task stops after this many calls; anything left is picked up after the next run.
 MAX_FOLD_ROUNDS = 25
-# The ephemeral frame sent to open chats when a new summary is stored (docs/protocol.md).
-SUMMARY_FRAME_TYPE = "memory.summarized"
 
 
 @dataclass(frozen=True)
@@ -312,13 +311,7 @@ def _announce(summary: MemorySummary) -> None:
     a page loaded later reads the marker from the database)."""
     from agents import events
 
-    frame = {
-        "type": SUMMARY_FRAME_TYPE,
-        "summary_id": summary.pk,
-        "covers_through": summary.covers_through_id,
-        "token_count": summary.token_count,
-        "text": summary.text,
-    }
+    frame = memory_summarized_frame(summary)
     transaction.on_commit(lambda: events.publish_ephemeral(summary.conversation_id, frame))
 
 

@@ -23,11 +23,41 @@ Cancellation: ``should_cancel`` is asked before every model call and every tool 
 waiting for a tool, and while a reply streams in; when it says yes, ``RunCancelled`` is
 raised. A tool already running cannot be stopped: it is abandoned.
 
-Streaming (``on_answer_delta``): in ReAct mode only the text after the final-answer label is
-passed on, as it arrives (``parser.AnswerStream``). In native tool-calling mode the model may
-follow its text with tool calls, so nothing can be known to be the answer until the reply
-ends: the answer is passed on in one piece. Either way, the concatenated deltas equal the
-``FinalAnswerStep`` text whenever the streamed part was a prefix of it.
+Format repair that adapts: after ``PARSE_ERRORS_BEFORE_NATIVE`` parse errors in one ReAct
+run, when ``AgentConfig.supports_tool_calling`` says the model can call tools natively, a
+``ModeSwitchStep`` is yielded (after that error's observation) and the run goes on in native
+tool-calling mode, with the default tools prompt of the same label set. A resumed run finds
+the switch among its steps and stays in native mode.
+
+Streaming. Three optional callbacks see the model's text while it is written; none of them
+changes the steps, which stay the only record.
+
+- ``on_answer_delta(text: str)``: the final answer, piece by piece. In ReAct mode only the
+  text after a final-answer label that starts a line (``parser.AnswerStream``). In native
+  mode the reply's text as it arrives (``parser.NativeAnswerStream``), since a reply without
+  tool calls is the answer; this needs ``on_answer_reset`` too (without it native answers
+  come in one piece at the end, as before). The concatenated deltas equal the
+  ``FinalAnswerStep`` text whenever what was streamed is a prefix of it (the rest is sent
+  just before the step); they do not when a tool's ``return_direct`` output becomes the
+  answer, or when the model's last reply after a limit is not what it streamed.
+- ``on_answer_reset()``: native mode only. The text passed to ``on_answer_delta`` during the
+  model call that just ended was not the answer: the model followed it with tool calls, and
+  it is that call's thought (sent next through ``on_thought_delta``). Called at most once
+  per model call, after the reply ended and before the call's steps are yielded.
+- ``on_thought_delta(delta: ThoughtDelta)``: the thought of each model call
+  (``delta.call_index`` is the ``ModelCallRecord.index`` the call gets). In ReAct mode the
+  text after the thought label up to the action or final-answer label, as it is written
+  (``parser.ThoughtStream``); never action lines, an invented observation or answer text.
+  In native mode the text before the tool calls, in one delta when the reply has ended (only
+  then is it known not to be the answer). A call's first delta has ``offset`` 0; its last has
+  ``done`` True and comes when the reply has ended, just before the call's steps are
+  yielded. Offsets count characters (code points). When the call yields a ``ThoughtStep``,
+  the concatenated deltas equal its text whenever what was streamed is a prefix of it (the
+  rest comes with the last delta); it always is for replies that parse, except when the
+  whole reply was wrapped in a code fence. A call that yields no ``ThoughtStep`` (a parse
+  error, an empty thought) may still have sent deltas: they end with ``done`` and are not
+  stored anywhere. A call cut short by ``RunCancelled`` or a ``ModelError`` sends no
+  ``done``. The last call after a limit streams no thought.
 """
 
 from __future__ import annotations
@@ -39,12 +69,16 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
+from agents.react import jsontext
 from agents.react.errors import ParseError, RunCancelled
 from agents.react.labels import LIMIT_REASONS, LabelSet
 from agents.react.parser import (
     AnswerStream,
+    NativeAnswerStream,
     ParsedFinalAnswer,
-    find_markers,
+    SentText,
+    ThoughtStream,
+    native_answer,
     parse,
 )
 from agents.react.prompt import (
@@ -71,14 +105,18 @@ from agents.react.types import (
     FinalAnswerStep,
     JsonDict,
     ModelCallRecord,
+    ModeSwitchStep,
     ObservationStep,
     Step,
     StopReason,
+    ThoughtDelta,
     ThoughtStep,
 )
 
 # How often a long tool call or a streaming reply asks ``should_cancel``.
 CANCEL_POLL_SECONDS = 0.1
+# Parse errors in one ReAct run after which a model that can call tools natively does so.
+PARSE_ERRORS_BEFORE_NATIVE = 3
 
 
 @dataclass(frozen=True)
@@ -87,6 +125,9 @@ class AgentConfig:
     max_execution_time: float = 300.0
     max_observation_chars: int = 4000
     temperature: float | None = None
+    # The model supports native tool calling: a ReAct run that keeps breaking the format
+    # goes on in native mode (set by the runtime from the model's configuration).
+    supports_tool_calling: bool = False
 
     def __post_init__(self) -> None:
         if self.max_iterations < 1:
@@ -97,8 +138,26 @@ class AgentConfig:
             raise ValueError("max_observation_chars must be at least 1")
 
 
-def _never_cancel() -> bool:
-    return False
+class _ThoughtChannel:
+    """The thought deltas of one model call: offsets, and the rest sent at the end."""
+
+    def __init__(self, call_index: int, emit: Callable[[ThoughtDelta], None]) -> None:
+        self.call_index = call_index
+        self._emit = emit
+        self._sent = SentText()
+
+    def send(self, text: str) -> None:
+        if text:
+            self._emit(ThoughtDelta(self.call_index, self._sent.length, text))
+            self._sent.append(text)
+
+    def end(self, thought: str) -> None:
+        """The reply has ended and ``thought`` is what is stored of it ("" if nothing)."""
+        sent = self._sent.text()
+        if thought.startswith(sent):
+            self.send(thought[len(sent) :])
+        if self._sent.length:
+            self._emit(ThoughtDelta(self.call_index, self._sent.length, "", done=True))
 
 
 @dataclass
@@ -110,9 +169,15 @@ class _Run:
     memory_summary: str
     transcript: Transcript
     started: float
+    prompt: PromptConfig
+    options: JsonDict
     model_calls: int = 0
     actions: int = 0
     streamed: str = ""  # what on_answer_delta got during the last model call
+    thought: _ThoughtChannel | None = None  # of the last model call
+
+
+_Stream = AnswerStream | NativeAnswerStream | ThoughtStream
 
 
 @dataclass
@@ -209,8 +274,10 @@ class AgentExecutor:
         tools: Sequence[Tool],
         prompt: PromptConfig,
         config: AgentConfig | None = None,
-        should_cancel: Callable[[], bool] = _never_cancel,
+        should_cancel: Callable[[], bool] | None = None,
         on_answer_delta: Callable[[str], None] | None = None,
+        on_answer_reset: Callable[[], None] | None = None,
+        on_thought_delta: Callable[[ThoughtDelta], None] | None = None,
     ) -> None:
         names = [tool.name for tool in tools]
         duplicates = sorted({name for name in names if names.count(name) > 1})
@@ -222,11 +289,14 @@ class AgentExecutor:
         self.config = config or AgentConfig()
         self.should_cancel = should_cancel
         self.on_answer_delta = on_answer_delta
+        self.on_answer_reset = on_answer_reset
+        self.on_thought_delta = on_thought_delta
         self.labels: LabelSet = prompt.labels
         self._by_name = {tool.name: tool for tool in self.tools}
         self._by_folded_name = {tool.name.casefold(): tool for tool in self.tools}
         self._tool_names = ", ".join(names)
         self._options = request_options(prompt, tools=self.tools)
+        self._native_prompt = PromptConfig(mode="tools", label_set=prompt.label_set)
 
     # -- the loop ----------------------------------------------------------------------
     def run(
@@ -256,16 +326,22 @@ class AgentExecutor:
             memory_summary=memory_summary,
             transcript=transcript,
             started=time.monotonic(),
+            prompt=self.prompt,
+            options=self._options,
             model_calls=transcript.model_calls,
             actions=transcript.action_count,
         )
+        if transcript.mode_switch is not None:
+            self._go_native(state)
         turns = transcript.turns
         if turns and turns[-1].invalid_text is not None and not turns[-1].correction:
             # The crash came between a parse error and its note to the model.
             yield self._correction(turns[-1], len(turns), transcript.last_error)
+        # The crash may have come between the last parse error and the switch.
+        yield from self._switch_if_needed(state)
         if turns and turns[-1].pending:
             outcome = _Outcome()
-            yield from self._run_tools(turns[-1].pending, outcome)
+            yield from self._run_tools(state, turns[-1].pending, outcome)
             if outcome.direct_answer is not None:
                 yield self._finish(state, outcome.direct_answer, "return_direct")
                 return
@@ -275,7 +351,7 @@ class AgentExecutor:
             if limit is not None:
                 yield from self._final_call(state, limit)
                 return
-            if self.prompt.mode == "react":
+            if state.prompt.mode == "react":
                 final = yield from self._react_iteration(state)
             else:
                 final = yield from self._native_iteration(state)
@@ -293,12 +369,15 @@ class AgentExecutor:
     # -- one iteration, ReAct mode ------------------------------------------------------
     def _react_iteration(self, state: _Run) -> Iterator[Step]:
         messages = self._react_messages(state)
-        completion, record = yield from self._call_model(state, messages, self._options)
+        completion, record = yield from self._call_model(state, messages, state.options)
         try:
             parsed = parse(completion.text)
         except ParseError as error:
+            self._end_thought(state, "")
             yield from self._unusable_reply(state, "parse_error", error, error.text)
+            yield from self._switch_if_needed(state)
             return None
+        self._end_thought(state, parsed.thought)
         if isinstance(parsed, ParsedFinalAnswer):
             if parsed.thought:
                 yield ThoughtStep(text=parsed.thought)
@@ -312,14 +391,14 @@ class AgentExecutor:
         turn = Turn(thought=parsed.thought, runs=[ToolRun(action)])
         state.transcript.turns.append(turn)
         outcome = _Outcome()
-        yield from self._run_tools(turn.runs, outcome)
+        yield from self._run_tools(state, turn.runs, outcome)
         if outcome.direct_answer is not None:
             return self._finish(state, outcome.direct_answer, "return_direct")
         return None
 
     def _react_messages(self, state: _Run, *, closing_note: str = "") -> list[ChatMessage]:
         messages = react_messages(
-            self.prompt,
+            state.prompt,
             tools=self.tools,
             question=state.question,
             history=state.history,
@@ -333,14 +412,19 @@ class AgentExecutor:
     # -- one iteration, native tool calling ----------------------------------------------
     def _native_iteration(self, state: _Run) -> Iterator[Step]:
         messages = self._native_messages(state)
-        completion, record = yield from self._call_model(state, messages, self._options)
+        completion, record = yield from self._call_model(state, messages, state.options)
         text = completion.text.strip()
         if not completion.tool_calls:
+            self._end_thought(state, "")
             if not text:
                 error = ParseError("the reply was empty")
                 yield from self._unusable_reply(state, "empty_reply", error, "")
                 return None
-            return self._finish(state, _strip_answer_label(text), "answer")
+            return self._finish(state, native_answer(text), "answer")
+        if state.streamed and self.on_answer_reset is not None:
+            state.streamed = ""
+            self.on_answer_reset()
+        self._end_thought(state, text)
         yield from self._thought(text, record)
         turn = Turn(thought=text)
         for call in completion.tool_calls:
@@ -354,14 +438,14 @@ class AgentExecutor:
             yield action
         state.transcript.turns.append(turn)
         outcome = _Outcome()
-        yield from self._run_tools(turn.runs, outcome)
+        yield from self._run_tools(state, turn.runs, outcome)
         if outcome.direct_answer is not None:
             return self._finish(state, outcome.direct_answer, "return_direct")
         return None
 
     def _native_messages(self, state: _Run, *, closing_note: str = "") -> list[ChatMessage]:
         messages = tools_messages(
-            self.prompt,
+            state.prompt,
             tools=self.tools,
             question=state.question,
             history=state.history,
@@ -387,6 +471,7 @@ class AgentExecutor:
     ) -> Iterator[Step]:
         turn = Turn(invalid_text=model_text)
         state.transcript.turns.append(turn)
+        state.transcript.parse_errors += code == "parse_error"
         step = ErrorStep(code=code, message=str(error), model_text=model_text)
         yield step
         yield self._correction(turn, len(state.transcript.turns), step)
@@ -407,24 +492,67 @@ class AgentExecutor:
             tool="", call_id=f"reply-{number}", text=turn.correction, is_error=True
         )
 
+    def _switch_if_needed(self, state: _Run) -> Iterator[Step]:
+        transcript = state.transcript
+        if (
+            state.prompt.mode == "react"
+            and self.config.supports_tool_calling
+            and transcript.mode_switch is None
+            and transcript.parse_errors >= PARSE_ERRORS_BEFORE_NATIVE
+        ):
+            step = ModeSwitchStep(
+                from_mode="react", to_mode="tools", parse_errors=transcript.parse_errors
+            )
+            transcript.mode_switch = step
+            self._go_native(state)
+            yield step
+
+    def _go_native(self, state: _Run) -> None:
+        state.prompt = self._native_prompt
+        state.options = request_options(self._native_prompt, tools=self.tools)
+
     def _check_cancel(self) -> None:
-        if self.should_cancel():
+        if self.should_cancel is not None and self.should_cancel():
             raise RunCancelled()
 
+    def _end_thought(self, state: _Run, thought: str) -> None:
+        if state.thought is not None:
+            state.thought.end(thought)
+            state.thought = None
+
+    def _streams(self, state: _Run, index: int, *, final_call: bool) -> list[_Stream]:
+        """The filters the reply of call ``index`` goes through as it streams."""
+        streams: list[_Stream] = []
+        react = state.prompt.mode == "react"
+        state.thought = None
+        if self.on_thought_delta is not None and not final_call:
+            state.thought = _ThoughtChannel(index, self.on_thought_delta)
+            if react:
+                streams.append(ThoughtStream(state.thought.send))
+        if self.on_answer_delta is not None:
+            if react:
+                streams.append(AnswerStream(self.on_answer_delta))
+            elif final_call or self.on_answer_reset is not None:
+                streams.append(NativeAnswerStream(self.on_answer_delta))
+        return streams
+
     def _call_model(
-        self, state: _Run, messages: list[ChatMessage], options: JsonDict
+        self,
+        state: _Run,
+        messages: list[ChatMessage],
+        options: JsonDict,
+        *,
+        final_call: bool = False,
     ) -> Iterator[Step]:
         """Call the model (yielding its record); returns ``(completion, record)``."""
         self._check_cancel()
-        stream = None
-        if self.on_answer_delta is not None and self.prompt.mode == "react":
-            stream = AnswerStream(self.on_answer_delta)
-        on_text = self._on_text(stream)
+        index = state.model_calls
+        streams = self._streams(state, index, final_call=final_call)
+        on_text = self._on_text(streams)
         temperature = self.config.temperature
         sent_options = dict(options)
         if temperature is not None:
             sent_options["temperature"] = temperature
-        index = state.model_calls
         state.model_calls += 1
         started = time.monotonic()
         try:
@@ -447,9 +575,11 @@ class AgentExecutor:
                 error=f"{type(error).__name__}: {error}",
             )
             raise
-        if stream is not None:
+        state.streamed = ""
+        for stream in streams:
             stream.finish()
-        state.streamed = stream.sent if stream is not None else ""
+            if isinstance(stream, AnswerStream | NativeAnswerStream):
+                state.streamed = stream.sent
         duration_ms = completion.duration_ms or _ms_since(started)
         record = ModelCallRecord(
             index=index,
@@ -469,8 +599,8 @@ class AgentExecutor:
         yield record
         return completion, record
 
-    def _on_text(self, stream: AnswerStream | None) -> Callable[[str], None] | None:
-        if stream is None and self.should_cancel is _never_cancel:
+    def _on_text(self, streams: list[_Stream]) -> Callable[[str], None] | None:
+        if not streams and self.should_cancel is None:
             return None
         last_check = -CANCEL_POLL_SECONDS
 
@@ -480,7 +610,7 @@ class AgentExecutor:
             if now - last_check >= CANCEL_POLL_SECONDS:
                 last_check = now
                 self._check_cancel()
-            if stream is not None:
+            for stream in streams:
                 stream.feed(delta)
 
         return on_text
@@ -502,26 +632,29 @@ class AgentExecutor:
         """One last model call, without tools, asking for the final answer."""
         reason = LIMIT_REASONS[self.labels.code][limit]
         note = self.labels.final_answer_request.format(reason=reason)
-        if self.prompt.mode == "react":
+        if state.prompt.mode == "react":
             messages = self._react_messages(state, closing_note=note)
-            options = {key: value for key, value in self._options.items() if key == "stop"}
+            options = {key: value for key, value in state.options.items() if key == "stop"}
         else:
             messages = self._native_messages(state, closing_note=note)
             options = {}
-        completion, _ = yield from self._call_model(state, messages, options)
-        answer = _answer_from_last_reply(completion.text)
+        completion, _ = yield from self._call_model(state, messages, options, final_call=True)
+        if state.prompt.mode == "react":
+            answer = _answer_from_last_reply(completion.text)
+        else:
+            answer = native_answer(completion.text)
         if not answer:
             answer = self.labels.gave_up
         yield self._finish(state, answer, limit)
 
     # -- tools ---------------------------------------------------------------------------
-    def _run_tools(self, runs: Sequence[ToolRun], outcome: _Outcome) -> Iterator[Step]:
+    def _run_tools(self, state: _Run, runs: Sequence[ToolRun], outcome: _Outcome) -> Iterator[Step]:
         """Start every call of the batch (each after a cancellation check), then report
         each one's observation in order."""
         started: list[tuple[ToolRun, Tool | None, _ToolCall | ErrorStep]] = []
         for run in runs:
             self._check_cancel()
-            tool, prepared = self._start_tool(run.action)
+            tool, prepared = self._start_tool(run.action, state.prompt.mode)
             started.append((run, tool, prepared))
         for run, tool, prepared in started:
             if isinstance(prepared, ErrorStep):
@@ -547,27 +680,29 @@ class AgentExecutor:
     def _resolve(self, name: str) -> Tool | None:
         return self._by_name.get(name) or self._by_folded_name.get(name.strip().casefold())
 
-    def _start_tool(self, action: ActionStep) -> tuple[Tool | None, _ToolCall | ErrorStep]:
+    def _start_tool(
+        self, action: ActionStep, mode: str
+    ) -> tuple[Tool | None, _ToolCall | ErrorStep]:
         tool = self._resolve(action.tool)
         if tool is None:
             message = self.labels.unknown_tool.format(name=action.tool, tool_names=self._tool_names)
             return None, ErrorStep(code="unknown_tool", message=message)
         try:
-            arguments = tool.coerce_input(self._tool_input(action.tool_input))
+            arguments = tool.coerce_input(self._tool_input(action.tool_input, mode))
         except ToolInputError as error:
             message = self.labels.invalid_arguments.format(name=tool.name, error=error)
             return tool, ErrorStep(code="invalid_arguments", message=message)
         return tool, _ToolCall(tool, arguments)
 
-    def _tool_input(self, tool_input: str | JsonDict) -> str | JsonDict:
+    def _tool_input(self, tool_input: str | JsonDict, mode: str) -> str | JsonDict:
         """Native calls must carry a JSON object; a ReAct Action Input may be plain text."""
-        if self.prompt.mode == "react" or isinstance(tool_input, dict):
+        if mode == "react" or isinstance(tool_input, dict):
             return tool_input
         if not tool_input.strip():
             return {}
         quoted = tool_input if len(tool_input) <= 200 else tool_input[:200] + "…"
         try:
-            arguments = json.loads(tool_input)
+            arguments = jsontext.loads(tool_input)
         except ValueError as error:
             raise ToolInputError(f"the arguments are not valid JSON ({error}): {quoted}") from None
         if not isinstance(arguments, dict):
@@ -633,17 +768,10 @@ def _arguments_for_display(arguments: str) -> str | JsonDict:
     """A native call's arguments as a dict when they are a JSON object, else the raw text
     (so invalid arguments are stored as the model wrote them)."""
     try:
-        parsed = json.loads(arguments) if arguments.strip() else {}
+        parsed = jsontext.loads(arguments) if arguments.strip() else {}
     except ValueError:
         return arguments
     return parsed if isinstance(parsed, dict) else arguments
-
-
-def _strip_answer_label(text: str) -> str:
-    markers = find_markers(text)
-    if markers and markers[0].role == "final_answer" and not text[: markers[0].start].strip():
-        return text[markers[0].content_start :].strip()
-    return text
 
 
 def _answer_from_last_reply(text: str) -> str:
@@ -653,5 +781,5 @@ def _answer_from_last_reply(text: str) -> str:
     try:
         parsed = parse(text)
     except ParseError as error:
-        return _strip_answer_label(error.text.strip())
+        return native_answer(error.text)
     return parsed.answer if isinstance(parsed, ParsedFinalAnswer) else ""

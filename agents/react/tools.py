@@ -15,6 +15,8 @@ import types
 import typing
 from typing import Any
 
+from agents.react import jsontext
+
 JsonDict = dict[str, Any]
 
 _JSON_TYPES: dict[Any, str] = {
@@ -66,7 +68,7 @@ class Tool:
             stripped = tool_input.strip()
             if stripped.startswith("{"):
                 try:
-                    parsed = json.loads(stripped)
+                    parsed = jsontext.loads(stripped)
                 except json.JSONDecodeError:
                     parsed = None
                 if isinstance(parsed, dict) and set(parsed) <= set(properties):

@@ -12,6 +12,7 @@ import json
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+from agents.react import jsontext
 from agents.react.labels import LabelSet
 from agents.react.types import (
     ActionStep,
@@ -19,6 +20,7 @@ from agents.react.types import (
     ErrorStep,
     FinalAnswerStep,
     ModelCallRecord,
+    ModeSwitchStep,
     ObservationStep,
     Step,
     ThoughtStep,
@@ -55,6 +57,8 @@ class Transcript:
     prompt_tokens: int = 0
     completion_tokens: int = 0
     last_error: ErrorStep | None = None  # of the last unusable reply
+    parse_errors: int = 0
+    mode_switch: ModeSwitchStep | None = None
 
     @property
     def action_count(self) -> int:
@@ -92,6 +96,9 @@ def transcript_from_steps(steps: Iterable[Step]) -> Transcript:
         elif isinstance(step, ErrorStep) and step.code in REPLY_ERRORS:
             turns.append(Turn(invalid_text=step.model_text))
             transcript.last_error = step
+            transcript.parse_errors += step.code == "parse_error"
+        elif isinstance(step, ModeSwitchStep):
+            transcript.mode_switch = step
         elif isinstance(step, FinalAnswerStep):
             transcript.final = step
     transcript.model_calls = max(transcript.model_calls, len(turns))
@@ -176,7 +183,7 @@ def _arguments_json(tool_input: str | dict) -> str:
     if isinstance(tool_input, dict):
         return json.dumps(tool_input, ensure_ascii=False)
     try:
-        parsed = json.loads(tool_input) if tool_input.strip() else {}
+        parsed = jsontext.loads(tool_input) if tool_input.strip() else {}
     except ValueError:
         return "{}"
     return tool_input if isinstance(parsed, dict) else "{}"

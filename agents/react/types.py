@@ -56,6 +56,22 @@ class ChatModel(Protocol):
     ) -> Completion: ...
 
 
+@dataclass(frozen=True)
+class ThoughtDelta:
+    """A piece of the thought a model call is writing, passed on as it streams (not stored).
+
+    A call's deltas share its ``call_index`` (the ``ModelCallRecord.index`` it will get) and
+    come in order: the first has ``offset`` 0 (the thought starts), each next one's
+    ``offset`` is the length of the text sent before it, and the last has ``done`` True
+    (its ``text`` may be empty). See ``AgentExecutor`` for when they come.
+    """
+
+    call_index: int
+    offset: int
+    text: str
+    done: bool = False
+
+
 # --------------------------------------------------------------------------------------
 # Steps
 # --------------------------------------------------------------------------------------
@@ -115,6 +131,22 @@ class FinalAnswerStep:
 
 
 @dataclass(frozen=True)
+class ModeSwitchStep:
+    """The run goes on in another prompt mode from here (format repair that adapts).
+
+    Yielded after the ``PARSE_ERRORS_BEFORE_NATIVE``-th parse error of a ReAct run whose
+    model supports native tool calling (``AgentConfig.supports_tool_calling``): the next
+    model call uses native tool calling, with the same question, history and steps so far.
+    """
+
+    from_mode: str  # "react"
+    to_mode: str  # "tools"
+    reason: str = "parse_errors"
+    parse_errors: int = 0  # parse errors of this run when it switched
+    kind: Literal["mode_switch"] = "mode_switch"
+
+
+@dataclass(frozen=True)
 class ModelCallRecord:
     """The exact request and response of one model call (stored for the inspector, not sent)."""
 
@@ -130,7 +162,15 @@ class ModelCallRecord:
     kind: Literal["model_call"] = "model_call"
 
 
-Step = ThoughtStep | ActionStep | ObservationStep | ErrorStep | FinalAnswerStep | ModelCallRecord
+Step = (
+    ThoughtStep
+    | ActionStep
+    | ObservationStep
+    | ErrorStep
+    | FinalAnswerStep
+    | ModeSwitchStep
+    | ModelCallRecord
+)
 
 _STEP_CLASSES: dict[str, type] = {
     "thought": ThoughtStep,
@@ -138,6 +178,7 @@ _STEP_CLASSES: dict[str, type] = {
     "observation": ObservationStep,
     "error": ErrorStep,
     "final_answer": FinalAnswerStep,
+    "mode_switch": ModeSwitchStep,
     "model_call": ModelCallRecord,
 }
 

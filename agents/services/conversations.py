@@ -25,30 +25,17 @@ from agents.models import (
     ModelConfig,
     PromptVersion,
 )
-from agents.services.profiles import profile_snapshot, prompt_version_ensure
-from agents.services.runs import (
-    ACTIVE_STATUSES,
-    RunEventType,
-    event_append,
-    message_payload,
-    run_mark_cancelled,
+from agents.protocol import (
+    FrameType,
+    RefusalCode,
+    RequestRefused,
+    max_message_chars,
+    message_created_payload,
 )
+from agents.services.profiles import profile_snapshot, prompt_version_ensure
+from agents.services.runs import ACTIVE_STATUSES, event_append, run_mark_cancelled
 
 TITLE_CHARS = 60
-
-
-class SendRefused(Exception):
-    """A send (or regenerate, edit, cancel) that was not accepted; nothing was written.
-
-    ``code`` is one of: ``empty``, ``too_long``, ``rate_limited``, ``quota_exceeded``,
-    ``run_in_progress``, ``not_found``, ``profile_not_allowed``, ``nothing_to_regenerate``,
-    ``not_editable``.
-    """
-
-    def __init__(self, code: str, message: str) -> None:
-        super().__init__(message)
-        self.code = code
-        self.message = message
 
 
 @dataclass(frozen=True)
@@ -103,7 +90,7 @@ def message_send(
 ) -> SendResult:
     """Save a user message and queue a run for it; a repeated ``client_id`` is a no-op.
 
-    Raises ``SendRefused`` (and writes nothing) for bad content, a foreign conversation,
+    Raises ``RequestRefused`` (and writes nothing) for bad content, a foreign conversation,
     the rate limit, the daily token quota, or a run already in progress.
     """
     return _send(
@@ -135,14 +122,11 @@ def _send(
         )
         run = _queue_run(conversation=locked, message=message, profile=profile, user=user)
         _touch(locked, first_message=content)
-        payload = message_payload(message)
-        if edited_from is not None:
-            payload["edited_from"] = edited_from.pk
         event_append(
             conversation=locked,
             run=run,
-            type=RunEventType.MESSAGE_CREATED,
-            payload={"message": payload},
+            type=FrameType.MESSAGE_CREATED,
+            payload=message_created_payload(message, edited_from=edited_from),
         )
     conversation.title, conversation.last_seq = locked.title, locked.last_seq
     return SendResult(message=message, run=run, created=True)
@@ -154,7 +138,9 @@ def run_regenerate(*, conversation: Conversation, user) -> AgentRun:
         locked = _lock_owned(conversation=conversation, user=user)
         message = locked.messages.filter(role=Message.Role.USER).order_by("-id").first()
         if message is None:
-            raise SendRefused("nothing_to_regenerate", "There is no message to answer again.")
+            raise RequestRefused(
+                RefusalCode.NOTHING_TO_REGENERATE, "There is no message to answer again."
+            )
         profile = _profile_for(conversation=locked, user=user, profile=None)
         _check_can_start_run(conversation=locked, user=user)
         run = _queue_run(conversation=locked, message=message, profile=profile, user=user)
@@ -172,9 +158,9 @@ def message_edit_resend(
     """
     conversation = message.conversation
     if conversation.owner_id != user.pk:
-        raise SendRefused("not_found", "No such message.")
+        raise RequestRefused(RefusalCode.NOT_FOUND, "No such message.")
     if message.role != Message.Role.USER:
-        raise SendRefused("not_editable", "Only your own messages can be edited.")
+        raise RequestRefused(RefusalCode.NOT_EDITABLE, "Only your own messages can be edited.")
     return _send(
         conversation=conversation,
         user=user,
@@ -192,7 +178,7 @@ def run_cancel(*, run: AgentRun, user) -> AgentRun:
     answer. Cancelling a run that already ended changes nothing.
     """
     if run.conversation.owner_id != user.pk:
-        raise SendRefused("not_found", "No such run.")
+        raise RequestRefused(RefusalCode.NOT_FOUND, "No such run.")
     with transaction.atomic():
         locked = AgentRun.objects.select_for_update().get(pk=run.pk)
         if locked.status == AgentRun.Status.QUEUED:
@@ -211,10 +197,12 @@ def run_cancel(*, run: AgentRun, user) -> AgentRun:
 
 def _check_content(content: str) -> None:
     if not content or not content.strip():
-        raise SendRefused("empty", "The message is empty.")
-    limit = settings.CHAT_MAX_MESSAGE_CHARS
+        raise RequestRefused(RefusalCode.EMPTY, "The message is empty.")
+    limit = max_message_chars()
     if len(content) > limit:
-        raise SendRefused("too_long", f"The message is longer than {limit} characters.")
+        raise RequestRefused(
+            RefusalCode.TOO_LONG, f"The message is longer than {limit} characters."
+        )
 
 
 def _lock_owned(*, conversation: Conversation, user) -> Conversation:
@@ -227,17 +215,19 @@ def _lock_owned(*, conversation: Conversation, user) -> Conversation:
         .first()
     )
     if locked is None:
-        raise SendRefused("not_found", "No such conversation.")
+        raise RequestRefused(RefusalCode.NOT_FOUND, "No such conversation.")
     return locked
 
 
 def _check_can_start_run(*, conversation: Conversation, user) -> None:
     """Checks in order of what the user can do about them: wait for the run, then limits."""
     if conversation.runs.filter(status__in=ACTIVE_STATUSES).exists():
-        raise SendRefused("run_in_progress", "Wait for the current answer, or stop it.")
+        raise RequestRefused(
+            RefusalCode.RUN_IN_PROGRESS, "Wait for the current answer, or stop it."
+        )
     quota = settings.CHAT_DAILY_TOKEN_QUOTA
     if quota and tokens_used_today(user=user) >= quota:
-        raise SendRefused("quota_exceeded", "You have used today's token allowance.")
+        raise RequestRefused(RefusalCode.QUOTA_EXCEEDED, "You have used today's token allowance.")
     _count_send_against_rate_limit(user)
 
 
@@ -264,13 +254,15 @@ def _count_send_against_rate_limit(user) -> None:
         cache.set(key, 1, timeout=90)
         count = 1
     if count > limit:
-        raise SendRefused("rate_limited", f"At most {limit} messages a minute; try again soon.")
+        raise RequestRefused(
+            RefusalCode.RATE_LIMITED, f"At most {limit} messages a minute; try again soon."
+        )
 
 
 def _check_profile_allowed(*, profile: AgentProfile, user) -> None:
     groups = list(profile.allowed_groups.values_list("pk", flat=True))
     if groups and not user.groups.filter(pk__in=groups).exists():
-        raise SendRefused("profile_not_allowed", "That agent is not available to you.")
+        raise RequestRefused(RefusalCode.PROFILE_NOT_ALLOWED, "That agent is not available to you.")
 
 
 def _profile_for(*, conversation: Conversation, user, profile: AgentProfile | None) -> AgentProfile:

@@ -153,12 +153,18 @@ def _execute(run: AgentRun, watch: _Watch, me: str) -> None:
         answer_so_far.append(text)
         live_text.answer_delta(text)
 
+    def on_answer_reset() -> None:
+        answer_so_far.clear()  # it was a thought after all (native mode)
+        live_text.answer_reset()
+
     executor = build_executor(
         snapshot=snapshot,
         user=conversation.owner,
         conversation=conversation,
         should_cancel=watch.should_cancel,
         on_answer_delta=on_answer_delta,
+        on_answer_reset=on_answer_reset,
+        on_thought_delta=live_text.thought_delta,
     )
     steps = executor.run(
         run.trigger_message.content,

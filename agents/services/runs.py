@@ -19,6 +19,13 @@ from django.utils import timezone
 
 from agents import events
 from agents.models import AgentRun, Conversation, Message, ModelCall, RunEvent
+from agents.protocol import (
+    FrameType,
+    run_cancelled_payload,
+    run_failed_payload,
+    run_finished_payload,
+    run_started_payload,
+)
 from agents.react.types import (
     FinalAnswerStep,
     ModelCallRecord,
@@ -37,22 +44,13 @@ class RunLost(Exception):
     """This worker no longer holds the run: another took it over, or it ended meanwhile."""
 
 
-class RunEventType:
-    MESSAGE_CREATED = "message.created"
-    RUN_STARTED = "run.started"
-    STEP = "step"
-    RUN_FINISHED = "run.finished"
-    RUN_FAILED = "run.failed"
-    RUN_CANCELLED = "run.cancelled"
-
-
 # --------------------------------------------------------------------------------------
 # The event log
 # --------------------------------------------------------------------------------------
 
 
 def event_append(
-    *, conversation: Conversation, run: AgentRun | None, type: str, payload: dict[str, Any]
+    *, conversation: Conversation, run: AgentRun | None, type: FrameType, payload: dict[str, Any]
 ) -> RunEvent:
     """Append one event to the conversation's log; see ``events_append``."""
     return events_append(conversation=conversation, run=run, items=[(type, payload)])[0]
@@ -62,7 +60,7 @@ def events_append(
     *,
     conversation: Conversation,
     run: AgentRun | None,
-    items: Sequence[tuple[str, dict[str, Any]]],
+    items: Sequence[tuple[FrameType, dict[str, Any]]],
 ) -> list[RunEvent]:
     """Append events (``(type, payload)`` pairs, in order) to the conversation's log, and
     publish them together once the transaction commits.
@@ -108,31 +106,6 @@ def _bump_seq(conversation_id: int, *, by: int) -> int:
     if row is None:
         raise Conversation.DoesNotExist(f"conversation {conversation_id} no longer exists")
     return row[0]
-
-
-def message_payload(message: Message) -> dict[str, Any]:
-    """A message as the protocol shows it; assistant messages carry rendered ``html``."""
-    payload: dict[str, Any] = {
-        "id": message.pk,
-        "role": message.role,
-        "content": message.content,
-        "client_id": message.client_id,
-        "run_id": message.run_id,
-        "created_at": message.created_at.isoformat(),
-    }
-    if message.role == Message.Role.ASSISTANT:
-        payload["html"] = _render_markdown(message.content)
-    return payload
-
-
-def _render_markdown(text: str) -> str:
-    try:
-        from agents.rendering import render_markdown
-    except ImportError:  # the ui's renderer is optional for the pipeline; escape instead
-        from django.utils.html import escape, linebreaks
-
-        return linebreaks(escape(text))
-    return render_markdown(text)
 
 
 # --------------------------------------------------------------------------------------
@@ -199,15 +172,15 @@ def run_started(
         return event_append(
             conversation=run.conversation,
             run=run,
-            type=RunEventType.RUN_STARTED,
-            payload={"attempt": run.attempts, "model": model, "profile": profile},
+            type=FrameType.RUN_STARTED,
+            payload=run_started_payload(attempt=run.attempts, model=model, profile=profile),
         )
 
 
 def run_stored_steps(*, run: AgentRun) -> list[dict[str, Any]]:
     """The payloads of the steps already stored for this run, in order (for resuming)."""
     return list(
-        run.events.filter(type=RunEventType.STEP).order_by("seq").values_list("payload", flat=True)
+        run.events.filter(type=FrameType.STEP).order_by("seq").values_list("payload", flat=True)
     )
 
 
@@ -298,10 +271,10 @@ def _append_steps(run: AgentRun, steps: Sequence[Step]) -> list[RunEvent]:
     return events_append(conversation=run.conversation, run=run, items=items)
 
 
-def _step_items(steps: Sequence[Step]) -> list[tuple[str, dict[str, Any]]]:
+def _step_items(steps: Sequence[Step]) -> list[tuple[FrameType, dict[str, Any]]]:
     """The ``step`` events for ``steps``; model call records are rows, not events."""
     return [
-        (RunEventType.STEP, step_to_event(step))
+        (FrameType.STEP, step_to_event(step))
         for step in steps
         if not isinstance(step, ModelCallRecord)
     ]
@@ -405,15 +378,6 @@ def _end(run: AgentRun, locked: AgentRun, status: str, **fields: Any) -> None:
     run.completion_tokens = locked.completion_tokens
 
 
-def _usage(run: AgentRun) -> dict[str, Any]:
-    duration = run.duration_seconds
-    return {
-        "prompt_tokens": run.prompt_tokens,
-        "completion_tokens": run.completion_tokens,
-        "duration_ms": int(duration * 1000) if duration is not None else 0,
-    }
-
-
 def run_finish(
     *,
     run: AgentRun,
@@ -439,15 +403,11 @@ def run_finish(
             locked.completion_tokens += calls.completion_tokens
         message = _save_answer(run, step.text)
         _end(run, locked, Status.SUCCEEDED)
-        finished = {
-            "message": message_payload(message),
-            "usage": _usage(run),
-            "stop_reason": step.stop_reason,
-        }
+        finished = run_finished_payload(run=run, message=message, stop_reason=step.stop_reason)
         events_append(
             conversation=run.conversation,
             run=run,
-            items=[*_step_items(preceding), (RunEventType.RUN_FINISHED, finished)],
+            items=[*_step_items(preceding), (FrameType.RUN_FINISHED, finished)],
         )
     return message
 
@@ -462,8 +422,8 @@ def run_fail(*, run: AgentRun, code: str, message: str, worker_id: str | None = 
         event_append(
             conversation=run.conversation,
             run=run,
-            type=RunEventType.RUN_FAILED,
-            payload={"code": code, "message": message},
+            type=FrameType.RUN_FAILED,
+            payload=run_failed_payload(code=code, message=message),
         )
     return True
 
@@ -481,11 +441,8 @@ def run_mark_cancelled(
         event_append(
             conversation=run.conversation,
             run=run,
-            type=RunEventType.RUN_CANCELLED,
-            payload={
-                "partial_answer": partial_answer,
-                "message": message_payload(message) if message else None,
-            },
+            type=FrameType.RUN_CANCELLED,
+            payload=run_cancelled_payload(partial_answer=partial_answer, message=message),
         )
     return True
 

@@ -464,7 +464,8 @@ export class Thread {
     if (!run || run.finished) return;
     const next = splice(run.liveAnswer, p);
     if (!next) return;
-    run.liveAnswer = next;
+    // An empty text of a new segment takes back what was shown: it was not the answer.
+    run.liveAnswer = next.text ? next : null;
     run.deltaText = next.text;
     this.setAnswerText(run, next.text);
     this.updateStepsTitle(run);
@@ -481,6 +482,7 @@ export class Thread {
       run.renderQueued = false;
       if (run.finished) return;
       const wasNearBottom = this.nearBottom();
+      run.answer.classList.toggle("streaming", Boolean(run.pendingAnswer));
       run.answer.replaceChildren(renderMarkdown(run.pendingAnswer));
       decorateCode(run.answer);
       if (wasNearBottom) this.scrollToEnd();

@@ -1,5 +1,4 @@
 from tests.consumers.fixtures import (  # noqa: F401 - fixtures, found by name
-    _no_worker_takes_queued_runs,
     _transport_settings,
     conversation,
     other_conversation,

@@ -87,3 +87,25 @@ def test_untitled_conversation_gets_a_filename_from_its_id(client, user):
     assert response["Content-Disposition"] == (
         f'attachment; filename="conversation-{untitled.pk}.json"'
     )
+
+
+def test_a_mode_switch_step_is_stored_and_exported(client, user, conversation):
+    from agents.react.types import ModeSwitchStep
+
+    sent = message_send(conversation=conversation, user=user, content="Try hard")
+    AgentRun.objects.filter(pk=sent.run.pk).update(status=AgentRun.Status.RUNNING)
+    run = AgentRun.objects.select_related("conversation").get(pk=sent.run.pk)
+    run_record_step(
+        run=run, step=ModeSwitchStep(from_mode="react", to_mode="tools", parse_errors=3)
+    )
+    run_finish(run=run, step=FinalAnswerStep(text="Done."))
+
+    data = json.loads(export(client, user, conversation.pk, "json").content)
+    (switch,) = data["messages"][1]["steps"]
+    assert (switch["kind"], switch["to_mode"], switch["parse_errors"]) == (
+        "mode_switch",
+        "tools",
+        3,
+    )
+    text = export(client, user, conversation.pk, "md").content.decode()
+    assert "> **Mode:** react → tools (after 3 parse errors)" in text

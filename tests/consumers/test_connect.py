@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from agents.consumers import CLOSE_NOT_FOUND
+from agents.protocol import CLOSE_NOT_FOUND
 from tests.consumers.sockets import QUIET_SECONDS, receive, run, send, session_cookie, socket
 
 pytestmark = pytest.mark.django_db(transaction=True)

@@ -8,6 +8,7 @@ from asgiref.sync import sync_to_async
 
 from agents import events, live
 from agents.models import AgentRun
+from agents.react.types import ThoughtDelta
 from agents.services.conversations import message_send
 from tests.consumers.sockets import QUIET_SECONDS, receive, run, session_cookie, socket
 
@@ -33,8 +34,7 @@ def test_a_socket_joining_mid_answer_gets_the_text_so_far_then_the_rest(
     user, conversation, running
 ):
     agent_run, text = running
-    text.thought_delta("I should add them.")
-    text.model_call_ended()
+    text.thought_delta(ThoughtDelta(call_index=0, offset=0, text="I should add them.", done=True))
     text.answer_delta("The sum ")
     text.answer_delta("of 2 and 2 ")
     text.flush()
@@ -86,7 +86,7 @@ def test_text_of_a_run_that_ended_is_not_sent(user, conversation, running):
 
 def test_after_the_step_is_stored_a_joining_socket_gets_no_live_text(user, conversation, running):
     _, text = running
-    text.thought_delta("Thinking…")
+    text.thought_delta(ThoughtDelta(call_index=0, offset=0, text="Thinking…"))
     text.settle()
     cookie = session_cookie(user)
 

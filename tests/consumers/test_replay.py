@@ -6,9 +6,10 @@ import pytest
 from channels.db import database_sync_to_async
 from channels.layers import get_channel_layer
 
-from agents import events
-from agents.consumers import CLOSE_NOT_FOUND, REPLAY_BATCH
+from agents import events, protocol
+from agents.consumers import REPLAY_BATCH
 from agents.models import Conversation, RunEvent
+from agents.protocol import CLOSE_NOT_FOUND
 from agents.services.conversations import conversation_delete
 from agents.services.runs import event_append
 from tests.consumers.sockets import (
@@ -100,7 +101,7 @@ def test_a_live_frame_already_replayed_is_dropped(user, conversation):
         assert (await communicator.connect())[0]
         assert await receive_seqs(communicator, 3) == [1, 2, 3]
         for event in stored:
-            await layer_send(conversation.pk, events.event_frame(event))
+            await layer_send(conversation.pk, protocol.event_frame(event))
         await append_async(conversation, "new")
         after = await receive_seqs(communicator, 1)
         assert await communicator.receive_nothing(timeout=QUIET_SECONDS)

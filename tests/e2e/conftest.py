@@ -66,22 +66,32 @@ _TASK_RECEIVED = re.compile(r"Task [\w.]+\[([0-9a-f-]+)\] received")
 _TASK_ENDED = re.compile(r"Task [\w.]+\[([0-9a-f-]+)\] (?:succeeded|raised|failed|retry)")
 
 
-def _wait_until_worker_is_idle(worker, log_offset: int, timeout: float = 30.0) -> None:
+def _wait_until_worker_is_idle(worker, log_offset: int, timeout: float = 60.0) -> None:
     """Every run ended and every task the worker took during this test has finished.
 
     The database is flushed after each test; a worker still writing (the end of a run, a
     memory summary it enqueued) can deadlock with that flush. Only the log written since the
-    test began counts: the session's worker may hold earlier tests' delayed retries.
+    test began counts: the session's worker may hold earlier tests' delayed retries. A worker
+    still busy after ``timeout`` (a ceiling) fails the test, saying with what.
     """
     from agents.models import AgentRun
 
     deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
+    while True:
         log = worker.log_text()[log_offset:]
         busy = set(_TASK_RECEIVED.findall(log)) - set(_TASK_ENDED.findall(log))
-        running = AgentRun.objects.exclude(status__in=AgentRun.TERMINAL_STATUSES).exists()
+        running = list(
+            AgentRun.objects.exclude(status__in=AgentRun.TERMINAL_STATUSES).values_list(
+                "pk", "status"
+            )
+        )
         if not busy and not running:
             return
+        if time.monotonic() > deadline:
+            raise AssertionError(
+                f"the worker was still busy {timeout:g} s after the test: tasks {sorted(busy)},"
+                f" runs not ended {running}\n{log[-5000:]}"
+            )
         time.sleep(0.1)
 
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import expect
 
-from agents.llm.scripted import Reply
+from agents.llm.scripted import Gate, Reply
 from agents.models import AgentRun, Conversation
 from agents.services.conversations import conversation_create
 from tests.e2e.conftest import MOBILE, WAIT_MS
@@ -25,20 +25,23 @@ ANSWER_MARKDOWN = (
 )
 
 
-def calculator_script(*, final_delay: float = 2.0, answer: str = ANSWER_MARKDOWN) -> list:
-    """Thought and action, then (after the tool) a slow, streamed final answer."""
+def calculator_script(*, gate: Gate | None = None, answer: str = ANSWER_MARKDOWN) -> list:
+    """Thought and action, then (after the tool) a streamed final answer.
+
+    With a ``gate``, the final answer waits until the test opens it: the run stays in
+    progress, with three steps shown, for as long as the test needs.
+    """
+    final = Reply(
+        f"Thought: The calculator says 4.\nFinal Answer: {answer}",
+        chunk_size=3,
+        chunk_interval=0.04,
+    )
     return [
         Reply(
             "Thought: I should add the two numbers with the calculator.\n"
-            "Action: calculator\nAction Input: 2 + 2",
-            delay=0.5,
+            "Action: calculator\nAction Input: 2 + 2"
         ),
-        Reply(
-            f"Thought: The calculator says 4.\nFinal Answer: {answer}",
-            delay=final_delay,
-            chunk_size=3,
-            chunk_interval=0.04,
-        ),
+        gate.hold(final) if gate else final,
     ]
 
 
@@ -68,7 +71,8 @@ def ask(page, text: str) -> None:
 
 def test_sign_in_ask_and_watch_the_steps_arrive_in_order(stack, open_tab, user, model_name):
     profile = stack.profile(model_name, tools=("calculator",))
-    stack.model.script(model_name, calculator_script())
+    final_answer = Gate()
+    stack.model.script(model_name, calculator_script(gate=final_answer))
 
     tab = open_tab(None, path="/")
     page = tab.page
@@ -86,8 +90,9 @@ def test_sign_in_ask_and_watch_the_steps_arrive_in_order(stack, open_tab, user, 
     assert conversation.profile == profile
     expect(page.locator(".msg.user .bubble")).to_have_text("What is 2 + 2?")
 
-    # While the model takes its time over the final answer, the first three steps are
-    # already there, in order, and no answer is.
+    # While the model holds the final answer back, the first three steps are already there,
+    # in order, and no answer is.
+    final_answer.wait_arrived()
     expect(page.locator(".step.observation")).to_be_visible()
     assert step_kinds(page)[:3] == ["thought", "action", "observation"]
     expect(page.locator(".step.action .tool-name")).to_have_text("calculator")
@@ -95,6 +100,8 @@ def test_sign_in_ask_and_watch_the_steps_arrive_in_order(stack, open_tab, user, 
     expect(page.locator(".step.observation pre")).to_have_text("4")
     expect(page.locator(".msg.assistant .usage")).to_have_count(0)
     expect(page.get_by_role("button", name="Stop")).to_be_visible()
+    expect(page.locator(".answer strong")).to_have_count(0)
+    final_answer.open()
 
     # The answer streams in as Markdown rendered in the browser...
     page.wait_for_selector(".answer.streaming strong", state="attached", timeout=WAIT_MS)
@@ -136,13 +143,15 @@ def assert_every_control_is_labelled(page) -> None:
 
 def test_reload_mid_run_shows_every_step_once_then_goes_on_live(stack, open_tab, user, model_name):
     profile = stack.profile(model_name, tools=("calculator",))
-    stack.model.script(model_name, calculator_script(final_delay=4.0))
+    final_answer = Gate()
+    stack.model.script(model_name, calculator_script(gate=final_answer))
     conversation = conversation_create(owner=user, profile=profile)
 
     tab = open_tab(user, path=f"/c/{conversation.pk}/")
     page = tab.page
     ask(page, "What is 2 + 2?")
     expect(page.locator(".step.observation")).to_be_visible()
+    final_answer.wait_arrived()
 
     page.reload()
     # Everything so far, once each, from the stored events...
@@ -150,6 +159,7 @@ def test_reload_mid_run_shows_every_step_once_then_goes_on_live(stack, open_tab,
     expect(page.locator(".msg.user")).to_have_count(1)
     assert step_kinds(page) == ["thought", "action", "observation"]
     # ...then the rest of the run, live.
+    final_answer.open()
     expect(page.locator(".answer strong")).to_have_text("4")
     expect(page.locator(".msg.assistant .usage")).to_contain_text("tokens")  # it ended
     assert step_kinds(page) == ["thought", "action", "observation", "thought"]
@@ -192,7 +202,7 @@ def test_stop_ends_the_run_on_the_server(stack, open_tab, user, model_name):
 
 def test_mobile_width_uses_a_drawer_and_still_chats(stack, open_tab, user, model_name):
     profile = stack.profile(model_name, tools=("calculator",))
-    stack.model.script(model_name, calculator_script(final_delay=0.5))
+    stack.model.script(model_name, calculator_script())
     conversation = conversation_create(owner=user, profile=profile, title="Adding up")
 
     tab = open_tab(user, viewport=MOBILE, path=f"/c/{conversation.pk}/")
@@ -252,7 +262,8 @@ def test_regenerate_and_edit_a_past_question(stack, open_tab, user, model_name):
 
 def test_a_second_question_during_a_run_is_refused_politely(stack, open_tab, user, model_name):
     profile = stack.profile(model_name, tools=("calculator",))
-    stack.model.script(model_name, calculator_script(final_delay=3.0))
+    final_answer = Gate()
+    stack.model.script(model_name, calculator_script(gate=final_answer))
     conversation = conversation_create(owner=user, profile=profile)
     tab = open_tab(user, path=f"/c/{conversation.pk}/")
     page = tab.page
@@ -264,6 +275,8 @@ def test_a_second_question_during_a_run_is_refused_politely(stack, open_tab, use
     # The refused text comes back to the box; nothing was added to the thread.
     expect(page.get_by_label("Message", exact=True)).to_have_value("And 3 + 3?")
     expect(page.locator(".msg.user")).to_have_count(1)
+    assert not AgentRun.objects.get(conversation=conversation).is_terminal
+    final_answer.open()
     expect(page.locator(".answer strong")).to_have_text("4")
     assert tab.errors == []
 
@@ -316,7 +329,8 @@ class FlakyNetwork:
 
 def test_a_dropped_connection_says_reconnecting_then_catches_up(stack, open_tab, user, model_name):
     profile = stack.profile(model_name, tools=("calculator",))
-    stack.model.script(model_name, calculator_script(final_delay=2.0))
+    final_answer = Gate()
+    stack.model.script(model_name, calculator_script(gate=final_answer))
     conversation = conversation_create(owner=user, profile=profile)
     network = FlakyNetwork()
     tab = open_tab(user, path=f"/c/{conversation.pk}/", before_load=network.install)
@@ -327,6 +341,7 @@ def test_a_dropped_connection_says_reconnecting_then_catches_up(stack, open_tab,
     network.cut()
     status = page.locator("#connection-status")
     expect(status).to_have_text("Reconnecting…")
+    final_answer.open()
     # The run ends while the page is cut off. Wait in the browser's own loop, so Playwright
     # keeps answering (and refusing) the page's reconnect attempts meanwhile.
     run = AgentRun.objects.get(conversation=conversation)

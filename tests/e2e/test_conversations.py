@@ -134,7 +134,7 @@ def test_two_users_cannot_see_each_others_conversations(open_tab, user, other_us
 
 def test_two_tabs_stay_in_step(stack, open_tab, user, model_name):
     profile = stack.profile(model_name, tools=("calculator",))
-    stack.model.script(model_name, calculator_script(final_delay=1.0))
+    stack.model.script(model_name, calculator_script())
     conversation = conversation_create(owner=user, profile=profile)
     first = open_tab(user, path=f"/c/{conversation.pk}/").page
     second = open_tab(user, path=f"/c/{conversation.pk}/").page

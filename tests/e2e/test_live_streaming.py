@@ -1,6 +1,6 @@
 """The words of a reply on the page as the model writes them, at a human pace.
 
-The scripted model streams slowly and holds its reply at a ``Gate`` part-way: whatever the
+The scripted model streams slowly and holds its reply at a ``Pause`` part-way: whatever the
 page shows before the gate opens came from what the model had sent by then, so these tests
 check order against the server's own signal, never against a clock.
 """
@@ -12,7 +12,7 @@ import re
 import pytest
 from playwright.sync_api import expect
 
-from agents.llm.scripted import Gate, Reply
+from agents.llm.scripted import Pause, Reply
 from agents.models import AgentRun, Conversation
 from agents.services.conversations import conversation_create
 from tests.e2e.test_chat import ANSWER_MARKDOWN, ask
@@ -30,14 +30,14 @@ ANSWER_TEXT_JS = """node => {
 }"""
 
 
-def gated(text: str, upto: str, **options) -> tuple[Reply, Gate]:
+def gated(text: str, upto: str, **options) -> tuple[Reply, Pause]:
     """A slow reply that stops once ``upto`` (a prefix of ``text``) has been sent."""
     assert text.startswith(upto)
-    gate = Gate(after_chars=len(upto))
-    return Reply(text, gate=gate, **{**SLOW, **options}), gate
+    gate = Pause(after_chars=len(upto))
+    return Reply(text, pause=gate, **{**SLOW, **options}), gate
 
 
-def wait_for(gate: Gate) -> None:
+def wait_for(gate: Pause) -> None:
     assert gate.reached.wait(GATE_WAIT), "the model never got to its gate"
 
 

@@ -38,6 +38,13 @@ def wait_until(condition: Callable[[], object], *, timeout: float = 30.0, what: 
         time.sleep(0.05)
 
 
+def kill_while_waiting_on_the_model(worker, scripted, model: str, *, calls: int) -> None:
+    """Once ``model`` has had ``calls`` requests, SIGKILL ``worker`` and start it again."""
+    wait_until(lambda: len(scripted.requests(model)) >= calls, what=f"model call {calls}")
+    worker.kill()
+    worker.start()
+
+
 def assert_log_sound(conversation: Conversation) -> list[RunEvent]:
     """The checks in the module docstring; returns the conversation's events in order."""
     events = list(RunEvent.objects.filter(conversation=conversation).order_by("seq"))

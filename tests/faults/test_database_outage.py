@@ -23,7 +23,7 @@ import pytest
 from django.db import connection
 from django.utils import timezone
 
-from agents.llm.scripted import Reply
+from agents.llm.scripted import Gate, Reply
 from agents.models import AgentRun
 from agents.services.conversations import conversation_create
 from tests.faults.checks import (
@@ -148,13 +148,14 @@ def _worker_database() -> Iterator[tuple[dict[str, str], contextlib.AbstractCont
 
 def test_a_database_outage_mid_run_loses_and_repeats_nothing(live_stack, spawn_worker, user):
     model = model_name("db")
-    outage_started = threading.Event()
+    # The first call is still waiting here when the database goes away and comes back.
+    first_call = Gate()
+    held_action = first_call.hold(Reply(ACTION))
 
     def answer(body: dict) -> Reply:
         if "42" in json.dumps(body["messages"]):
             return Reply(FINAL)
-        # The first call is still waiting here when the database goes away and comes back.
-        return Reply(ACTION, delay=0 if outage_started.is_set() else OUTAGE_SECONDS + 3)
+        return Reply(ACTION) if first_call.arrived else held_action(body)
 
     live_stack.model.policy(model, answer)
     profile = live_stack.profile(model)
@@ -164,11 +165,11 @@ def test_a_database_outage_mid_run_loses_and_repeats_nothing(live_stack, spawn_w
         conversation = conversation_create(owner=user, profile=profile)
         sock = live_stack.connect(conversation, user)
         sock.send({"type": "message.send", "content": "6*7", "client_id": uuid.uuid4().hex})
-        wait_until(lambda: live_stack.model.requests(model), what="the first model call")
+        first_call.wait_arrived()
 
         with outage():
-            outage_started.set()
-            time.sleep(OUTAGE_SECONDS)
+            time.sleep(OUTAGE_SECONDS)  # how long the outage lasts, not a wait for anything
+        first_call.open()
         run = live_stack.wait_for_run(AgentRun.objects.get(conversation=conversation).pk)
         frames = stored(sock.receive_until(run_ended))
         worker.stop()  # while its connections still have somewhere to go

@@ -8,7 +8,7 @@ import uuid
 
 import pytest
 
-from agents.llm.scripted import Reply
+from agents.llm.scripted import Gate, Reply
 from agents.services.conversations import conversation_create
 from tests.faults.checks import ACTION, assert_log_sound, model_name, stored
 from tests.processes import run_ended
@@ -26,12 +26,18 @@ def _cut(sock) -> None:
 
 def test_a_socket_cut_twice_mid_run_misses_and_repeats_nothing(live_stack, user):
     model = model_name("drop")
+    answer = Gate()
     live_stack.model.script(
         model,
         [
             Reply(ACTION, delay=0.3),
-            Reply(
-                f"Thought: Done.\nFinal Answer: {LONG_ANSWER}", chunk_size=8, chunk_interval=0.02
+            # Held until the second socket is there to hear the answer stream.
+            answer.hold(
+                Reply(
+                    f"Thought: Done.\nFinal Answer: {LONG_ANSWER}",
+                    chunk_size=8,
+                    chunk_interval=0.02,
+                )
             ),
         ],
     )
@@ -43,6 +49,7 @@ def test_a_socket_cut_twice_mid_run_misses_and_repeats_nothing(live_stack, user)
     _cut(first)
 
     second = live_stack.connect(conversation, user, after_seq=seen[-1]["seq"])
+    answer.open()
     got = second.receive_until(lambda f: f["type"] == "answer.delta")
     seen += stored(got)
     _cut(second)

@@ -14,22 +14,16 @@ from tests.faults.checks import (
     ACTION,
     FINAL,
     assert_log_sound,
+    kill_while_waiting_on_the_model,
     model_name,
     step_kinds,
     stored,
-    wait_until,
 )
 from tests.processes import run_ended
 
 pytestmark = [pytest.mark.integration, pytest.mark.django_db(transaction=True)]
 
 ADD = "Thought: Now add one.\nAction: calculator\nAction Input: 42+1"
-
-
-def _kill_while_waiting_on_the_model(worker, model: str, requests: int, scripted) -> None:
-    wait_until(lambda: len(scripted.requests(model)) >= requests, what=f"model call {requests}")
-    worker.kill()
-    worker.start()
 
 
 def test_a_run_survives_two_kills_without_repeating_a_step(live_stack, user):
@@ -42,8 +36,8 @@ def test_a_run_survives_two_kills_without_repeating_a_step(live_stack, user):
     sock = live_stack.connect(conversation, user)
     sock.send({"type": "message.send", "content": "6*7, plus one", "client_id": uuid.uuid4().hex})
 
-    _kill_while_waiting_on_the_model(live_stack.worker, model, 2, live_stack.model)
-    _kill_while_waiting_on_the_model(live_stack.worker, model, 4, live_stack.model)
+    kill_while_waiting_on_the_model(live_stack.worker, live_stack.model, model, calls=2)
+    kill_while_waiting_on_the_model(live_stack.worker, live_stack.model, model, calls=4)
     run = live_stack.wait_for_run(AgentRun.objects.get(conversation=conversation).pk)
     frames = stored(sock.receive_until(run_ended))
 
@@ -71,8 +65,8 @@ def test_a_run_killed_every_attempt_fails_with_a_visible_reason(live_stack, spaw
     sock = live_stack.connect(conversation, user)
     sock.send({"type": "message.send", "content": "6*7", "client_id": uuid.uuid4().hex})
 
-    _kill_while_waiting_on_the_model(worker, model, 2, live_stack.model)
-    _kill_while_waiting_on_the_model(worker, model, 3, live_stack.model)
+    kill_while_waiting_on_the_model(worker, live_stack.model, model, calls=2)
+    kill_while_waiting_on_the_model(worker, live_stack.model, model, calls=3)
     run = live_stack.wait_for_run(AgentRun.objects.get(conversation=conversation).pk)
     failed = sock.receive_until(run_ended)[-1]
 

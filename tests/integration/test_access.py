@@ -8,7 +8,7 @@ import uuid
 import pytest
 from websockets.exceptions import ConnectionClosed, InvalidStatus
 
-from agents.llm.scripted import Reply
+from agents.llm.scripted import Gate, Reply
 from agents.models import AgentRun, Message, RunEvent
 from agents.services.conversations import conversation_create
 from tests.processes import run_ended
@@ -26,13 +26,15 @@ def _closed_code(sock) -> int:
 
 def test_another_user_cannot_read_send_cancel_or_connect(live_stack, user, other_user):
     model = f"owner-{uuid.uuid4().hex[:8]}"
-    # Slow enough that the run is still going while the stranger tries to cancel it.
-    live_stack.model.script(model, [Reply(FINAL, delay=2)])
+    # Held until the stranger has tried everything: the run is still going meanwhile.
+    answer = Gate()
+    live_stack.model.script(model, [answer.hold(Reply(FINAL))])
     conversation = conversation_create(owner=user, profile=live_stack.profile(model))
     owner_socket = live_stack.connect(conversation, user)
     owner_socket.send({"type": "message.send", "content": "hi", "client_id": "c1"})
     created = owner_socket.receive_until(lambda f: f["type"] == "message.created")[-1]
     run_id = created["run_id"]
+    answer.wait_arrived()
     base = f"/api/conversations/{conversation.pk}/"
     missing = f"/api/conversations/{conversation.pk + 1000}/"
 
@@ -56,6 +58,8 @@ def test_another_user_cannot_read_send_cancel_or_connect(live_stack, user, other
     stranger_socket.send({"type": "run.cancel", "run_id": run_id})
     refused = stranger_socket.receive_until(lambda f: f["type"] == "error")[-1]
     assert refused["code"] == "not_found"
+    assert not AgentRun.objects.get(pk=run_id).is_terminal
+    answer.open()
 
     finished = owner_socket.receive_until(run_ended)[-1]
     assert finished["type"] == "run.finished"

@@ -8,16 +8,16 @@ name, so the scripted server keeps their replies apart.
 from __future__ import annotations
 
 import json
-import time
 import uuid
 
 import pytest
 
-from agents import events
-from agents.llm.scripted import Reply
+from agents import protocol
+from agents.llm.scripted import Gate, Hang, Reply
 from agents.models import AgentRun, Message
 from agents.selectors import events_after
 from agents.services.conversations import conversation_create
+from tests.faults.checks import kill_while_waiting_on_the_model
 from tests.processes import run_ended
 
 pytestmark = [pytest.mark.integration, pytest.mark.django_db(transaction=True)]
@@ -54,14 +54,6 @@ def _step_kinds(frames: list[dict]) -> list[str]:
     return [frame["kind"] for frame in frames if frame["type"] == "step"]
 
 
-def _wait_until(condition, timeout: float = 30.0, what: str = "condition") -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            raise TimeoutError(f"timed out waiting for {what}")
-        time.sleep(0.05)
-
-
 def test_a_full_run_over_a_real_websocket(live_stack, user):
     model = _model_name("full")
     conversation = _conversation(live_stack, user, model, ACTION, Reply(FINAL))
@@ -93,7 +85,7 @@ def test_a_full_run_over_a_real_websocket(live_stack, user):
     assert {frame["run_id"] for frame in stored} == {stored[0]["run_id"]}
     # What went over the socket is exactly what a fresh read of the log gives.
     assert stored == [
-        events.event_frame(e) for e in events_after(conversation=conversation, after_seq=0)
+        protocol.event_frame(e) for e in events_after(conversation=conversation, after_seq=0)
     ]
     # The streamed answer adds up to the stored one.
     deltas = "".join(f["text"] for f in frames if f["type"] == "answer.delta")
@@ -106,13 +98,17 @@ def test_a_full_run_over_a_real_websocket(live_stack, user):
 
 def test_reconnecting_mid_run_with_after_seq_gets_every_event_once(live_stack, user):
     model = _model_name("reconnect")
-    conversation = _conversation(live_stack, user, model, ACTION, Reply(FINAL, delay=1.5))
+    answer = Gate()
+    conversation = _conversation(live_stack, user, model, ACTION, answer.hold(Reply(FINAL)))
     first = live_stack.connect(conversation, user)
     _send(first)
     before = first.receive_until(lambda f: f.get("kind") == "observation")
     first.close()
 
+    answer.wait_arrived()
     second = live_stack.connect(conversation, user, after_seq=before[-1]["seq"])
+    assert not AgentRun.objects.get(conversation=conversation).is_terminal
+    answer.open()
     after = second.receive_until(run_ended)
 
     seqs = _seqs(before) + _seqs(after)
@@ -138,18 +134,13 @@ def test_two_tabs_see_the_same_events(live_stack, user):
 
 def test_a_killed_worker_does_not_repeat_a_tool_or_a_seq(live_stack, user):
     model = _model_name("killed")
-    # The second reply never arrives in time: the worker dies waiting for it.
-    conversation = _conversation(
-        live_stack, user, model, ACTION, Reply(FINAL, delay=30), Reply(FINAL)
-    )
+    # The second reply never comes: the worker dies waiting for it.
+    conversation = _conversation(live_stack, user, model, ACTION, Hang(), Reply(FINAL))
     sock = live_stack.connect(conversation, user)
     _send(sock)
-    _wait_until(lambda: len(live_stack.model.requests(model)) == 2, what="the second model call")
-    run = AgentRun.objects.get(conversation=conversation)
-    assert run.events.filter(payload__kind="observation").count() == 1
 
-    live_stack.worker.kill()
-    live_stack.worker.start()
+    kill_while_waiting_on_the_model(live_stack.worker, live_stack.model, model, calls=2)
+    run = AgentRun.objects.get(conversation=conversation)
     ended = live_stack.wait_for_run(run.pk)
     frames = sock.receive_until(run_ended)
 

@@ -1,4 +1,5 @@
-"""``manage.py serve`` starts the whole app and SIGTERM stops every process it started."""
+"""``manage.py serve`` starts the whole app, restarts a child that dies, and SIGTERM stops
+every process it started."""
 
 from __future__ import annotations
 
@@ -31,7 +32,7 @@ def _port_open(port: int) -> bool:
     return False
 
 
-def test_serve_with_embedded_redis_starts_and_stops_cleanly():
+def test_serve_with_embedded_redis_restarts_a_dead_worker_and_stops_cleanly():
     port = _free_port()
     env = process_env()
     del env["REDIS_URL"]  # serve starts its own Redis
@@ -64,6 +65,20 @@ def test_serve_with_embedded_redis_starts_and_stops_cleanly():
             assert "daphne" in names
             assert "celery" in names
             assert "redis" in names
+
+            # A worker that dies (OOM kill, or Celery exiting when Redis restarts) comes back.
+            (worker,) = [p for p in started if "celery" in " ".join(p.cmdline())]
+            worker.kill()
+            deadline = time.monotonic() + 90
+            while output().count(" ready.") < 2:
+                assert serve.poll() is None, output()
+                assert time.monotonic() < deadline, output()
+                time.sleep(0.2)
+            text = output()
+            assert "serve: celery exited with code -9; restarting it in 1 s" in text
+            assert "serve: restarted celery (pid " in text
+            started = psutil.Process(serve.pid).children(recursive=True)
+            assert worker.pid not in [p.pid for p in started]
 
             serve.send_signal(signal.SIGTERM)
             assert serve.wait(timeout=60) == 0, output()

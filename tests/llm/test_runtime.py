@@ -71,3 +71,15 @@ def test_a_deleted_model_endpoint_fails_the_run_clearly(user):
     with pytest.raises(ModelError, match="no longer exists") as raised:
         list(executor.run("hi"))
     assert raised.value.code == "model_misconfigured"
+
+
+def test_tool_calling_support_comes_from_the_model_endpoint(user):
+    model_config = ModelConfig.objects.create(name="tc", base_url="http://x/v1", model="m")
+    profile = AgentProfile.objects.create(name="P", slug="p", model_config=model_config)
+    snapshot = profile_snapshot(profile)
+    assert not build_executor(snapshot=snapshot, user=user).config.supports_tool_calling
+
+    model_config.supports_tool_calling = True
+    model_config.save()
+    assert build_executor(snapshot=snapshot, user=user).config.supports_tool_calling
+    assert not build_executor(snapshot={}, user=user).config.supports_tool_calling

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import json
+import threading
 import urllib.request
 
 import openai
 import pytest
 
-from agents.llm.scripted import Fail, Reply, ToolCalls, reply_from_dict
+from agents.llm.scripted import Fail, Gate, Reply, ToolCalls, reply_from_dict
 
 QUESTION = [{"role": "user", "content": "hello"}]
 
@@ -65,6 +66,35 @@ def test_streaming_sends_usage_only_when_asked(scripted_server, model_name, sdk)
 
     assert all(chunk.usage is None for chunk in plain)
     assert with_usage[-1].usage.completion_tokens > 0
+
+
+def test_a_gate_holds_the_reply_until_the_test_opens_it(scripted_server, model_name, sdk):
+    gate = Gate()
+    scripted_server.script(model_name, [gate.hold(Reply("held")), Reply("next")])
+    answers: list[str] = []
+    asking = threading.Thread(
+        target=lambda: answers.append(
+            sdk.chat.completions.create(model=model_name, messages=QUESTION)
+            .choices[0]
+            .message.content
+        )
+    )
+    asking.start()
+
+    gate.wait_arrived()
+    assert len(scripted_server.requests(model_name)) == 1
+    assert answers == []
+    assert asking.is_alive()
+    gate.open()
+    asking.join(timeout=30)
+    assert answers == ["held"]
+
+
+def test_waiting_on_a_gate_no_request_reaches_fails_loudly():
+    gate = Gate()
+    with pytest.raises(TimeoutError, match=r"no request reached the gate within 0\.1 s"):
+        gate.wait_arrived(timeout=0.1)
+    assert not gate.arrived
 
 
 def test_models_lists_scripted_models(scripted_server, model_name, sdk):

@@ -1,7 +1,6 @@
 import pytest
 
 from tests.consumers.fixtures import (  # noqa: F401 - fixtures, found by name
-    _no_worker_takes_queued_runs,
     _transport_settings,
 )
 

@@ -9,12 +9,31 @@ import pytest
 from agents.react.executor import AgentConfig, AgentExecutor
 from agents.react.prompt import PromptConfig
 from agents.react.testing import ScriptedChatModel
-from agents.react.types import FinalAnswerStep, ModelCallRecord, Step
+from agents.react.types import FinalAnswerStep, ModelCallRecord, Step, ThoughtDelta
 
 
 class Harness:
+    """Runs an executor on a scripted model. With ``live=True`` it also takes thought deltas
+    and answer resets; ``log`` then holds every callback and step in the order they came."""
+
     def __init__(self) -> None:
         self.deltas: list[str] = []
+        self.thoughts: list[ThoughtDelta] = []
+        self.resets = 0
+        self.log: list[tuple[str, object]] = []
+
+    def _answer_delta(self, text: str) -> None:
+        self.deltas.append(text)
+        self.log.append(("answer", text))
+
+    def _thought_delta(self, delta: ThoughtDelta) -> None:
+        self.thoughts.append(delta)
+        self.log.append(("thought", delta))
+
+    def _answer_reset(self) -> None:
+        self.resets += 1
+        self.deltas.clear()
+        self.log.append(("reset", None))
 
     def executor(
         self,
@@ -26,22 +45,37 @@ class Harness:
         config: AgentConfig | None = None,
         should_cancel=None,
         stream: bool = True,
+        live: bool = False,
         **model_options,
     ) -> AgentExecutor:
         self.model = ScriptedChatModel(replies, **model_options)
-        extra = {"should_cancel": should_cancel} if should_cancel else {}
         return AgentExecutor(
             model=self.model,
             tools=tools,
             prompt=PromptConfig(mode=mode, label_set=label_set),
             config=config or AgentConfig(),
-            on_answer_delta=self.deltas.append if stream else None,
-            **extra,
+            should_cancel=should_cancel,
+            on_answer_delta=self._answer_delta if stream else None,
+            on_thought_delta=self._thought_delta if live else None,
+            on_answer_reset=self._answer_reset if live else None,
         )
 
     def run(self, replies: Sequence, tools: Sequence = (), *, question: str = "q", **options):
         executor = self.executor(replies, tools, **options)
-        return list(executor.run(question))
+        steps = []
+        for step in executor.run(question):
+            self.log.append(("step", step))
+            steps.append(step)
+        return steps
+
+    def thought_text(self, call_index: int) -> str:
+        """The concatenated thought deltas of one model call, checking their offsets."""
+        text = ""
+        for delta in self.thoughts:
+            if delta.call_index == call_index:
+                assert delta.offset == len(text), (delta, text)
+                text += delta.text
+        return text
 
 
 @pytest.fixture

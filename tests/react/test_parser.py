@@ -142,8 +142,11 @@ def test_final_answer_variants(text, expected):
     assert answer(text).answer == expected
 
 
-def test_final_answer_ends_at_the_next_label_line():
-    assert answer("Final Answer: 42\nThought: I am done").answer == "42"
+def test_final_answer_keeps_later_label_like_lines():
+    # Rule: the final answer runs up to an action, action-input or observation label only.
+    assert answer("Final Answer: 42\nThought: I am done").answer == "42\nThought: I am done"
+    faq = "Final Answer: Two entries.\nQuestion: What is it?\nIt is a FAQ."
+    assert answer(faq).answer == "Two entries.\nQuestion: What is it?\nIt is a FAQ."
 
 
 def test_chinese_labels_with_full_width_colons():
@@ -247,7 +250,7 @@ NEITHER = "the reply has neither an action nor a final answer"
         ("Action 1" * 50_000, NEITHER),
         ("Thought:" * 50_000, NEITHER),
         ("Final" + " " * 100_000 + "Answer", NEITHER),
-        ("{" * 100_000, NEITHER),
+        ("{" * 100_000, "nested deeper than 100 levels"),
         ('{"action": "' + "a" * 100_000, NEITHER),
         ("```\n" * 50_000, NEITHER),
         ("\n" * 100_000 + "Action", NEITHER),
@@ -290,7 +293,7 @@ def stream(text: str, chunk_size: int) -> list[str]:
 
 @pytest.mark.parametrize("chunk_size", [1, 2, 3, 5, 8, 1000])
 def test_stream_passes_only_the_answer(chunk_size):
-    text = "Thought: the secret plan\nFinal Answer: It is\n114, as computed.\nThought: bye"
+    text = "Thought: the secret plan\nFinal Answer: It is\n114, as computed.\nAction: bye"
     deltas = stream(text, chunk_size)
     assert "".join(deltas) == "It is\n114, as computed."
     assert "".join(deltas) == answer(text).answer
@@ -358,4 +361,4 @@ def test_streamed_text_always_equals_the_parsed_answer(text, chunk_size):
 
 
 def test_decoration_of_the_next_label_is_not_part_of_the_answer():
-    assert answer("Final Answer: 42\n**Thought:** done").answer == "42"
+    assert answer("Final Answer: 42\n**Action:** search").answer == "42"

@@ -10,8 +10,8 @@ import pytest
 from django.contrib.auth.models import Group
 from django.test import Client
 
-from agents.consumers import CLOSE_NOT_FOUND
 from agents.models import AgentProfile, AgentRun, Conversation, Message, RunEvent
+from agents.protocol import CLOSE_NOT_FOUND
 from agents.services.conversations import conversation_create, message_send
 from agents.services.runs import event_append
 from tests.api.endpoints import conversation_endpoints, endpoints

@@ -1,18 +1,17 @@
 from __future__ import annotations
 
-import uuid
-
 import pytest
 
 from agents.models import AgentProfile
 from agents.services.conversations import conversation_create
+from tests.isolation import private_cache_prefix
 
 
 @pytest.fixture(autouse=True)
 def _private_cache(settings):
     """Rate-limit counters live in Redis: give each test its own key prefix."""
     caches = {name: dict(config) for name, config in settings.CACHES.items()}
-    caches["default"]["KEY_PREFIX"] = f"test-{uuid.uuid4().hex}"
+    caches["default"]["KEY_PREFIX"] = private_cache_prefix()
     settings.CACHES = caches
 
 

@@ -6,10 +6,10 @@ import pytest
 from django.contrib.auth.models import Group
 
 from agents.models import AgentProfile, AgentRun, Conversation, Message, RunEvent
+from agents.protocol import RequestRefused
 from agents.react.types import FinalAnswerStep
 from agents.selectors import events_after
 from agents.services.conversations import (
-    SendRefused,
     conversation_create,
     message_edit_resend,
     message_send,
@@ -79,7 +79,7 @@ def test_bad_content_is_refused_and_writes_nothing(conversation, user, settings,
     settings.CHAT_MAX_MESSAGE_CHARS = 100
     before = _snapshot(conversation)
 
-    with pytest.raises(SendRefused) as refused:
+    with pytest.raises(RequestRefused) as refused:
         message_send(conversation=conversation, user=user, content=content, client_id="c")
 
     assert refused.value.code == code
@@ -93,7 +93,7 @@ def test_second_send_while_a_run_is_active_is_refused(conversation, user):
     message_send(conversation=conversation, user=user, content="first")
     before = _snapshot(conversation)
 
-    with pytest.raises(SendRefused) as refused:
+    with pytest.raises(RequestRefused) as refused:
         message_send(conversation=conversation, user=user, content="second")
 
     assert refused.value.code == "run_in_progress"
@@ -113,7 +113,7 @@ def test_rate_limit_per_minute(user, default_profile, settings):
     message_send(conversation=conversations[1], user=user, content="two")
     before = _snapshot(conversations[2])
 
-    with pytest.raises(SendRefused) as refused:
+    with pytest.raises(RequestRefused) as refused:
         message_send(conversation=conversations[2], user=user, content="three")
 
     assert refused.value.code == "rate_limited"
@@ -126,7 +126,7 @@ def test_daily_token_quota(conversation, user, settings):
     AgentRun.objects.filter(pk=sent.run.pk).update(prompt_tokens=900, completion_tokens=100)
     _finish(sent.run)
 
-    with pytest.raises(SendRefused) as refused:
+    with pytest.raises(RequestRefused) as refused:
         message_send(conversation=conversation, user=user, content="again")
 
     assert refused.value.code == "quota_exceeded"
@@ -134,7 +134,7 @@ def test_daily_token_quota(conversation, user, settings):
 
 def test_someone_elses_conversation_looks_missing(conversation, other_user):
     before = _snapshot(conversation)
-    with pytest.raises(SendRefused) as refused:
+    with pytest.raises(RequestRefused) as refused:
         message_send(conversation=conversation, user=other_user, content="hi")
     assert refused.value.code == "not_found"
     assert _snapshot(conversation) == before
@@ -144,7 +144,7 @@ def test_profile_restricted_to_a_group(conversation, user, default_profile):
     staff_only = AgentProfile.objects.create(name="Staff", slug="staff")
     staff_only.allowed_groups.add(Group.objects.create(name="staff"))
 
-    with pytest.raises(SendRefused) as refused:
+    with pytest.raises(RequestRefused) as refused:
         message_send(conversation=conversation, user=user, content="hi", profile=staff_only)
     assert refused.value.code == "profile_not_allowed"
 
@@ -178,12 +178,12 @@ def test_regenerate_queues_a_new_run_for_the_last_user_message(conversation, use
 
 
 def test_regenerate_refused_while_running_or_with_nothing_to_answer(conversation, user):
-    with pytest.raises(SendRefused) as nothing:
+    with pytest.raises(RequestRefused) as nothing:
         run_regenerate(conversation=conversation, user=user)
     assert nothing.value.code == "nothing_to_regenerate"
 
     message_send(conversation=conversation, user=user, content="hi")
-    with pytest.raises(SendRefused) as busy:
+    with pytest.raises(RequestRefused) as busy:
         run_regenerate(conversation=conversation, user=user)
     assert busy.value.code == "run_in_progress"
 
@@ -209,10 +209,10 @@ def test_only_own_user_messages_can_be_edited(conversation, user, other_user):
     _finish(sent.run, "an answer")
     answer = Message.objects.get(role=Message.Role.ASSISTANT)
 
-    with pytest.raises(SendRefused) as not_editable:
+    with pytest.raises(RequestRefused) as not_editable:
         message_edit_resend(message=answer, user=user, content="changed")
     assert not_editable.value.code == "not_editable"
-    with pytest.raises(SendRefused) as foreign:
+    with pytest.raises(RequestRefused) as foreign:
         message_edit_resend(message=sent.message, user=other_user, content="changed")
     assert foreign.value.code == "not_found"
 
@@ -243,7 +243,7 @@ def test_cancel_a_running_run_asks_the_worker(conversation, user):
 
 def test_cancel_is_refused_for_others_and_a_no_op_when_finished(conversation, user, other_user):
     sent = message_send(conversation=conversation, user=user, content="hi")
-    with pytest.raises(SendRefused) as foreign:
+    with pytest.raises(RequestRefused) as foreign:
         run_cancel(run=sent.run, user=other_user)
     assert foreign.value.code == "not_found"
 

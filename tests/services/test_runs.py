@@ -9,7 +9,7 @@ import pytest
 from django.db import connection, transaction
 from django.utils import timezone
 
-from agents import events
+from agents import events, protocol
 from agents.models import AgentRun, Message, ModelCall
 from agents.react.types import (
     ActionStep,
@@ -97,7 +97,7 @@ def test_steps_are_stored_in_order_and_read_back_for_resuming(queued_run):
 
     assert [step_from_event(p) for p in run_stored_steps(run=run)] == steps
     stored = events_after(conversation=run.conversation, after_seq=0)
-    frames = [events.event_frame(e) for e in stored]
+    frames = [protocol.event_frame(e) for e in stored]
     assert [f["seq"] for f in frames] == [1, 2, 3, 4, 5]
     assert [f["type"] for f in frames] == ["message.created", "run.started", "step", "step", "step"]
     assert frames[1]["attempt"] == 1
@@ -235,7 +235,7 @@ def test_events_reach_the_group_only_after_commit(user, default_profile):
     assert [m["type"] for m in received] == ["chat.event", "chat.event"]
     assert [m["frames"] for m in received] == [
         [{"type": "answer.delta", "text": "marker"}],
-        [events.event_frame(stored)],
+        [protocol.event_frame(stored)],
     ]
 
 

@@ -10,9 +10,11 @@ import itertools
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.db import connection
+from django.test.utils import CaptureQueriesContext
 
 from agents.models import KnowledgeChunk, KnowledgeDocument
 from agents.services.knowledge import (
+    FTS_TABLE,
     KnowledgeIngestError,
     chunk_text,
     knowledge_document_delete,
@@ -172,14 +174,46 @@ def test_deleted_documents_are_no_longer_found(library):
     assert KnowledgeChunk.objects.filter(document__title="Shipping guide").count() == 0
 
 
-def test_sqlite_index_is_built_lazily_from_existing_chunks(library):
-    if connection.vendor != "sqlite":
-        assert connection.vendor == "postgresql"  # nothing lazy to check on PostgreSQL
-        return
+def test_search_runs_on_the_databases_own_full_text_index(library, settings):
+    """PostgreSQL full-text search or SQLite FTS5, each checked under its own database.
+
+    CI runs the fast tests on both (``.ci/run``); any other database fails here.
+    """
+    checks = {"postgresql": _check_postgres_full_text, "sqlite": _check_sqlite_fts5}
+    assert connection.vendor in checks, f"no knowledge search for {connection.vendor}"
+    checks[connection.vendor](settings)
+
+
+def _check_postgres_full_text(settings) -> None:
+    with CaptureQueriesContext(connection) as queries:
+        hits = knowledge_search(collection="default", query="refunds", limit=1)
+    assert [hit.title for hit in hits] == ["Returns policy"]
+    sql = " ".join(query["sql"] for query in queries.captured_queries)
+    assert "websearch_to_tsquery" in sql
+    assert "ts_rank" in sql
+    assert FTS_TABLE not in connection.introspection.table_names()
+    # The text search configuration is PostgreSQL's: without English stemming, "refunds"
+    # no longer finds "refund".
+    settings.KNOWLEDGE_SEARCH_LANGUAGE = "simple"
+    assert knowledge_search(collection="default", query="refunds", limit=1) == []
+    assert knowledge_search(collection="default", query="refund", limit=1)[0].title == (
+        "Returns policy"
+    )
+
+
+def _check_sqlite_fts5(settings) -> None:
+    # The FTS5 table is built lazily from the chunks already stored (a database migrated
+    # before it existed, or one restored without it).
     with connection.cursor() as cursor:
-        cursor.execute("DROP TABLE agents_knowledgechunk_fts")
-    hits = knowledge_search(collection="default", query="limescale", limit=1)
+        cursor.execute(f"DROP TABLE {FTS_TABLE}")
+    assert FTS_TABLE not in connection.introspection.table_names()
+    with CaptureQueriesContext(connection) as queries:
+        hits = knowledge_search(collection="default", query="limescale", limit=1)
     assert hits[0].title == "Kettle warranty"
+    assert FTS_TABLE in connection.introspection.table_names()
+    sql = " ".join(query["sql"] for query in queries.captured_queries)
+    assert f"{FTS_TABLE} MATCH" in sql
+    assert "bm25" in sql
 
 
 def test_unreadable_files_are_clear_errors(settings, tmp_path):

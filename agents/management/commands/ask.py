@@ -19,6 +19,7 @@ from django.db import DatabaseError
 
 from agents.llm.factory import is_demo_model
 from agents.models import AgentProfile, ModelConfig
+from agents.protocol import FrameType, answer_delta_frame, run_failed_payload
 from agents.react.errors import AgentError, ModelError, RunCancelled
 from agents.react.labels import LabelSet, label_set
 from agents.react.types import (
@@ -190,12 +191,12 @@ class JsonLines:
         """Raw model text is not an event (the websocket does not send it either)."""
 
     def on_answer_delta(self, text: str) -> None:
-        self._emit({"type": "answer.delta", "run_id": None, "text": text}, stored=False)
+        self._emit(answer_delta_frame(run_id=None, text=text), stored=False)
 
     def started(self, *, question: str, model: str, profile: str, demo: bool) -> None:
         self._emit(
             {
-                "type": "run.started",
+                "type": FrameType.RUN_STARTED,
                 "attempt": 1,
                 "model": model,
                 "profile": profile,
@@ -213,17 +214,17 @@ class JsonLines:
             self.usage["duration_ms"] = step.duration_ms
             self._emit(
                 {
-                    "type": "run.finished",
+                    "type": FrameType.RUN_FINISHED,
                     "message": {"role": "assistant", "content": step.text},
                     "usage": dict(self.usage),
                     "stop_reason": step.stop_reason,
                 }
             )
             return
-        self._emit({**step_to_event(step), "type": "step"})
+        self._emit({**step_to_event(step), "type": FrameType.STEP})
 
     def failed(self, code: str, message: str) -> None:
-        self._emit({"type": "run.failed", "code": code, "message": message})
+        self._emit({"type": FrameType.RUN_FAILED, **run_failed_payload(code=code, message=message)})
 
 
 class Terminal:

@@ -1,8 +1,9 @@
 """``manage.py serve``: the whole app in one command (daphne, a celery worker, Redis if needed).
 
 Children share one ``REDIS_URL``: the environment's, or an embedded Redis started here when
-it is unset. Ctrl-C or SIGTERM stops every child, and if one child dies the rest are stopped
-too, so a half-running app never lingers.
+it is unset. A child that dies is started again, with backoff (``chatsite/supervisor.py``),
+so a Celery worker that exits when Redis restarts comes back by itself. Ctrl-C or SIGTERM
+stops every child.
 """
 
 from __future__ import annotations
@@ -10,10 +11,7 @@ from __future__ import annotations
 import contextlib
 import os
 import secrets
-import signal
-import subprocess
 import sys
-import time
 from typing import Any
 
 from django.conf import settings
@@ -21,6 +19,7 @@ from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand
 
 from agents.services.defaults import ensure_defaults
+from chatsite.supervisor import Child, Supervisor
 
 
 class Command(BaseCommand):
@@ -41,22 +40,20 @@ class Command(BaseCommand):
         self._ensure_admin()
         with _redis() as redis_url:
             env = {**os.environ, "REDIS_URL": redis_url}
-            children = {
-                "daphne": _spawn(
-                    [sys.executable, "-m", "daphne", "-b", options["host"],
-                     "-p", str(options["port"]), "chatsite.asgi:application"],
-                    env,
-                ),
-                "celery": _spawn(
-                    [sys.executable, "-m", "celery", "-A", "chatsite", "worker",
-                     "-P", "threads", "-c", str(options["concurrency"]), "--loglevel=INFO"],
-                    env,
-                ),
-            }  # fmt: skip
+            supervisor = Supervisor(
+                [
+                    Child("daphne", [sys.executable, "-m", "daphne", "-b", options["host"],
+                                     "-p", str(options["port"]), "chatsite.asgi:application"], env),
+                    Child("celery", [sys.executable, "-m", "celery", "-A", "chatsite", "worker",
+                                     "-P", "threads", "-c", str(options["concurrency"]),
+                                     "--loglevel=INFO"], env),
+                ],
+                log=self.stderr,
+            )  # fmt: skip
             host = "localhost" if options["host"] in ("127.0.0.1", "0.0.0.0") else options["host"]  # noqa: S104
             self.stdout.write(f"chatsite is at http://{host}:{options['port']}/")
             self.stdout.write(_model_status())
-            _supervise(children, self.stderr)
+            supervisor.run()
 
     def _ensure_admin(self) -> None:
         User = get_user_model()
@@ -83,11 +80,6 @@ def _redis():
         yield url
 
 
-def _spawn(command: list[str], env: dict[str, str]) -> subprocess.Popen:
-    # Own process group: Ctrl-C reaches us once and we stop the children in order.
-    return subprocess.Popen(command, env=env, start_new_session=True)  # noqa: S603
-
-
 def _model_status() -> str:
     from agents.models import AgentProfile
 
@@ -100,32 +92,3 @@ def _model_status() -> str:
         "Model: the offline demo model is answering (set OPENAI_BASE_URL, or add a model "
         "endpoint in /admin/, for a real one)."
     )
-
-
-def _supervise(children: dict[str, subprocess.Popen], stderr) -> None:
-    stopping = False
-
-    def request_stop(signum, frame) -> None:
-        nonlocal stopping
-        stopping = True
-
-    signal.signal(signal.SIGINT, request_stop)
-    signal.signal(signal.SIGTERM, request_stop)
-    try:
-        while not stopping:
-            for name, child in children.items():
-                if child.poll() is not None:
-                    stderr.write(f"{name} exited with code {child.returncode}; stopping.")
-                    stopping = True
-            time.sleep(0.2)
-    finally:
-        for child in children.values():
-            if child.poll() is None:
-                child.send_signal(signal.SIGTERM)
-        deadline = time.monotonic() + 20
-        for child in children.values():
-            try:
-                child.wait(timeout=max(0.1, deadline - time.monotonic()))
-            except subprocess.TimeoutExpired:
-                child.kill()
-                child.wait()

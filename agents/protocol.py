@@ -1,0 +1,195 @@
+"""The wire protocol of the socket and the JSON API (docs/protocol.md), in one place.
+
+What a client can rely on lives here: the frame types, the shape of every frame the server
+builds, the limits a client frame must respect, and the codes a refusal can carry. Sending
+the frames is ``agents/events.py``'s job (published) and ``agents/consumers.py``'s (direct
+answers); this module only says what they look like.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import Any
+
+from django.conf import settings
+
+from agents.models import AgentRun, MemorySummary, Message, RunEvent
+from agents.rendering import render_markdown
+
+
+class FrameType(StrEnum):
+    """Every frame's ``type``; members compare and serialise as the plain strings."""
+
+    # Client → server.
+    MESSAGE_SEND = "message.send"
+    RUN_CANCEL = "run.cancel"
+    RESUME = "resume"
+    PING = "ping"
+    # Server → client, stored in the log with a ``seq``.
+    MESSAGE_CREATED = "message.created"
+    RUN_STARTED = "run.started"
+    STEP = "step"
+    RUN_FINISHED = "run.finished"
+    RUN_FAILED = "run.failed"
+    RUN_CANCELLED = "run.cancelled"
+    # Server → client, ephemeral (no ``seq``).
+    ANSWER_DELTA = "answer.delta"
+    MEMORY_SUMMARIZED = "memory.summarized"
+    ERROR = "error"
+    PONG = "pong"
+
+
+# The frames that end a run; nothing of that run follows them.
+TERMINAL_FRAME_TYPES = frozenset(
+    {FrameType.RUN_FINISHED, FrameType.RUN_FAILED, FrameType.RUN_CANCELLED}
+)
+
+
+class RefusalCode(StrEnum):
+    """Why a client frame or an API request was not acted on (docs/protocol.md, ``error``)."""
+
+    # The frame itself (socket only).
+    INVALID_JSON = "invalid_json"
+    INVALID_FRAME = "invalid_frame"
+    FRAME_TOO_LARGE = "frame_too_large"
+    UNKNOWN_TYPE = "unknown_type"
+    INVALID_FIELD = "invalid_field"
+    # What it asks for (socket and API).
+    EMPTY = "empty"
+    TOO_LONG = "too_long"
+    PROFILE_NOT_ALLOWED = "profile_not_allowed"
+    RUN_IN_PROGRESS = "run_in_progress"
+    RATE_LIMITED = "rate_limited"
+    QUOTA_EXCEEDED = "quota_exceeded"
+    NOT_FOUND = "not_found"
+    NOTHING_TO_REGENERATE = "nothing_to_regenerate"
+    NOT_EDITABLE = "not_editable"
+
+
+class RequestRefused(Exception):
+    """A client's request (send, edit, regenerate, cancel, create, or a malformed frame)
+    that was not acted on; nothing was written.
+
+    The socket answers it with an ``error`` frame and the API with ``{"code", "message"}``,
+    each in one place (``agents/consumers.py``, ``agents/api/exceptions.py``).
+    """
+
+    def __init__(self, code: RefusalCode, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+
+
+# Close code for anyone who may not open a conversation, including when it does not exist,
+# so a refusal tells a stranger nothing. Outside 1000-3999, so clients can tell it from a drop.
+CLOSE_NOT_FOUND = 4404
+
+CLIENT_ID_MAX_CHARS = 64
+
+
+def max_message_chars() -> int:
+    """The most characters a message's ``content`` may have, on the socket and over HTTP."""
+    limit: int = settings.CHAT_MAX_MESSAGE_CHARS
+    return limit
+
+
+def max_frame_bytes() -> int:
+    """The most UTF-8 bytes one client frame may have; checked before it is parsed."""
+    limit: int = settings.CHAT_MAX_FRAME_BYTES
+    return limit
+
+
+# ---- frames and payloads the server builds ------------------------------------------------
+# A stored event keeps only its payload; ``event_frame`` adds what every stored frame carries.
+
+
+def event_frame(event: RunEvent) -> dict[str, Any]:
+    """The frame a client receives for a stored event, live or replayed."""
+    return {
+        **event.payload,
+        "type": event.type,
+        "seq": event.seq,
+        "run_id": event.run_id,
+        "ts": event.created_at.isoformat(),
+    }
+
+
+def message_payload(message: Message) -> dict[str, Any]:
+    """A message as the protocol shows it; assistant messages carry rendered ``html``."""
+    payload: dict[str, Any] = {
+        "id": message.pk,
+        "role": message.role,
+        "content": message.content,
+        "client_id": message.client_id,
+        "run_id": message.run_id,
+        "created_at": message.created_at.isoformat(),
+    }
+    if message.role == Message.Role.ASSISTANT:
+        payload["html"] = render_markdown(message.content)
+    return payload
+
+
+def message_created_payload(
+    message: Message, *, edited_from: Message | None = None
+) -> dict[str, Any]:
+    payload = message_payload(message)
+    if edited_from is not None:
+        payload["edited_from"] = edited_from.pk
+    return {"message": payload}
+
+
+def run_started_payload(*, attempt: int, model: str, profile: str) -> dict[str, Any]:
+    return {"attempt": attempt, "model": model, "profile": profile}
+
+
+def usage_payload(run: AgentRun) -> dict[str, Any]:
+    duration = run.duration_seconds
+    return {
+        "prompt_tokens": run.prompt_tokens,
+        "completion_tokens": run.completion_tokens,
+        "duration_ms": int(duration * 1000) if duration is not None else 0,
+    }
+
+
+def run_finished_payload(*, run: AgentRun, message: Message, stop_reason: str) -> dict[str, Any]:
+    return {
+        "message": message_payload(message),
+        "usage": usage_payload(run),
+        "stop_reason": stop_reason,
+    }
+
+
+def run_failed_payload(*, code: str, message: str) -> dict[str, Any]:
+    return {"code": code, "message": message}
+
+
+def run_cancelled_payload(*, partial_answer: str, message: Message | None) -> dict[str, Any]:
+    return {
+        "partial_answer": partial_answer,
+        "message": message_payload(message) if message else None,
+    }
+
+
+def answer_delta_frame(*, run_id: int | None, text: str) -> dict[str, Any]:
+    return {"type": FrameType.ANSWER_DELTA, "run_id": run_id, "text": text}
+
+
+def memory_summarized_frame(summary: MemorySummary) -> dict[str, Any]:
+    return {
+        "type": FrameType.MEMORY_SUMMARIZED,
+        "summary_id": summary.pk,
+        "covers_through": summary.covers_through_id,
+        "token_count": summary.token_count,
+        "text": summary.text,
+    }
+
+
+def error_frame(code: RefusalCode, message: str, *, client_id: str | None = None) -> dict[str, Any]:
+    frame: dict[str, Any] = {"type": FrameType.ERROR, "code": code, "message": message}
+    if client_id is not None:
+        frame["client_id"] = client_id
+    return frame
+
+
+def pong_frame() -> dict[str, Any]:
+    return {"type": FrameType.PONG}
