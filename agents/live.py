@@ -42,13 +42,17 @@ import redis.asyncio
 from django.conf import settings
 
 from agents import events
+from agents.protocol import FrameType
 from agents.react.types import ModelCallRecord, Step, ThoughtDelta, ThoughtStep
 
 logger = logging.getLogger(__name__)
 
 Part = Literal["thought", "answer"]
 PARTS: tuple[Part, ...] = ("thought", "answer")
-FRAME_TYPES: dict[Part, str] = {"thought": "thought.delta", "answer": "answer.delta"}
+FRAME_TYPES: dict[Part, str] = {
+    "thought": FrameType.THOUGHT_DELTA,
+    "answer": FrameType.ANSWER_DELTA,
+}
 
 _HEADER = re.compile(r"(\d+):(\d+\.\d+):(.*)", re.DOTALL)
 

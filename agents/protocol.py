@@ -32,7 +32,8 @@ class FrameType(StrEnum):
     RUN_FINISHED = "run.finished"
     RUN_FAILED = "run.failed"
     RUN_CANCELLED = "run.cancelled"
-    # Server → client, ephemeral (no ``seq``).
+    # Server → client, ephemeral (no ``seq``); the live text ones are built in agents/live.py.
+    THOUGHT_DELTA = "thought.delta"
     ANSWER_DELTA = "answer.delta"
     MEMORY_SUMMARIZED = "memory.summarized"
     ERROR = "error"
