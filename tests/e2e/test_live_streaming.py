@@ -12,7 +12,7 @@ import re
 import pytest
 from playwright.sync_api import expect
 
-from agents.llm.scripted import Pause, Reply
+from agents.llm.scripted import Pause, Reply, ToolCalls
 from agents.models import AgentRun, Conversation
 from agents.services.conversations import conversation_create
 from tests.e2e.test_chat import ANSWER_MARKDOWN, ask
@@ -230,4 +230,40 @@ def test_stop_says_stopping_at_once_and_stopped_when_the_run_is_cancelled(
     expect(page.locator(".run-status.cancelled")).to_have_text("Stopped")
     run = stack.wait_for_run(AgentRun.objects.get(conversation=conversation).pk)
     assert run.status == AgentRun.Status.CANCELLED
+    assert tab.errors == []
+
+
+def test_native_tool_calling_streams_its_answer_and_takes_back_a_thought(
+    stack, open_tab, user, model_name
+):
+    # The first reply's text looks like an answer until its tool call comes.
+    thought_pause = Pause(after_chars=len("I should"))
+    first = ToolCalls(
+        [("calculator", {"expression": "2 + 2"})],
+        text="I should add them.",
+        pause=thought_pause,
+        **SLOW,
+    )
+    answer = "The sum is **4**, as the calculator says."
+    second, gate = gated(answer, upto="The sum is **4**,")
+    stack.model.script(model_name, [first, second])
+    profile = stack.profile(model_name, tools=("calculator",), mode="tools")
+    conversation = conversation_create(owner=user, profile=profile)
+    tab = open_tab(user, path=f"/c/{conversation.pk}/")
+    page = tab.page
+    ask(page, "What is 2 + 2?")
+
+    wait_for(thought_pause)
+    expect(page.locator(".answer.streaming")).to_have_text("I should")
+    thought_pause.open()
+    expect(page.locator(".step.thought")).to_have_text("ThoughtI should add them.")
+    expect(page.locator(".answer")).not_to_contain_text("I should")
+
+    wait_for(gate)
+    streaming = page.locator(".answer.streaming")
+    expect(streaming.locator("strong")).to_have_text("4")
+    expect(streaming).to_have_text("The sum is 4,")
+    gate.open()
+    expect(page.locator(".msg.assistant .usage")).to_contain_text("tokens")
+    expect(page.locator(".answer")).to_have_text("The sum is 4, as the calculator says.")
     assert tab.errors == []
