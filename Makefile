@@ -30,9 +30,10 @@ test: deps browser  ## Run the whole test suite (Redis is embedded if REDIS_URL 
 test-fast: deps  ## Only the tests that need no worker, daphne or browser
 	$(PY) -m chatsite.embedded $(PY) -m pytest -m "not integration and not e2e" $(PYTEST_ARGS)
 
-lint: deps  ## ruff check, ruff format --check, and migrations in step with models
+lint: deps  ## ruff check, ruff format --check, mypy, and migrations in step with models
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/mypy
 	$(PY) manage.py makemigrations --check --dry-run
 
 format: deps  ## Apply ruff's fixes and formatting

@@ -106,6 +106,7 @@ class _Publisher:
     ) -> None:
         if previous is not None:
             await asyncio.wait([previous])
+        assert self.layer is not None  # send() submits nothing without a layer
         try:
             await self.layer.group_send(group, message)
         except Exception:

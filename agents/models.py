@@ -52,7 +52,11 @@ class ModelConfig(models.Model):
 
     @property
     def is_demo(self) -> bool:
-        return not self.base_url
+        """Whether the offline demo model answers runs with this endpoint: no base URL here
+        and none in the settings. The model client decides (``llm.factory.is_demo_model``)."""
+        from agents.llm.factory import is_demo_model
+
+        return is_demo_model(self)
 
     @property
     def has_api_key(self) -> bool:
@@ -292,7 +296,10 @@ class AgentRun(models.Model):
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
     error_code = models.CharField(max_length=64, blank=True)
+    # What the user is shown (a plain reason and a reference) and, for staff only, the
+    # technical detail without secrets (agents/llm/errors.py).
     error_message = models.TextField(blank=True)
+    error_detail = models.TextField(blank=True)
 
     class Meta:
         ordering = ["-id"]

@@ -1,4 +1,4 @@
-"""From a frozen profile (``PromptVersion.snapshot``) to an engine ready to run.
+"""From a frozen profile (``ProfileSnapshot``, ``agents/profile_snapshot.py``) to an engine.
 
 The snapshot decides everything: the model endpoint, the tools, the prompt and the limits.
 Only the rows it points at are read here, so a run keeps behaving as its profile version
@@ -13,6 +13,7 @@ from typing import Any
 
 from agents.llm.factory import chat_model_for, misconfigured
 from agents.models import ModelConfig, ToolConfig
+from agents.profile_snapshot import ProfileSnapshot, snapshot_model_config
 from agents.react.executor import AgentConfig, AgentExecutor
 from agents.react.prompt import PromptConfig
 from agents.react.types import ChatModel, ThoughtDelta
@@ -23,7 +24,7 @@ logger = logging.getLogger(__name__)
 
 def build_executor(
     *,
-    snapshot: dict[str, Any],
+    snapshot: ProfileSnapshot,
     user: Any,
     conversation: Any = None,
     should_cancel: Callable[[], bool] | None = None,
@@ -52,7 +53,7 @@ def build_executor(
 
 def executor_for(
     *,
-    snapshot: dict[str, Any],
+    snapshot: ProfileSnapshot,
     model: ChatModel,
     tool_configs: Iterable[ToolConfig],
     user: Any,
@@ -76,52 +77,48 @@ def executor_for(
     )
 
 
-def snapshot_chat_model(snapshot: dict[str, Any]) -> ChatModel:
-    model_config_id = snapshot.get("model_config_id")
-    if model_config_id is None:
-        return chat_model_for(None)
-    model_config = ModelConfig.objects.filter(pk=model_config_id).first()
-    if model_config is None:
+def snapshot_chat_model(snapshot: ProfileSnapshot) -> ChatModel:
+    model_config = snapshot_model_config(snapshot)
+    if model_config is None and snapshot.model_config_id is not None:
         return misconfigured(
-            f"The model endpoint of profile {snapshot.get('slug', '?')!r} "
-            f"(id {model_config_id}) no longer exists; choose another in the admin."
+            f"The model endpoint of profile {snapshot.slug or '?'!r} "
+            f"(id {snapshot.model_config_id}) no longer exists; choose another in the admin."
         )
     return chat_model_for(model_config)
 
 
-def snapshot_tool_configs(snapshot: dict[str, Any]) -> list[ToolConfig]:
+def snapshot_tool_configs(snapshot: ProfileSnapshot) -> list[ToolConfig]:
     """The snapshot's tools that still exist and are enabled, in the snapshot's order."""
-    tool_ids = list(snapshot.get("tool_ids") or [])
+    tool_ids = snapshot.tool_ids
     rows = {row.pk: row for row in ToolConfig.objects.filter(pk__in=tool_ids, enabled=True)}
     missing = [tool_id for tool_id in tool_ids if tool_id not in rows]
     if missing:
-        logger.info("profile %s: tools %s are gone or disabled", snapshot.get("slug"), missing)
+        logger.info("profile %s: tools %s are gone or disabled", snapshot.slug, missing)
     return [rows[tool_id] for tool_id in tool_ids if tool_id in rows]
 
 
-def prompt_config(snapshot: dict[str, Any]) -> PromptConfig:
+def prompt_config(snapshot: ProfileSnapshot) -> PromptConfig:
     return PromptConfig(
-        mode=snapshot.get("mode") or "react",
-        label_set=snapshot.get("label_set") or "en",
-        template=snapshot.get("system_prompt") or "",
-        few_shot_examples=snapshot.get("few_shot_examples") or "",
+        mode=snapshot.mode,
+        label_set=snapshot.label_set,
+        template=snapshot.system_prompt,
+        few_shot_examples=snapshot.few_shot_examples,
     )
 
 
-def agent_config(snapshot: dict[str, Any], *, supports_tool_calling: bool = False) -> AgentConfig:
-    defaults = AgentConfig()
+def agent_config(snapshot: ProfileSnapshot, *, supports_tool_calling: bool = False) -> AgentConfig:
     return AgentConfig(
-        max_iterations=snapshot.get("max_iterations") or defaults.max_iterations,
-        max_execution_time=snapshot.get("max_execution_time") or defaults.max_execution_time,
-        temperature=snapshot.get("temperature"),
+        max_iterations=snapshot.max_iterations,
+        max_execution_time=snapshot.max_execution_time,
+        temperature=snapshot.temperature,
         supports_tool_calling=supports_tool_calling,
     )
 
 
-def snapshot_supports_tool_calling(snapshot: dict[str, Any]) -> bool:
+def snapshot_supports_tool_calling(snapshot: ProfileSnapshot) -> bool:
     """Whether the snapshot's model endpoint is marked as supporting native tool calls (a
     ReAct run may then switch to native mode after repeated parse errors)."""
-    model_config_id = snapshot.get("model_config_id")
+    model_config_id = snapshot.model_config_id
     if model_config_id is None:
         return False
     return ModelConfig.objects.filter(pk=model_config_id, supports_tool_calling=True).exists()

@@ -1,13 +1,19 @@
-"""Reads, always scoped to the user asking. A foreign id looks exactly like a missing one."""
+"""Reads, scoped to the user asking: a foreign id looks exactly like a missing one.
+
+The run inspector's reads at the end serve the admin, where staff read every run.
+"""
 
 from __future__ import annotations
 
+from django.contrib.auth.models import AnonymousUser, User
 from django.db.models import Q, QuerySet
 
-from agents.models import AgentProfile, AgentRun, Conversation, Message, RunEvent
+from agents.models import AgentProfile, AgentRun, Conversation, Message, ModelCall, RunEvent
 
 
-def conversation_list(*, user, q: str = "", archived: bool = False) -> QuerySet[Conversation]:
+def conversation_list(
+    *, user: User | AnonymousUser, q: str = "", archived: bool = False
+) -> QuerySet[Conversation]:
     """The user's conversations, most recently active first; ``q`` searches title and text."""
     conversations = Conversation.objects.filter(owner_id=user.pk, archived=archived)
     q = q.strip()
@@ -17,7 +23,7 @@ def conversation_list(*, user, q: str = "", archived: bool = False) -> QuerySet[
     return conversations.select_related("profile").order_by("-updated_at", "-pk")
 
 
-def conversation_get(*, user, conversation_id: int) -> Conversation | None:
+def conversation_get(*, user: User | AnonymousUser, conversation_id: int) -> Conversation | None:
     return (
         Conversation.objects.filter(pk=conversation_id, owner_id=user.pk)
         .select_related("profile")
@@ -37,7 +43,7 @@ def message_list(*, conversation: Conversation) -> QuerySet[Message]:
     return Message.objects.filter(conversation=conversation).order_by("id")
 
 
-def run_get(*, user, run_id: int) -> AgentRun | None:
+def run_get(*, user: User | AnonymousUser, run_id: int) -> AgentRun | None:
     return (
         AgentRun.objects.filter(pk=run_id, conversation__owner_id=user.pk)
         .select_related("conversation")
@@ -45,7 +51,7 @@ def run_get(*, user, run_id: int) -> AgentRun | None:
     )
 
 
-def message_get(*, user, message_id: int) -> Message | None:
+def message_get(*, user: User | AnonymousUser, message_id: int) -> Message | None:
     return (
         Message.objects.filter(pk=message_id, conversation__owner_id=user.pk)
         .select_related("conversation")
@@ -53,12 +59,12 @@ def message_get(*, user, message_id: int) -> Message | None:
     )
 
 
-def profile_get(*, user, slug: str) -> AgentProfile | None:
+def profile_get(*, user: User | AnonymousUser, slug: str) -> AgentProfile | None:
     """A profile by slug, if this user may use it."""
     return profiles_for_user(user=user).filter(slug=slug).first()
 
 
-def profiles_for_user(*, user) -> QuerySet[AgentProfile]:
+def profiles_for_user(*, user: User | AnonymousUser) -> QuerySet[AgentProfile]:
     """Profiles open to everyone, plus those restricted to a group the user is in."""
     if not user.is_authenticated:
         return AgentProfile.objects.none()
@@ -75,7 +81,11 @@ def profiles_for_user(*, user) -> QuerySet[AgentProfile]:
 
 
 def message_search(
-    *, user, q: str, exclude_conversation_id: int | None = None, limit: int = 5
+    *,
+    user: User | AnonymousUser,
+    q: str,
+    exclude_conversation_id: int | None = None,
+    limit: int = 5,
 ) -> list[Message]:
     """The user's own messages where every word of ``q`` is in the text or the conversation
     title, newest first, with ``conversation`` loaded. Never another user's messages."""
@@ -90,3 +100,16 @@ def message_search(
             Q(content__icontains=word) | Q(conversation__title__icontains=word)
         )
     return list(messages.select_related("conversation").order_by("-created_at", "-id")[:limit])
+
+
+# --- the run inspector (the admin: staff read any run) ---------------------------------
+
+
+def run_event_list(*, run: AgentRun) -> QuerySet[RunEvent]:
+    """A run's stored events, in log order."""
+    return RunEvent.objects.filter(run=run).order_by("seq")
+
+
+def model_call_list(*, run: AgentRun) -> QuerySet[ModelCall]:
+    """Every model call of a run with what was sent and what came back, in call order."""
+    return ModelCall.objects.filter(run=run).order_by("index")

@@ -12,23 +12,33 @@ from celery.signals import worker_ready
 from django.conf import settings
 from django.db import connection
 
-from agents.services.execution import run_execute, runs_rescue
+from agents.services import execution
 
 logger = logging.getLogger(__name__)
 
 
-@shared_task(name="agents.run_agent", acks_late=True, ignore_result=True)
-def run_agent(run_id: int) -> None:
+def _run_execute(run_id: int) -> None:
     try:
-        run_execute(run_id=run_id)
+        execution.run_execute(run_id=run_id)
     finally:
         # Threads of the pool are reused: give the connection back between tasks.
         connection.close()
 
 
-@shared_task(name="agents.sweep_stale_runs", ignore_result=True)
-def sweep_stale_runs() -> list[int]:
-    return runs_rescue(enqueue=run_agent.delay)
+run_execute = shared_task(name="agents.run_execute", acks_late=True, ignore_result=True)(
+    _run_execute
+)
+# The task's name before it was named after its service: messages a broker still holds from
+# before a deploy run too. Nothing enqueues it any more; drop it a release later.
+run_agent_queued_before_rename = shared_task(
+    name="agents.run_agent", acks_late=True, ignore_result=True
+)(_run_execute)
+
+
+@shared_task(name="agents.runs_rescue", ignore_result=True)
+def runs_rescue() -> list[int]:
+    # Only ever called in the sweeper thread below, never enqueued: no older name to keep.
+    return execution.runs_rescue(enqueue=run_execute.delay)
 
 
 # --------------------------------------------------------------------------------------
@@ -39,7 +49,7 @@ def sweep_stale_runs() -> list[int]:
 def _sweep_forever() -> None:
     while True:
         try:
-            sweep_stale_runs()
+            runs_rescue()
         except Exception:
             logger.exception("sweeping stale runs failed")
         finally:
@@ -68,5 +78,5 @@ def _warm_up(**kwargs) -> None:
 @worker_ready.connect
 def _start_sweeper(**kwargs) -> None:
     # A thread in each worker rather than celery beat: nothing else to deploy, and the cache
-    # lock in sweep_stale_runs keeps several workers from sweeping at once.
+    # lock in runs_rescue keeps several workers from sweeping at once.
     threading.Thread(target=_sweep_forever, name="chatsite-run-sweeper", daemon=True).start()

@@ -16,8 +16,9 @@ from django.contrib.auth import login
 from django.contrib.auth import views as auth_views
 from django.contrib.auth.decorators import login_required
 from django.contrib.auth.forms import UserCreationForm
+from django.contrib.auth.models import User
 from django.db import transaction
-from django.http import Http404, HttpRequest, HttpResponse
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseBase
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
@@ -26,42 +27,9 @@ from agents import selectors
 from agents.llm.factory import is_demo_model
 from agents.memory.selectors import summary_in_use
 from agents.models import AgentProfile, Conversation
+from agents.permissions import signed_in_user
 from agents.protocol import RequestRefused, event_frame, max_message_chars
 from agents.services import conversations as conversation_services
-
-# --------------------------------------------------------------------------------------
-# Content-Security-Policy
-# --------------------------------------------------------------------------------------
-
-
-def content_security_policy(request: HttpRequest) -> str:
-    """No inline script anywhere, sockets only back to this host, no framing."""
-    host = request.get_host()
-    return "; ".join(
-        [
-            "default-src 'self'",
-            "script-src 'self'",
-            "style-src 'self'",
-            "img-src 'self' data:",
-            "font-src 'self'",
-            f"connect-src 'self' ws://{host} wss://{host}",
-            "object-src 'none'",
-            "base-uri 'none'",
-            "form-action 'self'",
-            "frame-ancestors 'none'",
-        ]
-    )
-
-
-def with_csp(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
-    @wraps(view)
-    def wrapped(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
-        response = view(request, *args, **kwargs)
-        response.setdefault("Content-Security-Policy", content_security_policy(request))
-        return response
-
-    return wrapped
-
 
 # --------------------------------------------------------------------------------------
 # Sign-in, sign-up, password reset
@@ -80,17 +48,16 @@ class SignInView(auth_views.LoginView):
         )
 
 
-login_view = with_csp(SignInView.as_view())
-logout_view = with_csp(auth_views.LogoutView.as_view())
+login_view = SignInView.as_view()
+logout_view = auth_views.LogoutView.as_view()
 
 
-@with_csp
 def signup(request: HttpRequest) -> HttpResponse:
     if not settings.CHAT_SIGNUP_ENABLED:
         raise Http404("Sign-up is switched off.")
     if request.user.is_authenticated:
         return redirect("chat")
-    form = UserCreationForm(request.POST or None)
+    form: UserCreationForm[User] = UserCreationForm(request.POST or None)
     if request.method == "POST" and form.is_valid():
         user = form.save()
         login(request, user, backend="django.contrib.auth.backends.ModelBackend")
@@ -98,16 +65,32 @@ def signup(request: HttpRequest) -> HttpResponse:
     return render(request, "registration/signup.html", {"form": form})
 
 
-def _needs_email(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
+def signin_locked_out(
+    request: HttpRequest, original_response: HttpResponse | None, credentials: Any
+) -> HttpResponse:
+    """django-axes' answer once a username has failed too often from this address.
+
+    The same page for every username, existing or not, so it reveals no account.
+    """
+    minutes = max(1, round(settings.AXES_COOLOFF_TIME.total_seconds() / 60))
+    return render(
+        request,
+        "registration/locked_out.html",
+        {"lockout_minutes": minutes, "password_reset_enabled": bool(settings.EMAIL_BACKEND)},
+        status=429,
+    )
+
+
+def _needs_email(view: Callable[..., HttpResponseBase]) -> Callable[..., HttpResponseBase]:
     """Password reset only makes sense when the site can send the email."""
 
     @wraps(view)
-    def wrapped(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+    def wrapped(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponseBase:
         if not settings.EMAIL_BACKEND:
             raise Http404("Password reset needs email, which is not configured.")
         return view(request, *args, **kwargs)
 
-    return with_csp(wrapped)
+    return wrapped
 
 
 password_reset = _needs_email(auth_views.PasswordResetView.as_view())
@@ -172,7 +155,6 @@ def _conversation_urls(conversation: Conversation) -> dict[str, str]:
     }
 
 
-@with_csp
 @login_required
 @require_GET
 def chat(request: HttpRequest, conversation_id: int | None = None) -> HttpResponse:
@@ -222,7 +204,6 @@ def _render_chat(
     return render(request, "agents/chat.html", context, status=status)
 
 
-@with_csp
 @login_required
 @require_GET
 def archived(request: HttpRequest) -> HttpResponse:
@@ -235,7 +216,6 @@ def archived(request: HttpRequest) -> HttpResponse:
 # --------------------------------------------------------------------------------------
 
 
-@with_csp
 @login_required
 @require_POST
 def conversation_new(request: HttpRequest) -> HttpResponse:
@@ -248,11 +228,11 @@ def conversation_new(request: HttpRequest) -> HttpResponse:
     try:
         with transaction.atomic():
             conversation = conversation_services.conversation_create(
-                owner=request.user, profile=profile
+                owner=signed_in_user(request.user), profile=profile
             )
             conversation_services.message_send(
                 conversation=conversation,
-                user=request.user,
+                user=signed_in_user(request.user),
                 content=content,
                 client_id=request.POST.get("client_id") or None,
                 profile=profile,

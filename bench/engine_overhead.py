@@ -203,7 +203,7 @@ class ServerProcess:
 
     def __enter__(self) -> ServerProcess:
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "agents.llm.scripted", "--port", "0"],
+            [sys.executable, "-m", "agents.llm.serve", "--port", "0"],
             cwd=ROOT,
             stdout=subprocess.PIPE,
             text=True,

@@ -133,8 +133,8 @@ def run_strategy(strategy: str, *, turns: int, budget: int, window: int, seed: i
     from agents.memory.services import memory_after_run, memory_for_run
     from agents.memory.testing import summariser_policy
     from agents.models import AgentProfile, Conversation, Message, ModelConfig
+    from agents.profile_snapshot import ProfileSnapshot
     from agents.react.prompt import PromptConfig, react_messages
-    from agents.services.profiles import profile_snapshot
 
     rng = random.Random(seed)
     series = Series(strategy)
@@ -154,7 +154,7 @@ def run_strategy(strategy: str, *, turns: int, budget: int, window: int, seed: i
         )
         owner, _ = get_user_model().objects.get_or_create(username="bench")
         conversation = Conversation.objects.create(owner=owner, profile=profile)
-        snapshot = profile_snapshot(profile)
+        snapshot = ProfileSnapshot.from_profile(profile)
         prompt = PromptConfig()
         context = None
         for turn in range(1, turns + 1):

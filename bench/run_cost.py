@@ -7,7 +7,7 @@ measures the same code paths one at a time, with nothing else in this process:
 - a send: ``message_send``, as daphne's consumer calls it (the run is enqueued to a queue no
   worker reads, so it stays for the next step);
 - a run: ``run_execute``, as the Celery task calls it, against the scripted model in a
-  process of its own (``python -m agents.llm.scripted``), so this process's CPU time is the
+  process of its own (``python -m agents.llm.serve``), so this process's CPU time is the
   worker's share only. Publishing to Redis (its own thread) is included.
 
 Each run is the one ``run_concurrency.py`` uses: ``--tool-calls`` calculator actions, then
@@ -42,7 +42,7 @@ FINAL = live.FINAL
 
 def start_model_server() -> tuple[subprocess.Popen, str]:
     proc = subprocess.Popen(
-        [sys.executable, "-m", "agents.llm.scripted", "--port", "0"],
+        [sys.executable, "-m", "agents.llm.serve", "--port", "0"],
         cwd=live.ROOT,
         stdout=subprocess.PIPE,
         text=True,
@@ -83,7 +83,7 @@ def main() -> None:
     from django.conf import settings
 
     # The run is executed here, in this process: keep the enqueued task away from any worker.
-    settings.CELERY_TASK_ROUTES = {"agents.run_agent": {"queue": "bench-run-cost-unread"}}
+    settings.CELERY_TASK_ROUTES = {"agents.run_execute": {"queue": "bench-run-cost-unread"}}
     from chatsite.celery import app
 
     app.conf.task_routes = settings.CELERY_TASK_ROUTES

@@ -6,6 +6,7 @@ embedded: SQLite in ``var/`` and a secret key generated once into ``var/secret_k
 """
 
 import secrets
+from datetime import timedelta
 from pathlib import Path
 
 import environ
@@ -43,11 +44,14 @@ INSTALLED_APPS = [
     "django.contrib.staticfiles",
     "rest_framework",
     "channels",
+    "axes",
     "agents",
 ]
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    # Outermost but one, so it also covers the responses of the middleware below it.
+    "agents.middleware.ContentSecurityPolicyMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -55,6 +59,8 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    # Last, as django-axes asks: turns a locked-out sign-in into its lockout page.
+    "axes.middleware.AxesMiddleware",
 ]
 
 ROOT_URLCONF = "chatsite.urls"
@@ -202,6 +208,22 @@ AUTH_PASSWORD_VALIDATORS = [
 # tests start inherit it): PBKDF2's deliberate slowness would dominate the suite's time.
 if env.bool("CHATSITE_TEST_FAST_HASHER", default=False):
     PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+# Failed sign-ins (the site's form and the admin's) are throttled by django-axes: after
+# SIGNIN_FAILURE_LIMIT failures for one username from one address, that pair is refused for
+# SIGNIN_LOCKOUT_MINUTES, whether or not the username exists, so the answer tells nothing
+# about which accounts exist. Attempts are rows in the database (they survive a Redis
+# restart, and the admin lists them); the address is REMOTE_ADDR, which a client cannot forge.
+AUTHENTICATION_BACKENDS = [
+    "axes.backends.AxesStandaloneBackend",
+    "django.contrib.auth.backends.ModelBackend",
+]
+AXES_ENABLED = env.bool("SIGNIN_THROTTLE_ENABLED", default=True)
+AXES_FAILURE_LIMIT = env.int("SIGNIN_FAILURE_LIMIT", default=5)
+AXES_COOLOFF_TIME = timedelta(minutes=env.float("SIGNIN_LOCKOUT_MINUTES", default=15))
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
+AXES_RESET_ON_SUCCESS = True
+AXES_LOCKOUT_CALLABLE = "agents.views.signin_locked_out"
+AXES_HANDLER = "axes.handlers.database.AxesDatabaseHandler"
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "chat"
 LOGOUT_REDIRECT_URL = "login"
@@ -240,6 +262,12 @@ REST_FRAMEWORK = {
     "PAGE_SIZE": 50,
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
     "EXCEPTION_HANDLER": "agents.api.exceptions.api_exception_handler",
+    # DRF's defaults, with a JSON parser that refuses deeply nested bodies with a 400.
+    "DEFAULT_PARSER_CLASSES": [
+        "agents.api.parsers.DepthLimitedJSONParser",
+        "rest_framework.parsers.FormParser",
+        "rest_framework.parsers.MultiPartParser",
+    ],
 }
 
 # --- Production hardening (on whenever DEBUG is off) ------------------------------------
@@ -270,5 +298,7 @@ LOGGING = {
         "httpx": {"level": "WARNING"},
         "httpx2": {"level": "WARNING"},
         "openai": {"level": "WARNING"},
+        # django-axes logs every sign-in at INFO; failures and lockouts are warnings.
+        "axes": {"level": "WARNING"},
     },
 }

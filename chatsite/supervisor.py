@@ -15,7 +15,7 @@ import subprocess
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TextIO
+from typing import Protocol
 
 
 @dataclass(frozen=True)
@@ -51,12 +51,20 @@ def _spawn(command: list[str], env: dict[str, str]) -> subprocess.Popen:
     return subprocess.Popen(command, env=env, start_new_session=True)  # noqa: S603
 
 
+class LogStream(Protocol):
+    """Where the supervisor's lines go: a text stream, or a management command's stderr."""
+
+    def write(self, text: str, /) -> object: ...
+
+    def flush(self) -> None: ...
+
+
 class Supervisor:
     def __init__(
         self,
         children: list[Child],
         *,
-        log: TextIO,
+        log: LogStream,
         policy: RestartPolicy | None = None,
         spawn: Spawn = _spawn,
         clock: Callable[[], float] = time.monotonic,

@@ -187,7 +187,7 @@ class _Process:
 
 class WorkerProcess(_Process):
     name = "celery-worker"
-    # The queue run_agent goes to from daphne and the worker's own sweeper: the session's
+    # The queue run_execute goes to from daphne and the worker's own sweeper: the session's
     # (tests/early_env.py), named here because the test process routes its own elsewhere.
     queue = settings.CELERY_TASK_DEFAULT_QUEUE
 

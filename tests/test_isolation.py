@@ -14,7 +14,7 @@ import redis
 from celery import Celery
 from django.conf import settings
 
-from agents.tasks import run_agent
+from agents.tasks import run_execute
 from chatsite.celery import app as celery_app
 from tests.isolation import (
     folder_queue,
@@ -63,7 +63,7 @@ def test_every_session_has_a_name_of_its_own():
 
 
 def test_a_task_sent_by_a_test_goes_to_its_folders_queue_not_the_workers():
-    run_agent.delay(0)
+    run_execute.delay(0)
     assert queue_length(folder_queue(BASE_DIR / "tests" / "test_isolation.py")) == 1
     assert queue_length(settings.CELERY_TASK_DEFAULT_QUEUE) == 0
     assert celery_app.conf.task_default_queue.startswith(settings.CELERY_TASK_DEFAULT_QUEUE)
@@ -72,8 +72,8 @@ def test_a_task_sent_by_a_test_goes_to_its_folders_queue_not_the_workers():
 def test_a_private_queue_is_empty_once_the_test_is_over():
     name = f"{settings.CELERY_TASK_DEFAULT_QUEUE}.check-{uuid.uuid4().hex[:6]}"
     with private_queue(name):
-        run_agent.delay(0)
-        run_agent.delay(0)
+        run_execute.delay(0)
+        run_execute.delay(0)
         assert queue_length(name) == 2
     assert queue_length(name) == 0
 
@@ -84,11 +84,11 @@ def test_a_task_of_one_session_is_invisible_to_another_on_the_same_redis(monkeyp
     other = _another_suite(other_session)
     try:
         with private_queue(queue):
-            run_agent.delay(0)
+            run_execute.delay(0)
             with other.connection_for_write() as connection:
                 # The same queue name, seen from the other session: nothing there.
                 assert connection.default_channel.client.llen(queue) == 0
-                other.send_task("agents.tasks.run_agent", args=[0], queue=queue)
+                other.send_task("agents.run_execute", args=[0], queue=queue)
                 assert connection.default_channel.client.llen(queue) == 1
                 assert queue_length(queue) == 1  # only our own
     finally:

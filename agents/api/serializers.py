@@ -46,7 +46,9 @@ class RunSerializer(serializers.ModelSerializer):
 
 
 class ConversationSerializer(serializers.ModelSerializer):
-    profile = serializers.SlugRelatedField(slug_field="slug", read_only=True)
+    profile: serializers.SlugRelatedField[AgentProfile] = serializers.SlugRelatedField(
+        slug_field="slug", read_only=True
+    )
 
     class Meta:
         model = Conversation

@@ -23,6 +23,7 @@ from agents.api import serializers as api
 from agents.api.export import EXPORT_FORMATS, export_data, export_json, export_markdown
 from agents.memory.services import summary_request
 from agents.models import AgentProfile, AgentRun, Conversation
+from agents.permissions import signed_in_user
 from agents.protocol import RefusalCode, RequestRefused, event_frame
 from agents.services.conversations import (
     SendResult,
@@ -102,7 +103,9 @@ class ConversationCollectionView(ApiView):
     def post(self, request: Request) -> Response:
         data = self.input(api.ConversationCreateInput)
         profile = self.profile_or_none(data["profile"])
-        conversation = conversation_create(owner=request.user, title=data["title"], profile=profile)
+        conversation = conversation_create(
+            owner=signed_in_user(request.user), title=data["title"], profile=profile
+        )
         return Response(
             api.ConversationSerializer(conversation).data, status=status.HTTP_201_CREATED
         )
@@ -167,7 +170,7 @@ class ConversationMessagesView(ApiView):
         data = self.input(api.MessageSendInput)
         result = message_send(
             conversation=conversation,
-            user=request.user,
+            user=signed_in_user(request.user),
             content=data["content"],
             client_id=data["client_id"],
             profile=self.profile_or_none(data["profile"]),
@@ -178,7 +181,7 @@ class ConversationMessagesView(ApiView):
 class ConversationRegenerateView(ApiView):
     def post(self, request: Request, conversation_id: int) -> Response:
         conversation = self.conversation_or_404(conversation_id)
-        run = run_regenerate(conversation=conversation, user=request.user)
+        run = run_regenerate(conversation=conversation, user=signed_in_user(request.user))
         return Response({"run": api.RunSerializer(run).data}, status=status.HTTP_201_CREATED)
 
 
@@ -206,7 +209,7 @@ class MessageEditView(ApiView):
         data = self.input(api.ContentInput)
         result = message_edit_resend(
             message=message,
-            user=request.user,
+            user=signed_in_user(request.user),
             content=data["content"],
             client_id=data["client_id"],
         )
@@ -218,7 +221,7 @@ class RunCancelView(ApiView):
         run: AgentRun | None = selectors.run_get(user=request.user, run_id=run_id)
         if run is None:
             raise NotFound("No such run.")
-        run = run_cancel(run=run, user=request.user)
+        run = run_cancel(run=run, user=signed_in_user(request.user))
         return Response({"run": api.RunSerializer(run).data})
 
 

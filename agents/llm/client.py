@@ -10,6 +10,8 @@ Every call streams. What this module adds over the SDK:
   nothing of the deadline. A stream that fails after text was already handed to ``on_text``
   is not retried: the caller has shown that text and a second attempt could differ.
 - A fast, clear failure on a rejected key and on ``insufficient_quota``.
+- Error messages without the API key or the base URL's credentials, even when the server
+  echoes them (``agents/llm/errors.py``).
 - Usage from the stream's last chunk, or counted with tiktoken when the server sends none.
 
 Failures leave as the ``ModelError`` family of ``agents/react/errors.py``.
@@ -35,6 +37,7 @@ from typing import Any
 
 import openai
 
+from agents.llm.errors import endpoint_secrets, redacted_model_error
 from agents.llm.tokens import count_message_tokens, count_tokens
 from agents.react.errors import (
     ModelAuthError,
@@ -46,6 +49,7 @@ from agents.react.errors import (
     ModelUnavailable,
 )
 from agents.react.types import ChatMessage, Completion, JsonDict, ToolCall
+from agents.redaction import Redactor
 
 logger = logging.getLogger(__name__)
 
@@ -82,9 +86,11 @@ class OpenAIChatModel:
         self.max_retries = max_retries
         self.default_temperature = default_temperature
         self._client = _sdk_client(base_url, api_key or PLACEHOLDER_API_KEY)
+        self._redact = Redactor(endpoint_secrets(base_url=base_url, api_key=api_key))
 
     def __repr__(self) -> str:
-        return f"OpenAIChatModel(model={self.model_name!r}, base_url={self.base_url!r})"
+        shown_url = self._redact(self.base_url)
+        return f"OpenAIChatModel(model={self.model_name!r}, base_url={shown_url!r})"
 
     def complete(
         self,
@@ -94,6 +100,25 @@ class OpenAIChatModel:
         tools: list[JsonDict] | None = None,
         temperature: float | None = None,
         on_text: Callable[[str], None] | None = None,
+    ) -> Completion:
+        try:
+            return self._complete(
+                messages, stop=stop, tools=tools, temperature=temperature, on_text=on_text
+            )
+        except ModelError as error:
+            # The messages quote the base URL and the server's words, which may echo the key.
+            redacted = redacted_model_error(error, self._redact)
+        # Raised outside the except block, so the unredacted error is not kept as __context__.
+        raise redacted
+
+    def _complete(
+        self,
+        messages: list[ChatMessage],
+        *,
+        stop: list[str] | None,
+        tools: list[JsonDict] | None,
+        temperature: float | None,
+        on_text: Callable[[str], None] | None,
     ) -> Completion:
         started = time.monotonic()
         deadline = started + self.deadline_seconds
@@ -121,7 +146,7 @@ class OpenAIChatModel:
                     raise failure.error from failure.__cause__
                 logger.info(
                     "model call to %s failed (%s); retry %d/%d in %.1fs",
-                    self.base_url,
+                    self._redact(self.base_url),
                     failure.error.code,
                     retries,
                     self.max_retries,

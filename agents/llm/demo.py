@@ -26,8 +26,15 @@ DEMO_MODEL_NAME = "chatsite-demo"
 CALCULATOR = "calculator"
 CURRENT_TIME = "current_time"
 
+
 # Small chunks with a short pause, so the browser and the terminal visibly stream.
-_STREAMING = {"chunk_size": 12, "chunk_interval": 0.01}
+_CHUNK_SIZE = 12
+_CHUNK_INTERVAL = 0.01
+
+
+def _streamed(text: str) -> Reply:
+    return Reply(text, chunk_size=_CHUNK_SIZE, chunk_interval=_CHUNK_INTERVAL)
+
 
 _LABELS = {
     "en": {
@@ -135,7 +142,7 @@ def demo_policy(body: JsonDict) -> Reply:
     """The demo model's reply to one chat completion request."""
     messages = [m for m in body.get("messages") or [] if isinstance(m, dict)]
     if not body.get("tools") and _is_summary_request(messages):
-        return Reply(_summarise(messages), **_STREAMING)
+        return _streamed(_summarise(messages))
     request = _read_request(body, messages)
     text = _TEXT[request.language]
 
@@ -301,7 +308,8 @@ def _act(request: _Request, tool: str, tool_input: str, thought: str) -> Reply:
         return ToolCalls(
             [(tool, _native_arguments(request.tool_schemas.get(tool) or {}, tool_input))],
             text=thought,
-            **_STREAMING,
+            chunk_size=_CHUNK_SIZE,
+            chunk_interval=_CHUNK_INTERVAL,
         )
     names = _LABELS[request.labels]
     colon = names["colon"]
@@ -310,7 +318,7 @@ def _act(request: _Request, tool: str, tool_input: str, thought: str) -> Reply:
         f"{names['action']}{colon}{tool}",
         f"{names['action_input']}{colon}{tool_input or '{}'}",
     ]
-    return Reply("\n".join(lines), **_STREAMING)
+    return _streamed("\n".join(lines))
 
 
 def _native_arguments(schema: JsonDict, tool_input: str) -> JsonDict:
@@ -324,11 +332,11 @@ def _native_arguments(schema: JsonDict, tool_input: str) -> JsonDict:
 
 def _final(request: _Request, answer: str, thought: str = "done") -> Reply:
     if request.native:
-        return Reply(answer, **_STREAMING)
+        return _streamed(answer)
     names = _LABELS[request.labels]
     text = _TEXT[request.language]
     thought_line = _thought_line(request, text[thought])
-    return Reply(f"{thought_line}\n{names['final_answer']}{names['colon']}{answer}", **_STREAMING)
+    return _streamed(f"{thought_line}\n{names['final_answer']}{names['colon']}{answer}")
 
 
 def _thought_line(request: _Request, thought: str) -> str:

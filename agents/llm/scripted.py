@@ -17,12 +17,11 @@ send nothing), and on ``Reply`` a ``delay`` before the first token and a slow tr
 (``chunk_size``/``chunk_interval``). Another process can program a running server through
 ``POST /_control/script`` and ``GET /_control/requests?model=`` (see ``reply_from_dict``).
 
-Standalone: ``python -m agents.llm.scripted --port 8765 --demo``.
+In a process of its own: ``python -m agents.llm.serve --port 8765 [--demo]``.
 """
 
 from __future__ import annotations
 
-import argparse
 import collections
 import itertools
 import json
@@ -272,7 +271,7 @@ class ScriptedServer:
     @property
     def base_url(self) -> str:
         host, port = self._httpd.server_address[:2]
-        return f"http://{host}:{port}/v1"
+        return f"http://{host!s}:{port}/v1"
 
     def start(self) -> ScriptedServer:
         if self._thread is None:
@@ -673,37 +672,3 @@ def _invalid_api_key() -> JsonDict:
 
 def _not_found(path: str) -> JsonDict:
     return {"error": {"message": f"No route {path}", "type": "invalid_request_error"}}
-
-
-# --------------------------------------------------------------------------------------
-# Standalone
-# --------------------------------------------------------------------------------------
-
-
-def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--host", default="127.0.0.1")
-    parser.add_argument("--port", type=int, default=0, help="0 picks a free port")
-    parser.add_argument(
-        "--demo", action="store_true", help="serve the offline demo model (agents/llm/demo.py)"
-    )
-    args = parser.parse_args(argv)
-    server = ScriptedServer(host=args.host, port=args.port)
-    if args.demo:
-        from agents.llm.demo import DEMO_MODEL_NAME, demo_policy
-
-        server.policy(DEMO_MODEL_NAME, demo_policy)
-    sys.stdout.write(f"Scripted OpenAI-compatible server at {server.base_url}\n")
-    if args.demo:
-        sys.stdout.write(f"Demo model: {DEMO_MODEL_NAME}\n")
-    sys.stdout.flush()
-    try:
-        server.serve_forever()
-    except KeyboardInterrupt:
-        pass
-    finally:
-        server.stop()
-
-
-if __name__ == "__main__":
-    main()

@@ -1,17 +1,17 @@
 """Conversation memory: what a run sees of the past, and the summaries that keep it bounded.
 
 ``memory_for_run`` is read at the start of every run, ``memory_after_run`` at its end, and
-``memory_summary_create`` is the work of the ``summarize_conversation`` task. Summaries form a
-chain: each row folds the lines after the previous row's cut into the previous text, so row N
-summarises everything from the first message through its ``covers_through``, and the rows'
-``covers_from``..``covers_through`` ranges (the lines each one added) tile the history.
+``memory_summary_create`` is the work of the task of the same name (``memory/tasks.py``).
+Summaries form a chain: each row folds the lines after the previous row's cut into the
+previous text, so row N summarises everything from the first message through its
+``covers_through``, and the rows' ``covers_from``..``covers_through`` ranges (the lines each
+one added) tile the history.
 """
 
 from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
-from typing import Any
 
 from django.core.exceptions import PermissionDenied
 from django.db import IntegrityError, connection, transaction
@@ -20,9 +20,9 @@ from agents.memory.strategies import (
     BUFFER,
     SUMMARY_BUFFER,
     WINDOW,
+    ConversationTurn,
     HistoryMessage,
     MemorySettings,
-    Turn,
     choose_cut,
     needs_summary,
     select_summary_buffer,
@@ -31,9 +31,11 @@ from agents.memory.strategies import (
     window,
 )
 from agents.memory.summarizer import summary_tokens, write_summary
-from agents.models import AgentProfile, AgentRun, Conversation, MemorySummary, Message, ModelConfig
+from agents.models import AgentRun, Conversation, MemorySummary, Message
+from agents.profile_snapshot import ProfileSnapshot, snapshot_model_config, snapshot_model_name
 from agents.protocol import memory_summarized_frame
 from agents.react.types import ChatMessage, ChatModel
+from agents.services.defaults import default_profile
 
 logger = logging.getLogger(__name__)
 
@@ -83,7 +85,7 @@ def _newest_summary(
 def memory_for_run(
     *,
     conversation: Conversation,
-    snapshot: dict[str, Any],
+    snapshot: ProfileSnapshot,
     model_name: str,
     before_message: Message | None,
 ) -> MemoryContext:
@@ -93,7 +95,7 @@ def memory_for_run(
     those left out if they would take the total over the token budget (a summary is pending,
     or failed): the prompt stays bounded either way.
     """
-    settings = MemorySettings.from_snapshot(snapshot)
+    settings = snapshot.memory
     before_id = before_message.pk if before_message is not None else None
 
     if settings.strategy == BUFFER:
@@ -130,14 +132,6 @@ def memory_for_run(
 # --------------------------------------------------------------------------------------
 
 
-def _model_name_for(snapshot: dict[str, Any]) -> str:
-    model_config_id = snapshot.get("model_config_id")
-    if not model_config_id:
-        return ""
-    model = ModelConfig.objects.filter(pk=model_config_id).values_list("model", flat=True).first()
-    return model or ""
-
-
 def _over_budget(conversation: Conversation, settings: MemorySettings, model: str) -> bool:
     summary = _newest_summary(conversation)
     turns = split_turns(
@@ -153,20 +147,20 @@ def _over_budget(conversation: Conversation, settings: MemorySettings, model: st
 
 
 def _enqueue_summary(conversation_id: int, *, force: bool) -> None:
-    from agents.memory.tasks import summarize_conversation
+    from agents.memory import tasks
 
-    transaction.on_commit(lambda: summarize_conversation.delay(conversation_id, force=force))
+    transaction.on_commit(lambda: tasks.memory_summary_create.delay(conversation_id, force=force))
 
 
-def memory_after_run(*, conversation: Conversation, snapshot: dict[str, Any]) -> bool:
+def memory_after_run(*, conversation: Conversation, snapshot: ProfileSnapshot) -> bool:
     """Enqueue summarising, after commit, when the conversation no longer fits its budget.
 
     Returns whether a task was enqueued. Only ``summary_buffer`` profiles summarise.
     """
-    settings = MemorySettings.from_snapshot(snapshot)
+    settings = snapshot.memory
     if settings.strategy != SUMMARY_BUFFER:
         return False
-    if not _over_budget(conversation, settings, _model_name_for(snapshot)):
+    if not _over_budget(conversation, settings, snapshot_model_name(snapshot)):
         return False
     _enqueue_summary(conversation.pk, force=False)
     return True
@@ -198,20 +192,17 @@ def summary_request(*, conversation: Conversation, user) -> bool:
 # --------------------------------------------------------------------------------------
 
 
-def _snapshot_for(conversation: Conversation) -> dict[str, Any]:
+def _snapshot_for(conversation: Conversation) -> ProfileSnapshot:
     """The profile snapshot the conversation's latest run used, else its profile's today."""
-    from agents.services.profiles import profile_snapshot
-
     latest = (
         AgentRun.objects.filter(conversation=conversation, profile_version__isnull=False)
         .select_related("profile_version")
         .order_by("-id")
         .first()
     )
-    if latest is not None:
-        return latest.profile_version.snapshot
-    profile = conversation.profile or AgentProfile.objects.filter(is_default=True).first()
-    return profile_snapshot(profile) if profile is not None else {}
+    if latest is not None and latest.profile_version is not None:
+        return ProfileSnapshot.from_version(latest.profile_version)
+    return ProfileSnapshot.from_profile(conversation.profile or default_profile())
 
 
 def _last_turn_closed(conversation: Conversation) -> bool:
@@ -227,7 +218,7 @@ def _last_turn_closed(conversation: Conversation) -> bool:
 class _FoldPlan:
     base_summary_id: int | None
     base_text: str
-    turns: list[Turn]
+    turns: list[ConversationTurn]
 
     @property
     def lines(self) -> list[HistoryMessage]:
@@ -253,7 +244,7 @@ def _plan(
         last_turn_closed=_last_turn_closed(conversation),
         keep_at_least=0 if force else 1,
     )
-    folded: list[Turn] = []
+    folded: list[ConversationTurn] = []
     used = 0
     for turn in turns[:count]:
         if folded and used + turn.tokens > MAX_FOLD_TOKENS:
@@ -327,12 +318,11 @@ def memory_summary_create(
     propagate (the task retries); nothing is stored then and no message is touched.
     """
     snapshot = _snapshot_for(conversation)
-    settings = MemorySettings.from_snapshot(snapshot)
+    settings = snapshot.memory
     if chat_model is None:
         from agents.llm.factory import chat_model_for
 
-        model_config = ModelConfig.objects.filter(pk=snapshot.get("model_config_id")).first()
-        chat_model = chat_model_for(model_config)
+        chat_model = chat_model_for(snapshot_model_config(snapshot))
     model = getattr(chat_model, "model_name", "") or ""
 
     newest = None

@@ -86,17 +86,15 @@ class HistoryMessage:
 
 
 @dataclass(frozen=True)
-class Turn:
+class ConversationTurn:
+    """A user message and the answer(s) to it (the engine's ``Turn`` is one model reply)."""
+
     messages: tuple[HistoryMessage, ...]
     model: str = field(default="", compare=False)
 
     @property
     def first_id(self) -> int:
         return self.messages[0].id
-
-    @property
-    def last_id(self) -> int:
-        return self.messages[-1].id
 
     @property
     def has_answer(self) -> bool:
@@ -111,7 +109,7 @@ class Turn:
         return [message.as_chat() for message in self.messages]
 
 
-def split_turns(messages: Sequence[HistoryMessage], *, model: str = "") -> list[Turn]:
+def split_turns(messages: Sequence[HistoryMessage], *, model: str = "") -> list[ConversationTurn]:
     """Group messages (in id order) into turns; each user message starts a new one."""
     turns: list[list[HistoryMessage]] = []
     for message in messages:
@@ -119,21 +117,21 @@ def split_turns(messages: Sequence[HistoryMessage], *, model: str = "") -> list[
             turns.append([message])
         else:
             turns[-1].append(message)
-    return [Turn(tuple(group), model) for group in turns]
+    return [ConversationTurn(tuple(group), model) for group in turns]
 
 
-def turns_to_messages(turns: Sequence[Turn]) -> list[ChatMessage]:
+def turns_to_messages(turns: Sequence[ConversationTurn]) -> list[ChatMessage]:
     return [chat for turn in turns for chat in turn.as_chat()]
 
 
-def window(turns: Sequence[Turn], k: int) -> list[Turn]:
+def window(turns: Sequence[ConversationTurn], k: int) -> list[ConversationTurn]:
     """The last ``k`` turns."""
     return list(turns[-k:]) if k > 0 else []
 
 
-def newest_within(turns: Sequence[Turn], budget: int) -> list[Turn]:
+def newest_within(turns: Sequence[ConversationTurn], budget: int) -> list[ConversationTurn]:
     """The longest run of newest turns whose tokens add up to at most ``budget``."""
-    kept: list[Turn] = []
+    kept: list[ConversationTurn] = []
     used = 0
     for turn in reversed(turns):
         if used + turn.tokens > budget:
@@ -164,7 +162,7 @@ class Selection:
     """What one prompt carries: the summary text in use and the verbatim turns after it."""
 
     summary: str
-    turns: list[Turn]
+    turns: list[ConversationTurn]
     trimmed_turns: int = 0  # unsummarised turns left out to stay within the budget
 
     @property
@@ -173,7 +171,7 @@ class Selection:
 
 
 def select_summary_buffer(
-    *, summary: str, turns_after_summary: Sequence[Turn], budget: int, model: str = ""
+    *, summary: str, turns_after_summary: Sequence[ConversationTurn], budget: int, model: str = ""
 ) -> Selection:
     """The summary plus as many of the newest turns as fit in ``budget`` with it.
 
@@ -192,18 +190,18 @@ def select_summary_buffer(
     return Selection(summary, kept, len(turns_after_summary) - len(kept))
 
 
-def clip_turn(turn: Turn, budget: int, model: str = "") -> Turn:
+def clip_turn(turn: ConversationTurn, budget: int, model: str = "") -> ConversationTurn:
     """``turn`` with each message's text cut to an equal share of ``budget``."""
     share = budget // len(turn.messages) - TOKENS_PER_MESSAGE
     clipped = tuple(
         HistoryMessage(m.id, m.role, clip_to_tokens(m.content, max(share, 0), model))
         for m in turn.messages
     )
-    return Turn(clipped, model)
+    return ConversationTurn(clipped, model)
 
 
 def needs_summary(
-    *, summary: str, turns_after_summary: Sequence[Turn], budget: int, model: str = ""
+    *, summary: str, turns_after_summary: Sequence[ConversationTurn], budget: int, model: str = ""
 ) -> bool:
     """True when the summary and every turn after it no longer fit in the budget."""
     total = summary_cost(summary, model) + sum(turn.tokens for turn in turns_after_summary)
@@ -211,7 +209,7 @@ def needs_summary(
 
 
 def choose_cut(
-    turns_after_summary: Sequence[Turn],
+    turns_after_summary: Sequence[ConversationTurn],
     *,
     keep_tokens: int,
     last_turn_closed: bool,

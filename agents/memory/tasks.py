@@ -1,10 +1,10 @@
-"""The summariser task: thin, takes an id, safe to run twice (see ``memory_summary_create``)."""
+"""The summariser task: thin, takes an id, safe to run twice (see the service it wraps)."""
 
 from __future__ import annotations
 
 from celery import shared_task
 
-from agents.memory.services import memory_summary_create
+from agents.memory import services
 from agents.models import Conversation
 from agents.react.errors import (
     ModelBadResponse,
@@ -20,18 +20,31 @@ MAX_RETRIES = 6
 TRANSIENT_MODEL_ERRORS = (ModelUnavailable, ModelTimeout, ModelRateLimited, ModelBadResponse)
 
 
-@shared_task(
-    autoretry_for=TRANSIENT_MODEL_ERRORS,
-    max_retries=MAX_RETRIES,
-    retry_backoff=5,
-    retry_backoff_max=600,
-    retry_jitter=True,
-    acks_late=True,
-)
-def summarize_conversation(conversation_id: int, force: bool = False) -> int | None:
+_RETRYING = {
+    "autoretry_for": TRANSIENT_MODEL_ERRORS,
+    "max_retries": MAX_RETRIES,
+    "retry_backoff": 5,
+    "retry_backoff_max": 600,
+    "retry_jitter": True,
+    "acks_late": True,
+}
+
+
+def _memory_summary_create(conversation_id: int, force: bool = False) -> int | None:
     """Fold the conversation's old turns into its summary; the id of the newest row written."""
     conversation = Conversation.objects.filter(pk=conversation_id).first()
     if conversation is None:
         return None  # deleted since the task was enqueued
-    summary = memory_summary_create(conversation=conversation, force=force)
+    summary = services.memory_summary_create(conversation=conversation, force=force)
     return summary.pk if summary else None
+
+
+memory_summary_create = shared_task(name="agents.memory_summary_create", **_RETRYING)(
+    _memory_summary_create
+)
+# The task's name before it was named after its service: a summary enqueued (or waiting out
+# a retry back-off of up to ten minutes) before a deploy still runs. Nothing enqueues it any
+# more; drop it a release later.
+summarize_conversation_queued_before_rename = shared_task(
+    name="agents.memory.tasks.summarize_conversation", **_RETRYING
+)(_memory_summary_create)

@@ -4,15 +4,17 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('agents', '0001_initial'),
+        ("agents", "0001_initial"),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='modelconfig',
-            name='supports_tool_calling',
-            field=models.BooleanField(default=False, help_text='The endpoint accepts OpenAI tool calls: a ReAct run that breaks the format three times goes on in native tool-calling mode.'),
+            model_name="modelconfig",
+            name="supports_tool_calling",
+            field=models.BooleanField(
+                default=False,
+                help_text="The endpoint accepts OpenAI tool calls: a ReAct run that breaks the format three times goes on in native tool-calling mode.",
+            ),
         ),
     ]

@@ -66,7 +66,7 @@ import json
 import queue
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Generator, Iterator, Sequence
 from dataclasses import dataclass
 
 from agents.react import jsontext
@@ -367,7 +367,7 @@ class AgentExecutor:
         return None
 
     # -- one iteration, ReAct mode ------------------------------------------------------
-    def _react_iteration(self, state: _Run) -> Iterator[Step]:
+    def _react_iteration(self, state: _Run) -> Generator[Step, None, FinalAnswerStep | None]:
         messages = self._react_messages(state)
         completion, record = yield from self._call_model(state, messages, state.options)
         try:
@@ -410,7 +410,7 @@ class AgentExecutor:
         return messages
 
     # -- one iteration, native tool calling ----------------------------------------------
-    def _native_iteration(self, state: _Run) -> Iterator[Step]:
+    def _native_iteration(self, state: _Run) -> Generator[Step, None, FinalAnswerStep | None]:
         messages = self._native_messages(state)
         completion, record = yield from self._call_model(state, messages, state.options)
         text = completion.text.strip()
@@ -543,7 +543,7 @@ class AgentExecutor:
         options: JsonDict,
         *,
         final_call: bool = False,
-    ) -> Iterator[Step]:
+    ) -> Generator[Step, None, tuple[Completion, ModelCallRecord]]:
         """Call the model (yielding its record); returns ``(completion, record)``."""
         self._check_cancel()
         index = state.model_calls
@@ -652,6 +652,7 @@ class AgentExecutor:
         """Start every call of the batch (each after a cancellation check), then report
         each one's observation in order."""
         started: list[tuple[ToolRun, Tool | None, _ToolCall | ErrorStep]] = []
+        error: ErrorStep | None
         for run in runs:
             self._check_cancel()
             tool, prepared = self._start_tool(run.action, state.prompt.mode)

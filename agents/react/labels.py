@@ -41,7 +41,7 @@ class LabelSet:
     assistant_name: str
 
     def label(self, role: str) -> str:
-        return getattr(self, role)
+        return str(getattr(self, role))
 
     def line(self, role: str, text: str = "") -> str:
         """``Label: text`` for a role: question, thought, action, action_input, observation

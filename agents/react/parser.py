@@ -56,12 +56,13 @@ import json
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from agents.react import jsontext
 from agents.react.errors import ParseError
 from agents.react.labels import PARSER_WORDS
 
-JsonValue = str | dict
+JsonValue = str | dict[str, Any]
 
 # Where a label may start. Literal alternatives only: matching is linear.
 _CANDIDATE_WORDS = (
@@ -451,7 +452,7 @@ def clean_tool_name(value: str) -> str:
     return name.strip()
 
 
-def _json_action(value: str, *, text: str) -> dict | None:
+def _json_action(value: str, *, text: str) -> dict[str, Any] | None:
     candidate = _unfence(value)
     if not candidate.startswith("{"):
         return None
@@ -470,12 +471,14 @@ def _refuse_deep_json(error: ValueError, text: str) -> None:
         ) from None
 
 
-def _blob_key(blob: dict, keys: tuple[str, ...]) -> str | None:
+def _blob_key(blob: dict[str, Any], keys: tuple[str, ...]) -> str | None:
     return next((key for key in keys if key in blob), None)
 
 
-def _from_blob(blob: dict, *, thought: str, text: str) -> Parsed:
-    name = str(blob[_blob_key(blob, _ACTION_KEYS)]).strip()
+def _from_blob(blob: dict[str, Any], *, thought: str, text: str) -> Parsed:
+    action_key = _blob_key(blob, _ACTION_KEYS)
+    assert action_key is not None  # only blobs naming an action get here
+    name = str(blob[action_key]).strip()
     input_key = _blob_key(blob, _INPUT_KEYS)
     if input_key is None:
         raise ParseError(
@@ -518,7 +521,7 @@ def _at_line_start(text: str, index: int) -> bool:
     return position < 0 or text[position] == "\n"
 
 
-def _find_json_blob(text: str) -> tuple[dict, int] | None:
+def _find_json_blob(text: str) -> tuple[dict[str, Any], int] | None:
     """A JSON action written on its own (fenced, or an object starting a line), and where."""
     for start, end in _fenced_ranges(text):
         blob = _json_action(text[start:end], text=text)

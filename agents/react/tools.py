@@ -46,7 +46,7 @@ class Tool:
     return_direct: bool = False
     timeout_seconds: float = 30.0
 
-    def run(self, **kwargs: Any) -> str:
+    def run(self, *args: Any, **kwargs: Any) -> str:
         raise NotImplementedError(f"{type(self).__name__} must implement run()")
 
     # -- schema ----------------------------------------------------------------------

@@ -8,7 +8,7 @@ and resumed after a crash from the same shapes (docs/protocol.md).
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from typing import Any, Literal, Protocol
 
 JsonDict = dict[str, Any]
@@ -172,7 +172,7 @@ Step = (
     | ModelCallRecord
 )
 
-_STEP_CLASSES: dict[str, type] = {
+_STEP_CLASSES: dict[str, type[Step]] = {
     "thought": ThoughtStep,
     "action": ActionStep,
     "observation": ObservationStep,
@@ -190,5 +190,5 @@ def step_to_event(step: Step) -> JsonDict:
 
 def step_from_event(payload: JsonDict) -> Step:
     cls = _STEP_CLASSES[payload["kind"]]
-    fields = {k: v for k, v in payload.items() if k in cls.__dataclass_fields__}
-    return cls(**fields)
+    names = {each.name for each in fields(cls)}
+    return cls(**{k: v for k, v in payload.items() if k in names})

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from datetime import datetime, time
 
 from django.conf import settings
+from django.contrib.auth.models import User
 from django.core.cache import cache
 from django.db import transaction
 from django.db.models import Sum
@@ -22,9 +23,8 @@ from agents.models import (
     AgentRun,
     Conversation,
     Message,
-    ModelConfig,
-    PromptVersion,
 )
+from agents.profile_snapshot import ProfileSnapshot, snapshot_model_config
 from agents.protocol import (
     FrameType,
     RefusalCode,
@@ -32,7 +32,8 @@ from agents.protocol import (
     max_message_chars,
     message_created_payload,
 )
-from agents.services.profiles import profile_snapshot, prompt_version_ensure
+from agents.services.defaults import default_profile
+from agents.services.prompt_versions import prompt_version_current
 from agents.services.runs import ACTIVE_STATUSES, event_append, run_mark_cancelled
 
 TITLE_CHARS = 60
@@ -51,7 +52,7 @@ class SendResult:
 
 
 def conversation_create(
-    *, owner, title: str = "", profile: AgentProfile | None = None
+    *, owner: User, title: str = "", profile: AgentProfile | None = None
 ) -> Conversation:
     if profile is not None:
         _check_profile_allowed(profile=profile, user=owner)
@@ -83,7 +84,7 @@ def conversation_delete(*, conversation: Conversation) -> None:
 def message_send(
     *,
     conversation: Conversation,
-    user,
+    user: User,
     content: str,
     client_id: str | None = None,
     profile: AgentProfile | None = None,
@@ -101,7 +102,7 @@ def message_send(
 def _send(
     *,
     conversation: Conversation,
-    user,
+    user: User,
     content: str,
     client_id: str | None,
     profile: AgentProfile | None,
@@ -132,7 +133,7 @@ def _send(
     return SendResult(message=message, run=run, created=True)
 
 
-def run_regenerate(*, conversation: Conversation, user) -> AgentRun:
+def run_regenerate(*, conversation: Conversation, user: User) -> AgentRun:
     """Queue a new run answering the conversation's latest user message again."""
     with transaction.atomic():
         locked = _lock_owned(conversation=conversation, user=user)
@@ -149,7 +150,7 @@ def run_regenerate(*, conversation: Conversation, user) -> AgentRun:
 
 
 def message_edit_resend(
-    *, message: Message, user, content: str, client_id: str | None = None
+    *, message: Message, user: User, content: str, client_id: str | None = None
 ) -> SendResult:
     """Send an edited copy of one of the user's own messages as a new turn.
 
@@ -171,7 +172,7 @@ def message_edit_resend(
     )
 
 
-def run_cancel(*, run: AgentRun, user) -> AgentRun:
+def run_cancel(*, run: AgentRun, user: User) -> AgentRun:
     """Cancel a run: a queued one ends at once, a running one is asked to stop.
 
     The worker polls ``cancel_requested_at`` and stops within a second, keeping the partial
@@ -205,7 +206,7 @@ def _check_content(content: str) -> None:
         )
 
 
-def _lock_owned(*, conversation: Conversation, user) -> Conversation:
+def _lock_owned(*, conversation: Conversation, user: User) -> Conversation:
     # The profile comes in the same query (a send reads it next); only the conversation's
     # row is locked.
     locked = (
@@ -219,7 +220,7 @@ def _lock_owned(*, conversation: Conversation, user) -> Conversation:
     return locked
 
 
-def _check_can_start_run(*, conversation: Conversation, user) -> None:
+def _check_can_start_run(*, conversation: Conversation, user: User) -> None:
     """Checks in order of what the user can do about them: wait for the run, then limits."""
     if conversation.runs.filter(status__in=ACTIVE_STATUSES).exists():
         raise RequestRefused(
@@ -231,7 +232,7 @@ def _check_can_start_run(*, conversation: Conversation, user) -> None:
     _count_send_against_rate_limit(user)
 
 
-def tokens_used_today(*, user) -> int:
+def tokens_used_today(*, user: User) -> int:
     """Prompt + completion tokens of the user's runs started since local midnight."""
     midnight = timezone.make_aware(datetime.combine(timezone.localdate(), time.min))
     totals = AgentRun.objects.filter(
@@ -240,7 +241,7 @@ def tokens_used_today(*, user) -> int:
     return (totals["prompt"] or 0) + (totals["completion"] or 0)
 
 
-def _count_send_against_rate_limit(user) -> None:
+def _count_send_against_rate_limit(user: User) -> None:
     """A fixed one-minute window per user, counted in the shared cache (Redis)."""
     limit = settings.CHAT_SENDS_PER_MINUTE
     if not limit:
@@ -259,21 +260,17 @@ def _count_send_against_rate_limit(user) -> None:
         )
 
 
-def _check_profile_allowed(*, profile: AgentProfile, user) -> None:
+def _check_profile_allowed(*, profile: AgentProfile, user: User) -> None:
     groups = list(profile.allowed_groups.values_list("pk", flat=True))
     if groups and not user.groups.filter(pk__in=groups).exists():
         raise RequestRefused(RefusalCode.PROFILE_NOT_ALLOWED, "That agent is not available to you.")
 
 
-def _profile_for(*, conversation: Conversation, user, profile: AgentProfile | None) -> AgentProfile:
+def _profile_for(
+    *, conversation: Conversation, user: User, profile: AgentProfile | None
+) -> AgentProfile:
     """The profile a new run uses: the one asked for, the conversation's, or the default."""
-    chosen = profile or conversation.profile
-    if chosen is None:
-        chosen = AgentProfile.objects.filter(is_default=True).first()
-    if chosen is None:
-        from agents.services.defaults import ensure_defaults
-
-        chosen = ensure_defaults()
+    chosen = profile or conversation.profile or default_profile()
     _check_profile_allowed(profile=chosen, user=user)
     if profile is not None and conversation.profile_id != profile.pk:
         conversation.profile = profile
@@ -287,45 +284,31 @@ def _profile_for(*, conversation: Conversation, user, profile: AgentProfile | No
 
 
 def _queue_run(
-    *, conversation: Conversation, message: Message, profile: AgentProfile, user
+    *, conversation: Conversation, message: Message, profile: AgentProfile, user: User
 ) -> AgentRun:
-    version = _current_version(profile)
-    model_config = None
-    model_config_id = version.snapshot.get("model_config_id")
-    if model_config_id:
-        model_config = ModelConfig.objects.filter(pk=model_config_id).first()
+    version = prompt_version_current(profile=profile)
+    snapshot = ProfileSnapshot.from_version(version)
+    model_config = snapshot_model_config(snapshot)
     run = AgentRun.objects.create(
         conversation=conversation,
         trigger_message=message,
         profile_version=version,
         model_config=model_config,
         model_name=model_name_for(model_config),
-        mode=version.snapshot.get("mode", AgentProfile.Mode.REACT),
+        mode=snapshot.mode,
     )
     transaction.on_commit(lambda: _enqueue_run(run.pk))
     return run
 
 
-def _current_version(profile: AgentProfile) -> PromptVersion:
-    """The profile's latest version if it still matches the profile, else a new one.
-
-    Checked without a lock first: ``prompt_version_ensure`` locks the profile row, and every
-    send of every user on the default profile would otherwise queue behind that lock.
-    """
-    latest = profile.versions.order_by("-number").first()
-    if latest is not None and latest.snapshot == profile_snapshot(profile):
-        return latest
-    return prompt_version_ensure(profile=profile, user=None)
-
-
 def _enqueue_run(run_id: int) -> None:
-    from agents.tasks import run_agent
+    from agents.tasks import run_execute
 
-    run_agent.delay(run_id)
+    run_execute.delay(run_id)
 
 
 def _run_for(message: Message) -> AgentRun:
-    return message.triggered_runs.order_by("-id").first()
+    return message.triggered_runs.latest("id")
 
 
 def _touch(conversation: Conversation, *, first_message: str = "") -> None:

@@ -2,6 +2,7 @@
 
 ``ensure_defaults`` runs after every ``migrate`` (``agents/apps.py``) and from ``serve``.
 It only creates what is missing, so an operator's edits in the admin are never overwritten.
+``default_profile`` is the one way to find the profile used when none is chosen.
 """
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ from django.conf import settings
 from django.db import transaction
 
 from agents.models import AgentProfile, ModelConfig, ToolConfig
-from agents.services.profiles import prompt_version_ensure
+from agents.services.prompt_versions import prompt_version_ensure
 
 DEFAULT_MODEL_CONFIG_NAME = "default"
 DEFAULT_PROFILE_SLUG = "assistant"
@@ -56,3 +57,11 @@ def ensure_defaults() -> AgentProfile:
         profile.tools.set(tools)
         prompt_version_ensure(profile=profile)
     return AgentProfile.objects.filter(is_default=True).first() or profile
+
+
+def default_profile() -> AgentProfile:
+    """The profile used when none is chosen: the default one, created on a fresh install.
+
+    The one answer for a run, a preview, the summariser, ``manage.py ask`` and ``serve``.
+    """
+    return AgentProfile.objects.filter(is_default=True).first() or ensure_defaults()

@@ -1,9 +1,10 @@
 """Driving agent runs inside a worker process: claim, execute, watch, rescue.
 
 ``run_execute`` claims a run (a conditional UPDATE; it returns at once if the run ended or a
-live worker holds it), resumes from the steps already stored, and records each new step in
-its own transaction, published after commit (docs/architecture.md). A redelivered or rescued
-run therefore continues where it stopped: no tool that returned runs again, no seq repeats.
+live worker holds it), resumes from the steps already stored, and records the steps of each
+model reply in one transaction, published after commit (docs/architecture.md). A redelivered
+or rescued run therefore continues where it stopped: no tool that returned runs again, no seq
+repeats.
 
 One monitor thread per worker process keeps the heartbeats of all the runs the process holds
 and polls their ``cancel_requested_at`` every ``AGENT_CANCEL_POLL_SECONDS``; ``should_cancel``
@@ -35,6 +36,7 @@ from django.db import close_old_connections, connection
 
 from agents import events
 from agents.live import LiveText
+from agents.llm.errors import public_failure_message
 from agents.models import AgentRun
 from agents.react.errors import AgentError, ModelError, RunCancelled
 from agents.react.types import FinalAnswerStep, ModelCallRecord, Step, ThoughtStep
@@ -133,11 +135,13 @@ def _store_pending(run: AgentRun, pending: list[Step], me: str) -> None:
 
 def _execute(run: AgentRun, watch: _Watch, me: str) -> None:
     from agents.memory.services import memory_after_run, memory_for_run
+    from agents.profile_snapshot import ProfileSnapshot
     from agents.runtime import build_executor
 
-    snapshot = run.profile_version.snapshot
+    assert run.profile_version is not None  # run_execute fails a run without one
+    snapshot = ProfileSnapshot.from_version(run.profile_version)
     conversation = run.conversation
-    run_started(run=run, model=run.model_name, profile=snapshot.get("slug", ""), worker_id=me)
+    run_started(run=run, model=run.model_name, profile=snapshot.slug, worker_id=me)
     # Only a later attempt can find steps of this run already stored.
     prior_steps = run_prior_steps(run=run) if run.attempts > 1 else []
     memory = memory_for_run(
@@ -199,8 +203,9 @@ def _execute(run: AgentRun, watch: _Watch, me: str) -> None:
         return
     except ModelError as error:
         _store_pending(run, pending, me)
-        message = str(error) or "The model call failed."
-        run_fail(run=run, code=error.code, message=message, worker_id=me)
+        # The user gets a plain reason and the run's id; staff read the detail in the inspector.
+        message = public_failure_message(error, reference=f"run {run.pk}")
+        run_fail(run=run, code=error.code, message=message, detail=str(error), worker_id=me)
         return
     except AgentError as error:
         _store_pending(run, pending, me)

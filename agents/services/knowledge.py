@@ -60,7 +60,7 @@ def knowledge_document_ingest(*, document: KnowledgeDocument) -> int:
             data = document.source_file.read()
         finally:
             document.source_file.close()
-        document.text = extract_text(name=document.source_file.name, data=data)
+        document.text = extract_text(name=document.source_file.name or "", data=data)
         KnowledgeDocument.objects.filter(pk=document.pk).update(text=document.text)
     old_ids = list(document.chunks.values_list("id", flat=True))
     document.chunks.all().delete()

@@ -1,54 +1,25 @@
-"""Agent profiles and their immutable prompt versions."""
+"""Agent profiles: saving one, and previewing the exact first request a run would send."""
 
 from __future__ import annotations
 
-import difflib
-import json
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from django.contrib.auth.models import User
 from django.db import transaction
 
-from agents.models import AgentProfile, ModelConfig, PromptVersion, ToolConfig
-
-
-def profile_snapshot(profile: AgentProfile) -> dict[str, Any]:
-    """Everything a run needs from a profile, frozen as plain JSON."""
-    tools = list(profile.tools.order_by("name").values_list("id", "name"))
-    return {
-        "name": profile.name,
-        "slug": profile.slug,
-        "mode": profile.mode,
-        "label_set": profile.label_set,
-        "system_prompt": profile.system_prompt,
-        "few_shot_examples": profile.few_shot_examples,
-        "temperature": profile.temperature,
-        "model_config_id": profile.model_config_id,
-        "tool_ids": [tool_id for tool_id, _ in tools],
-        "tool_names": [name for _, name in tools],
-        "max_iterations": profile.max_iterations,
-        "max_execution_time": profile.max_execution_time,
-        "memory_strategy": profile.memory_strategy,
-        "memory_window_turns": profile.memory_window_turns,
-        "memory_token_budget": profile.memory_token_budget,
-    }
-
-
-@transaction.atomic
-def prompt_version_ensure(*, profile: AgentProfile, user=None) -> PromptVersion:
-    """The profile's current version, writing a new one if the profile changed since."""
-    snapshot = profile_snapshot(profile)
-    # Lock the profile row so two concurrent saves cannot both take the same number.
-    AgentProfile.objects.select_for_update().filter(pk=profile.pk).first()
-    latest = profile.versions.order_by("-number").first()
-    if latest is not None and latest.snapshot == snapshot:
-        return latest
-    return PromptVersion.objects.create(
-        profile=profile,
-        number=(latest.number + 1) if latest else 1,
-        snapshot=snapshot,
-        created_by=user,
-    )
+from agents.memory.services import memory_for_run
+from agents.models import AgentProfile, Conversation
+from agents.profile_snapshot import ProfileSnapshot, snapshot_model_name
+from agents.react.errors import PromptTemplateError
+from agents.react.prompt import render_preview
+from agents.react.types import ChatMessage, JsonDict
+from agents.runtime import prompt_config, snapshot_tool_configs
+from agents.services.prompt_versions import prompt_version_ensure
+from agents.services.tools import tool_config_secret_values
+from agents.tools.base import redact
+from agents.tools.registry import build_tool
 
 
 @transaction.atomic
@@ -57,7 +28,8 @@ def profile_save(*, profile: AgentProfile, is_default: bool) -> AgentProfile:
 
     Only one profile may be the default (a database constraint), so the flag moves instead of
     failing. The caller saves many-to-many fields afterwards and then calls
-    ``prompt_version_ensure``, because the snapshot includes the tools.
+    ``prompt_version_ensure`` (``services/prompt_versions.py``): the snapshot includes the
+    tools.
     """
     if is_default:
         AgentProfile.objects.filter(is_default=True).exclude(pk=profile.pk).update(is_default=False)
@@ -67,108 +39,75 @@ def profile_save(*, profile: AgentProfile, is_default: bool) -> AgentProfile:
 
 
 @dataclass(frozen=True)
-class RestoreResult:
-    version: PromptVersion
-    # What the old snapshot named that no longer exists, so it could not come back.
-    missing_tools: list[str]
-    missing_model_config: bool
+class PromptPreview:
+    """The first request a run would send, with every tool secret redacted."""
+
+    messages: list[ChatMessage]
+    options: JsonDict  # stop sequences, tool schemas, temperature
+    problems: list[str]  # what staff should fix: disabled tools, a template that fails
 
 
-@transaction.atomic
-def prompt_version_restore(*, version: PromptVersion, user=None) -> RestoreResult:
-    """Put a profile back the way an old version had it, recorded as a new version.
+def profile_preview(
+    *,
+    profile: AgentProfile,
+    user: User,
+    question: str,
+    memory_summary: str = "",
+    history: Sequence[ChatMessage] = (),
+    conversation: Conversation | None = None,
+) -> PromptPreview:
+    """The exact first request a run of the profile's current version would send.
 
-    Old versions are never changed: the restored state becomes the next number, so the
-    history still shows what was live in between.
+    Built from the version's snapshot by the functions a run uses (``agents/runtime.py``).
+    With ``conversation`` its memory, as the profile's settings choose it, replaces
+    ``memory_summary`` and ``history``: the caller checks that ``user`` may read it
+    (``agents.permissions.can_read_conversation``).
     """
-    profile = AgentProfile.objects.select_for_update().get(pk=version.profile_id)
-    snapshot = version.snapshot
-    for field in _RESTORED_FIELDS:
-        if field in snapshot:
-            setattr(profile, field, snapshot[field])
-
-    model_config_id = snapshot.get("model_config_id")
-    missing_model_config = False
-    if model_config_id is not None and not ModelConfig.objects.filter(pk=model_config_id).exists():
-        model_config_id = None
-        missing_model_config = True
-    profile.model_config_id = model_config_id
-    profile.save()
-
-    wanted = dict(zip(snapshot.get("tool_ids", []), snapshot.get("tool_names", []), strict=False))
-    existing = list(ToolConfig.objects.filter(pk__in=wanted))
-    profile.tools.set(existing)
-    found = {tool.pk for tool in existing}
-    missing_tools = sorted(name for tool_id, name in wanted.items() if tool_id not in found)
-
-    return RestoreResult(
-        version=prompt_version_ensure(profile=profile, user=user),
-        missing_tools=missing_tools,
-        missing_model_config=missing_model_config,
+    snapshot = ProfileSnapshot.from_version(prompt_version_ensure(profile=profile, user=user))
+    problems: list[str] = []
+    if conversation is not None:
+        memory = memory_for_run(
+            conversation=conversation,
+            snapshot=snapshot,
+            model_name=snapshot_model_name(snapshot),  # token counting follows the model
+            before_message=None,
+        )
+        memory_summary, history = memory.summary, memory.history
+    problems += [
+        f"Tool {tool_config.name} is disabled, so the model will not see it."
+        for tool_config in profile.tools.filter(enabled=False).order_by("name")
+    ]
+    tools = []
+    for tool_config in snapshot_tool_configs(snapshot):
+        try:
+            tools.append(build_tool(tool_config, user=user))
+        except ValueError as exc:
+            problems.append(f"{exc}; runs leave it out.")
+    try:
+        rendered = render_preview(
+            prompt_config(snapshot),
+            tools=tools,
+            question=question,
+            history=history,
+            memory_summary=memory_summary,
+            temperature=snapshot.temperature,
+        )
+    except PromptTemplateError as exc:
+        return PromptPreview(messages=[], options={}, problems=[*problems, *exc.problems])
+    secrets = tool_config_secret_values(profile.tools.all())
+    return PromptPreview(
+        messages=[_redacted(message, secrets) for message in rendered.messages],
+        options=_redacted(rendered.options, secrets),
+        problems=problems,
     )
 
 
-# The snapshot keys that are plain profile fields (tools and the model are restored apart).
-_RESTORED_FIELDS = (
-    "name",
-    "mode",
-    "label_set",
-    "system_prompt",
-    "few_shot_examples",
-    "temperature",
-    "max_iterations",
-    "max_execution_time",
-    "memory_strategy",
-    "memory_window_turns",
-    "memory_token_budget",
-)
-
-
-@dataclass(frozen=True)
-class DiffLine:
-    kind: str  # "added" | "removed" | "context" | "hunk"
-    text: str
-
-
-def prompt_version_diff(*, version: PromptVersion) -> list[DiffLine]:
-    """A unified diff of a version against the one before it (all lines added for v1).
-
-    Read-only; lives beside the writes because it needs the same snapshot layout.
-    """
-    previous = (
-        PromptVersion.objects.filter(profile_id=version.profile_id, number__lt=version.number)
-        .order_by("-number")
-        .first()
-    )
-    old_lines = _snapshot_lines(previous.snapshot) if previous else []
-    new_lines = _snapshot_lines(version.snapshot)
-    old_name = f"v{previous.number}" if previous else "(nothing)"
-    lines: list[DiffLine] = []
-    diff = difflib.unified_diff(
-        old_lines, new_lines, fromfile=old_name, tofile=f"v{version.number}", lineterm="", n=3
-    )
-    for line in diff:
-        if line.startswith(("---", "+++")):
-            continue
-        if line.startswith("@@"):
-            lines.append(DiffLine("hunk", line))
-        elif line.startswith("+"):
-            lines.append(DiffLine("added", line[1:]))
-        elif line.startswith("-"):
-            lines.append(DiffLine("removed", line[1:]))
-        else:
-            lines.append(DiffLine("context", line[1:]))
-    return lines
-
-
-def _snapshot_lines(snapshot: dict[str, Any]) -> list[str]:
-    """A snapshot as text a person can diff: one line per setting, prompts line by line."""
-    lines: list[str] = []
-    for key in sorted(snapshot):
-        value = snapshot[key]
-        if isinstance(value, str) and "\n" in value:
-            lines.append(f"{key}:")
-            lines.extend(f"    {text_line}" for text_line in value.splitlines())
-        else:
-            lines.append(f"{key}: {json.dumps(value, ensure_ascii=False)}")
-    return lines
+def _redacted(value: Any, secrets: Sequence[str]) -> Any:
+    """``value`` (JSON: text, lists, objects) with ``secrets`` redacted in every string."""
+    if isinstance(value, str):
+        return redact(value, secrets)
+    if isinstance(value, list):
+        return [_redacted(item, secrets) for item in value]
+    if isinstance(value, dict):
+        return {key: _redacted(item, secrets) for key, item in value.items()}
+    return value

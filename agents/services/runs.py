@@ -1,7 +1,10 @@
 """The event log and the life of an agent run: claim, heartbeat, steps, and how it ends.
 
-Each function here is its own transaction: a step is durable (and published) before the
-engine asks the model for the next one, so a crash loses at most the step in flight.
+Each writing function here is one transaction. What one model reply produced (its call
+record, the thought, then the action, error or final answer parsed from it) is stored
+together by ``run_record_steps`` or ``run_finish(preceding=...)``; a step that is followed by
+a tool or a model call is durable (and published) before the engine goes on, so a crash
+loses at most the reply in flight.
 """
 
 from __future__ import annotations
@@ -94,8 +97,8 @@ def _bump_seq(conversation_id: int, *, by: int) -> int:
     """
     quote = connection.ops.quote_name
     table = quote(Conversation._meta.db_table)
-    column = quote(Conversation._meta.get_field("last_seq").column)
-    key = quote(Conversation._meta.pk.column)
+    column = quote(str(Conversation._meta.get_field("last_seq").column))
+    key = quote(str(Conversation._meta.pk.column))
     # Only quoted names from the model's own metadata are formatted in; values are parameters.
     with connection.cursor() as cursor:
         cursor.execute(
@@ -105,7 +108,7 @@ def _bump_seq(conversation_id: int, *, by: int) -> int:
         row = cursor.fetchone()
     if row is None:
         raise Conversation.DoesNotExist(f"conversation {conversation_id} no longer exists")
-    return row[0]
+    return int(row[0])
 
 
 # --------------------------------------------------------------------------------------
@@ -282,7 +285,7 @@ def _step_items(steps: Sequence[Step]) -> list[tuple[FrameType, dict[str, Any]]]
 
 class _StoredCalls(NamedTuple):
     first_index: int
-    count: int
+    call_count: int
     prompt_tokens: int
     completion_tokens: int
 
@@ -328,7 +331,8 @@ def _store_model_calls(
 def _remember_calls(run: AgentRun, calls: _StoredCalls, worker_id: str | None) -> None:
     """Once committed: what the stored calls changed, on the caller's copy of the run."""
     if worker_id is not None:
-        run._next_call_index = calls.first_index + calls.count
+        # A cache on this worker's copy of the row, not a field.
+        run._next_call_index = calls.first_index + calls.call_count  # type: ignore[attr-defined]
     run.prompt_tokens += calls.prompt_tokens
     run.completion_tokens += calls.completion_tokens
 
@@ -341,7 +345,7 @@ def _next_call_index(run: AgentRun, worker_id: str | None) -> int:
     calls (fenced above), so it counts on: one query per attempt rather than per call.
     """
     if worker_id is not None and getattr(run, "_next_call_index", None) is not None:
-        return run._next_call_index
+        return int(run._next_call_index)  # type: ignore[attr-defined]
     last = run.model_calls.aggregate(last=Max("index"))["last"]
     return 0 if last is None else last + 1
 
@@ -412,13 +416,23 @@ def run_finish(
     return message
 
 
-def run_fail(*, run: AgentRun, code: str, message: str, worker_id: str | None = None) -> bool:
-    """End the run as failed with an error the user sees; False if it had already ended."""
+def run_fail(
+    *, run: AgentRun, code: str, message: str, detail: str = "", worker_id: str | None = None
+) -> bool:
+    """End the run as failed with an error the user sees (and a ``detail`` only staff see);
+    False if it had already ended."""
     with transaction.atomic():
         locked = _lock_active(run, worker_id)
         if locked is None:
             return False
-        _end(run, locked, Status.FAILED, error_code=code[:64], error_message=message)
+        _end(
+            run,
+            locked,
+            Status.FAILED,
+            error_code=code[:64],
+            error_message=message,
+            error_detail=detail,
+        )
         event_append(
             conversation=run.conversation,
             run=run,

@@ -11,6 +11,7 @@ import datetime
 from collections import defaultdict
 from dataclasses import dataclass
 from decimal import Decimal
+from typing import Any
 
 from django.db.models import Count, Sum
 from django.db.models.functions import TruncDate
@@ -59,7 +60,7 @@ def usage_by_user_day(*, since: datetime.datetime, until: datetime.datetime) -> 
     )
     # One row per (user, day, price pair) from the database; prices differ per endpoint, so
     # cost is computed per group here and the groups are merged per (user, day).
-    totals: dict[tuple[int, datetime.date], dict] = defaultdict(
+    totals: dict[tuple[int, datetime.date], dict[str, Any]] = defaultdict(
         lambda: {"runs": 0, "prompt": 0, "completion": 0, "cost": Decimal(0), "username": ""}
     )
     for group in grouped:

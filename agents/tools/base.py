@@ -4,7 +4,7 @@ A configured tool is an ``agents.react.tools.Tool`` that also carries its admin-
 its decrypted secrets. Secrets reach only the code that needs them (``secret()``); every
 value a tool returns or raises is passed through ``redact`` first, so a secret cannot leak
 into an observation, an error message, the description or ``repr`` even if a remote server
-echoes it back.
+echoes it back, URL-, form-, JSON- or base64-encoded (``agents/redaction.py``).
 """
 
 from __future__ import annotations
@@ -15,8 +15,11 @@ from collections.abc import Mapping
 from typing import Any, ClassVar
 
 from agents.react.tools import Tool, ToolInputError
+from agents.redaction import MIN_REDACTED_LENGTH, REDACTED, Redactor, redact
 
-REDACTED = "[secret]"
+# redact and the constants are re-exported: pages that show a tool's output redact with them.
+__all__ = ["MIN_REDACTED_LENGTH", "REDACTED", "ConfiguredTool", "ToolError", "redact"]
+
 SECRET_NAME_PATTERN = r"[A-Z][A-Z0-9_]{0,63}"  # noqa: S105 (a pattern, not a password)
 _SECRET_REFERENCE = re.compile(r"\{secret:(" + SECRET_NAME_PATTERN + r")\}")
 
@@ -36,10 +39,6 @@ class ConfiguredTool(Tool):
     # whose connection would otherwise stay open after the thread ends.
     uses_database: ClassVar[bool] = False
 
-    # Secret values shorter than this are not redacted: replacing "a" everywhere would
-    # mangle every observation and hide nothing worth hiding.
-    _MIN_REDACTED_LENGTH: ClassVar[int] = 4
-
     def __init__(
         self,
         *,
@@ -53,6 +52,7 @@ class ConfiguredTool(Tool):
         conversation: Any = None,
     ) -> None:
         self._secrets = dict(secrets or {})
+        self._redactor = Redactor(self._secrets.values())
         self.name = name or type(self).name
         self.description = self.redact(description or type(self).description)
         self.config: dict[str, Any] = dict(config or {})
@@ -88,15 +88,8 @@ class ConfiguredTool(Tool):
         return _SECRET_REFERENCE.sub(lambda match: self.secret(match.group(1)), template)
 
     def redact(self, text: str) -> str:
-        for value in sorted(self._secrets.values(), key=len, reverse=True):
-            if value and len(value) >= self._MIN_REDACTED_LENGTH:
-                text = text.replace(value, REDACTED)
-        return text
-
-
-def secret_references(text: str) -> list[str]:
-    """The secret names a template refers to with ``{secret:NAME}``."""
-    return _SECRET_REFERENCE.findall(text)
+        """``text`` without any secret value, in any encoding a request could carry it."""
+        return self._redactor(text)
 
 
 def _release_connection() -> None:

@@ -36,10 +36,6 @@ class ToolKind:
     def default_name(self) -> str:
         return self.tool_class.name
 
-    @property
-    def default_description(self) -> str:
-        return self.tool_class.description
-
 
 _KINDS: dict[str, ToolKind] = {}
 
@@ -158,7 +154,7 @@ def _register_builtins() -> None:
     )
     register_kind(
         "http_request",
-        http_request.HttpRequest,
+        http_request.HttpRequestTool,
         config_schema=http_request.CONFIG_SCHEMA,
         secret_names=http_request.SECRET_NAMES,
     )

@@ -12,7 +12,7 @@ from agents.models import (
     PromptVersion,
     ToolConfig,
 )
-from agents.services.profiles import prompt_version_ensure
+from agents.services.prompt_versions import prompt_version_ensure
 
 
 @pytest.fixture

@@ -10,7 +10,7 @@ from django.urls import reverse
 from django.utils import timezone
 
 from agents.models import AgentProfile, AgentRun, MemorySummary, ModelConfig
-from agents.services.profiles import prompt_version_ensure
+from agents.services.prompt_versions import prompt_version_ensure
 from agents.services.usage import usage_by_user_day
 from tests.admin.conftest import page_text
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 from django.contrib.admin.models import LogEntry
 from django.urls import reverse
+from django.views.debug import SafeExceptionReporterFilter
 
 from agents.models import ModelConfig
 from tests.admin.conftest import page_text
@@ -114,3 +115,22 @@ def test_new_key_and_clear_together_is_refused_and_keeps_the_old_key(staff_clien
     assert "Either enter a new key or clear it" in page_text(response)
     model_config.refresh_from_db()
     assert model_config.get_api_key() == API_KEY
+
+
+@pytest.mark.django_db
+def test_a_crash_report_would_leave_the_api_key_and_tool_secrets_out(staff_client):
+    """The change forms mark their write-only fields sensitive for Django's error reports."""
+    response = staff_client.post(
+        reverse("admin:agents_modelconfig_add"), _form_data(api_key=API_KEY)
+    )
+    reported = SafeExceptionReporterFilter().get_post_parameters(response.wsgi_request)
+    assert reported["api_key"] != API_KEY
+    assert reported["model"] == "gpt-test"
+
+    response = staff_client.post(
+        reverse("admin:agents_toolconfig_add"),
+        {"name": "t", "kind": "calculator", "description": "d", "secrets": "KEY=hidden-value"},
+    )
+    reported = SafeExceptionReporterFilter().get_post_parameters(response.wsgi_request)
+    assert reported["secrets"] != "KEY=hidden-value"
+    assert reported["name"] == "t"

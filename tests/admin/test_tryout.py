@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 from asgiref.sync import async_to_sync
+from django.contrib.auth.models import Permission
 from django.test import AsyncClient
 from django.urls import reverse
 
@@ -183,3 +184,57 @@ def test_try_it_streams_piece_by_piece_under_asgi(
     # The page head, each step and the page end are separate pieces.
     assert len(chunks) >= 4
     assert "Paris, of course." not in chunks[0].decode()
+
+
+@pytest.fixture
+def profile_viewer(client, make_user):
+    """Staff allowed to view agent profiles, and nothing else."""
+    viewer = make_user("vera", is_staff=True)
+    viewer.user_permissions.add(Permission.objects.get(codename="view_agentprofile"))
+    client.force_login(viewer)
+    return viewer
+
+
+def _conversation_with(owner, secret_line: str) -> Conversation:
+    conversation = Conversation.objects.create(owner=owner, title="Private")
+    Message.objects.create(conversation=conversation, role="user", content=secret_line)
+    Message.objects.create(conversation=conversation, role="assistant", content="Noted.")
+    return conversation
+
+
+@pytest.mark.django_db
+def test_preview_does_not_show_a_conversation_the_viewer_may_not_read(
+    client, profile_viewer, profile, user
+):
+    """Viewing profiles is no licence to read users' chats through the preview's memory."""
+    conversation = _conversation_with(user, "My PIN is 4921.")
+    url = reverse("admin:agents_agentprofile_preview", args=[profile.pk])
+
+    body = page_text(client.post(url, {"question": "Hi", "conversation": conversation.pk}))
+
+    assert "My PIN is 4921." not in body
+    # Worded as for a missing one: the id says nothing about whether the conversation exists.
+    assert f"There is no conversation {conversation.pk}." in body
+
+
+@pytest.mark.django_db
+def test_preview_uses_the_viewers_own_conversation(client, profile_viewer, profile):
+    conversation = _conversation_with(profile_viewer, "I am testing the preview.")
+    url = reverse("admin:agents_agentprofile_preview", args=[profile.pk])
+
+    body = page_text(client.post(url, {"question": "Hi", "conversation": conversation.pk}))
+
+    assert "I am testing the preview." in body
+
+
+@pytest.mark.django_db
+def test_preview_uses_any_conversation_with_the_view_conversation_permission(
+    client, profile_viewer, profile, user
+):
+    profile_viewer.user_permissions.add(Permission.objects.get(codename="view_conversation"))
+    conversation = _conversation_with(user, "Please remember my flight on Friday.")
+    url = reverse("admin:agents_agentprofile_preview", args=[profile.pk])
+
+    body = page_text(client.post(url, {"question": "Hi", "conversation": conversation.pk}))
+
+    assert "Please remember my flight on Friday." in body

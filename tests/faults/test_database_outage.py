@@ -187,7 +187,7 @@ def test_a_stale_heartbeat_does_not_let_the_same_worker_run_a_live_run_twice(liv
     """What an outage leaves behind: the heartbeat went stale while the run's thread lived on
     waiting for the model, and the sweeper enqueued the run again. The worker that still
     drives it must not start a second copy in another thread."""
-    from agents.tasks import run_agent
+    from agents.tasks import run_execute
 
     model = model_name("stale")
     gate = threading.Event()
@@ -208,7 +208,7 @@ def test_a_stale_heartbeat_does_not_let_the_same_worker_run_a_live_run_twice(liv
     # The monitor cannot write the heartbeat (held stale here for a while, as during the
     # outage), and the sweeper enqueues the run again.
     long_ago = timezone.now() - timedelta(minutes=10)
-    rescue = run_agent.delay(run.pk)
+    rescue = run_execute.delay(run.pk)
 
     def rescue_handled() -> bool:
         # Stale until the worker has dealt with the rescue: dropped it (the task ends), or

@@ -94,8 +94,9 @@ def test_a_failing_model_ends_the_run_failed_with_a_clear_code(
     assert last["type"] == "run.failed"
     assert last["code"] == code
     assert run.error_code == code
-    assert last["message"]
-    assert words in last["message"]
+    # The user reads a plain reason and a reference; the technical words are staff's detail.
+    assert last["message"].endswith(f"(Reference: run {run.pk}.)")
+    assert words in run.error_detail
     # Retry-After beyond the deadline and a quota error are not retried at all.
     if code in ("model_rate_limited", "model_quota"):
         assert len(live_stack.model.requests(model)) == 1

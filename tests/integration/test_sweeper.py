@@ -9,7 +9,7 @@ from django.utils import timezone
 
 from agents.models import AgentProfile, AgentRun, Message
 from agents.services.conversations import conversation_create
-from agents.services.profiles import prompt_version_ensure
+from agents.services.prompt_versions import prompt_version_ensure
 
 pytestmark = [pytest.mark.integration, pytest.mark.django_db(transaction=True)]
 

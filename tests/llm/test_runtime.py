@@ -5,11 +5,11 @@ from __future__ import annotations
 import pytest
 
 from agents.models import AgentProfile, ModelConfig, ToolConfig
+from agents.profile_snapshot import ProfileSnapshot
 from agents.react.errors import ModelError
 from agents.react.types import FinalAnswerStep, ObservationStep
 from agents.runtime import build_executor
 from agents.services.defaults import ensure_defaults
-from agents.services.profiles import profile_snapshot
 
 pytestmark = pytest.mark.django_db
 
@@ -29,7 +29,7 @@ def test_the_snapshot_decides_prompt_limits_and_tools(user):
     profile.max_execution_time = 30
     profile.temperature = 0.5
     profile.save()
-    snapshot = profile_snapshot(profile)
+    snapshot = ProfileSnapshot.from_profile(profile)
     ToolConfig.objects.filter(name="current_time").update(enabled=False)
 
     executor = build_executor(snapshot=snapshot, user=user)
@@ -42,7 +42,7 @@ def test_the_snapshot_decides_prompt_limits_and_tools(user):
 
 @pytest.mark.parametrize("mode", ["react", "tools"])
 def test_the_default_profile_answers_through_the_demo_and_calculator(user, mode):
-    snapshot = {**profile_snapshot(ensure_defaults()), "mode": mode}
+    snapshot = ProfileSnapshot.from_profile(ensure_defaults()).with_mode(mode)
     deltas: list[str] = []
 
     steps = list(
@@ -62,7 +62,7 @@ def test_the_default_profile_answers_through_the_demo_and_calculator(user, mode)
 def test_a_deleted_model_endpoint_fails_the_run_clearly(user):
     model_config = ModelConfig.objects.create(name="temp", base_url="http://x/v1", model="m")
     profile = AgentProfile.objects.create(name="P", slug="p", model_config=model_config)
-    snapshot = profile_snapshot(profile)
+    snapshot = ProfileSnapshot.from_profile(profile)
     profile.delete()
     model_config.delete()
 
@@ -76,10 +76,11 @@ def test_a_deleted_model_endpoint_fails_the_run_clearly(user):
 def test_tool_calling_support_comes_from_the_model_endpoint(user):
     model_config = ModelConfig.objects.create(name="tc", base_url="http://x/v1", model="m")
     profile = AgentProfile.objects.create(name="P", slug="p", model_config=model_config)
-    snapshot = profile_snapshot(profile)
+    snapshot = ProfileSnapshot.from_profile(profile)
     assert not build_executor(snapshot=snapshot, user=user).config.supports_tool_calling
 
     model_config.supports_tool_calling = True
     model_config.save()
     assert build_executor(snapshot=snapshot, user=user).config.supports_tool_calling
-    assert not build_executor(snapshot={}, user=user).config.supports_tool_calling
+    empty = ProfileSnapshot.from_json({})
+    assert not build_executor(snapshot=empty, user=user).config.supports_tool_calling

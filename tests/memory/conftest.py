@@ -10,6 +10,7 @@ from agents.llm.client import OpenAIChatModel
 from agents.llm.scripted import ScriptedServer
 from agents.memory.testing import summariser_policy
 from agents.models import AgentProfile, Conversation, MemorySummary, Message, ModelConfig
+from agents.profile_snapshot import ProfileSnapshot
 from chatsite.celery import app as celery_app
 
 _words = itertools.count(1)
@@ -17,13 +18,15 @@ _words = itertools.count(1)
 
 def snapshot_for(
     strategy: str = "summary_buffer", *, window: int = 3, budget: int = 400, **extra
-) -> dict:
-    return {
-        "memory_strategy": strategy,
-        "memory_window_turns": window,
-        "memory_token_budget": budget,
-        **extra,
-    }
+) -> ProfileSnapshot:
+    return ProfileSnapshot.from_json(
+        {
+            "memory_strategy": strategy,
+            "memory_window_turns": window,
+            "memory_token_budget": budget,
+            **extra,
+        }
+    )
 
 
 def filler(words: int) -> str:

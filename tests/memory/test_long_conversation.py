@@ -8,8 +8,8 @@ import pytest
 from agents.llm.tokens import count_message_tokens
 from agents.memory.services import memory_after_run, memory_for_run
 from agents.models import Message
+from agents.profile_snapshot import ProfileSnapshot
 from agents.react.prompt import PromptConfig, react_messages, tools_messages
-from agents.services.profiles import profile_snapshot
 from tests.memory.conftest import assert_summaries_tile_the_history, filler
 
 pytestmark = pytest.mark.django_db
@@ -45,7 +45,7 @@ def test_a_hundred_turns_stay_in_budget_and_keep_early_facts(
 ):
     conversation.profile = memory_profile(budget=BUDGET)
     conversation.save(update_fields=["profile"])
-    snapshot = profile_snapshot(conversation.profile)
+    snapshot = ProfileSnapshot.from_profile(conversation.profile)
     sizes = []
 
     for turn in range(1, 101):

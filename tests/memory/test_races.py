@@ -11,7 +11,7 @@ from django.db import connection, transaction
 from agents.memory.services import memory_summary_create
 from agents.memory.testing import summariser_policy
 from agents.models import Conversation, MemorySummary
-from agents.services.profiles import profile_snapshot
+from agents.profile_snapshot import profile_snapshot
 from tests.memory.conftest import add_turn, assert_summaries_tile_the_history, filler
 
 pytestmark = pytest.mark.django_db(transaction=True)

@@ -8,11 +8,11 @@ from django.db import IntegrityError, transaction
 from agents.llm.scripted import Fail, Reply
 from agents.memory.selectors import summary_in_use, summary_list
 from agents.memory.services import memory_for_run, memory_summary_create
-from agents.memory.strategies import MemorySettings, split_turns
+from agents.memory.strategies import split_turns
 from agents.models import AgentRun, MemorySummary, Message, RunEvent
+from agents.profile_snapshot import ProfileSnapshot
 from agents.react.errors import ModelBadResponse, ModelUnavailable
 from agents.react.types import ActionStep, ObservationStep, step_to_event
-from agents.services.profiles import profile_snapshot
 from tests.memory.conftest import add_turn, ask, assert_summaries_tile_the_history, filler
 
 pytestmark = pytest.mark.django_db
@@ -23,7 +23,7 @@ def profiled(conversation, memory_profile):
     def use(**settings):
         conversation.profile = memory_profile(**settings)
         conversation.save(update_fields=["profile"])
-        return profile_snapshot(conversation.profile)
+        return ProfileSnapshot.from_profile(conversation.profile)
 
     return use
 
@@ -57,7 +57,7 @@ def test_old_turns_are_folded_and_the_newest_kept_verbatim(
     assert rows[-1] == summary
     # The verbatim turns left after the cut fit their share of the budget, and the next run
     # gets the summary and all of them.
-    settings = MemorySettings.from_snapshot(snapshot)
+    settings = snapshot.memory
     after_cut = conversation.messages.filter(id__gt=summary.covers_through_id).order_by("id")
     rest = split_turns([_history_message(m) for m in after_cut])
     assert 1 <= len(rest) < 9
@@ -162,7 +162,7 @@ def test_a_tool_heavy_turn_is_folded_or_kept_whole(conversation, profiled, summa
     assert rows[-1].covers_through_id >= answer.pk  # this cut did fall after the heavy turn
     context = memory_for_run(
         conversation=conversation,
-        snapshot=profile_snapshot(conversation.profile),
+        snapshot=ProfileSnapshot.from_profile(conversation.profile),
         model_name="",
         before_message=ask(conversation),
     )

@@ -6,10 +6,10 @@ import pytest
 
 from agents.llm.scripted import Fail
 from agents.memory.services import memory_after_run, summary_request
-from agents.memory.tasks import MAX_RETRIES, summarize_conversation
+from agents.memory.tasks import MAX_RETRIES, memory_summary_create
 from agents.models import MemorySummary
+from agents.profile_snapshot import ProfileSnapshot
 from agents.react.errors import ModelAuthError
-from agents.services.profiles import profile_snapshot
 from tests.memory.conftest import add_turn, assert_summaries_tile_the_history, filler
 
 pytestmark = pytest.mark.django_db
@@ -32,7 +32,7 @@ def message_rows(conversation):
 def test_after_run_enqueues_the_task_on_commit(
     long_conversation, eager_tasks, django_capture_on_commit_callbacks
 ):
-    snapshot = profile_snapshot(long_conversation.profile)
+    snapshot = ProfileSnapshot.from_profile(long_conversation.profile)
     with django_capture_on_commit_callbacks(execute=False) as callbacks:
         assert memory_after_run(conversation=long_conversation, snapshot=snapshot)
         assert not MemorySummary.objects.exists()  # nothing happens before the commit
@@ -50,7 +50,7 @@ def test_server_errors_are_retried_and_nothing_is_lost(
     before = message_rows(long_conversation)
     scripted_server.script(summariser_name, [Fail(500), Fail(503)])
 
-    result = summarize_conversation.apply(args=[long_conversation.pk])
+    result = memory_summary_create.apply(args=[long_conversation.pk])
 
     assert result.successful()
     (summary,) = assert_summaries_tile_the_history(long_conversation)
@@ -65,7 +65,7 @@ def test_a_summariser_down_for_good_gives_up_after_bounded_retries_losing_nothin
     before = message_rows(long_conversation)
     scripted_server.script(summariser_name, [Fail(500)] * (MAX_RETRIES + 1))
 
-    result = summarize_conversation.apply(args=[long_conversation.pk])
+    result = memory_summary_create.apply(args=[long_conversation.pk])
 
     assert result.failed()
     assert len(scripted_server.requests(summariser_name)) == MAX_RETRIES + 1
@@ -76,8 +76,8 @@ def test_a_summariser_down_for_good_gives_up_after_bounded_retries_losing_nothin
 def test_the_task_is_idempotent_and_ignores_deleted_conversations(
     long_conversation, scripted_server, summariser_name
 ):
-    first = summarize_conversation.apply(args=[long_conversation.pk]).result
-    again = summarize_conversation.apply(args=[long_conversation.pk]).result
+    first = memory_summary_create.apply(args=[long_conversation.pk]).result
+    again = memory_summary_create.apply(args=[long_conversation.pk]).result
 
     assert first is not None
     assert again is None
@@ -85,7 +85,7 @@ def test_the_task_is_idempotent_and_ignores_deleted_conversations(
 
     conversation_id = long_conversation.pk
     long_conversation.delete()
-    assert summarize_conversation.apply(args=[conversation_id]).result is None
+    assert memory_summary_create.apply(args=[conversation_id]).result is None
 
 
 def test_compact_summarises_everything_at_once(
@@ -102,9 +102,26 @@ def test_compact_summarises_everything_at_once(
 def test_a_rejected_key_is_not_retried(long_conversation, scripted_server, summariser_name):
     scripted_server.script(summariser_name, [Fail(401)])
 
-    result = summarize_conversation.apply(args=[long_conversation.pk])
+    result = memory_summary_create.apply(args=[long_conversation.pk])
 
     assert result.failed()
     assert isinstance(result.result, ModelAuthError)
     assert len(scripted_server.requests(summariser_name)) == 1
     assert not MemorySummary.objects.filter(conversation=long_conversation).exists()
+
+
+def test_summaries_queued_under_the_tasks_old_name_still_run(
+    long_conversation, scripted_server, summariser_name
+):
+    """Enqueued (or waiting out a retry) before the task was named after its service."""
+    from chatsite.celery import app
+
+    scripted_server.script(summariser_name, [Fail(500)])
+
+    result = app.tasks["agents.memory.tasks.summarize_conversation"].apply(
+        args=[long_conversation.pk]
+    )
+
+    assert result.successful()  # retried like the task under its new name
+    (summary,) = assert_summaries_tile_the_history(long_conversation)
+    assert result.result == summary.pk

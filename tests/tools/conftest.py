@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import base64
+import html
 import json
 import threading
 import time
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from urllib.parse import parse_qs, urlsplit
+from urllib.parse import parse_qs, urlencode, urlsplit
 
 import pytest
 
@@ -37,8 +39,22 @@ class _Handler(BaseHTTPRequestHandler):
         if parts.path == "/hello":
             self._reply(200, f"hello {query.get('name', '')}".encode())
         elif parts.path == "/echo":
-            echoed = {"headers": dict(self.headers), "body": body.decode()}
+            echoed = {"path": self.path, "headers": dict(self.headers), "body": body.decode()}
             self._reply(200, json.dumps(echoed).encode(), "application/json")
+        elif parts.path == "/reflect":
+            # What a careless API does with what it received: quote it back, re-encoded.
+            key = query.get("key", "")
+            reflected = [
+                f"you asked for {self.path}",
+                f"form: {urlencode({'key': key})}",
+                f"basic: {base64.b64encode(f'user:{key}'.encode()).decode()}",
+                f"basic, other offset: {base64.b64encode(f'me:{key}'.encode()).decode()}",
+                f"html: <b>{html.escape(key)}</b>",
+                f"json: {json.dumps({'key': key})}",
+            ]
+            self._reply(200, "\n".join(reflected).encode())
+        elif parts.path in ("/drip-headers", "/drip-body"):
+            self._drip(header_bytes=parts.path == "/drip-headers")
         elif parts.path == "/big":
             self._reply(200, b"x" * 1_000_000)
         elif parts.path == "/slow":
@@ -54,7 +70,25 @@ class _Handler(BaseHTTPRequestHandler):
             self.send_header("Content-Length", "0")
             self.end_headers()
         else:
-            self._reply(404, b"no such page")
+            self._reply(404, f"no such page {self.path}".encode())
+
+    def _drip(self, *, header_bytes: bool) -> None:
+        """Send a response one byte every 0.1 s, as a slow-loris server would."""
+        head = b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\n"
+        slow = b"X-Slow: " + b"a" * 40 + b"\r\n\r\n" if header_bytes else b"\r\n" + b"b" * 40
+        try:
+            self.wfile.write(head)
+            self.wfile.flush()
+            for byte in slow:
+                time.sleep(0.1)
+                self.wfile.write(bytes([byte]))
+                self.wfile.flush()
+            if header_bytes:
+                self.wfile.write(b"late")
+            self.server.drip_finished.set()
+        except OSError:
+            self.server.drip_abandoned.set()
+        self.close_connection = True
 
     do_GET = do_POST = do_HEAD = _handle
 
@@ -70,6 +104,8 @@ def server() -> Iterator[ThreadingHTTPServer]:
     httpd.daemon_threads = True
     httpd.block_on_close = False  # the /slow handler may still be sleeping
     httpd.received = []
+    httpd.drip_finished = threading.Event()
+    httpd.drip_abandoned = threading.Event()
     thread = threading.Thread(target=httpd.serve_forever, args=(0.05,), daemon=True)
     thread.start()
     yield httpd

@@ -2,23 +2,24 @@
 
 from __future__ import annotations
 
+import base64
 import json
 
 import pytest
 
 from agents.react.tools import ToolInputError
 from agents.tools.base import REDACTED, ToolError
-from agents.tools.builtin.http_request import CONFIG_SCHEMA, HttpRequest, RefusedTarget
+from agents.tools.builtin.http_request import CONFIG_SCHEMA, HttpRequestTool, RefusedTarget
 from agents.tools.registry import validate_tool_config
 from agents.tools.schema import with_defaults
 
 TOKEN = "tok-9f8e7d6c5b4a"
 
 
-def _tool(secrets: dict[str, str] | None = None, **config) -> HttpRequest:
+def _tool(secrets: dict[str, str] | None = None, **config) -> HttpRequestTool:
     errors = validate_tool_config("http_request", config)
     assert errors == {}
-    return HttpRequest(
+    return HttpRequestTool(
         name="api", config=with_defaults(CONFIG_SCHEMA, config), secrets=secrets or {}
     )
 
@@ -76,7 +77,7 @@ def test_refuses_internal_targets(url):
 def test_octal_dotted_ip_is_refused_as_an_invalid_url():
     errors = validate_tool_config("http_request", {"url_template": "http://0177.0.0.1/"})
     assert errors["url_template"].startswith("is not a valid URL")
-    tool = HttpRequest(
+    tool = HttpRequestTool(
         config=with_defaults(CONFIG_SCHEMA, {"url_template": "http://{host}/"}),
     )
     with pytest.raises(ToolInputError, match="the URL is not valid"):
@@ -417,3 +418,190 @@ def test_https_sends_the_hostname_for_tls_and_verifies_the_certificate(tmp_path)
         thread.join(timeout=5)
         listener.close()
     assert server_names == ["localhost"]
+
+
+# -- secrets in the forms the request carried them --------------------------------------
+
+# Characters that percent-, form-, JSON- and HTML-encoding all change.
+AWKWARD_SECRET = 'k+y/9=z&w%41"q<t>'
+
+
+def _leaked_forms(text: str) -> list[str]:
+    from urllib.parse import quote, quote_plus
+
+    forms = {
+        "literal": AWKWARD_SECRET,
+        "url-encoded": quote(AWKWARD_SECRET, safe=""),
+        "form-encoded": quote_plus(AWKWARD_SECRET),
+        "json-escaped": json.dumps(AWKWARD_SECRET)[1:-1],
+        "in base64": base64.b64encode(AWKWARD_SECRET.encode()).decode()[:12],
+    }
+    return [name for name, form in forms.items() if form in text or form.lower() in text]
+
+
+def test_a_secret_in_the_url_never_comes_back_in_any_encoding(server):
+    tool = _tool(
+        secrets={"API_TOKEN": AWKWARD_SECRET},
+        url_template=_base(server) + "/reflect?key={secret:API_TOKEN}",
+        allow_networks=["127.0.0.0/8"],
+    )
+    output = tool.run()
+    # The server got the real secret, and quoted it back in five encodings.
+    from urllib.parse import parse_qs, urlsplit
+
+    assert parse_qs(urlsplit(server.received[0]["path"]).query)["key"] == [AWKWARD_SECRET]
+    assert _leaked_forms(output) == []
+    assert output.count(REDACTED) >= 6, output
+
+
+def test_a_secret_in_a_json_body_and_a_header_never_comes_back(server):
+    tool = _tool(
+        secrets={"API_TOKEN": AWKWARD_SECRET},
+        url_template=_base(server) + "/echo",
+        method="POST",
+        headers={"X-Key": "{secret:API_TOKEN}"},
+        body_template='{"key": "{secret:API_TOKEN}"}',
+        allow_networks=["127.0.0.0/8"],
+    )
+    output = tool.run()
+    assert json.loads(server.received[0]["body"]) == {"key": AWKWARD_SECRET}
+    assert server.received[0]["headers"]["X-Key"] == AWKWARD_SECRET
+    # /echo returns body and headers inside JSON: the secret comes back JSON-escaped.
+    assert _leaked_forms(output) == []
+    assert REDACTED in json.loads(output.split("\n\n", 1)[1])["headers"]["X-Key"]
+
+
+def test_an_error_that_echoes_the_url_does_not_carry_the_secret(server):
+    tool = _tool(
+        secrets={"API_TOKEN": AWKWARD_SECRET},
+        url_template=_base(server) + "/missing?key={secret:API_TOKEN}",
+        allow_networks=["127.0.0.0/8"],
+    )
+    with pytest.raises(ToolError) as failed:
+        tool.run()
+    assert str(failed.value).startswith("HTTP 404 Not Found: no such page /missing?key=")
+    assert _leaked_forms(str(failed.value)) == []
+    assert str(failed.value).endswith(REDACTED)
+
+
+# -- path arguments stay one segment ------------------------------------------------------
+
+
+@pytest.mark.parametrize("value", ["..", "."])
+def test_a_dot_segment_argument_is_refused_and_nothing_is_sent(server, value):
+    tool = _tool(
+        url_template=_base(server) + "/users/{id}/profile",
+        headers={"Authorization": "Bearer x"},
+        allow_networks=["127.0.0.0/8"],
+    )
+    with pytest.raises(ToolInputError, match=r"a path argument cannot be '\.' or '\.\.'"):
+        tool.run(id=value)
+    assert server.received == []
+
+
+@pytest.mark.parametrize(
+    ("value", "received"),
+    [
+        ("42", "/users/42/profile"),
+        ("...", "/users/.../profile"),
+        ("../admin", "/users/..%2Fadmin/profile"),
+        ("a/../../b", "/users/a%2F..%2F..%2Fb/profile"),
+        ("%2e%2e", "/users/%252e%252e/profile"),
+    ],
+)
+def test_a_path_argument_reaches_the_server_as_one_segment(server, value, received):
+    tool = _tool(url_template=_base(server) + "/users/{id}/profile", allow_networks=["127.0.0.0/8"])
+    with pytest.raises(ToolError, match="HTTP 404"):  # the test server has no /users
+        tool.run(id=value)
+    assert server.received[0]["path"] == received
+
+
+def test_dots_in_a_query_argument_are_just_text(server):
+    tool = _tool(url_template=_base(server) + "/hello?name={name}", allow_networks=["127.0.0.0/8"])
+    assert tool.run(name="..") == "HTTP 200 OK\n\nhello .."
+
+
+# -- one deadline for the whole call ------------------------------------------------------
+
+
+@pytest.mark.parametrize("path", ["/drip-headers", "/drip-body"])
+def test_one_deadline_covers_a_server_that_drips_bytes(server, path):
+    tool = _tool(
+        url_template=_base(server) + path, allow_networks=["127.0.0.0/8"], timeout_seconds=0.5
+    )
+    with pytest.raises(ToolError, match=r"no response from 127\.0\.0\.1 within 0\.5 s"):
+        tool.run()
+    # The request really ended: the server found its client gone before it had finished.
+    assert server.drip_abandoned.wait(10)
+    assert not server.drip_finished.is_set()
+
+
+def test_the_deadline_is_never_past_the_timeout_the_engine_waits_for(server):
+    """The engine abandons a call after the tool's own timeout; the request ends then too."""
+    tool = HttpRequestTool(
+        name="api",
+        config=with_defaults(
+            CONFIG_SCHEMA,
+            {"url_template": _base(server) + "/drip-headers", "allow_networks": ["127.0.0.0/8"]},
+        ),
+        timeout_seconds=0.4,
+    )
+    assert tool.config["timeout_seconds"] == 10
+    with pytest.raises(ToolError, match=r"within 0\.4 s"):
+        tool.run()
+    assert server.drip_abandoned.wait(10)
+    assert not server.drip_finished.is_set()
+
+
+# -- allow_hosts with a port --------------------------------------------------------------
+
+
+def test_an_allow_hosts_entry_with_a_port_allows_only_that_port(server):
+    port = server.server_address[1]
+    allowed = _tool(
+        url_template=f"http://127.0.0.1:{port}/hello", allow_hosts=[f"127.0.0.1:{port}"]
+    )
+    assert allowed.run() == "HTTP 200 OK\n\nhello"
+    by_name = _tool(
+        url_template=f"http://localhost:{port}/hello", allow_hosts=[f"LOCALHOST.:{port}"]
+    )
+    assert by_name.run() == "HTTP 200 OK\n\nhello"
+    other_port = _tool(
+        url_template=f"http://127.0.0.1:{port}/hello", allow_hosts=[f"127.0.0.1:{port + 1}"]
+    )
+    with pytest.raises(RefusedTarget, match="a loopback address"):
+        other_port.run()
+    default_port = _tool(url_template="http://127.0.0.1/hello", allow_hosts=[f"127.0.0.1:{port}"])
+    with pytest.raises(RefusedTarget, match="a loopback address"):
+        default_port.run()
+
+
+def test_a_bare_allow_hosts_entry_still_allows_every_port(server):
+    port = server.server_address[1]
+    tool = _tool(url_template=f"http://127.0.0.1:{port}/hello", allow_hosts=["127.0.0.1"])
+    assert tool.run() == "HTTP 200 OK\n\nhello"
+
+
+def test_an_ipv6_allow_hosts_entry_takes_brackets_for_a_port():
+    from agents.tools.builtin.http_request import _host_entry
+
+    assert _host_entry("[::1]:8080") == ("::1", 8080)
+    assert _host_entry("::1") == ("::1", None)
+    assert _host_entry("[::1]") == ("::1", None)
+    assert _host_entry("Api.Example.com.:443") == ("api.example.com", 443)
+
+
+def test_allow_hosts_entries_are_checked():
+    errors = validate_tool_config(
+        "http_request",
+        {
+            "url_template": "https://api.example.com/",
+            "allow_hosts": ["ok.example", "a.example:http", "b.example:70000", "[::1", "c/d:1"],
+        },
+    )
+    assert errors == {
+        "allow_hosts.1": "'a.example:http': the port must be a number from 1 to 65535",
+        "allow_hosts.2": "'b.example:70000': the port must be a number from 1 to 65535",
+        "allow_hosts.3": "'[::1' is not a host, host:port or [IPv6]:port",
+        "allow_hosts.4": "'c/d:1' is not a host, host:port or [IPv6]:port",
+    }

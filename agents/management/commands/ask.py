@@ -18,7 +18,8 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import DatabaseError
 
 from agents.llm.factory import is_demo_model
-from agents.models import AgentProfile, ModelConfig
+from agents.models import AgentProfile
+from agents.profile_snapshot import ProfileSnapshot, SnapshotInvalid, snapshot_model_config
 from agents.protocol import FrameType, answer_delta_frame, run_failed_payload
 from agents.react.errors import AgentError, ModelError, RunCancelled
 from agents.react.labels import LabelSet, label_set
@@ -36,7 +37,7 @@ from agents.react.types import (
     step_to_event,
 )
 from agents.runtime import executor_for, snapshot_chat_model, snapshot_tool_configs
-from agents.services.profiles import profile_snapshot
+from agents.services.defaults import default_profile
 
 DEMO_NOTE = (
     "The offline demo model is answering: it only calculates and tells the time. Set "
@@ -68,16 +69,14 @@ class Command(BaseCommand):
             raise CommandError("The question is empty.")
         try:
             profile = _profile(options.get("profile"))
-            snapshot = profile_snapshot(profile)
+            snapshot = ProfileSnapshot.from_profile(profile)
             if options.get("mode"):
-                snapshot["mode"] = options["mode"]
-            model_config = (
-                ModelConfig.objects.filter(pk=snapshot["model_config_id"]).first()
-                if snapshot.get("model_config_id")
-                else None
-            )
+                snapshot = snapshot.with_mode(options["mode"])
+            model_config = snapshot_model_config(snapshot)
             model = snapshot_chat_model(snapshot)
             tool_configs = snapshot_tool_configs(snapshot)
+        except SnapshotInvalid as exc:
+            raise CommandError(f"Profile {profile.slug!r} cannot run: {exc}") from exc
         except DatabaseError as exc:
             first_line = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc)
             raise CommandError(
@@ -122,15 +121,7 @@ def _profile(slug: str | None) -> AgentProfile:
             known = ", ".join(AgentProfile.objects.values_list("slug", flat=True)) or "none"
             raise CommandError(f"No profile with slug {slug!r} (profiles: {known}).")
         return profile
-    profile = (
-        AgentProfile.objects.filter(is_default=True).first()
-        or AgentProfile.objects.order_by("name").first()
-    )
-    if profile is None:
-        from agents.services.defaults import ensure_defaults
-
-        profile = ensure_defaults()
-    return profile
+    return default_profile()
 
 
 def _one_line(exc: BaseException) -> str:
@@ -236,9 +227,9 @@ class Terminal:
     printed again.
     """
 
-    def __init__(self, stream: Any, snapshot: dict[str, Any]) -> None:
+    def __init__(self, stream: Any, snapshot: ProfileSnapshot) -> None:
         self.stream = stream
-        self.labels: LabelSet = label_set(snapshot.get("label_set") or "en")
+        self.labels: LabelSet = label_set(snapshot.label_set)
         self.raw: list[str] = []
         self.streamed: list[str] = []
         self.thought_shown: str | None = None

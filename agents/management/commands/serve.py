@@ -81,14 +81,15 @@ def _redis():
 
 
 def _model_status() -> str:
-    from agents.models import AgentProfile
+    from agents.llm.factory import OPENAI_DEFAULT_BASE_URL, is_demo_model
+    from agents.services.defaults import default_profile
 
-    profile = AgentProfile.objects.filter(is_default=True).select_related("model_config").first()
-    model_config = profile.model_config if profile else None
-    if (model_config and model_config.base_url) or settings.OPENAI_BASE_URL:
-        endpoint = model_config.base_url if model_config and model_config.base_url else None
-        return f"Model: {endpoint or settings.OPENAI_BASE_URL} (set in the admin or OPENAI_*)."
-    return (
-        "Model: the offline demo model is answering (set OPENAI_BASE_URL, or add a model "
-        "endpoint in /admin/, for a real one)."
-    )
+    model_config = default_profile().model_config
+    if is_demo_model(model_config):
+        return (
+            "Model: the offline demo model is answering (set OPENAI_BASE_URL, or add a model "
+            "endpoint in /admin/, for a real one)."
+        )
+    endpoint = model_config.base_url if model_config and model_config.base_url else None
+    endpoint = endpoint or settings.OPENAI_BASE_URL or OPENAI_DEFAULT_BASE_URL
+    return f"Model: {endpoint} (set in the admin or OPENAI_*)."

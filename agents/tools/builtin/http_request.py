@@ -5,21 +5,30 @@ The admin writes a URL template such as ``https://api.example.com/weather?city={
 secret. Requests are SSRF-safe: the host is resolved once, every address it resolves to must
 be public (or named by ``allow_hosts`` / ``allow_networks``), and the connection goes to the
 address that was checked, so a second DNS answer cannot swap in an internal one. Redirects
-are followed only after the same check, responses are cut at ``max_response_bytes`` and the
-whole exchange is bounded by ``timeout_seconds``.
+are followed only after the same check, responses are cut at ``max_response_bytes``.
+
+One deadline, the shorter of ``timeout_seconds`` and the tool's own timeout, covers the
+whole call: connecting, sending, every header and body byte, every redirect. When it
+passes, the socket is shut down under the request, so a server that drips bytes cannot hold
+the tool's thread after the engine has given up on it.
+
+An argument in the URL's path stays one segment: it is percent-encoded (``/`` included),
+and ``.`` or ``..``, which a client or server would resolve to another path, is refused.
 """
 
 from __future__ import annotations
 
+import contextlib
 import ipaddress
 import json
 import re
 import socket
+import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import quote
+from urllib.parse import quote, urlsplit
 
 import httpx2 as httpx
 
@@ -42,7 +51,15 @@ CONFIG_SCHEMA: dict[str, Any] = {
             "default": {},
         },
         "body_template": {"type": "string", "maxLength": 20000, "default": ""},
-        "allow_hosts": {"type": "array", "items": {"type": "string"}, "default": []},
+        "allow_hosts": {
+            "type": "array",
+            "items": {"type": "string", "maxLength": 300},
+            "default": [],
+            "description": (
+                "Hosts that may be internal addresses: 'name' allows every port of the host, "
+                "'name:port' (or '[ipv6]:port') only that port."
+            ),
+        },
         "allow_networks": {"type": "array", "items": {"type": "string"}, "default": []},
         "timeout_seconds": {"type": "number", "minimum": 0.1, "maximum": 300, "default": 10},
         "max_response_bytes": {
@@ -92,7 +109,7 @@ class _Target:
     address: str  # the checked IP the connection goes to
 
 
-class HttpRequest(ConfiguredTool):
+class HttpRequestTool(ConfiguredTool):
     """Calls an HTTP API the admin defines, with SSRF protection."""
 
     name = "http_request"
@@ -123,6 +140,11 @@ class HttpRequest(ConfiguredTool):
                         "must be JSON once each {name} is replaced by a JSON string "
                         f"(write {{name}} without quotes): {exc.msg}"
                     )
+        for index, entry in enumerate(config["allow_hosts"]):
+            try:
+                _host_entry(entry)
+            except ValueError as exc:
+                errors[f"allow_hosts.{index}"] = str(exc)
         for index, network in enumerate(config["allow_networks"]):
             try:
                 ipaddress.ip_network(network, strict=False)
@@ -163,6 +185,7 @@ class HttpRequest(ConfiguredTool):
             lambda name: quote(str(arguments[name]), safe=""),
             lambda name: quote(self.secret(name), safe=""),
         )
+        _refuse_dot_segments(url)
         body = None
         if self.config.get("body_template"):
             body = _fill(
@@ -177,16 +200,15 @@ class HttpRequest(ConfiguredTool):
 
     # -- the exchange ------------------------------------------------------------------
     def _fetch(self, method: str, url: str, headers: dict[str, str], body: bytes | None) -> str:
-        timeout = float(self.config["timeout_seconds"])
-        deadline = time.monotonic() + timeout
+        # The engine abandons the call after its own timeout: end the request by then too.
+        timeout = min(float(self.config["timeout_seconds"]), float(self.timeout_seconds))
+        deadline = _Deadline(timeout)
         try:
             target = self._checked(httpx.URL(url))
         except httpx.InvalidURL as exc:
             raise ToolInputError(f"the URL is not valid: {exc}") from None
         origin = _origin(target.url)
-        with httpx.Client(
-            follow_redirects=False, trust_env=False, timeout=httpx.Timeout(timeout)
-        ) as client:
+        with httpx.Client(follow_redirects=False, trust_env=False) as client, deadline:
             for _ in range(int(self.config["max_redirects"]) + 1):
                 # Admin headers (they may carry secrets) go only to the configured origin.
                 sent_headers = dict(headers) if _origin(target.url) == origin else {}
@@ -213,7 +235,7 @@ class HttpRequest(ConfiguredTool):
         target: _Target,
         headers: dict[str, str],
         body: bytes | None,
-        deadline: float,
+        deadline: _Deadline,
     ) -> tuple[int, str, str | None, str]:
         """One request to the checked address; (status, reason, redirect location, text)."""
         host_header = target.url.netloc.decode("ascii").rsplit("@", 1)[-1]
@@ -227,11 +249,20 @@ class HttpRequest(ConfiguredTool):
             "Host": host_header,  # the name, while the connection goes to the checked address
         }
         cap = int(self.config["max_response_bytes"])
+        timed_out = ToolError(f"no response from {target.url.host} within {deadline.seconds:g} s")
         try:
             with client.stream(
-                method, pinned, headers=request_headers, content=body, extensions=extensions
+                method,
+                pinned,
+                headers=request_headers,
+                content=body,
+                # Each socket operation gets what is left; the deadline's watchdog ends the
+                # one in progress when nothing is left.
+                timeout=httpx.Timeout(deadline.remaining()),
+                extensions={**extensions, "trace": deadline.watch_connection},
             ) as response:
                 if response.is_redirect and "location" in response.headers:
+                    deadline.check(timed_out)
                     return (
                         response.status_code,
                         response.reason_phrase,
@@ -246,19 +277,22 @@ class HttpRequest(ConfiguredTool):
                         del received[cap:]
                         truncated = True
                         break
-                    if time.monotonic() > deadline:
-                        raise ToolError(
-                            f"no complete response within {self.config['timeout_seconds']} s"
-                        )
+                # A shut-down socket reads as the end of a body that had no length.
+                deadline.check(timed_out)
                 text = _as_text(response, bytes(received))
                 if truncated:
                     text += f"\n[response cut at {cap} bytes]"
                 return response.status_code, response.reason_phrase, None, text
         except httpx.TimeoutException:
+            raise timed_out from None
+        except httpx.LocalProtocolError:
+            # The request itself was malformed; the library's message quotes it, secrets and all.
             raise ToolError(
-                f"no response from {target.url.host} within {self.config['timeout_seconds']} s"
+                f"the request to {target.url.host} could not be sent: a header value or the "
+                "URL is not valid HTTP"
             ) from None
         except httpx.HTTPError as exc:
+            deadline.check(timed_out)
             raise ToolError(f"request to {target.url.host} failed: {exc}") from None
 
     def _checked(self, url: httpx.URL) -> _Target:
@@ -267,11 +301,11 @@ class HttpRequest(ConfiguredTool):
         host = url.host.rstrip(".").lower()
         if not host:
             raise RefusedTarget("the URL has no host")
-        allowed_hosts = {name.rstrip(".").lower() for name in self.config["allow_hosts"]}
-        host_allowed = host in allowed_hosts
+        port = url.port or (443 if url.scheme == "https" else 80)
+        allowed_hosts = {_host_entry(entry) for entry in self.config["allow_hosts"]}
+        host_allowed = (host, None) in allowed_hosts or (host, port) in allowed_hosts
         if host in METADATA_HOSTNAMES and not host_allowed:
             raise RefusedTarget(f"{host} is a cloud metadata service")
-        port = url.port or (443 if url.scheme == "https" else 80)
         addresses = _resolve(host, port)
         networks = [
             ipaddress.ip_network(net, strict=False) for net in self.config["allow_networks"]
@@ -294,7 +328,98 @@ class HttpRequest(ConfiguredTool):
         return _Target(url=url, address=str(addresses[0]))
 
 
-def _fill(template: str, argument: Any, secret: Any) -> str:
+class _Deadline:
+    """One deadline for a whole call, enforced by shutting the socket down under it.
+
+    A timeout per socket operation restarts with every byte, so a server dripping one
+    byte a second never trips it; this watchdog does not care how bytes arrive.
+    """
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds = seconds
+        self._ends_at = time.monotonic() + seconds
+        self._lock = threading.Lock()
+        self._socket: socket.socket | None = None
+        self._expired = threading.Event()
+        self._timer = threading.Timer(seconds, self._expire)
+        self._timer.daemon = True
+
+    def __enter__(self) -> _Deadline:
+        self._timer.start()
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self._timer.cancel()
+
+    def remaining(self) -> float:
+        return max(0.001, self._ends_at - time.monotonic())
+
+    def check(self, timed_out: ToolError) -> None:
+        if self._expired.is_set() or time.monotonic() >= self._ends_at:
+            raise timed_out
+
+    def watch_connection(self, event: str, info: dict[str, Any]) -> None:
+        """httpx's ``trace`` hook: remember the socket of the connection (TLS once wrapped)."""
+        if event in ("connection.connect_tcp.complete", "connection.start_tls.complete"):
+            stream = info.get("return_value")
+            sock = stream.get_extra_info("socket") if stream is not None else None
+            with self._lock:
+                self._socket = sock
+                expired = self._expired.is_set()
+            if expired:
+                self._shut(sock)
+
+    def _expire(self) -> None:
+        with self._lock:
+            self._expired.set()
+            sock = self._socket
+        self._shut(sock)
+
+    @staticmethod
+    def _shut(sock: socket.socket | None) -> None:
+        # shutdown, unlike close, wakes a recv() blocked in another thread.
+        if sock is not None:
+            with contextlib.suppress(OSError):  # already closed: the request ended by itself
+                sock.shutdown(socket.SHUT_RDWR)
+
+
+def _host_entry(entry: str) -> tuple[str, int | None]:
+    """An ``allow_hosts`` entry as (host, port or None for every port)."""
+    text = entry.strip().rstrip(".").lower()
+    port_text = None
+    if text.startswith("["):
+        host, bracket, rest = text[1:].partition("]")
+        if not bracket or (rest and not rest.startswith(":")):
+            raise ValueError(f"{entry!r} is not a host, host:port or [IPv6]:port")
+        port_text = rest[1:] if rest else None
+    elif text.count(":") == 1:
+        host, port_text = text.split(":")
+        host = host.rstrip(".")
+    else:
+        host = text  # a name, an IPv4 address or a bare IPv6 address
+    if not host or any(char in host for char in "/?#@ "):
+        raise ValueError(f"{entry!r} is not a host, host:port or [IPv6]:port")
+    if port_text is None:
+        return host, None
+    if not port_text.isdigit() or not 1 <= int(port_text) <= 65535:
+        raise ValueError(f"{entry!r}: the port must be a number from 1 to 65535")
+    return host, int(port_text)
+
+
+def _refuse_dot_segments(url: str) -> None:
+    """Refuse a URL whose path has a ``.`` or ``..`` segment (an argument's, once filled).
+
+    Clients and servers resolve those segments, so ``/users/{id}/profile`` with ``id=..``
+    would reach ``/profile``, with the tool's credentials.
+    """
+    segments = urlsplit(url).path.split("/")
+    if any(segment in (".", "..") for segment in segments):
+        raise ToolInputError(
+            "a path argument cannot be '.' or '..': it would move the request to another path"
+        )
+
+
+def _fill(template: str, argument: Callable[[str], str], secret: Callable[[str], str]) -> str:
     def replace(match: re.Match[str]) -> str:
         return secret(match.group(2)) if match.group(1) else argument(match.group(2))
 
@@ -313,7 +438,7 @@ def _resolve(host: str, port: int) -> list[ipaddress.IPv4Address | ipaddress.IPv
         raise ToolError(f"could not resolve the host {host}") from None
     addresses = []
     for info in infos:
-        address = ipaddress.ip_address(info[4][0].split("%", 1)[0])
+        address = ipaddress.ip_address(str(info[4][0]).split("%", 1)[0])
         if address not in addresses:
             addresses.append(address)
     if not addresses:

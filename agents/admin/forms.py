@@ -1,4 +1,4 @@
-"""Admin forms: write-only secrets, template and tool-config validation, and the tryout forms.
+"""The admin's forms: write-only secrets, template and tool-config validation, and the tryout forms.
 
 Write-only means a value goes in and never comes back out: the widgets below render empty
 even when the form is redisplayed with errors, and the stored value is only ever described
@@ -13,12 +13,15 @@ import re
 from typing import Any
 
 from django import forms
+from django.contrib.auth.models import User
 from django.utils import timezone
 
 from agents.crypto import SecretUnreadable
 from agents.models import AgentProfile, Conversation, KnowledgeDocument, ModelConfig, ToolConfig
+from agents.permissions import can_read_conversation
 from agents.react.prompt import validate_template
 from agents.services.knowledge import KnowledgeIngestError, extract_text
+from agents.services.tools import tool_config_secrets_update
 from agents.tools.base import SECRET_NAME_PATTERN
 from agents.tools.registry import tool_kinds, validate_tool_config
 
@@ -87,7 +90,8 @@ class ModelConfigForm(forms.ModelForm):
         self.fields["api_key"].help_text = f"Currently {state}. Leave empty to keep it as it is."
 
     def clean(self) -> dict[str, Any]:
-        cleaned = super().clean()
+        super().clean()
+        cleaned = self.cleaned_data
         if cleaned.get("clear_api_key") and cleaned.get("api_key"):
             self.add_error("clear_api_key", "Either enter a new key or clear it, not both.")
         return cleaned
@@ -148,7 +152,8 @@ class AgentProfileForm(forms.ModelForm):
         self.fields["make_default"].initial = self.instance.is_default
 
     def clean(self) -> dict[str, Any]:
-        cleaned = super().clean()
+        super().clean()
+        cleaned = self.cleaned_data
         template = cleaned.get("system_prompt", "")
         mode = cleaned.get("mode")
         if template and template.strip() and mode:
@@ -180,13 +185,6 @@ def describe_stored_secrets(tool_config: ToolConfig) -> str:
         return ", ".join(tool_config.secret_names) or "none"
     except SecretUnreadable:
         return "unreadable (SECRET_KEY changed since they were saved): enter them again"
-
-
-def _readable_secrets(tool_config: ToolConfig) -> dict[str, str]:
-    try:
-        return tool_config.get_secrets()
-    except SecretUnreadable:
-        return {}  # written under another SECRET_KEY: whatever is entered now replaces them
 
 
 class IndentedJSONField(forms.JSONField):
@@ -242,7 +240,9 @@ class ToolConfigForm(forms.ModelForm):
         current = self.instance.kind
         if current and current not in tool_kinds():
             # Keep a row whose kind was removed from the code editable (and visibly broken).
-            self.fields["kind"].choices = [
+            kind_field = self.fields["kind"]
+            assert isinstance(kind_field, forms.ChoiceField)
+            kind_field.choices = [
                 *_kind_choices(),
                 (current, f"{current} (no longer registered)"),
             ]
@@ -275,7 +275,8 @@ class ToolConfigForm(forms.ModelForm):
         return entered
 
     def clean(self) -> dict[str, Any]:
-        cleaned = super().clean()
+        super().clean()
+        cleaned = self.cleaned_data
         kind = cleaned.get("kind")
         if kind and "config" in cleaned:
             for field, message in validate_tool_config(kind, cleaned["config"]).items():
@@ -287,15 +288,11 @@ class ToolConfigForm(forms.ModelForm):
 
     def save(self, commit: bool = True) -> ToolConfig:
         instance: ToolConfig = super().save(commit=False)
-        entered: dict[str, str] = self.cleaned_data.get("secrets") or {}
-        if self.cleaned_data.get("clear_secrets") or entered:
-            current = {} if self.cleaned_data.get("clear_secrets") else _readable_secrets(instance)
-            for name, value in entered.items():
-                if value:
-                    current[name] = value
-                else:
-                    current.pop(name, None)
-            instance.set_secrets(current)
+        tool_config_secrets_update(
+            tool_config=instance,
+            entered=self.cleaned_data.get("secrets") or {},
+            clear_all=bool(self.cleaned_data.get("clear_secrets")),
+        )
         if commit:
             instance.save()
             self.save_m2m()
@@ -319,7 +316,8 @@ class KnowledgeDocumentForm(forms.ModelForm):
         return uploaded
 
     def clean(self) -> dict[str, Any]:
-        cleaned = super().clean()
+        super().clean()
+        cleaned = self.cleaned_data
         if not cleaned.get("source_file") and not (cleaned.get("text") or "").strip():
             raise forms.ValidationError("Upload a file (.txt, .md or .pdf) or paste the text.")
         return cleaned
@@ -360,8 +358,8 @@ class PreviewForm(forms.Form):
         label="Memory from conversation",
         required=False,
         min_value=1,
-        help_text="A conversation id: its memory, chosen by this profile's memory settings, "
-        "replaces the two fields below.",
+        help_text="A conversation id (your own, or any if you may view conversations): its "
+        "memory, chosen by this profile's memory settings, replaces the two fields below.",
     )
     memory_summary = forms.CharField(
         label="Memory summary",
@@ -376,12 +374,17 @@ class PreviewForm(forms.Form):
         help_text='One turn per line, starting "user:" or "assistant:".',
     )
 
+    def __init__(self, *args: Any, user: User, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.user = user
+
     def clean_conversation(self) -> Conversation | None:
         conversation_id = self.cleaned_data.get("conversation")
         if conversation_id is None:
             return None
         conversation = Conversation.objects.filter(pk=conversation_id).first()
-        if conversation is None:
+        # One the user may not read looks like one that does not exist.
+        if conversation is None or not can_read_conversation(self.user, conversation):
             raise forms.ValidationError(f"There is no conversation {conversation_id}.")
         return conversation
 

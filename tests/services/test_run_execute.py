@@ -1,4 +1,4 @@
-"""``run_agent`` called in this process against the scripted model: the paths a live worker
+"""``run_execute`` called in this process against the scripted model: the paths a live worker
 rarely shows (model failures, a run someone else holds, resuming from stored steps)."""
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from agents.models import AgentProfile, AgentRun, ModelCall, ModelConfig, ToolCo
 from agents.react.types import ActionStep, ObservationStep, ThoughtStep
 from agents.services.conversations import conversation_create
 from agents.services.runs import run_claim, run_record_step
-from agents.tasks import run_agent
+from agents.tasks import run_execute
 from tests.group import GroupListener
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -41,7 +41,7 @@ def scripted_profile(scripted_model):
 def _queued_run(user, profile) -> AgentRun:
     """A queued run whose task is not enqueued: this test runs it itself."""
     from agents.models import Message
-    from agents.services.profiles import prompt_version_ensure
+    from agents.services.prompt_versions import prompt_version_ensure
 
     conversation = conversation_create(owner=user, profile=profile)
     message = Message.objects.create(conversation=conversation, role="user", content="6*7?")
@@ -62,7 +62,7 @@ def test_a_rejected_api_key_fails_the_run_with_its_code(user, scripted_profile):
     profile, _ = scripted_profile(Fail(401))
     run = _queued_run(user, profile)
 
-    run_agent(run.pk)
+    run_execute(run.pk)
 
     run.refresh_from_db()
     assert run.status == AgentRun.Status.FAILED
@@ -81,7 +81,7 @@ def test_a_run_held_by_a_live_worker_is_left_alone(user, scripted_profile, scrip
     run = _queued_run(user, profile)
     run_claim(run_id=run.pk, worker_id="another-host:1")
 
-    run_agent(run.pk)
+    run_execute(run.pk)
 
     run.refresh_from_db()
     assert (run.status, run.worker_id, run.attempts) == ("running", "another-host:1", 1)
@@ -92,10 +92,10 @@ def test_a_run_held_by_a_live_worker_is_left_alone(user, scripted_profile, scrip
 def test_a_finished_run_is_not_run_again(user, scripted_profile, scripted_model):
     profile, model = scripted_profile(Reply(FINAL))
     run = _queued_run(user, profile)
-    run_agent(run.pk)
+    run_execute(run.pk)
     events_before = _types(run)
 
-    run_agent(run.pk)
+    run_execute(run.pk)
 
     assert _types(run) == events_before
     assert events_before[0] == "run.started"
@@ -116,7 +116,7 @@ def test_a_resumed_run_does_not_call_a_tool_again(user, scripted_profile, script
         run_record_step(run=crashed, step=step)
     AgentRun.objects.filter(pk=run.pk).update(heartbeat_at=timezone.now() - timedelta(hours=1))
 
-    run_agent(run.pk)
+    run_execute(run.pk)
 
     run.refresh_from_db()
     assert run.status == AgentRun.Status.SUCCEEDED
@@ -138,7 +138,7 @@ def test_a_cancel_requested_before_the_first_step_stops_the_run(
     run = _queued_run(user, profile)
     AgentRun.objects.filter(pk=run.pk).update(cancel_requested_at=timezone.now())
 
-    run_agent(run.pk)
+    run_execute(run.pk)
 
     run.refresh_from_db()
     assert run.status == AgentRun.Status.CANCELLED
@@ -152,7 +152,7 @@ def test_a_run_stuck_past_the_hard_limit_is_failed(user, scripted_profile, setti
     ModelConfig.objects.filter(pk=profile.model_config_id).update(request_timeout_seconds=3)
     run = _queued_run(user, profile)
 
-    run_agent(run.pk)
+    run_execute(run.pk)
 
     run.refresh_from_db()
     assert run.status == AgentRun.Status.FAILED
@@ -176,7 +176,7 @@ def test_deleting_the_conversation_mid_run_stops_the_run_quietly(
 
     scripted_model.policy(model, delete_then_answer)
 
-    run_agent(run.pk)  # does not raise
+    run_execute(run.pk)  # does not raise
 
     assert not AgentRun.objects.filter(pk=run.pk).exists()
     assert len(scripted_model.requests(model)) == 1
@@ -189,7 +189,7 @@ def test_each_reply_reaches_the_browser_as_one_batch(user, scripted_profile):
     run = _queued_run(user, profile)
     listener = GroupListener(run.conversation_id)
 
-    run_agent(run.pk)
+    run_execute(run.pk)
 
     batches = [
         [frame.get("kind", frame["type"]) for frame in message["frames"]]
@@ -205,3 +205,10 @@ def test_each_reply_reaches_the_browser_as_one_batch(user, scripted_profile):
     assert ModelCall.objects.filter(run=run).count() == 2
     seqs = list(run.events.order_by("seq").values_list("seq", flat=True))
     assert seqs == list(range(1, len(seqs) + 1))
+
+
+def test_runs_queued_under_the_tasks_old_name_still_execute():
+    """Messages a broker holds from before the task was named after its service."""
+    from chatsite.celery import app
+
+    assert app.tasks["agents.run_agent"].run is app.tasks["agents.run_execute"].run

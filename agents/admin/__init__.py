@@ -1,0 +1,29 @@
+"""Django admin for chatsite, one module per entity: model endpoints (``model_configs``),
+profiles and their versions (``profiles``, with "Try it" in ``profile_try``), tools
+(``tools``), the run inspector and usage page (``runs``), conversations and the knowledge
+base. Shared pieces are in ``pages``, the forms in ``forms``.
+
+Staff only (Django admin refuses everyone else), every change lands in the admin log. The
+admin calls services for anything beyond a plain form save: checking an endpoint
+(``agents/llm/check.py``), running a tool once (``services/tools.py``), previewing a prompt
+(``services/profiles.py``). API keys and tool secrets are write-only (``forms``), and the
+admin's POST data is marked sensitive so a crash report cannot carry them either.
+"""
+
+# Importing each module registers its admins with the site.
+from agents.admin.conversations import ConversationAdmin
+from agents.admin.knowledge import KnowledgeDocumentAdmin
+from agents.admin.model_configs import ModelConfigAdmin
+from agents.admin.profiles import AgentProfileAdmin, PromptVersionAdmin
+from agents.admin.runs import AgentRunAdmin
+from agents.admin.tools import ToolConfigAdmin
+
+__all__ = [
+    "AgentProfileAdmin",
+    "AgentRunAdmin",
+    "ConversationAdmin",
+    "KnowledgeDocumentAdmin",
+    "ModelConfigAdmin",
+    "PromptVersionAdmin",
+    "ToolConfigAdmin",
+]

@@ -1,0 +1,76 @@
+"""Model endpoints: a write-only API key, and "Check connection" on the page and the list."""
+
+from __future__ import annotations
+
+from django.contrib import admin, messages
+from django.db.models import QuerySet
+from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
+from django.urls import URLPattern
+
+from agents.admin.forms import ModelConfigForm
+from agents.admin.pages import ExtraPagesAdmin, change_url
+from agents.llm.check import check_connection
+from agents.models import ModelConfig
+
+
+@admin.register(ModelConfig)
+class ModelConfigAdmin(ExtraPagesAdmin):
+    form = ModelConfigForm
+    list_display = ["name", "model", "endpoint", "api_key_state", "context_window", "prices"]
+    search_fields = ["name", "model", "base_url"]
+    actions = ["check_connection"]
+    change_form_template = "admin/agents/modelconfig/change_form.html"
+    sensitive_post_fields = ("api_key",)
+    fieldsets = [
+        (None, {"fields": ["name", "base_url", "model"]}),
+        ("API key (write-only)", {"fields": ["api_key", "clear_api_key"]}),
+        (
+            "Behaviour",
+            {
+                "fields": [
+                    "default_temperature",
+                    "context_window",
+                    "request_timeout_seconds",
+                    "max_retries",
+                ]
+            },
+        ),
+        (
+            "Prices per million tokens",
+            {"fields": ["prompt_price_per_million", "completion_price_per_million"]},
+        ),
+    ]
+
+    @admin.display(description="Endpoint")
+    def endpoint(self, obj: ModelConfig) -> str:
+        return obj.base_url or "built-in demo model"
+
+    @admin.display(description="API key")
+    def api_key_state(self, obj: ModelConfig) -> str:
+        return "set" if obj.has_api_key else "not set"
+
+    @admin.display(description="Prompt / completion price")
+    def prices(self, obj: ModelConfig) -> str:
+        return f"{obj.prompt_price_per_million:g} / {obj.completion_price_per_million:g}"
+
+    @admin.action(description="Check connection", permissions=["change"])
+    def check_connection(self, request: HttpRequest, queryset: QuerySet[ModelConfig]) -> None:
+        for model_config in queryset:
+            self._report_check(request, model_config)
+
+    def get_urls(self) -> list[URLPattern]:
+        return [
+            self._object_url("<int:object_id>/check/", self.check_view, "check"),
+            *super().get_urls(),
+        ]
+
+    def check_view(self, request: HttpRequest, object_id: int) -> HttpResponse:
+        model_config = self._get_for_change(request, object_id)
+        if request.method == "POST":
+            self._report_check(request, model_config)
+        return HttpResponseRedirect(change_url(model_config))
+
+    def _report_check(self, request: HttpRequest, model_config: ModelConfig) -> None:
+        result = check_connection(model_config)
+        level = messages.SUCCESS if result.ok else messages.ERROR
+        self.message_user(request, f"{model_config.name}: {result.message}", level)

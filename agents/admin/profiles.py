@@ -1,0 +1,244 @@
+"""Agent profiles and their versions: the prompt, a preview of the exact first request,
+"Try it", and each version's diff with a restore button."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.contrib import admin, messages
+from django.db.models import Count, QuerySet
+from django.forms import ModelForm
+from django.http import HttpRequest, HttpResponse, HttpResponseBase, HttpResponseRedirect
+from django.shortcuts import get_object_or_404
+from django.template.response import TemplateResponse
+from django.urls import URLPattern, reverse
+from django.utils.html import format_html
+
+from agents.admin.forms import AgentProfileForm, PreviewForm, VersionRestoreForm
+from agents.admin.pages import (
+    ExtraPagesAdmin,
+    ReadOnlyAdminMixin,
+    change_url,
+    display_messages,
+    pretty,
+)
+from agents.admin.profile_try import page as try_it_page
+from agents.models import AgentProfile, PromptVersion
+from agents.permissions import signed_in_user
+from agents.react.prompt import default_template
+from agents.services.profiles import profile_preview, profile_save
+from agents.services.prompt_versions import (
+    prompt_version_diff,
+    prompt_version_ensure,
+    prompt_version_restore,
+)
+
+
+class PromptVersionInline(admin.TabularInline):
+    model = PromptVersion
+    fields = ["number", "created_by", "created_at", "compare"]
+    readonly_fields = ["number", "created_by", "created_at", "compare"]
+    extra = 0
+    max_num = 0
+    can_delete = False
+    show_change_link = False
+    verbose_name_plural = "Versions (newest first; every save writes one)"
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[PromptVersion]:
+        return super().get_queryset(request).select_related("created_by").order_by("-number")
+
+    @admin.display(description="")
+    def compare(self, obj: PromptVersion) -> str:
+        url = reverse("admin:agents_agentprofile_version", args=[obj.profile_id, obj.number])
+        return format_html('<a href="{}">diff and restore</a>', url)
+
+    def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+
+@admin.register(AgentProfile)
+class AgentProfileAdmin(ExtraPagesAdmin):
+    form = AgentProfileForm
+    list_display = ["name", "slug", "mode", "model_config", "tool_count", "is_default", "latest"]
+    list_filter = ["mode", "label_set", "is_default", "model_config"]
+    search_fields = ["name", "slug", "description"]
+    prepopulated_fields = {"slug": ["name"]}
+    filter_horizontal = ["tools", "allowed_groups"]
+    inlines = [PromptVersionInline]
+    change_form_template = "admin/agents/agentprofile/change_form.html"
+    fieldsets = [
+        (None, {"fields": ["name", "slug", "description", "make_default", "allowed_groups"]}),
+        ("Model", {"fields": ["mode", "model_config", "temperature"]}),
+        (
+            "Prompt",
+            {
+                "fields": ["system_prompt", "label_set", "few_shot_examples"],
+                "description": "Leave the template empty to use the default for the mode "
+                "and label set. Unknown or missing variables are refused on save.",
+            },
+        ),
+        ("Tools and limits", {"fields": ["tools", "max_iterations", "max_execution_time"]}),
+        (
+            "Memory",
+            {"fields": ["memory_strategy", "memory_window_turns", "memory_token_budget"]},
+        ),
+    ]
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[AgentProfile]:
+        return super().get_queryset(request).annotate(_tool_count=Count("tools", distinct=True))
+
+    @admin.display(description="Tools", ordering="_tool_count")
+    def tool_count(self, obj: AgentProfile) -> int:
+        return int(obj._tool_count)  # type: ignore[attr-defined]  # annotated in get_queryset
+
+    @admin.display(description="Version")
+    def latest(self, obj: AgentProfile) -> str:
+        number = obj.versions.order_by("-number").values_list("number", flat=True).first()
+        return f"v{number}" if number else "—"
+
+    def change_form_context(self) -> dict[str, Any]:
+        # The default templates, to copy from when writing a custom one.
+        templates = [
+            {
+                "mode": mode.label,
+                "label_set": label_set.label,
+                "text": default_template(mode.value, label_set.value),
+            }
+            for mode in AgentProfile.Mode
+            for label_set in AgentProfile.LabelSet
+        ]
+        return {"default_templates": templates}
+
+    def save_model(
+        self, request: HttpRequest, obj: AgentProfile, form: ModelForm[AgentProfile], change: bool
+    ) -> None:
+        profile_save(profile=obj, is_default=form.cleaned_data.get("make_default", False))
+
+    def save_related(
+        self, request: HttpRequest, form: ModelForm[AgentProfile], formsets: Any, change: bool
+    ) -> None:
+        super().save_related(request, form, formsets, change)
+        # After the tools are saved: the snapshot includes them.
+        prompt_version_ensure(profile=form.instance, user=signed_in_user(request.user))
+
+    def get_urls(self) -> list[URLPattern]:
+        return [
+            self._object_url("<int:object_id>/preview/", self.preview_view, "preview"),
+            self._object_url("<int:object_id>/try/", self.try_view, "try"),
+            self._object_url("<int:object_id>/versions/", self.versions_view, "versions"),
+            self._object_url(
+                "<int:object_id>/versions/<int:number>/", self.version_view, "version"
+            ),
+            self._object_url(
+                "<int:object_id>/versions/<int:number>/restore/",
+                self.restore_view,
+                "version_restore",
+            ),
+            *super().get_urls(),
+        ]
+
+    def preview_view(self, request: HttpRequest, object_id: int) -> HttpResponse:
+        profile = self._get_for_view(request, object_id)
+        user = signed_in_user(request.user)
+        # Only conversations this user may read: the preview shows their memory.
+        form = PreviewForm(request.POST or None, user=user)
+        preview = None
+        if request.method == "POST" and form.is_valid():
+            result = profile_preview(
+                profile=profile,
+                user=user,
+                question=form.cleaned_data["question"],
+                memory_summary=form.cleaned_data["memory_summary"],
+                history=form.cleaned_data["history"],
+                conversation=form.cleaned_data["conversation"],
+            )
+            preview = {
+                "messages": display_messages(result.messages),
+                "options": pretty(result.options) if result.options else "",
+                "problems": result.problems,
+            }
+        context = {
+            **self.page_context(request, profile, f"Preview: {profile.name}"),
+            "form": form,
+            "preview": preview,
+        }
+        return TemplateResponse(request, "admin/agents/agentprofile/preview.html", context)
+
+    def try_view(self, request: HttpRequest, object_id: int) -> HttpResponseBase:
+        # Runs the model and the tools: a change permission, not just view.
+        profile = self._get_for_change(request, object_id)
+        return try_it_page(request, self, profile)
+
+    def versions_view(self, request: HttpRequest, object_id: int) -> HttpResponse:
+        profile = self._get_for_view(request, object_id)
+        versions = list(profile.versions.select_related("created_by").order_by("-number"))
+        context = {
+            **self.page_context(request, profile, f"Versions of {profile.name}"),
+            "versions": versions,
+            "can_restore": self.has_change_permission(request, profile),
+        }
+        return TemplateResponse(request, "admin/agents/agentprofile/versions.html", context)
+
+    def version_view(self, request: HttpRequest, object_id: int, number: int) -> HttpResponse:
+        profile = self._get_for_view(request, object_id)
+        version = get_object_or_404(PromptVersion, profile=profile, number=number)
+        latest = profile.versions.order_by("-number").values_list("number", flat=True).first()
+        context = {
+            **self.page_context(request, profile, f"{profile.name}: version {number}"),
+            "version": version,
+            "diff": prompt_version_diff(version=version),
+            "snapshot_json": pretty(version.snapshot),
+            "is_latest": number == latest,
+            "can_restore": self.has_change_permission(request, profile),
+            "restore_form": VersionRestoreForm(),
+        }
+        return TemplateResponse(request, "admin/agents/agentprofile/version_detail.html", context)
+
+    def restore_view(self, request: HttpRequest, object_id: int, number: int) -> HttpResponse:
+        profile = self._get_for_change(request, object_id)
+        version = get_object_or_404(PromptVersion, profile=profile, number=number)
+        if request.method != "POST":
+            return HttpResponseRedirect(
+                reverse("admin:agents_agentprofile_version", args=[profile.pk, number])
+            )
+        result = prompt_version_restore(version=version, user=signed_in_user(request.user))
+        profile.refresh_from_db()
+        text = f"Restored version {number} as version {result.version.number}."
+        self.log_change(request, profile, [{"changed": {"fields": ["restored", text]}}])
+        self.message_user(request, text, messages.SUCCESS)
+        if result.missing_tools:
+            self.message_user(
+                request,
+                "These tools no longer exist and were left out: " + ", ".join(result.missing_tools),
+                messages.WARNING,
+            )
+        if result.missing_model_config:
+            self.message_user(
+                request,
+                "The model endpoint of that version no longer exists; the profile now uses the "
+                "default model.",
+                messages.WARNING,
+            )
+        return HttpResponseRedirect(change_url(profile))
+
+
+@admin.register(PromptVersion)
+class PromptVersionAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
+    """Read-only: versions are immutable. Restoring happens on the profile's version page."""
+
+    list_display = ["__str__", "profile", "number", "created_by", "created_at", "compare"]
+    list_filter = [("profile", admin.RelatedOnlyFieldListFilter)]
+    list_select_related = ["profile", "created_by"]
+    fields = ["profile", "number", "created_by", "created_at", "snapshot_pretty", "compare"]
+
+    @admin.display(description="Snapshot")
+    def snapshot_pretty(self, obj: PromptVersion) -> str:
+        return format_html("<pre>{}</pre>", pretty(obj.snapshot))
+
+    @admin.display(description="Diff")
+    def compare(self, obj: PromptVersion) -> str:
+        url = reverse("admin:agents_agentprofile_version", args=[obj.profile_id, obj.number])
+        return format_html('<a href="{}">diff against previous</a>', url)

@@ -1,0 +1,75 @@
+"""Configured tools: kind, JSON config checked against the kind's schema, write-only
+secrets, and "Test tool" (one real call, with the change permission)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from django.contrib import admin
+from django.http import HttpRequest, HttpResponse
+from django.template.response import TemplateResponse
+from django.urls import URLPattern
+
+from agents.admin.forms import TestToolForm, ToolConfigForm, describe_stored_secrets
+from agents.admin.pages import ExtraPagesAdmin
+from agents.models import ToolConfig
+from agents.permissions import signed_in_user
+from agents.services.tools import tool_config_run_once
+from agents.tools.registry import tool_kinds
+
+
+@admin.register(ToolConfig)
+class ToolConfigAdmin(ExtraPagesAdmin):
+    form = ToolConfigForm
+    list_display = ["name", "kind", "enabled", "return_direct", "timeout_seconds", "secrets_state"]
+    list_filter = ["kind", "enabled"]
+    search_fields = ["name", "description"]
+    change_form_template = "admin/agents/toolconfig/change_form.html"
+    sensitive_post_fields = ("secrets",)
+    fieldsets = [
+        (None, {"fields": ["name", "kind", "description", "enabled"]}),
+        ("Configuration", {"fields": ["config"]}),
+        ("Secrets (write-only)", {"fields": ["secrets", "clear_secrets"]}),
+        ("Behaviour", {"fields": ["timeout_seconds", "return_direct"]}),
+    ]
+
+    @admin.display(description="Secrets")
+    def secrets_state(self, obj: ToolConfig) -> str:
+        return describe_stored_secrets(obj)
+
+    def change_form_context(self) -> dict[str, Any]:
+        kinds = [
+            {
+                "kind": name,
+                "summary": kind.summary,
+                "secret_names": kind.secret_names,
+                "schema": json.dumps(kind.config_schema, indent=2, ensure_ascii=False),
+            }
+            for name, kind in sorted(tool_kinds().items())
+        ]
+        return {"tool_kinds": kinds}
+
+    def get_urls(self) -> list[URLPattern]:
+        return [
+            self._object_url("<int:object_id>/test/", self.test_view, "test"),
+            *super().get_urls(),
+        ]
+
+    def test_view(self, request: HttpRequest, object_id: int) -> HttpResponse:
+        # Testing calls the tool for real (an HTTP tool sends its request): change permission.
+        tool_config = self._get_for_change(request, object_id)
+        form = TestToolForm(request.POST or None)
+        result = None
+        if request.method == "POST" and form.is_valid():
+            result = tool_config_run_once(
+                tool_config=tool_config,
+                tool_input=form.cleaned_data["sample_input"],
+                user=signed_in_user(request.user),
+            )
+        context = {
+            **self.page_context(request, tool_config, f"Test tool: {tool_config.name}"),
+            "form": form,
+            "result": result,
+        }
+        return TemplateResponse(request, "admin/agents/toolconfig/test_tool.html", context)

@@ -1,0 +1,21 @@
+"""Who may do what, as named checks with safe defaults: the transports call these."""
+
+from __future__ import annotations
+
+from django.contrib.auth.models import AnonymousUser, User
+from django.core.exceptions import PermissionDenied
+
+from agents.models import Conversation
+
+
+def signed_in_user(user: User | AnonymousUser) -> User:
+    """The request's user once sign-in is required (``login_required``, DRF's
+    ``IsAuthenticated``); an anonymous one here is refused, never passed on to a service."""
+    if isinstance(user, AnonymousUser) or not user.is_authenticated:
+        raise PermissionDenied("Sign in first.")
+    return user
+
+
+def can_read_conversation(user: User, conversation: Conversation) -> bool:
+    """Its owner, and staff allowed to view conversations in the admin, may read one."""
+    return conversation.owner_id == user.pk or user.has_perm("agents.view_conversation")
