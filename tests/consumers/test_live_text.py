@@ -67,35 +67,31 @@ def test_a_socket_joining_mid_answer_gets_the_text_so_far_then_the_rest(
     assert splice(answer["text"], later) == "The sum of 2 and 2 is 4."
 
 
-def test_text_of_a_run_that_ended_is_not_sent(user, conversation, running):
-    agent_run, text = running
-    text.answer_delta("Half an answer")
-    AgentRun.objects.filter(pk=agent_run.pk).update(status=AgentRun.Status.FAILED)
+def only_the_replay(user, conversation) -> list[str]:
+    """The types of what a joining socket gets, once nothing more comes."""
     cookie = session_cookie(user)
 
     async def body():
         communicator = socket(conversation.pk, cookie=cookie)
         assert (await communicator.connect())[0]
-        replayed = await receive(communicator)
-        assert await communicator.receive_nothing(timeout=QUIET_SECONDS)
+        frames = [await receive(communicator)]
+        while not await communicator.receive_nothing(timeout=QUIET_SECONDS):
+            frames.append(await receive(communicator))
         await communicator.disconnect()
-        return replayed
+        return [frame["type"] for frame in frames]
 
-    assert run(body)["type"] == "message.created"
+    return run(body)
+
+
+def test_text_of_a_run_that_ended_is_not_sent(user, conversation, running):
+    agent_run, text = running
+    text.answer_delta("Half an answer")
+    AgentRun.objects.filter(pk=agent_run.pk).update(status=AgentRun.Status.FAILED)
+    assert only_the_replay(user, conversation) == ["message.created"]
 
 
 def test_after_the_step_is_stored_a_joining_socket_gets_no_live_text(user, conversation, running):
     _, text = running
     text.thought_delta(ThoughtDelta(call_index=0, offset=0, text="Thinking…"))
     text.settle()
-    cookie = session_cookie(user)
-
-    async def body():
-        communicator = socket(conversation.pk, cookie=cookie)
-        assert (await communicator.connect())[0]
-        replayed = await receive(communicator)
-        assert await communicator.receive_nothing(timeout=QUIET_SECONDS)
-        await communicator.disconnect()
-        return replayed
-
-    assert run(body)["type"] == "message.created"
+    assert only_the_replay(user, conversation) == ["message.created"]

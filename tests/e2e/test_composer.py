@@ -13,7 +13,6 @@ from agents.llm.scripted import Reply
 from agents.models import AgentProfile, Conversation
 from agents.protocol import max_message_chars
 from agents.services.conversations import conversation_create
-from tests.e2e.conftest import DESKTOP, WAIT_MS
 from tests.e2e.test_chat import ask
 from tests.processes import DaphneProcess, process_env
 
@@ -47,20 +46,13 @@ def test_compact_in_a_new_chat_is_not_sent_as_a_question(stack, open_tab, user, 
     assert stack.model.requests(model_name) == []
 
 
-def test_the_demo_banner_follows_the_agent_picker(
-    browser, collected_static, stack, user, model_name
-):
+def test_the_demo_banner_follows_the_agent_picker(stack, open_tab, user, model_name):
     # A site with no model endpoint in its settings: a profile without one gets the demo.
     daphne = DaphneProcess(process_env(OPENAI_BASE_URL="", OPENAI_API_KEY="")).start()
-    real = stack.profile(model_name)
-    demo = AgentProfile.objects.create(name="Offline demo", slug="offline-demo")
-    context = browser.new_context(viewport=DESKTOP, base_url=daphne.url)
-    context.set_default_timeout(WAIT_MS)
     try:
-        name, value = stack.session_cookie(user).split("=", 1)
-        context.add_cookies([{"name": name, "value": value, "url": daphne.url}])
-        page = context.new_page()
-        page.goto("/")
+        real = stack.profile(model_name)
+        demo = AgentProfile.objects.create(name="Offline demo", slug="offline-demo")
+        page = open_tab(user, path="/", daphne=daphne).page
         banner = page.locator("#demo-banner")
         picker = page.get_by_label("Agent")
         picker.select_option(demo.slug)
@@ -70,7 +62,6 @@ def test_the_demo_banner_follows_the_agent_picker(
         picker.select_option(demo.slug)
         expect(banner).to_be_visible()
     finally:
-        context.close()
         daphne.stop()
 
 

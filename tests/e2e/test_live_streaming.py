@@ -41,6 +41,17 @@ def wait_for(gate: Pause) -> None:
     assert gate.reached.wait(GATE_WAIT), "the model never got to its gate"
 
 
+def ask_and_wait(stack, open_tab, user, model_name, replies, question, gate, **profile):
+    """A new conversation's page with ``replies`` scripted; asks, and waits for ``gate``."""
+    stack.model.script(model_name, replies)
+    profile_row = stack.profile(model_name, **profile)
+    conversation = conversation_create(owner=user, profile=profile_row)
+    tab = open_tab(user, path=f"/c/{conversation.pk}/")
+    ask(tab.page, question)
+    wait_for(gate)
+    return tab, conversation
+
+
 def test_a_thought_shows_as_it_is_written_and_folds_into_its_step(
     stack, open_tab, user, model_name
 ):
@@ -49,12 +60,16 @@ def test_a_thought_shows_as_it_is_written_and_folds_into_its_step(
         f"Thought: {thought}\nAction: calculator\nAction Input: 2 + 2",
         upto="Thought: I should add the numbers ",
     )
-    stack.model.script(model_name, [first, Reply("Thought: Done.\nFinal Answer: 4")])
-    conversation = conversation_create(owner=user, profile=stack.profile(model_name))
-    tab = open_tab(user, path=f"/c/{conversation.pk}/")
+    tab, _ = ask_and_wait(
+        stack,
+        open_tab,
+        user,
+        model_name,
+        [first, Reply("Thought: Done.\nFinal Answer: 4")],
+        "What is 2 + 2?",
+        gate,
+    )
     page = tab.page
-    ask(page, "What is 2 + 2?")
-    wait_for(gate)
 
     # The model is held after "…the numbers ": those words are on the page already.
     live = page.locator(".step.thought.live .step-text")
@@ -82,12 +97,10 @@ def test_a_reload_mid_answer_shows_the_answer_so_far_at_once_then_the_rest(
         f"Thought: I know this.\nFinal Answer: {answer}",
         upto=f"Thought: I know this.\nFinal Answer: {so_far}",
     )
-    stack.model.script(model_name, [final])
-    conversation = conversation_create(owner=user, profile=stack.profile(model_name))
-    tab = open_tab(user, path=f"/c/{conversation.pk}/")
+    tab, conversation = ask_and_wait(
+        stack, open_tab, user, model_name, [final], "Tell me about Lisbon.", gate
+    )
     page = tab.page
-    ask(page, "Tell me about Lisbon.")
-    wait_for(gate)
     streaming = page.locator(".answer.streaming")
     expect(streaming).to_have_text(so_far)
 
@@ -141,12 +154,10 @@ def test_a_new_chat_whose_model_answers_at_once_loses_no_first_word(
 def test_live_markdown_reads_the_same_as_the_final_server_html(stack, open_tab, user, model_name):
     reply = f"Thought: Here it is.\nFinal Answer: {ANSWER_MARKDOWN}"
     final, gate = gated(reply, upto=reply)  # held after the last word, before the end
-    stack.model.script(model_name, [final])
-    conversation = conversation_create(owner=user, profile=stack.profile(model_name))
-    tab = open_tab(user, path=f"/c/{conversation.pk}/")
+    tab, conversation = ask_and_wait(
+        stack, open_tab, user, model_name, [final], "Show me some Markdown.", gate
+    )
     page = tab.page
-    ask(page, "Show me some Markdown.")
-    wait_for(gate)
 
     # While it streams: Markdown, not raw text, with code, a list and a table.
     live = page.locator(".answer.streaming")
