@@ -205,11 +205,10 @@ class LiveText:
         self._held_chars = 0
         self._held_part = None
         self._last_flush = time.monotonic()
-        segment = self._segment[part]
-        new_segment = segment is None
-        if new_segment:
-            segment = f"{self.attempt}.{next(self._numbers)}"
-            self._segment[part] = segment
+        current = self._segment[part]
+        new_segment = current is None
+        segment = f"{self.attempt}.{next(self._numbers)}" if current is None else current
+        self._segment[part] = segment
         offset = self._sent[part]
         self._sent[part] = offset + utf16_length(text)
         name = key(self.conversation_id, part)
