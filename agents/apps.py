@@ -1,4 +1,5 @@
 from django.apps import AppConfig
+from django.contrib.auth.signals import user_logged_out
 from django.db.models.signals import post_migrate
 
 
@@ -9,6 +10,15 @@ def _seed_defaults(sender, using="default", **kwargs) -> None:
         ensure_defaults()
 
 
+def _close_sockets_of_the_session(sender, request, user, **kwargs) -> None:
+    """Signing out closes the sockets this sign-in opened (docs/protocol.md, close 4401)."""
+    from agents import events
+
+    session_key = getattr(getattr(request, "session", None), "session_key", None)
+    if session_key:
+        events.publish_signed_out(session_key)
+
+
 class AgentsConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
     name = "agents"
@@ -17,3 +27,6 @@ class AgentsConfig(AppConfig):
     def ready(self) -> None:
         # After every migrate (and every test-database flush), so a fresh install can answer.
         post_migrate.connect(_seed_defaults, sender=self, dispatch_uid="agents.seed_defaults")
+        user_logged_out.connect(
+            _close_sockets_of_the_session, dispatch_uid="agents.close_sockets_on_logout"
+        )

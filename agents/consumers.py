@@ -6,22 +6,30 @@ events the client has not seen, then forwards live ones; client frames become se
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import functools
 import json
 from collections.abc import Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
+from importlib import import_module
+from types import SimpleNamespace
 from typing import Any, ParamSpec, TypeVar
 from urllib.parse import parse_qs
 
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
 from django.conf import settings
+from django.contrib import auth
 
 from agents import events, live, selectors
 from agents.models import AgentRun, Conversation, RunEvent
 from agents.protocol import (
     CLIENT_ID_MAX_CHARS,
     CLOSE_NOT_FOUND,
+    CLOSE_NOT_READING,
+    CLOSE_SIGNED_OUT,
+    CLOSE_TOO_MANY_SOCKETS,
     TERMINAL_FRAME_TYPES,
     FrameType,
     RefusalCode,
@@ -31,9 +39,12 @@ from agents.protocol import (
     max_frame_bytes,
     pong_frame,
 )
+from agents.ratelimit import rate_limit_hit
 from agents.services.conversations import message_send, run_cancel
+from agents.socket_drain import SCOPE_KEY, SocketDrain
 
-REPLAY_BATCH = 500
+# Events read from the database per page of a replay; the socket drains between pages.
+REPLAY_BATCH = 200
 LIVE_FRAME_TYPES = frozenset(live.FRAME_TYPES.values())
 
 
@@ -67,43 +78,89 @@ def _in_database_thread(func: Callable[P, R]) -> Callable[P, Awaitable[R]]:
     return call
 
 
+# Open sockets per user in this process. A process-local count bounds what matters here, the
+# memory of this daphne, and cannot leak when another process dies.
+_open_sockets: dict[int, int] = {}
+
+
+class NotReading(Exception):
+    """The client did not read what it was sent; the socket was closed."""
+
+
+class SignedOut(Exception):
+    """The socket's session no longer signs this user in."""
+
+
 class ConversationConsumer(AsyncJsonWebsocketConsumer):
     conversation_id: int
     group: str
+    # The group of the sign-in this socket was opened with: a logout closes its sockets.
+    session_group: str
     # The highest stored seq sent down this socket; stored frames at or below it are dropped.
     last_sent_seq: int
     # Runs whose end this socket has delivered; late live text for them is dropped.
     finished_run_ids: set[int]
+    # Whose socket counts in _open_sockets (set once counted).
+    counted_user_id: int | None
+    drain: SocketDrain | None
 
     async def connect(self) -> None:
         self.conversation_id = int(self.scope["url_route"]["kwargs"]["conversation_id"])
         self.last_sent_seq = 0
         self.finished_run_ids = set()
         self.group = ""
+        self.session_group = ""
+        self.counted_user_id = None
+        self.drain = None
         user = self.scope.get("user")
         conversation = None
         if user is not None and user.is_authenticated:
             conversation = await self._conversation()
+        over_cap = (
+            conversation is not None
+            and _open_sockets.get(user.pk, 0) >= settings.CHAT_MAX_SOCKETS_PER_USER
+        )
+        if conversation is not None and not over_cap:
+            _open_sockets[user.pk] = _open_sockets.get(user.pk, 0) + 1
+            self.counted_user_id = user.pk
+            self.drain = self.scope.get(SCOPE_KEY)
+            # Join first, then read the log (docs/architecture.md, invariant 4): an event
+            # committed after the read is then certain to arrive live. Live frames published
+            # during the replay wait in this channel's queue (a consumer handles one message
+            # at a time) and go through chat_event afterwards, which drops the seqs already
+            # sent. Joined before accepting, so nothing published once the client sees the
+            # socket open can miss it.
+            session_key = getattr(self.scope.get("session"), "session_key", None)
+            if session_key:
+                self.session_group = events.session_group_name(session_key)
+                await self.channel_layer.group_add(self.session_group, self.channel_name)
+            self.group = events.group_name(self.conversation_id)
+            await self.channel_layer.group_add(self.group, self.channel_name)
         # Accept before closing so the browser sees the code; a close during the handshake
         # arrives as 1006, indistinguishable from a network failure, and would be retried.
         await self.accept()
         if conversation is None:
             await self.close(code=CLOSE_NOT_FOUND)
             return
-        # Join first, then read the log (docs/architecture.md, invariant 4): an event
-        # committed after the read is then certain to arrive live. Live frames published
-        # during the replay wait in this channel's queue (a consumer handles one message at
-        # a time) and go through chat_event afterwards, which drops the seqs already sent.
-        self.group = events.group_name(self.conversation_id)
-        await self.channel_layer.group_add(self.group, self.channel_name)
+        if over_cap:
+            await self.close(code=CLOSE_TOO_MANY_SOCKETS)
+            return
         after_seq = _after_seq_param(self.scope, conversation)
         self.last_sent_seq = after_seq
-        await self._replay(conversation, after_seq=after_seq)
-        await self._send_live_text()
+        with contextlib.suppress(NotReading):  # closed; the client reconnects from its seq
+            await self._replay(conversation, after_seq=after_seq)
+            await self._send_live_text()
 
     async def disconnect(self, code: int) -> None:
+        if self.counted_user_id is not None:
+            left = _open_sockets.pop(self.counted_user_id, 1) - 1
+            if left > 0:
+                _open_sockets[self.counted_user_id] = left
+            self.counted_user_id = None
         if self.group:
             await self.channel_layer.group_discard(self.group, self.channel_name)
+        if self.session_group:
+            await self.channel_layer.group_discard(self.session_group, self.channel_name)
 
     # ---- client → server ---------------------------------------------------------------
 
@@ -117,6 +174,10 @@ class ConversationConsumer(AsyncJsonWebsocketConsumer):
             await self.send_json(
                 error_frame(refusal.code, refusal.message, client_id=_send_client_id(frame))
             )
+        except SignedOut:
+            await self.chat_signed_out({})
+        except NotReading:
+            pass  # closed already
 
     async def _handle(self, frame: dict[str, Any]) -> None:
         kind = frame.get("type")
@@ -128,6 +189,9 @@ class ConversationConsumer(AsyncJsonWebsocketConsumer):
             await self._cancel_run(frame)
         elif kind == FrameType.RESUME:
             after_seq = _required_int(frame, "after_seq")
+            if not await self._count_resume():
+                limit = settings.CHAT_RESUMES_PER_MINUTE
+                raise RequestRefused(RefusalCode.RATE_LIMITED, f"At most {limit} resumes a minute.")
             conversation = await self._conversation_or_close()
             if conversation is not None:
                 # The client asked for these again: resend even what this socket already sent.
@@ -173,10 +237,19 @@ class ConversationConsumer(AsyncJsonWebsocketConsumer):
             return
         await super().dispatch(message)
 
+    async def chat_signed_out(self, message: dict[str, Any]) -> None:
+        """The sign-in ended (agents/apps.py sends this on logout): nothing more goes through."""
+        await self.send_json(error_frame(RefusalCode.SIGNED_OUT, "You have signed out."))
+        await self.close(code=CLOSE_SIGNED_OUT)
+
     async def chat_event(self, message: dict[str, Any]) -> None:
         """Frames published to the group by agents/events.py, in seq order."""
-        for frame in message["frames"]:
-            await self._forward(frame)
+        try:
+            await self._wait_until_drained()
+            for frame in message["frames"]:
+                await self._forward(frame)
+        except NotReading:
+            pass  # closed; the client reconnects with after_seq
 
     async def _forward(self, frame: dict[str, Any]) -> None:
         seq = frame.get("seq")
@@ -201,9 +274,14 @@ class ConversationConsumer(AsyncJsonWebsocketConsumer):
         await self._send_stored(frame)
 
     async def _replay(self, conversation: Conversation, *, after_seq: int) -> None:
-        """Send every stored event with seq > after_seq, in order, from the database."""
+        """Send every stored event with seq > after_seq, in order, from the database.
+
+        A page at a time, each read only once the client has taken the one before: what
+        waits in memory for a slow client is about one page, however long the log.
+        """
         cursor = after_seq
         while True:
+            await self._wait_until_drained()
             frames = await self._frames_after(conversation, cursor)
             for frame in frames:
                 await self._send_stored(frame)
@@ -221,6 +299,17 @@ class ConversationConsumer(AsyncJsonWebsocketConsumer):
             run_id = frame["run_id"]
             if run_id not in self.finished_run_ids and await self._run_in_progress(run_id):
                 await self.send_json(frame)
+
+    async def _wait_until_drained(self) -> None:
+        """Wait for the client to read what was sent; close the socket if it does not."""
+        if self.drain is None or self.drain.drained.is_set():
+            return
+        try:
+            async with asyncio.timeout(settings.CHAT_SOCKET_DRAIN_TIMEOUT_SECONDS):
+                await self.drain.drained.wait()
+        except TimeoutError:
+            await self.close(code=CLOSE_NOT_READING)
+            raise NotReading from None
 
     async def _send_stored(self, frame: dict[str, Any]) -> None:
         await self.send_json(frame)
@@ -244,6 +333,28 @@ class ConversationConsumer(AsyncJsonWebsocketConsumer):
             user=self.scope["user"], conversation_id=self.conversation_id
         )
 
+    def _signed_in_user(self):
+        """The socket's user, if its session still signs them in; before every write.
+
+        A logout closes the socket (``chat_signed_out``), but a channel-layer message can be
+        lost, and a session also ends by expiring or by a password change.
+        """
+        user = self.scope["user"]
+        session_key = getattr(self.scope.get("session"), "session_key", None)
+        if not session_key:
+            raise SignedOut
+        session_engine = import_module(settings.SESSION_ENGINE)
+        current = auth.get_user(SimpleNamespace(session=session_engine.SessionStore(session_key)))
+        if not current.is_authenticated or current.pk != user.pk:
+            raise SignedOut
+        return user
+
+    @_in_database_thread
+    def _count_resume(self) -> bool:
+        limit = settings.CHAT_RESUMES_PER_MINUTE
+        user_id = self.scope["user"].pk
+        return rate_limit_hit(action="resume", user_id=user_id, limit=limit).allowed
+
     @_in_database_thread
     def _frames_after(self, conversation: Conversation, after_seq: int) -> list[dict[str, Any]]:
         stored: list[RunEvent] = list(
@@ -266,7 +377,7 @@ class ConversationConsumer(AsyncJsonWebsocketConsumer):
     def _message_send(
         self, conversation: Conversation, content: str, client_id: str, profile_slug: str | None
     ) -> None:
-        user = self.scope["user"]
+        user = self._signed_in_user()
         profile = None
         if profile_slug is not None:
             profile = selectors.profile_get(user=user, slug=profile_slug)
@@ -284,7 +395,7 @@ class ConversationConsumer(AsyncJsonWebsocketConsumer):
 
     @_in_database_thread
     def _run_cancel(self, run_id: int) -> bool:
-        user = self.scope["user"]
+        user = self._signed_in_user()
         run: AgentRun | None = selectors.run_get(user=user, run_id=run_id)
         if run is None or run.conversation_id != self.conversation_id:
             return False
@@ -309,6 +420,11 @@ def _parse_frame(text_data: str | None, bytes_data: bytes | None) -> dict[str, A
     except ValueError as error:
         raise RequestRefused(
             RefusalCode.INVALID_JSON, f"The frame is not valid JSON: {error}."
+        ) from error
+    except RecursionError as error:
+        # Python's parser recurses once per bracket; no frame of the protocol nests deeply.
+        raise RequestRefused(
+            RefusalCode.INVALID_JSON, "The frame's JSON nests too deeply."
         ) from error
     if not isinstance(frame, dict):
         raise RequestRefused(RefusalCode.INVALID_FRAME, "A frame is a JSON object with a 'type'.")

@@ -15,6 +15,7 @@ Frames for one conversation leave in the order they were submitted.
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import logging
 import os
 import threading
@@ -34,11 +35,24 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 GROUP_MESSAGE_TYPE = "chat.event"
+SIGNED_OUT_MESSAGE_TYPE = "chat.signed_out"
 
 
 def group_name(conversation_id: int) -> str:
     """The channel-layer group every socket open on this conversation joins."""
     return f"conversation.{conversation_id}"
+
+
+def session_group_name(session_key: str) -> str:
+    """The group every socket opened with this sign-in joins (named by a hash of the key)."""
+    return "session." + hashlib.sha256(session_key.encode()).hexdigest()[:40]
+
+
+def publish_signed_out(session_key: str) -> None:
+    """Tell the sockets of a sign-in that it ended (logout), once the transaction commits."""
+    message = {"type": SIGNED_OUT_MESSAGE_TYPE}
+    group = session_group_name(session_key)
+    transaction.on_commit(lambda: _publisher().send_to_group(group, message))
 
 
 def publish_on_commit(stored: Sequence[RunEvent]) -> None:
@@ -84,10 +98,12 @@ class _Publisher:
         self._thread.start()
 
     def send(self, conversation_id: int, frames: list[dict[str, Any]]) -> None:
+        message = {"type": GROUP_MESSAGE_TYPE, "frames": frames}
+        self.send_to_group(group_name(conversation_id), message)
+
+    def send_to_group(self, group: str, message: dict[str, Any]) -> None:
         if self.layer is None:
             return
-        group = group_name(conversation_id)
-        message = {"type": GROUP_MESSAGE_TYPE, "frames": frames}
         # call_soon_threadsafe keeps submission order, which the per-group chain relies on.
         self.loop.call_soon_threadsafe(self._enqueue, group, message)
 

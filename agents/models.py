@@ -12,6 +12,7 @@ from django.contrib.auth.models import Group
 from django.core.validators import MinValueValidator, RegexValidator
 from django.db import models
 from django.db.models import F, Q
+from django.utils import timezone
 
 from agents.crypto import decrypt_json, decrypt_text, encrypt_json, encrypt_text
 
@@ -111,6 +112,65 @@ class ToolConfig(models.Model):
     @property
     def secret_names(self) -> list[str]:
         return sorted(self.get_secrets())
+
+
+class McpServer(models.Model):
+    """A Model Context Protocol server whose tools staff may enable as ``mcp`` tools.
+
+    Header values are write-only secrets, like tool secrets. A stdio server runs ``command``
+    on the worker's machine, so only superusers may create or change one (the admin checks).
+    """
+
+    class Transport(models.TextChoices):
+        HTTP = "http", "Streamable HTTP"
+        STDIO = "stdio", "stdio (a program on the worker's machine)"
+
+    class State(models.TextChoices):
+        UNKNOWN = "unknown", "Not contacted yet"
+        UP = "up", "Up"
+        DOWN = "down", "Down"
+
+    name = models.CharField(max_length=100, unique=True)
+    transport = models.CharField(max_length=10, choices=Transport.choices, default=Transport.HTTP)
+    url = models.URLField(blank=True, help_text="Streamable HTTP: the endpoint, e.g. …/mcp")
+    headers_encrypted = models.TextField(blank=True, editable=False)
+    command = models.CharField(max_length=500, blank=True, help_text="stdio: the program to run.")
+    args = models.JSONField(default=list, blank=True, help_text="stdio: its arguments, a list.")
+    timeout_seconds = models.FloatField(
+        default=15.0,
+        validators=[MinValueValidator(0.5)],
+        help_text="For connecting and discovering; a call uses its tool's timeout.",
+    )
+    state = models.CharField(max_length=10, choices=State.choices, default=State.UNKNOWN)
+    last_error = models.TextField(blank=True)
+    last_contact_at = models.DateTimeField(null=True, blank=True)
+    # What the last "Discover" listed: [{name, description, input_schema, annotations}].
+    discovered_tools = models.JSONField(default=list, blank=True, editable=False)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["name"]
+        verbose_name = "MCP server"
+
+    def __str__(self) -> str:
+        return self.name
+
+    def clean(self) -> None:
+        from django.core.exceptions import ValidationError
+
+        if self.transport == self.Transport.HTTP and not self.url:
+            raise ValidationError({"url": "A streamable HTTP server needs its URL."})
+        if self.transport == self.Transport.STDIO and not self.command:
+            raise ValidationError({"command": "A stdio server needs the command to run."})
+        if not isinstance(self.args, list) or not all(isinstance(a, str) for a in self.args):
+            raise ValidationError({"args": "The arguments are a JSON list of strings."})
+
+    def set_headers(self, values: dict[str, str]) -> None:
+        self.headers_encrypted = encrypt_json(values)
+
+    def get_headers(self) -> dict[str, str]:
+        return decrypt_json(self.headers_encrypted)
 
 
 # --------------------------------------------------------------------------------------
@@ -368,6 +428,46 @@ class ModelCall(models.Model):
 
     def __str__(self) -> str:
         return f"Run {self.run_id} call {self.index}"
+
+
+class UsageEntry(models.Model):
+    """The tokens one run or one summary used: the ledger behind the daily quota and the
+    admin's usage page (agents/services/usage.py).
+
+    It names its run and conversation by plain id, with no foreign key: deleting a
+    conversation deletes its runs, and must not give their tokens back.
+    """
+
+    class Kind(models.TextChoices):
+        RUN = "run"
+        SUMMARY = "summary"
+
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
+    kind = models.CharField(max_length=10, choices=Kind.choices)
+    run_id = models.PositiveBigIntegerField(null=True, blank=True, unique=True)
+    conversation_id = models.PositiveBigIntegerField(null=True, blank=True)
+    model_config = models.ForeignKey(
+        ModelConfig, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+    # Held against the quota while the run or summary is going, less what it has used so far.
+    reserved_tokens = models.PositiveIntegerField(default=0)
+    prompt_tokens = models.PositiveIntegerField(default=0)
+    completion_tokens = models.PositiveIntegerField(default=0)
+    # The tokens count towards the day the run or summary started.
+    created_at = models.DateTimeField(default=timezone.now)
+    # A summary's reservation ends here; a run's ends when the run does.
+    settled_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-id"]
+        indexes = [models.Index(fields=["user", "created_at"]), models.Index(fields=["created_at"])]
+
+    def __str__(self) -> str:
+        return f"{self.kind} of user {self.user_id}: {self.total_tokens} tokens"
+
+    @property
+    def total_tokens(self) -> int:
+        return self.prompt_tokens + self.completion_tokens
 
 
 # --------------------------------------------------------------------------------------

@@ -65,6 +65,8 @@ class RefusalCode(StrEnum):
     NOT_FOUND = "not_found"
     NOTHING_TO_REGENERATE = "nothing_to_regenerate"
     NOT_EDITABLE = "not_editable"
+    # The sign-in that opened the socket ended (socket only; it then closes with 4401).
+    SIGNED_OUT = "signed_out"
 
 
 class RequestRefused(Exception):
@@ -84,6 +86,12 @@ class RequestRefused(Exception):
 # Close code for anyone who may not open a conversation, including when it does not exist,
 # so a refusal tells a stranger nothing. Outside 1000-3999, so clients can tell it from a drop.
 CLOSE_NOT_FOUND = 4404
+# The sign-in that opened the socket ended (logout, expiry, password change).
+CLOSE_SIGNED_OUT = 4401
+# The client read nothing of what it was sent within CHAT_SOCKET_DRAIN_TIMEOUT_SECONDS.
+CLOSE_NOT_READING = 4408
+# The user already has CHAT_MAX_SOCKETS_PER_USER sockets open on this daphne process.
+CLOSE_TOO_MANY_SOCKETS = 4429
 
 CLIENT_ID_MAX_CHARS = 64
 

@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from agents.llm.factory import chat_model_for, misconfigured
-from agents.models import ModelConfig, ToolConfig
+from agents.models import ToolConfig
 from agents.profile_snapshot import ProfileSnapshot, snapshot_model_config
 from agents.react.executor import AgentConfig, AgentExecutor
 from agents.react.prompt import PromptConfig
@@ -118,7 +118,5 @@ def agent_config(snapshot: ProfileSnapshot, *, supports_tool_calling: bool = Fal
 def snapshot_supports_tool_calling(snapshot: ProfileSnapshot) -> bool:
     """Whether the snapshot's model endpoint is marked as supporting native tool calls (a
     ReAct run may then switch to native mode after repeated parse errors)."""
-    model_config_id = snapshot.model_config_id
-    if model_config_id is None:
-        return False
-    return ModelConfig.objects.filter(pk=model_config_id, supports_tool_calling=True).exists()
+    model_config = snapshot_model_config(snapshot)
+    return bool(model_config and model_config.supports_tool_calling)

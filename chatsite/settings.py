@@ -189,6 +189,10 @@ CHAT_MAX_MESSAGE_CHARS = env.int("CHAT_MAX_MESSAGE_CHARS", default=16000)
 CHAT_MAX_FRAME_BYTES = env.int("CHAT_MAX_FRAME_BYTES", default=65536)
 CHAT_SENDS_PER_MINUTE = env.int("CHAT_SENDS_PER_MINUTE", default=20)
 CHAT_DAILY_TOKEN_QUOTA = env.int("CHAT_DAILY_TOKEN_QUOTA", default=0)  # 0: no quota
+# What a starting run or summary holds of the quota until its real count is known
+# (agents/services/usage.py): the most that parallel sends can overshoot the quota by.
+CHAT_QUOTA_RESERVATION_TOKENS = env.int("CHAT_QUOTA_RESERVATION_TOKENS", default=4000)
+CHAT_COMPACTS_PER_MINUTE = env.int("CHAT_COMPACTS_PER_MINUTE", default=5)
 CHAT_SIGNUP_ENABLED = env.bool("CHAT_SIGNUP_ENABLED", default=False)
 # Threads per daphne process for the sockets' database calls (agents/consumers.py); each
 # may hold a database connection while it works.
@@ -196,6 +200,12 @@ CHAT_SOCKET_DATABASE_THREADS = env.int("CHAT_SOCKET_DATABASE_THREADS", default=8
 # While a run is in progress, a browser that hears nothing for this long sends `resume`
 # (static/js/chat.js): the last live frames of a run can be lost in the channel layer.
 CHAT_RESUME_AFTER_SILENT_SECONDS = env.float("CHAT_RESUME_AFTER_SILENT_SECONDS", default=12.0)
+# `resume` frames per user in any 60 seconds (each one replays from the database).
+CHAT_RESUMES_PER_MINUTE = env.int("CHAT_RESUMES_PER_MINUTE", default=12)
+# Open sockets per user on one daphne process; the next one is closed with 4429.
+CHAT_MAX_SOCKETS_PER_USER = env.int("CHAT_MAX_SOCKETS_PER_USER", default=20)
+# A socket whose client reads nothing of what was sent for this long is closed with 4408.
+CHAT_SOCKET_DRAIN_TIMEOUT_SECONDS = env.float("CHAT_SOCKET_DRAIN_TIMEOUT_SECONDS", default=30.0)
 
 # --- Auth, i18n, static -----------------------------------------------------------------
 AUTH_PASSWORD_VALIDATORS = [

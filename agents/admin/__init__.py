@@ -1,7 +1,9 @@
 """Django admin for chatsite, one module per entity: model endpoints (``model_configs``),
 profiles and their versions (``profiles``, with "Try it" in ``profile_try``), tools
-(``tools``), the run inspector and usage page (``runs``), conversations and the knowledge
-base. Shared pieces are in ``pages``, the forms in ``forms``.
+(``tools``, with the OpenAPI import in ``openapi``), MCP servers and their Discover page
+(``mcp``), the run inspector and usage page (``runs``), conversations and the knowledge
+base. Shared pieces are in ``pages``, the forms in ``forms`` (the MCP and OpenAPI pages
+keep theirs beside them).
 
 Staff only (Django admin refuses everyone else), every change lands in the admin log. The
 admin calls services for anything beyond a plain form save: checking an endpoint
@@ -13,6 +15,7 @@ admin's POST data is marked sensitive so a crash report cannot carry them either
 # Importing each module registers its admins with the site.
 from agents.admin.conversations import ConversationAdmin
 from agents.admin.knowledge import KnowledgeDocumentAdmin
+from agents.admin.mcp import McpServerAdmin
 from agents.admin.model_configs import ModelConfigAdmin
 from agents.admin.profiles import AgentProfileAdmin, PromptVersionAdmin
 from agents.admin.runs import AgentRunAdmin
@@ -23,6 +26,7 @@ __all__ = [
     "AgentRunAdmin",
     "ConversationAdmin",
     "KnowledgeDocumentAdmin",
+    "McpServerAdmin",
     "ModelConfigAdmin",
     "PromptVersionAdmin",
     "ToolConfigAdmin",

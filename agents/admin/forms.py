@@ -17,7 +17,14 @@ from django.contrib.auth.models import User
 from django.utils import timezone
 
 from agents.crypto import SecretUnreadable
-from agents.models import AgentProfile, Conversation, KnowledgeDocument, ModelConfig, ToolConfig
+from agents.models import (
+    AgentProfile,
+    Conversation,
+    KnowledgeDocument,
+    ModelConfig,
+    ToolConfig,
+    tool_name_validator,
+)
 from agents.permissions import can_read_conversation
 from agents.react.prompt import validate_template
 from agents.services.knowledge import KnowledgeIngestError, extract_text
@@ -80,6 +87,7 @@ class ModelConfigForm(forms.ModelForm):
             "context_window",
             "request_timeout_seconds",
             "max_retries",
+            "supports_tool_calling",
             "prompt_price_per_million",
             "completion_price_per_million",
         ]
@@ -427,3 +435,33 @@ class UsageRangeForm(forms.Form):
             until + datetime.timedelta(days=1), datetime.time.min, tzinfo=tz
         )
         return start, end
+
+
+# --------------------------------------------------------------------------------------
+# Tools made in bulk (MCP discovery, OpenAPI import)
+# --------------------------------------------------------------------------------------
+
+_NOT_A_TOOL_NAME = re.compile(r"[^A-Za-z0-9_]+")
+
+
+def suggested_tool_name(wanted: str, taken: set[str]) -> str:
+    """``wanted`` as a valid tool name, numbered when it clashes with one in ``taken``."""
+    base = _NOT_A_TOOL_NAME.sub("_", wanted).strip("_") or "tool"
+    if not base[0].isalpha():
+        base = f"tool_{base}"
+    base = base[:60]
+    candidate, number = base, 2
+    while candidate in taken:
+        candidate, number = f"{base}_{number}", number + 1
+    return candidate
+
+
+def new_tool_name_error(name: str, *, chosen: set[str]) -> str | None:
+    """Why ``name`` cannot name a new tool (invalid, taken, or chosen twice), or None."""
+    try:
+        tool_name_validator(name)
+    except forms.ValidationError as exc:
+        return " ".join(exc.messages)
+    if name in chosen or ToolConfig.objects.filter(name=name).exists():
+        return f"A tool named {name} exists: choose another."
+    return None

@@ -2,15 +2,22 @@
 
 from __future__ import annotations
 
+from datetime import timedelta
+from typing import Any
+
 from django.contrib import admin, messages
 from django.db.models import QuerySet
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.urls import URLPattern
+from django.utils import timezone
 
 from agents.admin.forms import ModelConfigForm
 from agents.admin.pages import ExtraPagesAdmin, change_url
+from agents.format_stats import parse_errors_by_model
 from agents.llm.check import check_connection
 from agents.models import ModelConfig
+
+FORMAT_STATS_DAYS = 30
 
 
 @admin.register(ModelConfig)
@@ -20,6 +27,7 @@ class ModelConfigAdmin(ExtraPagesAdmin):
     search_fields = ["name", "model", "base_url"]
     actions = ["check_connection"]
     change_form_template = "admin/agents/modelconfig/change_form.html"
+    change_list_template = "admin/agents/modelconfig/change_list.html"
     sensitive_post_fields = ("api_key",)
     fieldsets = [
         (None, {"fields": ["name", "base_url", "model"]}),
@@ -32,6 +40,7 @@ class ModelConfigAdmin(ExtraPagesAdmin):
                     "context_window",
                     "request_timeout_seconds",
                     "max_retries",
+                    "supports_tool_calling",
                 ]
             },
         ),
@@ -40,6 +49,20 @@ class ModelConfigAdmin(ExtraPagesAdmin):
             {"fields": ["prompt_price_per_million", "completion_price_per_million"]},
         ),
     ]
+
+    def changelist_view(
+        self, request: HttpRequest, extra_context: dict[str, Any] | None = None
+    ) -> HttpResponse:
+        # Which models keep to the ReAct format: the figures staff choose a model's mode by.
+        until = timezone.now()
+        context = {
+            "format_days": FORMAT_STATS_DAYS,
+            "format_rows": parse_errors_by_model(
+                since=until - timedelta(days=FORMAT_STATS_DAYS), until=until
+            ),
+            **(extra_context or {}),
+        }
+        return super().changelist_view(request, extra_context=context)
 
     @admin.display(description="Endpoint")
     def endpoint(self, obj: ModelConfig) -> str:

@@ -27,10 +27,10 @@ from agents.permissions import signed_in_user
 from agents.profile_snapshot import ProfileSnapshot
 from agents.react.errors import AgentError, ModelError
 from agents.react.types import ModelCallRecord, Step, step_to_event
+from agents.redaction import redact
 from agents.runtime import build_executor
 from agents.services.prompt_versions import prompt_version_ensure
 from agents.services.tools import tool_config_secret_values
-from agents.tools.base import redact
 
 logger = logging.getLogger(__name__)
 

@@ -4,14 +4,16 @@ secrets, and "Test tool" (one real call, with the change permission)."""
 from __future__ import annotations
 
 import json
+from functools import partial
 from typing import Any
 
 from django.contrib import admin
 from django.http import HttpRequest, HttpResponse
 from django.template.response import TemplateResponse
-from django.urls import URLPattern
+from django.urls import URLPattern, path
 
 from agents.admin.forms import TestToolForm, ToolConfigForm, describe_stored_secrets
+from agents.admin.openapi import openapi_import_view
 from agents.admin.pages import ExtraPagesAdmin
 from agents.models import ToolConfig
 from agents.permissions import signed_in_user
@@ -26,6 +28,7 @@ class ToolConfigAdmin(ExtraPagesAdmin):
     list_filter = ["kind", "enabled"]
     search_fields = ["name", "description"]
     change_form_template = "admin/agents/toolconfig/change_form.html"
+    change_list_template = "admin/agents/toolconfig/change_list.html"
     sensitive_post_fields = ("secrets",)
     fieldsets = [
         (None, {"fields": ["name", "kind", "description", "enabled"]}),
@@ -51,8 +54,10 @@ class ToolConfigAdmin(ExtraPagesAdmin):
         return {"tool_kinds": kinds}
 
     def get_urls(self) -> list[URLPattern]:
+        import_openapi = self.admin_site.admin_view(partial(openapi_import_view, model_admin=self))
         return [
             self._object_url("<int:object_id>/test/", self.test_view, "test"),
+            path("import-openapi/", import_openapi, name="agents_toolconfig_import_openapi"),
             *super().get_urls(),
         ]
 

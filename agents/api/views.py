@@ -21,7 +21,7 @@ from rest_framework.response import Response
 from agents import selectors
 from agents.api import serializers as api
 from agents.api.export import EXPORT_FORMATS, export_data, export_json, export_markdown
-from agents.memory.services import summary_request
+from agents.memory.services import SummaryRequest, summary_request
 from agents.models import AgentProfile, AgentRun, Conversation
 from agents.permissions import signed_in_user
 from agents.protocol import RefusalCode, RequestRefused, event_frame
@@ -190,10 +190,17 @@ class ConversationCompactView(ApiView):
 
     def post(self, request: Request, conversation_id: int) -> Response:
         conversation = self.conversation_or_404(conversation_id)
-        if not summary_request(conversation=conversation, user=request.user):
+        # Over the rate limit or the quota, RequestRefused is answered by the API's handler.
+        outcome = summary_request(conversation=conversation, user=request.user)
+        if outcome == SummaryRequest.NOTHING_TO_FOLD:
             return Response(
                 {"queued": False, "message": "Nothing to summarise yet."},
                 status=status.HTTP_200_OK,
+            )
+        if outcome == SummaryRequest.ALREADY_PENDING:
+            return Response(
+                {"queued": True, "message": "A summary of this conversation is on its way."},
+                status=status.HTTP_202_ACCEPTED,
             )
         return Response(
             {"queued": True, "message": "Summarising the conversation so far."},

@@ -12,7 +12,10 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
+from enum import StrEnum
 
+from django.conf import settings as django_settings
+from django.core.cache import cache
 from django.core.exceptions import PermissionDenied
 from django.db import IntegrityError, connection, transaction
 
@@ -31,11 +34,19 @@ from agents.memory.strategies import (
     window,
 )
 from agents.memory.summarizer import summary_tokens, write_summary
-from agents.models import AgentRun, Conversation, MemorySummary, Message
+from agents.models import AgentRun, Conversation, MemorySummary, Message, UsageEntry
 from agents.profile_snapshot import ProfileSnapshot, snapshot_model_config, snapshot_model_name
-from agents.protocol import memory_summarized_frame
+from agents.protocol import RefusalCode, RequestRefused, memory_summarized_frame
+from agents.ratelimit import rate_limit_hit
 from agents.react.types import ChatMessage, ChatModel
 from agents.services.defaults import default_profile
+from agents.services.usage import (
+    QuotaExceeded,
+    usage_check_quota,
+    usage_record_tokens,
+    usage_reserve,
+    usage_settle,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -45,6 +56,9 @@ logger = logging.getLogger(__name__)
 MAX_FOLD_TOKENS = 6000
 # A task stops after this many calls; anything left is picked up after the next run.
 MAX_FOLD_ROUNDS = 25
+# A /compact counts as pending until its task ends, or at the latest after this long (a task
+# whose worker died, or one waiting between retries).
+COMPACT_PENDING_SECONDS = 600
 
 
 @dataclass(frozen=True)
@@ -166,11 +180,20 @@ def memory_after_run(*, conversation: Conversation, snapshot: ProfileSnapshot) -
     return True
 
 
-def summary_request(*, conversation: Conversation, user) -> bool:
+class SummaryRequest(StrEnum):
+    """What ``summary_request`` did."""
+
+    QUEUED = "queued"
+    ALREADY_PENDING = "already_pending"  # a /compact of this conversation is still working
+    NOTHING_TO_FOLD = "nothing_to_fold"
+
+
+def summary_request(*, conversation: Conversation, user) -> SummaryRequest:
     """Summarise now (the ``/compact`` command or button): fold every finished turn at once.
 
-    Only the owner may ask (``PermissionDenied`` otherwise). Returns False, enqueuing
-    nothing, when no finished turn is left outside the summary.
+    Only the owner may ask (``PermissionDenied`` otherwise). Enqueues nothing when no
+    finished turn is left outside the summary, or when an earlier request is still pending.
+    Raises ``RequestRefused`` (``rate_limited``, ``quota_exceeded``) past the user's limits.
     """
     if conversation.owner_id != getattr(user, "pk", None):
         raise PermissionDenied("Only the conversation's owner can summarise it.")
@@ -182,9 +205,33 @@ def summary_request(*, conversation: Conversation, user) -> bool:
         turns, keep_tokens=0, last_turn_closed=_last_turn_closed(conversation), keep_at_least=0
     )
     if not foldable:
-        return False
+        return SummaryRequest.NOTHING_TO_FOLD
+    if cache.get(_compact_pending_key(conversation.pk)):
+        return SummaryRequest.ALREADY_PENDING
+    try:
+        usage_check_quota(user_id=user.pk)
+    except QuotaExceeded:
+        raise RequestRefused(
+            RefusalCode.QUOTA_EXCEEDED, "You have used today's token allowance."
+        ) from None
+    limit = django_settings.CHAT_COMPACTS_PER_MINUTE
+    if not rate_limit_hit(action="compact", user_id=user.pk, limit=limit).allowed:
+        raise RequestRefused(
+            RefusalCode.RATE_LIMITED, f"At most {limit} summaries a minute; try again soon."
+        )
+    if not cache.add(_compact_pending_key(conversation.pk), 1, timeout=COMPACT_PENDING_SECONDS):
+        return SummaryRequest.ALREADY_PENDING  # another request got there first
     _enqueue_summary(conversation.pk, force=True)
-    return True
+    return SummaryRequest.QUEUED
+
+
+def _compact_pending_key(conversation_id: int) -> str:
+    return f"memory:compact-pending:{conversation_id}"
+
+
+def summary_request_done(*, conversation_id: int) -> None:
+    """The forced summary ended (written, nothing to do, or failed for good)."""
+    cache.delete(_compact_pending_key(conversation_id))
 
 
 # --------------------------------------------------------------------------------------
@@ -316,15 +363,46 @@ def memory_summary_create(
     Safe to run twice at once: the model is called outside any lock, and a result whose base
     summary is no longer the newest is dropped and the work planned again. Model failures
     propagate (the task retries); nothing is stored then and no message is touched.
+    Its model calls count against the owner's daily token quota; over it, nothing is called.
     """
     snapshot = _snapshot_for(conversation)
     settings = snapshot.memory
+    model_config = snapshot_model_config(snapshot)
     if chat_model is None:
         from agents.llm.factory import chat_model_for
 
-        chat_model = chat_model_for(snapshot_model_config(snapshot))
+        chat_model = chat_model_for(model_config)
     model = getattr(chat_model, "model_name", "") or ""
 
+    if _plan(conversation, settings, model=model, force=force) is None:
+        return None
+    try:
+        # Summaries count against the owner's daily quota like runs (agents/services/usage.py).
+        with transaction.atomic():
+            usage = usage_reserve(
+                user_id=conversation.owner_id,
+                kind=UsageEntry.Kind.SUMMARY,
+                conversation_id=conversation.pk,
+                model_config_id=model_config.pk if model_config else None,
+            )
+    except QuotaExceeded:
+        logger.info("conversation %s: not summarised, its owner is over quota", conversation.pk)
+        return None
+    try:
+        return _fold(conversation, settings, chat_model, model=model, force=force, usage=usage)
+    finally:
+        usage_settle(entry=usage)
+
+
+def _fold(
+    conversation: Conversation,
+    settings: MemorySettings,
+    chat_model: ChatModel,
+    *,
+    model: str,
+    force: bool,
+    usage: UsageEntry,
+) -> MemorySummary | None:
     newest = None
     for _ in range(MAX_FOLD_ROUNDS):
         plan = _plan(conversation, settings, model=model, force=force)
@@ -332,13 +410,18 @@ def memory_summary_create(
             break
         if not connection.in_atomic_block:
             connection.close()  # no connection held idle while the model writes
-        text = write_summary(
+        completion = write_summary(
             chat_model=chat_model,
             current_summary=plan.base_text,
             new_lines=plan.lines,
             target_tokens=settings.summary_target_tokens,
         )
-        stored = _store(conversation, plan, text, model)
+        usage_record_tokens(
+            entry=usage,
+            prompt_tokens=completion.prompt_tokens,
+            completion_tokens=completion.completion_tokens,
+        )
+        stored = _store(conversation, plan, completion.text, model)
         if stored is None:
             logger.info("conversation %s: summary superseded, planning again", conversation.pk)
             continue

@@ -4,13 +4,14 @@ model into a new summary. The prompt is data (``templates/progressive_summary.tx
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from functools import cache
 from pathlib import Path
 
 from agents.llm.tokens import count_tokens
 from agents.memory.strategies import HistoryMessage, clip_to_tokens
 from agents.react.errors import ModelBadResponse
-from agents.react.types import ChatMessage, ChatModel
+from agents.react.types import ChatMessage, ChatModel, Completion
 
 TEMPLATE_PATH = Path(__file__).parent / "templates" / "progressive_summary.txt"
 EMPTY_SUMMARY = "(nothing yet: these are the first lines of the conversation)"
@@ -57,8 +58,9 @@ def write_summary(
     current_summary: str,
     new_lines: Sequence[HistoryMessage],
     target_tokens: int,
-) -> str:
-    """Ask ``chat_model`` for the new summary. Model failures propagate as ``ModelError``."""
+) -> Completion:
+    """Ask ``chat_model`` for the new summary: the model's reply, its text stripped (and the
+    call's token counts, for the usage ledger). Model failures propagate as ``ModelError``."""
     model = getattr(chat_model, "model_name", "") or ""
     messages = summary_prompt(
         current_summary=current_summary,
@@ -70,7 +72,7 @@ def write_summary(
     text = completion.text.strip()
     if not text:
         raise ModelBadResponse("The model answered the summary request with empty text.")
-    return text
+    return replace(completion, text=text)
 
 
 def summary_tokens(text: str, model: str = "") -> int:

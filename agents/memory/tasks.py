@@ -35,7 +35,16 @@ def _memory_summary_create(conversation_id: int, force: bool = False) -> int | N
     conversation = Conversation.objects.filter(pk=conversation_id).first()
     if conversation is None:
         return None  # deleted since the task was enqueued
-    summary = services.memory_summary_create(conversation=conversation, force=force)
+    try:
+        summary = services.memory_summary_create(conversation=conversation, force=force)
+    except TRANSIENT_MODEL_ERRORS:
+        raise  # retried: a /compact stays pending meanwhile
+    except Exception:
+        if force:
+            services.summary_request_done(conversation_id=conversation_id)
+        raise
+    if force:
+        services.summary_request_done(conversation_id=conversation_id)
     return summary.pk if summary else None
 
 

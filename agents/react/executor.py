@@ -38,23 +38,25 @@ changes the steps, which stay the only record.
   tool calls is the answer; this needs ``on_answer_reset`` too (without it native answers
   come in one piece at the end, as before). The concatenated deltas equal the
   ``FinalAnswerStep`` text whenever what was streamed is a prefix of it (the rest is sent
-  just before the step); they do not when a tool's ``return_direct`` output becomes the
-  answer, or when the model's last reply after a limit is not what it streamed.
+  just before the step, also when a ``return_direct`` tool's output is the answer); the
+  filters only send what they know to be such a prefix.
 - ``on_answer_reset()``: native mode only. The text passed to ``on_answer_delta`` during the
   model call that just ended was not the answer: the model followed it with tool calls, and
   it is that call's thought (sent next through ``on_thought_delta``). Called at most once
-  per model call, after the reply ended and before the call's steps are yielded.
+  per model call, after the call's ``ModelCallRecord`` and before its other steps.
 - ``on_thought_delta(delta: ThoughtDelta)``: the thought of each model call
   (``delta.call_index`` is the ``ModelCallRecord.index`` the call gets). In ReAct mode the
   text after the thought label up to the action or final-answer label, as it is written
   (``parser.ThoughtStream``); never action lines, an invented observation or answer text.
   In native mode the text before the tool calls, in one delta when the reply has ended (only
   then is it known not to be the answer). A call's first delta has ``offset`` 0; its last has
-  ``done`` True and comes when the reply has ended, just before the call's steps are
-  yielded. Offsets count characters (code points). When the call yields a ``ThoughtStep``,
-  the concatenated deltas equal its text whenever what was streamed is a prefix of it (the
-  rest comes with the last delta); it always is for replies that parse, except when the
-  whole reply was wrapped in a code fence. A call that yields no ``ThoughtStep`` (a parse
+  ``done`` True and comes when the reply has ended: after the call's ``ModelCallRecord``,
+  before its other steps. Offsets count characters (code points). When the call yields a
+  ``ThoughtStep``, the concatenated deltas equal its text whenever what was streamed is a
+  prefix of it (the rest comes with the last delta). The filter only ever sends what it
+  knows to be a prefix of what ``parse`` stores (tests/react/test_streaming.py checks the
+  equality on generated replies); the deltas and the step can differ only if that promise
+  breaks, and then the step is the truth. A call that yields no ``ThoughtStep`` (a parse
   error, an empty thought) may still have sent deltas: they end with ``done`` and are not
   stored anywhere. A call cut short by ``RunCancelled`` or a ``ModelError`` sends no
   ``done``. The last call after a limit streams no thought.
@@ -652,12 +654,12 @@ class AgentExecutor:
         """Start every call of the batch (each after a cancellation check), then report
         each one's observation in order."""
         started: list[tuple[ToolRun, Tool | None, _ToolCall | ErrorStep]] = []
-        error: ErrorStep | None
         for run in runs:
             self._check_cancel()
             tool, prepared = self._start_tool(run.action, state.prompt.mode)
             started.append((run, tool, prepared))
         for run, tool, prepared in started:
+            error: ErrorStep | None
             if isinstance(prepared, ErrorStep):
                 error = prepared
                 text = prepared.message

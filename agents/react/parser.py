@@ -63,6 +63,7 @@ from agents.react.errors import ParseError
 from agents.react.labels import PARSER_WORDS
 
 JsonValue = str | dict[str, Any]
+JsonObject = dict[str, Any]
 
 # Where a label may start. Literal alternatives only: matching is linear.
 _CANDIDATE_WORDS = (
@@ -452,7 +453,7 @@ def clean_tool_name(value: str) -> str:
     return name.strip()
 
 
-def _json_action(value: str, *, text: str) -> dict[str, Any] | None:
+def _json_action(value: str, *, text: str) -> JsonObject | None:
     candidate = _unfence(value)
     if not candidate.startswith("{"):
         return None
@@ -471,14 +472,12 @@ def _refuse_deep_json(error: ValueError, text: str) -> None:
         ) from None
 
 
-def _blob_key(blob: dict[str, Any], keys: tuple[str, ...]) -> str | None:
+def _blob_key(blob: JsonObject, keys: tuple[str, ...]) -> str | None:
     return next((key for key in keys if key in blob), None)
 
 
-def _from_blob(blob: dict[str, Any], *, thought: str, text: str) -> Parsed:
-    action_key = _blob_key(blob, _ACTION_KEYS)
-    assert action_key is not None  # only blobs naming an action get here
-    name = str(blob[action_key]).strip()
+def _from_blob(blob: JsonObject, *, thought: str, text: str) -> Parsed:
+    name = str(next(blob[key] for key in _ACTION_KEYS if key in blob)).strip()
     input_key = _blob_key(blob, _INPUT_KEYS)
     if input_key is None:
         raise ParseError(
@@ -521,7 +520,7 @@ def _at_line_start(text: str, index: int) -> bool:
     return position < 0 or text[position] == "\n"
 
 
-def _find_json_blob(text: str) -> tuple[dict[str, Any], int] | None:
+def _find_json_blob(text: str) -> tuple[JsonObject, int] | None:
     """A JSON action written on its own (fenced, or an object starting a line), and where."""
     for start, end in _fenced_ranges(text):
         blob = _json_action(text[start:end], text=text)
@@ -635,9 +634,9 @@ def parse(text: str) -> Parsed:
 
     following = _next_marker(markers, chosen.content_start)
     action_value = text[chosen.content_start : following.start if following else len(text)]
-    blob = _json_action(action_value, text=text)
-    if blob is not None:
-        return _from_blob(blob, thought=thought, text=text)
+    action_blob = _json_action(action_value, text=text)
+    if action_blob is not None:
+        return _from_blob(action_blob, thought=thought, text=text)
     tool = clean_tool_name(action_value)
     if not tool:
         raise ParseError("the action names no tool", text=text)
@@ -717,7 +716,70 @@ class _Tail:
         return self.last_solid + 1 if self.last_solid >= start else start
 
 
-class AnswerStream:
+class _Lead:
+    """Where an answer starts after its label, found incrementally: past spaces, a bold
+    label's closing ``**``, then any whitespace (what ``_drop_label_emphasis`` and the strip
+    in ``parse`` drop). Each character is looked at once however the text arrives."""
+
+    def __init__(self, position: int) -> None:
+        self.position = position
+        self._past_emphasis = False
+
+    def find(self, text: str, limit: int, *, final: bool = False) -> int | None:
+        """The answer's first character; None while the text up to ``limit`` cannot tell,
+        or (``final``: the text ends at ``limit``) when the answer is empty."""
+        position = self.position
+        if not self._past_emphasis:
+            while position < limit and text[position] in " \t":
+                position += 1
+            self.position = position
+            if not final and limit - position < 3 and text[position:limit] in ("", "*", "**"):
+                return None  # maybe the closing ``**`` of a bold label, or the answer's own
+            if text.startswith("**", position) and (
+                position + 2 == limit or text[position + 2].isspace()
+            ):
+                position += 2
+            self._past_emphasis = True
+        while position < limit and text[position] in " \t\r\n":
+            position += 1
+        self.position = position
+        return position if position < limit else None
+
+
+class _Filter:
+    """What the streaming filters share: a scanner over the reply so far, the text passed on,
+    and ``feed`` / ``finish``. ``_update`` passes on what has become known."""
+
+    def __init__(self, emit: Callable[[str], None], *, skip_fenced: bool = True) -> None:
+        self._emit = emit
+        self._scanner = LabelScanner(skip_fenced=skip_fenced)
+        self._sent = SentText()
+        self._closed = False
+
+    @property
+    def sent(self) -> str:
+        return self._sent.text()
+
+    def feed(self, chunk: str) -> None:
+        if not self._closed and chunk:
+            self._scanner.feed(chunk)
+            self._update(final=False)
+
+    def finish(self) -> None:
+        if not self._closed:
+            self._scanner.finish()
+            self._update(final=True)
+            self._closed = True
+
+    def _update(self, *, final: bool) -> None:
+        raise NotImplementedError
+
+    def _send(self, delta: str) -> None:
+        self._sent.append(delta)
+        self._emit(delta)
+
+
+class AnswerStream(_Filter):
     """Passes on the final answer of a ReAct reply as the model streams it.
 
     Nothing is passed on unless a final-answer label at the start of a line decides the
@@ -729,34 +791,17 @@ class AnswerStream:
     """
 
     def __init__(self, emit: Callable[[str], None]) -> None:
-        self._emit = emit
-        self._scanner = LabelScanner()
+        super().__init__(emit)
         self._seen = 0  # markers looked at
         self._skipping_action: Marker | None = None  # an action that may name no tool
         self._answer: Marker | None = None
         self._end: int | None = None
+        self._lead: _Lead | None = None
         self._answer_first = 0
         self._sent_until = 0
         self._tail = _Tail(" \t\r\n")
-        self._closed = False
-        self._sent = SentText()
 
-    @property
-    def sent(self) -> str:
-        return self._sent.text()
-
-    def feed(self, chunk: str) -> None:
-        if not self._closed and chunk:
-            self._scanner.feed(chunk)
-            self._advance(final=False)
-
-    def finish(self) -> None:
-        if not self._closed:
-            self._scanner.finish()
-            self._advance(final=True)
-            self._closed = True
-
-    def _advance(self, *, final: bool) -> None:
+    def _update(self, *, final: bool) -> None:
         markers = self._scanner.markers
         while self._seen < len(markers) and not self._closed:
             marker = markers[self._seen]
@@ -804,16 +849,10 @@ class AnswerStream:
             self._closed = True
             return
         if self._sent_until == 0:
-            start = answer.content_start
-            while start < limit and text[start] in " \t":
-                start += 1
-            if text[start:limit] in ("", "*", "**"):
-                return  # maybe the closing ``**`` of a bold label, or the answer's own
-            if text.startswith("**", start) and text[start + 2].isspace():
-                start += 2
-            while start < limit and text[start] in " \t\r\n":
-                start += 1
-            if start >= limit:
+            if self._lead is None:
+                self._lead = _Lead(answer.content_start)
+            start = self._lead.find(text, limit)
+            if start is None:
                 return
             self._sent_until = self._answer_first = start
         safe = self._before_bare_fence_line(self._tail.update(text, self._sent_until, limit))
@@ -826,10 +865,6 @@ class AnswerStream:
         sent = self.sent
         if answer.startswith(sent) and len(answer) > len(sent):
             self._send(answer[len(sent) :])
-
-    def _send(self, delta: str) -> None:
-        self._sent.append(delta)
-        self._emit(delta)
 
     def _before_bare_fence_line(self, safe: int) -> int:
         """``safe``, or the start of its line when that line, so far, is only a fence (it may
@@ -846,7 +881,7 @@ class AnswerStream:
         return safe
 
 
-class ThoughtStream:
+class ThoughtStream(_Filter):
     """Passes on the thought of a ReAct reply as the model streams it: the text before the
     first action, action-input or final-answer label, without the thought (and question)
     labels; its parts are stripped and joined by newlines, as ``parse`` stores it.
@@ -859,40 +894,26 @@ class ThoughtStream:
     """
 
     def __init__(self, emit: Callable[[str], None]) -> None:
-        self._emit = emit
-        self._scanner = LabelScanner()
+        super().__init__(emit)
         self._seen = 0
         self._part_start = 0
         self._part_sent = False  # something of the current part was sent
         self._sent_until = 0
         self._tail = _Tail(_STRIPPED_IN_THOUGHTS)
         self._one_line_answer: int | None = None
-        self._ended = False
-        self._sent = SentText()
-
-    @property
-    def sent(self) -> str:
-        return self._sent.text()
 
     @property
     def ended(self) -> bool:
-        """The thought is over: a label of an action role (or an observation) came."""
-        return self._ended
+        """The thought is over: a label of an action role (or an observation) came, or the
+        reply ended. What is still held back then is left to the executor, which knows from
+        ``parse`` whether it was thought."""
+        return self._closed
 
-    def feed(self, chunk: str) -> None:
-        if not self._ended and chunk:
-            self._scanner.feed(chunk)
-            self._advance()
-
-    def finish(self) -> None:
-        """The reply is complete. What is still held back is left to the executor, which
-        knows from ``parse`` whether it was thought."""
-        self._scanner.finish()
-        self._ended = True
-
-    def _advance(self) -> None:
+    def _update(self, *, final: bool) -> None:
+        if final:
+            return
         markers = self._scanner.markers
-        while self._seen < len(markers) and not self._ended:
+        while self._seen < len(markers) and not self._closed:
             marker = markers[self._seen]
             self._seen += 1
             if marker.role in ("thought", "question"):
@@ -906,8 +927,8 @@ class ThoughtStream:
             elif marker.role in _ACTION_ROLES or marker.role == "observation":
                 if marker.role != "observation" or self._one_line_answer is None:
                     self._send_part(marker.start, whole=True)
-                self._ended = True
-        if not self._ended:
+                self._closed = True
+        if not self._closed:
             limit = self._scanner.decided
             for hold in (self._one_line_answer, self._scanner.block_start):
                 if hold is not None and hold >= 0:
@@ -932,49 +953,27 @@ class ThoughtStream:
             delta = "\n" + delta
         self._part_sent = True
         self._sent_until = safe
-        self._sent.append(delta)
-        self._emit(delta)
+        self._send(delta)
 
 
-class NativeAnswerStream:
+class NativeAnswerStream(_Filter):
     """Passes on a native tool-calling reply's text as it streams, as the answer it becomes
     when no tool call follows (``native_answer``): stripped, without a leading final-answer
     label (some models write one out of habit). The executor takes it back
     (``on_answer_reset``) when tool calls do follow."""
 
     def __init__(self, emit: Callable[[str], None]) -> None:
-        self._emit = emit
-        self._scanner = LabelScanner(skip_fenced=False)
+        super().__init__(emit, skip_fenced=False)
         self._first = 0  # the first character that is not whitespace, once found
+        self._lead: _Lead | None = None  # after a leading final-answer label
         self._start: int | None = None
         self._sent_until = 0
         self._tail = _Tail(" \t\r\n")
-        self._closed = False
-        self._sent = SentText()
 
-    @property
-    def sent(self) -> str:
-        return self._sent.text()
-
-    def feed(self, chunk: str) -> None:
-        if not self._closed and chunk:
-            self._scanner.feed(chunk)
-            self._flush(final=False)
-
-    def finish(self) -> None:
-        if not self._closed:
-            self._scanner.finish()
-            self._flush(final=True)
-            self._closed = True
-
-    def _flush(self, *, final: bool) -> None:
+    def _update(self, *, final: bool) -> None:
         text = self._scanner.text
         if self._start is None:
-            while self._first < len(text) and text[self._first] in " \t\r\n":
-                self._first += 1
-            self._start = _native_answer_start(
-                text, self._scanner.markers, self._first, self._scanner.decided, complete=final
-            )
+            self._start = self._answer_start(text, final=final)
             if self._start is None:
                 return
             self._sent_until = self._start
@@ -982,34 +981,27 @@ class NativeAnswerStream:
         if safe > self._sent_until:
             delta = text[self._sent_until : safe]
             self._sent_until = safe
-            self._sent.append(delta)
-            self._emit(delta)
+            self._send(delta)
 
-
-def _native_answer_start(
-    text: str, markers: list[Marker], first: int, decided: int, *, complete: bool
-) -> int | None:
-    """Where the answer of a native reply starts: after a leading final-answer label and
-    its bold closing, or at ``first``, its first character that is not whitespace; None
-    while that is not known yet (the scanner has not decided the first line)."""
-    line = text.rfind("\n", 0, first) + 1
-    if not complete and (first == len(text) or decided <= line):
-        return None
-    label = markers[0] if markers and markers[0].start == line else None
-    if label is None or label.role != "final_answer":
-        return first
-    rest = text[label.content_start :]
-    if not complete and rest.strip(" \t") in ("", "*", "**"):
-        return None
-    start = label.content_start + len(rest) - len(_drop_label_emphasis(rest))
-    while start < len(text) and text[start] in " \t\r\n":
-        start += 1
-    return start
+    def _answer_start(self, text: str, *, final: bool) -> int | None:
+        if self._lead is None:
+            while self._first < len(text) and text[self._first] in " \t\r\n":
+                self._first += 1
+            line = text.rfind("\n", 0, self._first) + 1
+            if not final and (self._first == len(text) or self._scanner.decided <= line):
+                return None  # the first line may still turn out to hold a label
+            markers = self._scanner.markers
+            label = markers[0] if markers and markers[0].start == line else None
+            if label is None or label.role != "final_answer":
+                return self._first
+            self._lead = _Lead(label.content_start)
+        start = self._lead.find(text, len(text), final=final)
+        return len(text) if start is None and final else start
 
 
 def native_answer(text: str) -> str:
-    """The answer of a native reply that called no tool (what ``NativeAnswerStream`` sends)."""
-    markers = find_markers(text, skip_fenced=False)
-    first = len(text) - len(text.lstrip(" \t\r\n"))
-    start = _native_answer_start(text, markers, first, len(text), complete=True)
-    return text[start if start is not None else first :].strip()
+    """The answer of a native reply that called no tool: what ``NativeAnswerStream`` sends."""
+    stream = NativeAnswerStream(lambda _: None)
+    stream.feed(text)
+    stream.finish()
+    return stream.sent

@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any
 
 from agents.react import jsontext
 from agents.react.labels import LabelSet
@@ -20,6 +19,7 @@ from agents.react.types import (
     ChatMessage,
     ErrorStep,
     FinalAnswerStep,
+    JsonDict,
     ModelCallRecord,
     ModeSwitchStep,
     ObservationStep,
@@ -118,7 +118,7 @@ def _attach_observation(turns: list[Turn], step: ObservationStep) -> None:
         current.correction = step.text
 
 
-def tool_input_text(tool_input: str | dict[str, Any]) -> str:
+def tool_input_text(tool_input: str | JsonDict) -> str:
     if isinstance(tool_input, str):
         return tool_input
     return json.dumps(tool_input, ensure_ascii=False)
@@ -177,7 +177,7 @@ def native_messages(turns: Iterable[Turn]) -> list[ChatMessage]:
     return messages
 
 
-def _arguments_json(tool_input: str | dict[str, Any]) -> str:
+def _arguments_json(tool_input: str | JsonDict) -> str:
     """Arguments to send back as JSON. Some servers (Ollama, vLLM) refuse a request whose
     history holds arguments that are not a JSON object, so invalid ones go back as ``{}``;
     the tool's observation quotes what the model wrote."""

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, fields
-from typing import Any, Literal, Protocol
+from typing import Any, Literal, Protocol, cast
 
 JsonDict = dict[str, Any]
 ChatMessage = dict[str, Any]  # OpenAI chat format: {"role": ..., "content": ..., ...}
@@ -172,7 +172,7 @@ Step = (
     | ModelCallRecord
 )
 
-_STEP_CLASSES: dict[str, type[Step]] = {
+_STEP_CLASSES: dict[str, type] = {
     "thought": ThoughtStep,
     "action": ActionStep,
     "observation": ObservationStep,
@@ -190,5 +190,5 @@ def step_to_event(step: Step) -> JsonDict:
 
 def step_from_event(payload: JsonDict) -> Step:
     cls = _STEP_CLASSES[payload["kind"]]
-    names = {each.name for each in fields(cls)}
-    return cls(**{k: v for k, v in payload.items() if k in names})
+    names = {field.name for field in fields(cls)}
+    return cast(Step, cls(**{k: v for k, v in payload.items() if k in names}))

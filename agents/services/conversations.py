@@ -8,13 +8,10 @@ version, and the ``message.created`` event. The Celery task is enqueued only aft
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime, time
 
 from django.conf import settings
 from django.contrib.auth.models import User
-from django.core.cache import cache
 from django.db import transaction
-from django.db.models import Sum
 from django.utils import timezone
 
 from agents.llm.factory import model_name_for
@@ -23,6 +20,7 @@ from agents.models import (
     AgentRun,
     Conversation,
     Message,
+    UsageEntry,
 )
 from agents.profile_snapshot import ProfileSnapshot, snapshot_model_config
 from agents.protocol import (
@@ -32,9 +30,11 @@ from agents.protocol import (
     max_message_chars,
     message_created_payload,
 )
+from agents.ratelimit import rate_limit_hit
 from agents.services.defaults import default_profile
 from agents.services.prompt_versions import prompt_version_current
 from agents.services.runs import ACTIVE_STATUSES, event_append, run_mark_cancelled
+from agents.services.usage import QuotaExceeded, usage_check_quota, usage_reserve
 
 TITLE_CHARS = 60
 
@@ -221,40 +221,29 @@ def _lock_owned(*, conversation: Conversation, user: User) -> Conversation:
 
 
 def _check_can_start_run(*, conversation: Conversation, user: User) -> None:
-    """Checks in order of what the user can do about them: wait for the run, then limits."""
+    """Checks in order of what the user can do about them: wait for the run, then limits.
+
+    The quota is checked again, under a lock, when ``_queue_run`` reserves the run's share.
+    """
     if conversation.runs.filter(status__in=ACTIVE_STATUSES).exists():
         raise RequestRefused(
             RefusalCode.RUN_IN_PROGRESS, "Wait for the current answer, or stop it."
         )
-    quota = settings.CHAT_DAILY_TOKEN_QUOTA
-    if quota and tokens_used_today(user=user) >= quota:
-        raise RequestRefused(RefusalCode.QUOTA_EXCEEDED, "You have used today's token allowance.")
+    try:
+        usage_check_quota(user_id=user.pk)
+    except QuotaExceeded:
+        raise _quota_refusal() from None
     _count_send_against_rate_limit(user)
 
 
-def tokens_used_today(*, user: User) -> int:
-    """Prompt + completion tokens of the user's runs started since local midnight."""
-    midnight = timezone.make_aware(datetime.combine(timezone.localdate(), time.min))
-    totals = AgentRun.objects.filter(
-        conversation__owner_id=user.pk, created_at__gte=midnight
-    ).aggregate(prompt=Sum("prompt_tokens"), completion=Sum("completion_tokens"))
-    return (totals["prompt"] or 0) + (totals["completion"] or 0)
+def _quota_refusal() -> RequestRefused:
+    return RequestRefused(RefusalCode.QUOTA_EXCEEDED, "You have used today's token allowance.")
 
 
 def _count_send_against_rate_limit(user: User) -> None:
-    """A fixed one-minute window per user, counted in the shared cache (Redis)."""
+    """A sliding one-minute window per user, shared by every door (agents/ratelimit.py)."""
     limit = settings.CHAT_SENDS_PER_MINUTE
-    if not limit:
-        return
-    window = int(timezone.now().timestamp() // 60)
-    key = f"chat:sends:{user.pk}:{window}"
-    cache.add(key, 0, timeout=90)
-    try:
-        count = cache.incr(key)
-    except ValueError:  # expired between add and incr
-        cache.set(key, 1, timeout=90)
-        count = 1
-    if count > limit:
+    if not rate_limit_hit(action="send", user_id=user.pk, limit=limit).allowed:
         raise RequestRefused(
             RefusalCode.RATE_LIMITED, f"At most {limit} messages a minute; try again soon."
         )
@@ -297,6 +286,10 @@ def _queue_run(
         model_name=model_name_for(model_config),
         mode=snapshot.mode,
     )
+    try:
+        usage_reserve(user_id=user.pk, kind=UsageEntry.Kind.RUN, run=run)
+    except QuotaExceeded:
+        raise _quota_refusal() from None  # rolls the message and the run back
     transaction.on_commit(lambda: _enqueue_run(run.pk))
     return run
 

@@ -15,10 +15,10 @@ from agents.profile_snapshot import ProfileSnapshot, snapshot_model_name
 from agents.react.errors import PromptTemplateError
 from agents.react.prompt import render_preview
 from agents.react.types import ChatMessage, JsonDict
+from agents.redaction import redact
 from agents.runtime import prompt_config, snapshot_tool_configs
 from agents.services.prompt_versions import prompt_version_ensure
 from agents.services.tools import tool_config_secret_values
-from agents.tools.base import redact
 from agents.tools.registry import build_tool
 
 

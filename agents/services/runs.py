@@ -36,6 +36,7 @@ from agents.react.types import (
     step_from_event,
     step_to_event,
 )
+from agents.services.usage import usage_record_run_tokens
 
 logger = logging.getLogger(__name__)
 
@@ -309,6 +310,7 @@ def _store_model_calls(
     )
     if not updated and worker_id is not None:
         raise RunLost(f"run {run.pk} is no longer held by {worker_id}")
+    usage_record_run_tokens(run=run, prompt_tokens=prompt, completion_tokens=completion)
     first = _next_call_index(run, worker_id)
     ModelCall.objects.bulk_create(
         ModelCall(

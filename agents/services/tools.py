@@ -12,8 +12,8 @@ from django.contrib.auth.models import User
 from agents.crypto import SecretUnreadable
 from agents.models import ToolConfig
 from agents.react.tools import ToolInputError
-from agents.tools.base import redact
-from agents.tools.registry import build_tool
+from agents.redaction import redact
+from agents.tools.registry import build_tool, tool_kinds
 
 
 def tool_config_secrets_update(
@@ -28,19 +28,34 @@ def tool_config_secrets_update(
     if not clear_all and not entered:
         return
     current = {} if clear_all else _readable_secrets(tool_config)
+    tool_config.set_secrets(write_only_values_merged(current=current, entered=entered))
+
+
+def write_only_values_merged(
+    *, current: Mapping[str, str], entered: Mapping[str, str]
+) -> dict[str, str]:
+    """``current`` with what was typed applied: a value replaces, an empty one removes."""
+    merged = dict(current)
     for name, value in entered.items():
         if value:
-            current[name] = value
+            merged[name] = value
         else:
-            current.pop(name, None)
-    tool_config.set_secrets(current)
+            merged.pop(name, None)
+    return merged
 
 
 def tool_config_secret_values(tool_configs: Iterable[ToolConfig]) -> list[str]:
-    """The readable secret values of these tools: what a page showing their output redacts."""
-    return [
-        value for tool_config in tool_configs for value in _readable_secrets(tool_config).values()
-    ]
+    """The readable secret values of these tools: what a page showing their output redacts.
+
+    Secrets a tool uses from elsewhere (an MCP server's headers) count too.
+    """
+    values: list[str] = []
+    for tool_config in tool_configs:
+        values.extend(_readable_secrets(tool_config).values())
+        kind = tool_kinds().get(tool_config.kind)
+        if kind is not None:
+            values.extend(kind.tool_class.linked_secret_values(tool_config.config or {}))
+    return values
 
 
 def _readable_secrets(tool_config: ToolConfig) -> dict[str, str]:

@@ -1,8 +1,20 @@
-"""Token usage and cost per user and day, for the admin's usage page.
+"""The usage ledger: what every run and summary used, the daily token quota, and the
+admin's usage page (docs/architecture.md, "Usage and limits").
 
-A selector (it only reads), kept beside the services because only the admin uses it.
-Cost comes from each run's model endpoint prices per million tokens; a run without an
-endpoint (the offline demo model) costs nothing.
+Each run and each summarising task gets a ``UsageEntry`` when it starts. Deleting a
+conversation deletes its runs but not their entries, so used tokens stay used.
+
+**Reservation.** A run or summary cannot know what it will use, so when it starts it
+reserves ``min(CHAT_QUOTA_RESERVATION_TOKENS, what is left of the quota)``, checked and
+written under a lock on the user's row: parallel sends queue there, and each sees the ones
+before it. While it goes, it holds ``reserved - used so far`` (never below 0) on top of
+what it used. The tokens of every model call are added to the entry in the transaction
+that stores the call, so the real count settles the reservation: a run's ends when the run
+ends in any way (or disappears with its conversation), a summary's when its task ends.
+Left for today = quota - tokens used since local midnight - reservations still held; a
+start is refused with ``quota_exceeded`` when nothing is left. A run that started is never
+stopped for the quota, so a user can overshoot by what one start used beyond its
+reservation.
 """
 
 from __future__ import annotations
@@ -13,10 +25,17 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
-from django.db.models import Count, Sum
-from django.db.models.functions import TruncDate
+from django.conf import settings
+from django.contrib.auth import get_user_model
+from django.db.models import Count, Exists, F, OuterRef, Q, Sum, Value
+from django.db.models.functions import Greatest, TruncDate
+from django.utils import timezone
 
-from agents.models import AgentRun
+from agents.models import AgentRun, Conversation, UsageEntry
+
+# A summary's reservation lapses after this long even if its task never reported back (its
+# worker died); the tokens it recorded stay counted.
+SUMMARY_RESERVATION_SECONDS = 900
 
 _MILLION = Decimal(1_000_000)
 
@@ -36,23 +55,160 @@ class UsageRow:
         return self.prompt_tokens + self.completion_tokens
 
 
-def usage_by_user_day(*, since: datetime.datetime, until: datetime.datetime) -> list[UsageRow]:
-    """Runs created in ``[since, until)``, summed per conversation owner and day.
+class QuotaExceeded(Exception):
+    """Nothing is left of the user's daily token quota."""
 
-    Rows come newest day first, then by username.
+
+def _local_midnight() -> datetime.datetime:
+    return timezone.make_aware(datetime.datetime.combine(timezone.localdate(), datetime.time.min))
+
+
+def _holding() -> Q:
+    """Entries whose reservation still counts: a run queued or running, a summary going."""
+    run_going = Exists(
+        AgentRun.objects.filter(pk=OuterRef("run_id")).exclude(
+            status__in=AgentRun.TERMINAL_STATUSES
+        )
+    )
+    summary_going = Q(
+        kind=UsageEntry.Kind.SUMMARY,
+        settled_at__isnull=True,
+        created_at__gte=timezone.now() - datetime.timedelta(seconds=SUMMARY_RESERVATION_SECONDS),
+    )
+    return Q(kind=UsageEntry.Kind.RUN) & Q(run_going) | summary_going
+
+
+def tokens_used_today(*, user_id: int) -> int:
+    """Prompt + completion tokens of the user's runs and summaries started since midnight."""
+    totals = UsageEntry.objects.filter(
+        user_id=user_id, created_at__gte=_local_midnight()
+    ).aggregate(used=Sum(F("prompt_tokens") + F("completion_tokens")))
+    return totals["used"] or 0
+
+
+def quota_left_today(*, user_id: int) -> int | None:
+    """Tokens left of today's quota after use and held reservations; None without a quota."""
+    quota = settings.CHAT_DAILY_TOKEN_QUOTA
+    if not quota:
+        return None
+    held: int = (
+        UsageEntry.objects.filter(user_id=user_id, created_at__gte=_local_midnight())
+        .filter(_holding())
+        .aggregate(
+            held=Sum(
+                Greatest(
+                    F("reserved_tokens") - F("prompt_tokens") - F("completion_tokens"), Value(0)
+                )
+            )
+        )["held"]
+        or 0
+    )
+    return int(quota - tokens_used_today(user_id=user_id) - held)
+
+
+def usage_check_quota(*, user_id: int) -> None:
+    """Raise ``QuotaExceeded`` if nothing is left today (reads only; takes no lock)."""
+    left = quota_left_today(user_id=user_id)
+    if left is not None and left <= 0:
+        raise QuotaExceeded
+
+
+def usage_reserve(
+    *,
+    user_id: int,
+    kind: str,
+    run: AgentRun | None = None,
+    conversation_id: int | None = None,
+    model_config_id: int | None = None,
+) -> UsageEntry:
+    """Open the ledger entry of a starting run or summary, reserving its share of the quota.
+
+    Must run inside the transaction that starts the work: the user's row stays locked until
+    it commits, so parallel starts are checked one after another. Raises ``QuotaExceeded``
+    (and writes nothing) when nothing is left today.
+    """
+    user_model = get_user_model()
+    list(user_model.objects.select_for_update().filter(pk=user_id).values_list("pk"))
+    left = quota_left_today(user_id=user_id)
+    if left is not None and left <= 0:
+        raise QuotaExceeded
+    reserved = 0 if left is None else min(left, settings.CHAT_QUOTA_RESERVATION_TOKENS)
+    return UsageEntry.objects.create(
+        user_id=user_id,
+        kind=kind,
+        run_id=run.pk if run is not None else None,
+        conversation_id=run.conversation_id if run is not None else conversation_id,
+        model_config_id=run.model_config_id if run is not None else model_config_id,
+        reserved_tokens=reserved,
+    )
+
+
+def usage_record_run_tokens(*, run: AgentRun, prompt_tokens: int, completion_tokens: int) -> None:
+    """Add a run's model call to its ledger entry (in the transaction storing the call).
+
+    A run queued before the ledger existed gets its entry here.
+    """
+    added = UsageEntry.objects.filter(run_id=run.pk).update(
+        prompt_tokens=F("prompt_tokens") + prompt_tokens,
+        completion_tokens=F("completion_tokens") + completion_tokens,
+    )
+    if added:
+        return
+    owner_id = (
+        Conversation.objects.filter(pk=run.conversation_id)
+        .values_list("owner_id", flat=True)
+        .first()
+    )
+    if owner_id is None:
+        return  # deleted with its conversation before its first call was stored
+    UsageEntry.objects.create(
+        user_id=owner_id,
+        kind=UsageEntry.Kind.RUN,
+        run_id=run.pk,
+        conversation_id=run.conversation_id,
+        model_config_id=run.model_config_id,
+        prompt_tokens=prompt_tokens,
+        completion_tokens=completion_tokens,
+        created_at=run.created_at or timezone.now(),
+    )
+
+
+def usage_record_tokens(*, entry: UsageEntry, prompt_tokens: int, completion_tokens: int) -> None:
+    UsageEntry.objects.filter(pk=entry.pk).update(
+        prompt_tokens=F("prompt_tokens") + prompt_tokens,
+        completion_tokens=F("completion_tokens") + completion_tokens,
+    )
+
+
+def usage_settle(*, entry: UsageEntry) -> None:
+    """A summary ended: its reservation no longer counts, its recorded tokens do."""
+    UsageEntry.objects.filter(pk=entry.pk, settled_at__isnull=True).update(
+        settled_at=timezone.now()
+    )
+
+
+# --------------------------------------------------------------------------------------
+# The admin's usage page (a selector: reads only)
+# --------------------------------------------------------------------------------------
+
+
+def usage_by_user_day(*, since: datetime.datetime, until: datetime.datetime) -> list[UsageRow]:
+    """Runs and summaries started in ``[since, until)``, summed per user and day from the
+    ledger (conversations deleted since still count). Rows come newest day first, then by
+    username; ``runs`` counts runs only, the tokens include summaries.
     """
     grouped = (
-        AgentRun.objects.filter(created_at__gte=since, created_at__lt=until)
+        UsageEntry.objects.filter(created_at__gte=since, created_at__lt=until)
         .annotate(day=TruncDate("created_at"))
         .values(
             "day",
-            "conversation__owner_id",
-            "conversation__owner__username",
+            "user_id",
+            "user__username",
             "model_config__prompt_price_per_million",
             "model_config__completion_price_per_million",
         )
         .annotate(
-            runs=Count("id"),
+            runs=Count("id", filter=Q(kind=UsageEntry.Kind.RUN)),
             prompt_tokens=Sum("prompt_tokens"),
             completion_tokens=Sum("completion_tokens"),
         )
@@ -64,13 +220,13 @@ def usage_by_user_day(*, since: datetime.datetime, until: datetime.datetime) -> 
         lambda: {"runs": 0, "prompt": 0, "completion": 0, "cost": Decimal(0), "username": ""}
     )
     for group in grouped:
-        key = (group["conversation__owner_id"], group["day"])
+        key = (group["user_id"], group["day"])
         entry = totals[key]
         prompt = group["prompt_tokens"] or 0
         completion = group["completion_tokens"] or 0
         prompt_price = group["model_config__prompt_price_per_million"] or Decimal(0)
         completion_price = group["model_config__completion_price_per_million"] or Decimal(0)
-        entry["username"] = group["conversation__owner__username"]
+        entry["username"] = group["user__username"]
         entry["runs"] += group["runs"]
         entry["prompt"] += prompt
         entry["completion"] += completion

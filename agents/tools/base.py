@@ -74,6 +74,11 @@ class ConfiguredTool(Tool):
     def check_config(cls, config: Mapping[str, Any]) -> dict[str, str]:
         return {}
 
+    @classmethod
+    def linked_secret_values(cls, config: Mapping[str, Any]) -> list[str]:
+        """Secret values kept outside the tool's row that it uses (an MCP server's headers)."""
+        return []
+
     # -- secrets -----------------------------------------------------------------------
     def secret(self, name: str) -> str:
         try:

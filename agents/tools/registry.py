@@ -143,6 +143,8 @@ def _register_builtins() -> None:
         http_request,
         knowledge_search,
         lookup_table,
+        mcp_tool,
+        openapi_operation,
     )
 
     register_kind("calculator", calculator.Calculator, config_schema=calculator.CONFIG_SCHEMA)
@@ -167,6 +169,13 @@ def _register_builtins() -> None:
         "conversation_search",
         conversation_search.ConversationSearch,
         config_schema=conversation_search.CONFIG_SCHEMA,
+    )
+    register_kind("mcp", mcp_tool.McpTool, config_schema=mcp_tool.CONFIG_SCHEMA)
+    register_kind(
+        "openapi",
+        openapi_operation.OpenApiOperation,
+        config_schema=openapi_operation.CONFIG_SCHEMA,
+        secret_names=openapi_operation.SECRET_NAMES,
     )
 
 

@@ -77,7 +77,7 @@ def make_finished_run(db):
     """A succeeded run with its events and one model call, stored by the pipeline's services."""
     from django.utils import timezone
 
-    from agents.models import AgentRun, Message
+    from agents.models import AgentRun, Message, UsageEntry
     from agents.react.types import (
         ActionStep,
         FinalAnswerStep,
@@ -142,6 +142,7 @@ def make_finished_run(db):
         run_finish(run=run, step=FinalAnswerStep(text="The capital of France is Paris."))
         if created_at is not None:
             AgentRun.objects.filter(pk=run.pk).update(created_at=created_at)
+            UsageEntry.objects.filter(run_id=run.pk).update(created_at=created_at)
         run.refresh_from_db()
         return run
 

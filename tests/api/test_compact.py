@@ -5,8 +5,9 @@ from __future__ import annotations
 import pytest
 
 from agents.models import AgentRun, MemorySummary, Message
-from agents.services.conversations import message_send
+from agents.services.conversations import conversation_create, message_send
 from chatsite.celery import app as celery_app
+from tests.usage import spend
 
 pytestmark = pytest.mark.django_db
 
@@ -60,3 +61,53 @@ def test_compact_of_another_users_conversation_is_a_404(api, other_conversation)
 
     assert response.status_code == 404
     assert not MemorySummary.objects.exists()
+
+
+def test_a_second_compact_while_one_is_pending_queues_nothing_more(
+    api, user, conversation, django_capture_on_commit_callbacks
+):
+    finished_turn(conversation, user, "Remember the number 7.", "Noted.")
+
+    with django_capture_on_commit_callbacks() as callbacks:
+        first = api.post(compact_url(conversation.pk))
+        again = api.post(compact_url(conversation.pk))
+
+    assert (first.status_code, again.status_code) == (202, 202)
+    assert again.json() == {
+        "queued": True,
+        "message": "A summary of this conversation is on its way.",
+    }
+    assert len(callbacks) == 1  # one summarising task, not two
+
+
+def test_compact_is_rate_limited_per_user(
+    api, user, settings, minute_turn_clock, django_capture_on_commit_callbacks
+):
+    # Started 0.5 s before a minute turns; the refused request lands after the turn.
+    settings.CHAT_COMPACTS_PER_MINUTE = 2
+    conversations = [conversation_create(owner=user) for _ in range(3)]
+    for conversation in conversations:
+        finished_turn(conversation, user, "Remember the number 7.", "Noted.")
+    statuses = []
+    with django_capture_on_commit_callbacks() as callbacks:
+        for conversation in conversations:
+            statuses.append(api.post(compact_url(conversation.pk)).status_code)
+            minute_turn_clock.advance(0.3)
+
+    assert statuses == [202, 202, 429]
+    assert len(callbacks) == 2
+
+
+def test_compact_over_the_daily_quota_is_429_and_queues_nothing(
+    api, user, conversation, settings, django_capture_on_commit_callbacks
+):
+    settings.CHAT_DAILY_TOKEN_QUOTA = 50
+    finished_turn(conversation, user, "Remember the number 7.", "Noted.")
+    spend(conversation.runs.get(), prompt_tokens=40, completion_tokens=10)
+
+    with django_capture_on_commit_callbacks() as callbacks:
+        response = api.post(compact_url(conversation.pk))
+
+    assert response.status_code == 429
+    assert response.json()["code"] == "quota_exceeded"
+    assert callbacks == []

@@ -6,6 +6,7 @@ import pytest
 
 from agents.models import AgentRun, Message, RunEvent
 from agents.services.conversations import conversation_create, message_send
+from tests.usage import spend
 
 pytestmark = pytest.mark.django_db
 
@@ -103,12 +104,16 @@ def test_send_while_a_run_is_in_progress(api, user, conversation):
     assert Message.objects.count() == 1
 
 
-def test_rate_limit_is_429(api, user, settings):
+def test_rate_limit_is_429(api, user, settings, minute_turn_clock):
+    # Started 0.5 s before a minute turns; the third send lands after the turn.
     settings.CHAT_SENDS_PER_MINUTE = 2
     conversations = [conversation_create(owner=user) for _ in range(3)]
-    statuses = [
-        api.post(messages_url(c.pk), {"content": "hi"}, content_type=JSON) for c in conversations
-    ]
+    statuses = []
+    for conversation in conversations:
+        statuses.append(
+            api.post(messages_url(conversation.pk), {"content": "hi"}, content_type=JSON)
+        )
+        minute_turn_clock.advance(0.3)
     assert [r.status_code for r in statuses] == [201, 201, 429]
     assert statuses[2].json() == {
         "code": "rate_limited",
@@ -121,9 +126,8 @@ def test_daily_quota_is_429(api, user, settings):
     settings.CHAT_DAILY_TOKEN_QUOTA = 50
     spent = conversation_create(owner=user)
     run = message_send(conversation=spent, user=user, content="earlier").run
-    AgentRun.objects.filter(pk=run.pk).update(
-        status=AgentRun.Status.SUCCEEDED, prompt_tokens=40, completion_tokens=10
-    )
+    spend(run, prompt_tokens=40, completion_tokens=10)
+    finish(run)
     fresh = conversation_create(owner=user)
     response = api.post(messages_url(fresh.pk), {"content": "more"}, content_type=JSON)
     assert response.status_code == 429

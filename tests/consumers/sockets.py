@@ -41,17 +41,21 @@ def socket(
     cookie: str | None = None,
     after_seq: int | str | None = None,
     origin: str | None = ORIGIN,
+    host: str = "localhost",
+    scheme: str = "ws",
 ) -> WebsocketCommunicator:
     """A communicator for one conversation; ``cookie`` from ``session_cookie`` (sync)."""
     path = f"/ws/conversations/{conversation_id}/"
     if after_seq is not None:
         path += f"?after_seq={after_seq}"
-    headers = [(b"host", b"localhost")]
+    headers = [(b"host", host.encode())]
     if origin is not None:
         headers.append((b"origin", origin.encode()))
     if cookie is not None:
         headers.append((b"cookie", f"{settings.SESSION_COOKIE_NAME}={cookie}".encode()))
-    return WebsocketCommunicator(application, path, headers=headers)
+    communicator = WebsocketCommunicator(application, path, headers=headers)
+    communicator.scope["scheme"] = scheme
+    return communicator
 
 
 async def receive(communicator: WebsocketCommunicator) -> dict[str, Any]:

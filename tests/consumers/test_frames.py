@@ -16,6 +16,7 @@ from tests.consumers.sockets import (
     session_cookie,
     socket,
 )
+from tests.usage import spend
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -158,6 +159,25 @@ def test_bad_frame_gets_an_error_and_the_socket_stays_open(
     assert not AgentRun.objects.exists()
 
 
+@pytest.mark.parametrize(
+    "frame",
+    [
+        "[" * 50_000,
+        '{"type": "ping", "nested": ' + "[" * 30_000 + "]" * 30_000 + "}",
+    ],
+    ids=["unclosed", "closed"],
+)
+def test_deeply_nested_json_is_an_error_frame_and_the_socket_stays_usable(
+    user, conversation, frame
+):
+    send_frame = {"type": "message.send", "content": "still here", "client_id": "after"}
+    nested, created = exchange(session_cookie(user), conversation.pk, [frame, send_frame])
+    assert nested["type"] == "error"
+    assert nested["code"] == "invalid_json"
+    assert "deep" in nested["message"]
+    assert created["type"] == "message.created"
+
+
 def test_errors_for_a_send_name_its_client_id(user, conversation):
     frame = {"type": "message.send", "content": "  ", "client_id": "pending-7"}
     (reply,) = exchange(session_cookie(user), conversation.pk, [frame])
@@ -200,7 +220,8 @@ def test_many_bad_frames_in_a_row_then_a_good_send(user, conversation):
 # ---- limits from the service ---------------------------------------------------------------
 
 
-def test_rate_limit_refusal_is_an_error_frame(user, settings):
+def test_rate_limit_refusal_is_an_error_frame(user, settings, minute_turn_clock):
+    # Started 0.5 s before a minute turns; the second send lands after the turn.
     settings.CHAT_SENDS_PER_MINUTE = 1
     first = conversation_create(owner=user)
     second = conversation_create(owner=user)
@@ -208,6 +229,7 @@ def test_rate_limit_refusal_is_an_error_frame(user, settings):
     (created,) = exchange(
         cookie, first.pk, [{"type": "message.send", "content": "one", "client_id": "1"}]
     )
+    minute_turn_clock.advance(0.6)
     (refused,) = exchange(
         cookie, second.pk, [{"type": "message.send", "content": "two", "client_id": "2"}]
     )
@@ -222,9 +244,8 @@ def test_daily_quota_refusal_is_an_error_frame(user, settings):
     settings.CHAT_DAILY_TOKEN_QUOTA = 100
     spent = conversation_create(owner=user)
     result = message_send(conversation=spent, user=user, content="earlier", client_id="e")
-    AgentRun.objects.filter(pk=result.run.pk).update(
-        status=AgentRun.Status.SUCCEEDED, prompt_tokens=80, completion_tokens=30
-    )
+    spend(result.run, prompt_tokens=80, completion_tokens=30)
+    AgentRun.objects.filter(pk=result.run.pk).update(status=AgentRun.Status.SUCCEEDED)
     fresh = conversation_create(owner=user)
     (refused,) = exchange(
         session_cookie(user),

@@ -73,10 +73,14 @@ def test_another_user_cannot_read_send_cancel_or_connect(live_stack, user, other
     assert not RunEvent.objects.filter(conversation=own).exists()
 
 
-def test_a_foreign_origin_is_refused(live_stack, user):
+@pytest.mark.parametrize("origin", ["http://evil.example", "another port"])
+def test_a_foreign_origin_is_refused(live_stack, user, origin):
     conversation = conversation_create(owner=user)
+    if origin == "another port":  # a page on daphne's own host, served from another port
+        scheme_and_host, port = live_stack.daphne.url.rsplit(":", 1)
+        origin = f"{scheme_and_host}:{int(port) + 1}"
 
     with pytest.raises(InvalidStatus) as refused:
-        live_stack.connect(conversation, user, origin="http://evil.example")
+        live_stack.connect(conversation, user, origin=origin)
 
     assert refused.value.response.status_code == 403

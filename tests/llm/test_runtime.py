@@ -82,5 +82,5 @@ def test_tool_calling_support_comes_from_the_model_endpoint(user):
     model_config.supports_tool_calling = True
     model_config.save()
     assert build_executor(snapshot=snapshot, user=user).config.supports_tool_calling
-    empty = ProfileSnapshot.from_json({})
-    assert not build_executor(snapshot=empty, user=user).config.supports_tool_calling
+    no_endpoint = ProfileSnapshot.from_json({})
+    assert not build_executor(snapshot=no_endpoint, user=user).config.supports_tool_calling

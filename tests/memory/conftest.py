@@ -12,6 +12,7 @@ from agents.memory.testing import summariser_policy
 from agents.models import AgentProfile, Conversation, MemorySummary, Message, ModelConfig
 from agents.profile_snapshot import ProfileSnapshot
 from chatsite.celery import app as celery_app
+from tests.isolation import private_cache_prefix
 
 _words = itertools.count(1)
 
@@ -51,6 +52,14 @@ def ask(conversation: Conversation, question: str = "") -> Message:
     return Message.objects.create(
         conversation=conversation, role="user", content=question or filler(5)
     )
+
+
+@pytest.fixture(autouse=True)
+def _private_cache(settings):
+    """/compact's pending marks and rate-limit counters live in Redis: a prefix per test."""
+    caches = {name: dict(config) for name, config in settings.CACHES.items()}
+    caches["default"]["KEY_PREFIX"] = private_cache_prefix()
+    settings.CACHES = caches
 
 
 @pytest.fixture

@@ -7,6 +7,7 @@ from django.core.exceptions import PermissionDenied
 
 from agents.llm.tokens import count_message_tokens
 from agents.memory.services import (
+    SummaryRequest,
     memory_after_run,
     memory_for_run,
     summary_request,
@@ -14,6 +15,8 @@ from agents.memory.services import (
 from agents.memory.strategies import SUMMARY_FRAMING_TOKENS
 from agents.models import AgentRun, MemorySummary
 from tests.memory.conftest import add_turn, ask, filler, snapshot_for
+
+NOTHING_TO_FOLD = SummaryRequest.NOTHING_TO_FOLD
 
 pytestmark = pytest.mark.django_db
 
@@ -171,12 +174,12 @@ def test_compact_enqueues_at_once_when_there_is_something_to_fold(
     conversation, user, django_capture_on_commit_callbacks
 ):
     with django_capture_on_commit_callbacks() as callbacks:
-        assert not summary_request(conversation=conversation, user=user)
+        assert summary_request(conversation=conversation, user=user) == NOTHING_TO_FOLD
     assert callbacks == []
 
     add_turn(conversation, "q1", "a1")
     with django_capture_on_commit_callbacks() as callbacks:
-        assert summary_request(conversation=conversation, user=user)
+        assert summary_request(conversation=conversation, user=user) == SummaryRequest.QUEUED
     assert len(callbacks) == 1
 
 
@@ -188,7 +191,7 @@ def test_compact_does_not_fold_a_turn_whose_run_is_still_going(
         conversation=conversation, trigger_message=question, status=AgentRun.Status.RUNNING
     )
     with django_capture_on_commit_callbacks() as callbacks:
-        assert not summary_request(conversation=conversation, user=user)
+        assert summary_request(conversation=conversation, user=user) == NOTHING_TO_FOLD
     assert callbacks == []
 
 

@@ -5,11 +5,12 @@ from __future__ import annotations
 import pytest
 
 from agents.llm.scripted import Fail
-from agents.memory.services import memory_after_run, summary_request
+from agents.memory.services import SummaryRequest, memory_after_run, summary_request
 from agents.memory.tasks import MAX_RETRIES, memory_summary_create
-from agents.models import MemorySummary
+from agents.models import MemorySummary, UsageEntry
 from agents.profile_snapshot import ProfileSnapshot
 from agents.react.errors import ModelAuthError
+from agents.services.usage import quota_left_today
 from tests.memory.conftest import add_turn, assert_summaries_tile_the_history, filler
 
 pytestmark = pytest.mark.django_db
@@ -92,7 +93,7 @@ def test_compact_summarises_everything_at_once(
     long_conversation, user, eager_tasks, django_capture_on_commit_callbacks
 ):
     with django_capture_on_commit_callbacks(execute=True):
-        assert summary_request(conversation=long_conversation, user=user)
+        assert summary_request(conversation=long_conversation, user=user) == SummaryRequest.QUEUED
 
     (summary,) = assert_summaries_tile_the_history(long_conversation)
     assert summary.covers_through == long_conversation.messages.order_by("id").last()
@@ -125,3 +126,32 @@ def test_summaries_queued_under_the_tasks_old_name_still_run(
     assert result.successful()  # retried like the task under its new name
     (summary,) = assert_summaries_tile_the_history(long_conversation)
     assert result.result == summary.pk
+
+
+def test_summaries_count_against_the_daily_quota(
+    long_conversation, user, scripted_server, summariser_name, settings
+):
+    settings.CHAT_DAILY_TOKEN_QUOTA = 1_000_000
+
+    memory_summary_create.apply(args=[long_conversation.pk])
+
+    (entry,) = UsageEntry.objects.filter(user=user, kind=UsageEntry.Kind.SUMMARY)
+    calls = scripted_server.requests(summariser_name)
+    assert calls
+    assert entry.total_tokens > 0
+    assert entry.settled_at is not None  # the task ended: its reservation is released
+    assert quota_left_today(user_id=user.pk) == 1_000_000 - entry.total_tokens
+
+
+def test_automatic_summarising_over_quota_calls_no_model(
+    long_conversation, user, scripted_server, summariser_name, settings
+):
+    settings.CHAT_DAILY_TOKEN_QUOTA = 100
+    UsageEntry.objects.create(user=user, kind=UsageEntry.Kind.RUN, prompt_tokens=100)
+
+    result = memory_summary_create.apply(args=[long_conversation.pk])
+
+    assert result.successful()
+    assert result.result is None
+    assert scripted_server.requests(summariser_name) == []
+    assert not MemorySummary.objects.filter(conversation=long_conversation).exists()

@@ -11,27 +11,13 @@ from agents.react import parser as parser_module
 from agents.react.errors import ParseError
 from agents.react.parser import (
     AnswerStream,
-    ParsedAction,
-    ParsedFinalAnswer,
     ThoughtStream,
     parse,
 )
 from agents.react.types import ErrorStep, ObservationStep
 from tests.react.conftest import final, without_records
+from tests.react.test_parser import action, answer, stream
 from tests.react.tools import Echo
-
-
-def action(text: str) -> ParsedAction:
-    parsed = parse(text)
-    assert isinstance(parsed, ParsedAction), parsed
-    return parsed
-
-
-def answer(text: str) -> ParsedFinalAnswer:
-    parsed = parse(text)
-    assert isinstance(parsed, ParsedFinalAnswer), parsed
-    return parsed
-
 
 # Rule: a label in the middle of a line counts only in the cases the docstring lists, so a
 # thought that mentions the answer label neither ends the run nor hides the action after it.
@@ -85,12 +71,7 @@ def test_an_answer_holding_a_question_line_is_kept_whole():
 @pytest.mark.parametrize("chunk_size", [1, 4, 100])
 def test_the_streamed_answer_keeps_the_question_line_too(chunk_size):
     text = "Final Answer: Here is the FAQ.\nQuestion: Who?\nAnswer: Us."
-    deltas: list[str] = []
-    stream = AnswerStream(deltas.append)
-    for start in range(0, len(text), chunk_size):
-        stream.feed(text[start : start + chunk_size])
-    stream.finish()
-    assert "".join(deltas) == answer(text).answer
+    assert "".join(stream(text, chunk_size)) == answer(text).answer
 
 
 # Rule: JSON nested deeper than jsontext.MAX_DEPTH is a parse error, never a RecursionError.
@@ -158,12 +139,7 @@ def test_leftovers_of_the_format_before_a_final_answer(text):
 @pytest.mark.parametrize("chunk_size", [1, 3])
 def test_leftovers_stream_the_answer(chunk_size):
     text = "Thought: I know it.\nAction: None\nFinal Answer: 42 it is"
-    deltas: list[str] = []
-    stream = AnswerStream(deltas.append)
-    for start in range(0, len(text), chunk_size):
-        stream.feed(text[start : start + chunk_size])
-    stream.finish()
-    assert "".join(deltas) == "42 it is"
+    assert "".join(stream(text, chunk_size)) == "42 it is"
 
 
 def test_a_none_action_without_an_answer_is_still_an_action():

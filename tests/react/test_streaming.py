@@ -8,6 +8,8 @@ answer) and that every delta comes before the steps of its call.
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from agents.react.errors import ParseError, RunCancelled
 from agents.react.executor import AgentConfig, AgentExecutor
@@ -28,7 +30,7 @@ from agents.react.types import (
     ThoughtDelta,
     ThoughtStep,
 )
-from tests.react.conftest import drain, final
+from tests.react.conftest import Harness, drain, final
 from tests.react.tools import Adder, Echo
 
 ADD = 'Thought: I should add\nthe two numbers.\nAction: adder\nAction Input: {"a": 2, "b": 3}'
@@ -341,3 +343,55 @@ def test_no_should_cancel_means_no_text_callback_when_nothing_streams():
     executor = AgentExecutor(model=model, tools=[], prompt=PromptConfig())
     list(executor.run("q"))
     assert not model.calls[0].streamed
+
+
+# -- the executor's live text against its steps, on generated replies --------------------------
+
+PIECES = st.sampled_from(
+    [
+        "Thought: ",
+        "Action: ",
+        "echo",
+        "Action Input: ",
+        "Final Answer: ",
+        "Observation: ",
+        "final answer: ",
+        "**Action:** ",
+        "思考：",
+        "最终答案：",
+        "```",
+        "{",
+        "}",
+        "\n",
+        "\n\n",
+        "  ",
+        "None",
+        "Obs",
+        "plan",
+        "the sum is 5",
+        "*",
+        "no further Action: needed",
+    ]
+)
+
+
+@settings(max_examples=300, derandomize=True, database=None, deadline=None)
+@given(st.lists(PIECES, min_size=1, max_size=25).map("".join), st.sampled_from([1, 2, 5]))
+def test_live_text_equals_the_stored_steps_on_generated_replies(text, chunk_size):
+    harness = Harness()
+    config = AgentConfig(max_iterations=1)
+    steps = harness.run(
+        [text, "Final Answer: done"], [Echo()], live=True, config=config, chunk_size=chunk_size
+    )
+    call_index = None
+    for step in steps:
+        if isinstance(step, ModelCallRecord):
+            call_index = step.index
+        elif isinstance(step, ThoughtStep):
+            assert harness.thought_text(call_index) == step.text, (text, step.text)
+    # Every call that sent thought text closed it with exactly one "done", last.
+    for index in {delta.call_index for delta in harness.thoughts}:
+        deltas = [delta for delta in harness.thoughts if delta.call_index == index]
+        assert [delta.done for delta in deltas].count(True) == 1
+        assert deltas[-1].done
+    assert "".join(harness.deltas) == final(steps).text

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterator
 
@@ -133,18 +134,78 @@ def test_a_cross_site_or_originless_socket_is_refused_at_the_handshake(user, con
     assert run(body) is False
 
 
-@pytest.mark.django_db(transaction=True)
-@pytest.mark.parametrize("origin", ["http://localhost", "https://localhost", "http://[::1]:8000"])
-def test_a_same_site_socket_is_accepted(user, conversation, origin):
+def _connects(user, conversation, **socket_options) -> bool:
     cookie = session_cookie(user)
 
     async def body():
-        communicator = socket(conversation.pk, cookie=cookie, origin=origin)
+        communicator = socket(conversation.pk, cookie=cookie, **socket_options)
         connected, _ = await communicator.connect()
-        await communicator.disconnect()
+        if connected:
+            await communicator.disconnect()
         return connected
 
-    assert run(body) is True
+    return run(body)
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.parametrize(
+    ("origin", "host", "scheme"),
+    [
+        ("http://localhost", "localhost", "ws"),
+        ("http://LOCALHOST:80", "localhost", "ws"),
+        ("https://localhost", "localhost", "wss"),
+        ("http://localhost:8000", "localhost:8000", "ws"),
+        ("http://[::1]:8000", "[::1]:8000", "ws"),
+    ],
+)
+def test_a_same_origin_socket_is_accepted(user, conversation, origin, host, scheme):
+    assert _connects(user, conversation, origin=origin, host=host, scheme=scheme)
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.parametrize(
+    ("origin", "host", "scheme"),
+    [
+        ("http://localhost:9000", "localhost:8000", "ws"),  # same host, another port
+        ("http://localhost:8000", "localhost", "ws"),
+        ("http://localhost", "localhost:8000", "ws"),
+        ("https://localhost", "localhost", "ws"),  # same host, another scheme
+        ("http://localhost", "localhost", "wss"),
+        ("http://127.0.0.1:8000", "localhost:8000", "ws"),  # another allowed host
+        ("http://evil.example", "evil.example", "ws"),  # a Host not in ALLOWED_HOSTS
+    ],
+)
+def test_another_origin_is_refused_even_on_the_same_host(user, conversation, origin, host, scheme):
+    assert not _connects(user, conversation, origin=origin, host=host, scheme=scheme)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_trusted_origin_behind_a_tls_proxy_is_accepted(user, conversation, settings):
+    # TLS ends at the proxy: the handshake reaches daphne as plain ws on an internal port.
+    settings.CSRF_TRUSTED_ORIGINS = ["https://chat.example.com", "https://*.example.org"]
+    assert _connects(user, conversation, origin="https://chat.example.com", host="localhost:8001")
+    assert _connects(user, conversation, origin="https://eu.example.org", host="localhost:8001")
+    assert not _connects(
+        user, conversation, origin="https://chat.example.com:8443", host="localhost:8001"
+    )
+    assert not _connects(user, conversation, origin="http://chat.example.com", host="localhost")
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_forwarded_scheme_counts_when_the_proxy_header_is_trusted(user, conversation, settings):
+    settings.SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+    cookie = session_cookie(user)
+
+    async def body(forwarded: str) -> bool:
+        communicator = socket(conversation.pk, cookie=cookie, origin="https://localhost")
+        communicator.scope["headers"].append((b"x-forwarded-proto", forwarded.encode()))
+        connected, _ = await communicator.connect()
+        if connected:
+            await communicator.disconnect()
+        return connected
+
+    assert run(functools.partial(body, "https"))
+    assert not run(functools.partial(body, "http"))
 
 
 # ---- oversized input -------------------------------------------------------------------------

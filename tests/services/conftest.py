@@ -4,6 +4,7 @@ import pytest
 
 from agents.models import AgentProfile
 from agents.services.conversations import conversation_create
+from tests.clock import minute_turn_clock  # noqa: F401 - a fixture, found by name
 from tests.isolation import private_cache_prefix
 
 

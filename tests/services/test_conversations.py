@@ -17,6 +17,7 @@ from agents.services.conversations import (
     run_regenerate,
 )
 from agents.services.runs import run_finish
+from tests.usage import spend
 
 
 def _snapshot(conversation: Conversation) -> tuple[int, int, int, int]:
@@ -106,11 +107,15 @@ def _finish(run: AgentRun, text: str = "done") -> None:
     run_finish(run=run, step=FinalAnswerStep(text=text))
 
 
-def test_rate_limit_per_minute(user, default_profile, settings):
+def test_rate_limit_per_minute(user, default_profile, settings, minute_turn_clock):
+    """Started 0.5 s before a minute turns: the third send falls in the next clock minute and
+    is still one too many in the last minute."""
     settings.CHAT_SENDS_PER_MINUTE = 2
     conversations = [conversation_create(owner=user) for _ in range(3)]
     message_send(conversation=conversations[0], user=user, content="one")
+    minute_turn_clock.advance(0.3)
     message_send(conversation=conversations[1], user=user, content="two")
+    minute_turn_clock.advance(0.3)
     before = _snapshot(conversations[2])
 
     with pytest.raises(RequestRefused) as refused:
@@ -120,10 +125,32 @@ def test_rate_limit_per_minute(user, default_profile, settings):
     assert _snapshot(conversations[2]) == before
 
 
+def test_rate_limit_window_slides(user, default_profile, settings, minute_turn_clock):
+    """40 sends in 3 s across a minute turn let 20 through, and the window frees a slot only
+    a minute after each counted send."""
+    settings.CHAT_SENDS_PER_MINUTE = 20
+    conversations = [conversation_create(owner=user) for _ in range(41)]
+    outcomes = []
+    for conversation in conversations[:40]:
+        try:
+            message_send(conversation=conversation, user=user, content="hi")
+            outcomes.append("sent")
+        except RequestRefused as refusal:
+            outcomes.append(refusal.code)
+        minute_turn_clock.advance(3 / 40)
+    assert outcomes == ["sent"] * 20 + ["rate_limited"] * 20
+
+    minute_turn_clock.advance(60 - 3 - 0.1)  # the first send is 59.9 s old: still counted
+    with pytest.raises(RequestRefused):
+        message_send(conversation=conversations[40], user=user, content="hi")
+    minute_turn_clock.advance(0.2)  # now it has left the window
+    assert message_send(conversation=conversations[40], user=user, content="hi").created
+
+
 def test_daily_token_quota(conversation, user, settings):
     settings.CHAT_DAILY_TOKEN_QUOTA = 1000
     sent = message_send(conversation=conversation, user=user, content="hello")
-    AgentRun.objects.filter(pk=sent.run.pk).update(prompt_tokens=900, completion_tokens=100)
+    spend(sent.run, prompt_tokens=900, completion_tokens=100)
     _finish(sent.run)
 
     with pytest.raises(RequestRefused) as refused:

@@ -1,0 +1,273 @@
+"""MCP servers: write-only headers, stdio for superusers only, state and last error, and
+"Discover", which lists the server's tools and enables the chosen ones as ``mcp`` tools."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from django import forms
+from django.contrib import admin, messages
+from django.core.exceptions import PermissionDenied
+from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
+from django.template.response import TemplateResponse
+from django.urls import URLPattern, reverse
+
+from agents.admin.forms import WriteOnlyTextarea, new_tool_name_error, suggested_tool_name
+from agents.admin.pages import ExtraPagesAdmin, change_url, pretty
+from agents.crypto import SecretUnreadable
+from agents.models import McpServer, ToolConfig
+from agents.services.mcp import (
+    mcp_server_discover,
+    mcp_server_headers_update,
+    mcp_server_tools,
+    mcp_tools_enable,
+)
+from agents.tools.builtin.mcp_tool import needs_approval_by_default
+from agents.tools.mcp_client import RemoteTool
+
+_HEADER_NAME = re.compile(r"^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")
+
+
+def may_run_programs(user: Any) -> bool:
+    """A stdio server runs a program on the worker's machine: superusers only."""
+    return bool(getattr(user, "is_superuser", False))
+
+
+def _runs_program(server: McpServer | None) -> bool:
+    return server is not None and server.transport == McpServer.Transport.STDIO
+
+
+def describe_headers(server: McpServer) -> str:
+    """The names of the stored headers, never their values."""
+    if not server.headers_encrypted:
+        return "none"
+    try:
+        return ", ".join(sorted(server.get_headers())) or "none"
+    except SecretUnreadable:
+        return "unreadable (SECRET_KEY changed since they were saved): enter them again"
+
+
+class McpServerForm(forms.ModelForm):
+    headers = forms.CharField(
+        label="Headers",
+        required=False,
+        widget=WriteOnlyTextarea(attrs={"rows": 3, "autocomplete": "off", "spellcheck": "false"}),
+        help_text=(
+            "One Name: value per line, sent with every request (e.g. Authorization: Bearer …). "
+            "Write-only: leave empty to keep the stored ones; Name: with nothing after it "
+            "removes one."
+        ),
+    )
+    clear_headers = forms.BooleanField(label="Remove all stored headers", required=False)
+    url = forms.URLField(
+        required=False,
+        assume_scheme="https",
+        help_text="Streamable HTTP: the endpoint, e.g. https://tools.example.com/mcp",
+    )
+    args = forms.JSONField(
+        required=False,
+        initial=list,
+        widget=forms.Textarea(attrs={"rows": 2, "class": "vLargeTextField"}),
+        help_text='stdio: the arguments as a JSON list, e.g. ["server.py", "--quiet"].',
+    )
+
+    class Meta:
+        model = McpServer
+        fields = ["name", "transport", "url", "headers", "clear_headers", "command", "args"]
+        fields += ["timeout_seconds"]
+
+    def __init__(self, *args: Any, user: Any = None, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.user = user
+        self.fields["headers"].help_text = (
+            f"Stored headers: {describe_headers(self.instance)}. "
+            + self.fields["headers"].help_text
+        )
+
+    def clean_args(self) -> list[Any]:
+        value = self.cleaned_data.get("args")
+        return [] if value is None else value
+
+    def clean_headers(self) -> dict[str, str]:
+        entered: dict[str, str] = {}
+        for number, line in enumerate(self.cleaned_data.get("headers", "").splitlines(), 1):
+            if not line.strip():
+                continue
+            name, sep, value = line.partition(":")
+            # Messages name the line, never echo it: it may hold the secret.
+            if not sep or not _HEADER_NAME.match(name.strip()):
+                raise forms.ValidationError(f"Line {number} is not Name: value.")
+            entered[name.strip()] = value.strip()
+        return entered
+
+    def clean(self) -> dict[str, Any]:
+        cleaned = super().clean() or {}
+        runs_program = cleaned.get("transport") == McpServer.Transport.STDIO
+        was_stdio = self.instance.pk and self.instance.transport == McpServer.Transport.STDIO
+        if (runs_program or was_stdio) and not may_run_programs(self.user):
+            raise forms.ValidationError(
+                "Only a superuser may create or change a stdio server: it runs a program on "
+                "the worker's machine."
+            )
+        return cleaned
+
+    def save(self, commit: bool = True) -> McpServer:
+        server: McpServer = super().save(commit=False)
+        mcp_server_headers_update(
+            server=server,
+            entered=self.cleaned_data.get("headers") or {},
+            clear_all=bool(self.cleaned_data.get("clear_headers")),
+        )
+        if commit:
+            server.save()
+        return server
+
+
+class EnableToolsForm(forms.Form):
+    """One checkbox and one name per discovered tool; names are checked for clashes."""
+
+    timeout_seconds = forms.FloatField(
+        initial=30.0, min_value=0.1, help_text="Each call's timeout, in seconds."
+    )
+
+    def __init__(
+        self, *args: Any, tools: list[RemoteTool], enabled: dict[str, str], **kwargs: Any
+    ) -> None:
+        super().__init__(*args, **kwargs)
+        self.tools = tools
+        taken = set(ToolConfig.objects.values_list("name", flat=True))
+        for index, tool in enumerate(tools):
+            already = enabled.get(tool.name)
+            self.fields[f"enable_{index}"] = forms.BooleanField(
+                required=False, disabled=already is not None, label=f"Enable {tool.name}"
+            )
+            self.fields[f"name_{index}"] = forms.CharField(
+                max_length=64,
+                required=False,
+                initial=already or suggested_tool_name(tool.name, taken),
+                disabled=already is not None,
+                label=f"Tool name for {tool.name}",
+            )
+
+    def rows(self) -> list[dict[str, Any]]:
+        return [
+            {
+                "tool": tool,
+                "enable": self[f"enable_{index}"],
+                "name": self[f"name_{index}"],
+                "schema": pretty(tool.input_schema),
+                "annotations": pretty(tool.annotations) if tool.annotations else "",
+                "needs_approval": needs_approval_by_default(tool.annotations),
+            }
+            for index, tool in enumerate(self.tools)
+        ]
+
+    def clean(self) -> dict[str, Any]:
+        cleaned = super().clean() or {}
+        chosen: list[tuple[RemoteTool, str]] = []
+        for index, tool in enumerate(self.tools):
+            field = self.fields[f"enable_{index}"]
+            if field.disabled or not cleaned.get(f"enable_{index}"):
+                continue
+            name = (cleaned.get(f"name_{index}") or "").strip()
+            error = new_tool_name_error(name, chosen={n for _, n in chosen})
+            if error:
+                self.add_error(f"name_{index}", error)
+                continue
+            chosen.append((tool, name))
+        if not chosen and not self.errors:
+            raise forms.ValidationError("Tick at least one tool to enable.")
+        cleaned["chosen"] = chosen
+        return cleaned
+
+
+@admin.register(McpServer)
+class McpServerAdmin(ExtraPagesAdmin):
+    form = McpServerForm
+    list_display = ["name", "transport", "target", "state", "last_contact_at", "headers_state"]
+    list_filter = ["transport", "state"]
+    search_fields = ["name", "url", "command"]
+    readonly_fields = ["state", "last_error", "last_contact_at", "enabled_tools"]
+    change_form_template = "admin/agents/mcpserver/change_form.html"
+    sensitive_post_fields = ("headers",)
+    fieldsets = [
+        (None, {"fields": ["name", "transport", "timeout_seconds"]}),
+        ("Streamable HTTP", {"fields": ["url", "headers", "clear_headers"]}),
+        ("stdio (superusers only)", {"fields": ["command", "args"]}),
+        ("State", {"fields": ["state", "last_error", "last_contact_at", "enabled_tools"]}),
+    ]
+
+    @admin.display(description="URL or command")
+    def target(self, obj: McpServer) -> str:
+        if obj.transport == McpServer.Transport.STDIO:
+            return " ".join([obj.command, *map(str, obj.args or [])])
+        return obj.url
+
+    @admin.display(description="Headers")
+    def headers_state(self, obj: McpServer) -> str:
+        return describe_headers(obj)
+
+    @admin.display(description="Tools enabled from it")
+    def enabled_tools(self, obj: McpServer) -> str:
+        enabled = mcp_server_tools(server=obj)
+        return ", ".join(f"{local} ({remote})" for remote, local in enabled.items()) or "none"
+
+    def get_form(self, request: HttpRequest, obj: Any = None, change: bool = False, **kwargs: Any):
+        form_class = super().get_form(request, obj, change, **kwargs)
+        user = request.user
+
+        class FormForUser(form_class):  # type: ignore[misc, valid-type]
+            def __init__(self, *args: Any, **form_kwargs: Any) -> None:
+                super().__init__(*args, user=user, **form_kwargs)
+
+        return FormForUser
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        if _runs_program(obj) and not may_run_programs(request.user):
+            return False
+        return super().has_change_permission(request, obj)
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        if _runs_program(obj) and not may_run_programs(request.user):
+            return False
+        return super().has_delete_permission(request, obj)
+
+    def get_urls(self) -> list[URLPattern]:
+        return [
+            self._object_url("<int:object_id>/discover/", self.discover_view, "discover"),
+            *super().get_urls(),
+        ]
+
+    def discover_view(self, request: HttpRequest, object_id: int) -> HttpResponse:
+        server: McpServer = self._get_for_view(request, object_id)
+        if request.method == "POST" and not request.user.has_perm("agents.add_toolconfig"):
+            raise PermissionDenied
+        discovery = mcp_server_discover(server=server)
+        server.refresh_from_db()
+        enabled = mcp_server_tools(server=server)
+        form = EnableToolsForm(
+            request.POST if request.method == "POST" else None,
+            tools=discovery.tools,
+            enabled=enabled,
+        )
+        if request.method == "POST" and form.is_valid():
+            created = mcp_tools_enable(
+                server=server,
+                choices=form.cleaned_data["chosen"],
+                timeout_seconds=form.cleaned_data["timeout_seconds"],
+            )
+            names = ", ".join(tool.name for tool in created)
+            messages.success(
+                request, f"Enabled {names}. Put them on agent profiles to let agents use them."
+            )
+            return HttpResponseRedirect(reverse("admin:agents_toolconfig_changelist"))
+        context = {
+            **self.page_context(request, server, f"Discover: {server.name}"),
+            "server": server,
+            "discovery": discovery,
+            "form": form,
+            "rows": form.rows(),
+            "server_url": change_url(server),
+        }
+        return TemplateResponse(request, "admin/agents/mcpserver/discover.html", context)

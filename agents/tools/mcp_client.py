@@ -1,0 +1,282 @@
+"""Talking to MCP servers from synchronous code, with one session per server per process.
+
+The official ``mcp`` SDK is async (anyio) while the engine calls tools from plain threads.
+One event loop runs in a daemon thread of each process (made again after a fork, so every
+Celery child has its own). A server's session lives in a task of its own on that loop,
+because anyio wants a session entered and left by the same task; calls from any thread are
+coroutines on the same loop that use the open session. A call that fails for any reason
+other than the tool's own error closes the session, so the next call connects afresh: a
+restarted server is picked up without restarting the worker.
+
+Pure Python (no Django): ``McpEndpoint`` carries everything needed to connect.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import contextlib
+import os
+import threading
+from collections.abc import Awaitable
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+import anyio
+import httpx2
+from mcp import Client, StdioServerParameters
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared._httpx_utils import create_mcp_http_client
+from mcp_types import CallToolResult
+
+T = TypeVar("T")
+
+
+class McpUnavailable(Exception):
+    """The server could not be reached, or the call did not complete (no tool result)."""
+
+
+@dataclass(frozen=True)
+class McpEndpoint:
+    """How to reach one server. ``key`` changes whenever its settings do."""
+
+    key: str
+    transport: str  # "http" or "stdio"
+    url: str = ""
+    headers: tuple[tuple[str, str], ...] = ()
+    command: str = ""
+    args: tuple[str, ...] = ()
+    connect_timeout: float = 15.0
+
+
+@dataclass(frozen=True)
+class RemoteTool:
+    name: str
+    description: str
+    input_schema: dict[str, Any]
+    annotations: dict[str, Any] = field(default_factory=dict)
+
+
+def list_tools(endpoint: McpEndpoint) -> list[RemoteTool]:
+    """Every tool the server offers, over a connection of its own (closed afterwards)."""
+
+    async def discover() -> list[RemoteTool]:
+        with anyio.fail_after(endpoint.connect_timeout):
+            async with _client(endpoint) as client:
+                tools: list[RemoteTool] = []
+                cursor: str | None = None
+                for _ in range(100):  # a paginator that never ends must not hang discovery
+                    listing = await client.list_tools(cursor=cursor)
+                    tools.extend(_remote_tool(tool) for tool in listing.tools)
+                    cursor = listing.next_cursor
+                    if not cursor:
+                        break
+                return tools
+
+    return _run_on_loop(discover(), timeout=endpoint.connect_timeout + 1)
+
+
+def call_tool(
+    endpoint: McpEndpoint, name: str, arguments: dict[str, Any], *, timeout: float
+) -> CallToolResult:
+    """One ``tools/call`` on this process's session with the server (opened if needed).
+
+    Raises ``McpUnavailable`` when there is no answer: the server is down, the call timed
+    out, or the session broke. A result with ``isError`` is returned, not raised.
+    """
+    return _run_on_loop(
+        _pool().call(endpoint, name, arguments, timeout=timeout),
+        timeout=timeout + endpoint.connect_timeout + 1,
+    )
+
+
+def close_sessions() -> None:
+    """Close every session of this process (tests; a worker simply exits)."""
+    if _state.loop is not None and _state.pid == os.getpid():
+        _run_on_loop(_pool().close_all(), timeout=10)
+
+
+# -- the sessions ---------------------------------------------------------------------
+
+
+class _Session:
+    def __init__(self, endpoint: McpEndpoint) -> None:
+        self.endpoint = endpoint
+        self.client: Client | None = None
+        self.opened: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self.closing = asyncio.Event()
+        self.task = asyncio.ensure_future(self._hold())
+
+    @property
+    def usable(self) -> bool:
+        return not self.task.done() and not self.closing.is_set()
+
+    async def _hold(self) -> None:
+        try:
+            async with _client(self.endpoint) as client:
+                self.client = client
+                self.opened.set_result(None)
+                await self.closing.wait()
+        except BaseException as exc:  # anyio wraps failures in groups: report the first leaf
+            if not self.opened.done():
+                self.opened.set_exception(McpUnavailable(describe_failure(exc)))
+            if isinstance(exc, asyncio.CancelledError):
+                raise
+
+    async def client_when_open(self) -> Client:
+        # The connect timeout is kept here, not around the connection in ``_hold``: a
+        # cancel scope there would have to close before the session it wraps does.
+        try:
+            await asyncio.wait_for(asyncio.shield(self.opened), self.endpoint.connect_timeout)
+        except TimeoutError:
+            self.closing.set()
+            self.task.cancel()
+            raise McpUnavailable(
+                f"no connection within {self.endpoint.connect_timeout:g} s"
+            ) from None
+        assert self.client is not None
+        return self.client
+
+
+class _Pool:
+    def __init__(self) -> None:
+        self.sessions: dict[str, _Session] = {}
+
+    async def call(
+        self, endpoint: McpEndpoint, name: str, arguments: dict[str, Any], *, timeout: float
+    ) -> CallToolResult:
+        session = self._session_for(endpoint)
+        try:
+            client = await session.client_when_open()
+            with anyio.fail_after(timeout):
+                result = await client.call_tool(name, arguments, read_timeout_seconds=timeout)
+        except McpUnavailable:
+            self._drop(session)
+            raise
+        except TimeoutError:
+            self._drop(session)
+            raise McpUnavailable(f"no answer within {timeout:g} s") from None
+        except Exception as exc:
+            self._drop(session)
+            raise McpUnavailable(describe_failure(exc)) from None
+        return result
+
+    def _session_for(self, endpoint: McpEndpoint) -> _Session:
+        server_id = endpoint.key.split(":", 1)[0]
+        for key, session in list(self.sessions.items()):
+            # Settings changed (another key for the same server) or broken: replace it.
+            if key.split(":", 1)[0] == server_id and (key != endpoint.key or not session.usable):
+                self._drop(session)
+        existing = self.sessions.get(endpoint.key)
+        if existing is not None:
+            return existing
+        opened = self.sessions[endpoint.key] = _Session(endpoint)
+        return opened
+
+    def _drop(self, session: _Session) -> None:
+        session.closing.set()
+        if self.sessions.get(session.endpoint.key) is session:
+            del self.sessions[session.endpoint.key]
+
+    async def close_all(self) -> None:
+        sessions = list(self.sessions.values())
+        for session in sessions:
+            self._drop(session)
+        for session in sessions:
+            with contextlib.suppress(BaseException):
+                await asyncio.wait_for(session.task, timeout=5)
+
+
+@contextlib.asynccontextmanager
+async def _client(endpoint: McpEndpoint) -> Any:
+    async with contextlib.AsyncExitStack() as stack:
+        if endpoint.transport == "stdio":
+            server: Any = StdioServerParameters(command=endpoint.command, args=list(endpoint.args))
+        else:
+            http = await stack.enter_async_context(
+                create_mcp_http_client(
+                    headers=dict(endpoint.headers),
+                    timeout=httpx2.Timeout(endpoint.connect_timeout, read=300),
+                )
+            )
+            server = streamable_http_client(endpoint.url, http_client=http)
+        # No response cache: a call must reach the server, and discovery must be current.
+        client = await stack.enter_async_context(Client(server, cache=None, mode="legacy"))
+        yield client
+
+
+def describe_failure(exc: BaseException) -> str:
+    """A one-line reason from an exception, unwrapping anyio's exception groups."""
+    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
+        exc = exc.exceptions[0]
+    if isinstance(exc, TimeoutError):
+        return "no answer in time"
+    if isinstance(exc, httpx2.ConnectError):
+        return f"cannot connect ({exc})"
+    if isinstance(exc, httpx2.HTTPStatusError):
+        return f"HTTP {exc.response.status_code} from the server"
+    text = str(exc).strip() or type(exc).__name__
+    return f"{type(exc).__name__}: {text}" if type(exc).__name__ not in text else text
+
+
+def _remote_tool(tool: Any) -> RemoteTool:
+    annotations = (
+        tool.annotations.model_dump(by_alias=True, exclude_none=True) if tool.annotations else {}
+    )
+    return RemoteTool(
+        name=tool.name,
+        description=tool.description or tool.title or "",
+        input_schema=dict(tool.input_schema or {"type": "object", "properties": {}}),
+        annotations=annotations,
+    )
+
+
+# -- the loop thread ------------------------------------------------------------------
+
+
+class _LoopState:
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.loop: asyncio.AbstractEventLoop | None = None
+        self.pid: int | None = None
+        self.pool: _Pool | None = None
+
+
+_state = _LoopState()
+
+
+def _event_loop() -> asyncio.AbstractEventLoop:
+    with _state.lock:
+        if _state.loop is None or _state.pid != os.getpid():
+            # After a fork the parent's loop thread does not exist here: start our own.
+            loop = asyncio.new_event_loop()
+            threading.Thread(target=loop.run_forever, name="mcp-sessions", daemon=True).start()
+            _state.loop, _state.pid, _state.pool = loop, os.getpid(), _Pool()
+        return _state.loop
+
+
+def _pool() -> _Pool:
+    _event_loop()
+    assert _state.pool is not None
+    return _state.pool
+
+
+def _run_on_loop(coroutine: Awaitable[T], *, timeout: float) -> T:
+    future = asyncio.run_coroutine_threadsafe(_as_coroutine(coroutine), _event_loop())
+    try:
+        return future.result(timeout)
+    except concurrent.futures.TimeoutError:
+        future.cancel()
+        raise McpUnavailable(f"no answer within {timeout:g} s") from None
+    except McpUnavailable:
+        raise
+    except TimeoutError:
+        raise McpUnavailable("no answer in time") from None
+    except BaseException as exc:
+        if isinstance(exc, KeyboardInterrupt | SystemExit):
+            raise
+        raise McpUnavailable(describe_failure(exc)) from None
+
+
+async def _as_coroutine(awaitable: Awaitable[T]) -> T:
+    return await awaitable

@@ -1,0 +1,88 @@
+"""A socket lives no longer than the sign-in that opened it (docs/protocol.md, close 4401)."""
+
+from __future__ import annotations
+
+import pytest
+from django.conf import settings
+from django.contrib.sessions.models import Session
+from django.test import Client
+
+from agents.models import AgentRun, Message
+from agents.services.conversations import message_send
+from tests.consumers.sockets import client_id, close_code, receive, run, send, socket
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+SEND = {"type": "message.send", "content": "still there?"}
+
+
+def signed_in_client(user) -> tuple[Client, str]:
+    client = Client()
+    client.force_login(user)
+    return client, client.cookies[settings.SESSION_COOKIE_NAME].value
+
+
+def test_logout_closes_the_sockets_of_that_sign_in_only(user, conversation):
+    browser, cookie = signed_in_client(user)
+    _other_device, other_cookie = signed_in_client(user)
+
+    async def body():
+        mine = socket(conversation.pk, cookie=cookie)
+        other = socket(conversation.pk, cookie=other_cookie)
+        assert (await mine.connect())[0]
+        assert (await other.connect())[0]
+        await database(browser.logout)
+        signed_out = await receive(mine)
+        code = await close_code(mine)
+        await send(other, {"type": "ping"})
+        still_open = await receive(other)
+        await other.disconnect()
+        return signed_out, code, still_open
+
+    signed_out, code, still_open = run(body)
+
+    assert signed_out == {"type": "error", "code": "signed_out", "message": "You have signed out."}
+    assert code == 4401
+    assert still_open == {"type": "pong"}
+
+
+@pytest.mark.parametrize("ended_by", ["session deleted", "password changed"])
+@pytest.mark.parametrize("frame_type", ["message.send", "run.cancel"])
+def test_a_write_after_the_session_ended_is_refused_and_closes_the_socket(
+    user, conversation, ended_by, frame_type
+):
+    """Even when the logout's message never reached the socket (no signal, or it was lost)."""
+    _browser, cookie = signed_in_client(user)
+    run_id = message_send(conversation=conversation, user=user, content="first").run.pk
+    if frame_type == "message.send":
+        frame = {**SEND, "client_id": client_id()}
+    else:
+        frame = {"type": "run.cancel", "run_id": run_id}
+
+    def end_the_session() -> None:
+        if ended_by == "session deleted":
+            Session.objects.all().delete()
+        else:
+            user.set_password("a-new-password-1")
+            user.save()
+
+    async def body():
+        communicator = socket(conversation.pk, cookie=cookie, after_seq=conversation.last_seq)
+        assert (await communicator.connect())[0]
+        await database(end_the_session)
+        await send(communicator, frame)
+        reply = await receive(communicator)
+        return reply, await close_code(communicator)
+
+    reply, code = run(body)
+
+    assert reply["code"] == "signed_out"
+    assert code == 4401
+    assert Message.objects.count() == 1
+    assert AgentRun.objects.get(pk=run_id).status == AgentRun.Status.QUEUED
+
+
+async def database(function):
+    from channels.db import database_sync_to_async
+
+    return await database_sync_to_async(function)()

@@ -1,0 +1,137 @@
+"""The usage ledger and the daily token quota (agents/services/usage.py)."""
+
+from __future__ import annotations
+
+import threading
+from datetime import timedelta
+
+import pytest
+from django.db import connection
+from django.utils import timezone
+
+from agents.models import AgentRun, UsageEntry
+from agents.protocol import RequestRefused
+from agents.services.conversations import (
+    conversation_create,
+    conversation_delete,
+    message_send,
+    run_cancel,
+)
+from agents.services.defaults import ensure_defaults
+from agents.services.usage import quota_left_today, usage_by_user_day
+from tests.usage import spend
+
+pytestmark = pytest.mark.django_db
+
+
+def _end(run: AgentRun) -> None:
+    AgentRun.objects.filter(pk=run.pk).update(status=AgentRun.Status.SUCCEEDED)
+
+
+def test_deleting_the_conversation_does_not_give_the_tokens_back(user, default_profile, settings):
+    settings.CHAT_DAILY_TOKEN_QUOTA = 1000
+    spent = conversation_create(owner=user)
+    run = message_send(conversation=spent, user=user, content="a long question").run
+    spend(run, prompt_tokens=900, completion_tokens=150)
+    _end(run)
+
+    conversation_delete(conversation=spent)
+    fresh = conversation_create(owner=user)
+    with pytest.raises(RequestRefused) as refused:
+        message_send(conversation=fresh, user=user, content="one more")
+
+    assert refused.value.code == "quota_exceeded"
+    assert not fresh.messages.exists()
+
+
+def test_the_usage_page_keeps_a_deleted_conversations_tokens(user, default_profile):
+    spent = conversation_create(owner=user)
+    run = message_send(conversation=spent, user=user, content="hello").run
+    spend(run, prompt_tokens=300, completion_tokens=20)
+    _end(run)
+
+    conversation_delete(conversation=spent)
+    now = timezone.now()
+    (row,) = usage_by_user_day(since=now - timedelta(days=1), until=now + timedelta(days=1))
+
+    assert (row.username, row.runs, row.prompt_tokens, row.completion_tokens) == (
+        user.username,
+        1,
+        300,
+        20,
+    )
+
+
+def test_a_run_holds_its_reservation_until_it_ends_then_counts_what_it_used(
+    user, default_profile, settings
+):
+    settings.CHAT_DAILY_TOKEN_QUOTA = 10_000
+    settings.CHAT_QUOTA_RESERVATION_TOKENS = 4000
+    run = message_send(conversation=conversation_create(owner=user), user=user, content="q").run
+    assert quota_left_today(user_id=user.pk) == 6000  # the whole reservation is held
+
+    spend(run, prompt_tokens=1000, completion_tokens=500)
+    assert quota_left_today(user_id=user.pk) == 6000  # used 1500, still holds 2500
+
+    spend(run, prompt_tokens=3000, completion_tokens=1000)
+    assert quota_left_today(user_id=user.pk) == 4500  # past its reservation: holds nothing
+
+    _end(run)
+    assert quota_left_today(user_id=user.pk) == 4500
+
+
+def test_a_cancelled_or_deleted_run_releases_its_reservation(user, default_profile, settings):
+    settings.CHAT_DAILY_TOKEN_QUOTA = 10_000
+    settings.CHAT_QUOTA_RESERVATION_TOKENS = 4000
+    cancelled = message_send(conversation=conversation_create(owner=user), user=user, content="q")
+    deleted = message_send(conversation=conversation_create(owner=user), user=user, content="q")
+    spend(deleted.run, prompt_tokens=100, completion_tokens=0)
+    assert quota_left_today(user_id=user.pk) == 2000
+
+    run_cancel(run=cancelled.run, user=user)  # queued: it ends at once
+    conversation_delete(conversation=deleted.run.conversation)
+
+    assert quota_left_today(user_id=user.pk) == 9900
+    assert UsageEntry.objects.get(run_id=deleted.run.pk).total_tokens == 100
+
+
+def test_the_reservation_never_exceeds_what_is_left(user, default_profile, settings):
+    settings.CHAT_DAILY_TOKEN_QUOTA = 1000
+    settings.CHAT_QUOTA_RESERVATION_TOKENS = 4000
+    first = message_send(conversation=conversation_create(owner=user), user=user, content="q")
+
+    assert UsageEntry.objects.get(run_id=first.run.pk).reserved_tokens == 1000
+    with pytest.raises(RequestRefused) as refused:
+        message_send(conversation=conversation_create(owner=user), user=user, content="q")
+    assert refused.value.code == "quota_exceeded"
+
+
+@pytest.mark.django_db(transaction=True)
+def test_ten_parallel_sends_against_a_small_quota_start_one_run(user, settings):
+    """Ten threads send at once, each on its own connection: the quota check and the
+    reservation happen under one lock, so only the first start gets through."""
+    settings.CHAT_DAILY_TOKEN_QUOTA = 1000
+    settings.CHAT_SENDS_PER_MINUTE = 0
+    ensure_defaults()
+    conversations = [conversation_create(owner=user) for _ in range(10)]
+    start = threading.Barrier(len(conversations))
+    outcomes: list[str] = []
+
+    def send(conversation) -> None:
+        try:
+            start.wait()
+            message_send(conversation=conversation, user=user, content="in parallel")
+            outcomes.append("sent")
+        except RequestRefused as refusal:
+            outcomes.append(refusal.code)
+        finally:
+            connection.close()
+
+    threads = [threading.Thread(target=send, args=(c,)) for c in conversations]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+
+    assert sorted(outcomes) == ["quota_exceeded"] * 9 + ["sent"]
+    assert AgentRun.objects.filter(conversation__owner=user).count() == 1
