@@ -172,7 +172,12 @@ class ConversationConsumer(AsyncJsonWebsocketConsumer):
         except RequestRefused as refusal:
             # The one place a refusal becomes a frame; the socket stays open.
             await self.send_json(
-                error_frame(refusal.code, refusal.message, client_id=_send_client_id(frame))
+                error_frame(
+                    refusal.code,
+                    refusal.message,
+                    client_id=_send_client_id(frame),
+                    retry_after=refusal.retry_after,
+                )
             )
         except SignedOut:
             await self.chat_signed_out({})

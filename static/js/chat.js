@@ -283,6 +283,7 @@ function startConversation() {
     open: "",
     reconnecting: "Reconnecting…",
     refused: "This conversation is not available.",
+    "signed-out": "You have signed out. Sign in again to go on.",
   };
   function onStatus(status) {
     if (status === "refused") {

@@ -10,9 +10,13 @@ const PING_EVERY_MS = 20000;
 const PONG_WITHIN_MS = 10000;
 const BACKOFF_FIRST_MS = 500;
 const BACKOFF_MAX_MS = 15000;
-// The one close code the server sends on purpose (docs/protocol.md): this user may not have
-// this conversation, or it was deleted. Retrying will not help.
-const CLOSE_NOT_FOUND = 4404;
+// Close codes after which retrying will not help (docs/protocol.md): this user may not have
+// this conversation (or it was deleted), or the sign-in that opened the socket ended. The
+// server's other codes (4408, 4429) mean "reconnect later", like a drop.
+const FINAL_CLOSE_CODES = new Map([
+  [4404, "refused"],
+  [4401, "signed-out"],
+]);
 
 export class ConversationSocket {
   constructor({ conversationId, afterSeq, onFrame, onStatus }) {
@@ -60,9 +64,9 @@ export class ConversationSocket {
     ws.addEventListener("close", (event) => {
       if (this.ws !== ws) return;
       this.forget(ws);
-      if (event.code === CLOSE_NOT_FOUND) {
+      if (FINAL_CLOSE_CODES.has(event.code)) {
         this.closedForGood = true;
-        this.onStatus("refused");
+        this.onStatus(FINAL_CLOSE_CODES.get(event.code));
         return;
       }
       this.scheduleReconnect();

@@ -189,3 +189,18 @@ def test_enter_sends_the_edit_box(stack, open_tab, user, model_name):
         ["What is 2 + 2?", "What is 3 + 3?\nQuickly."]
     )
     expect(page.locator(".answer")).to_have_text(["four", "six"])
+
+
+def test_signing_out_in_another_tab_stops_the_chat_from_reconnecting(
+    stack, open_tab, user, model_name
+):
+    conversation = conversation_create(owner=user, profile=stack.profile(model_name))
+    chat = open_tab(user, path=f"/c/{conversation.pk}/").page
+    other = chat.context.new_page()
+    other.goto("/")
+    other.get_by_role("button", name="Sign out").click()
+
+    # The server closes the chat's socket with 4401; the page says why, and does not retry.
+    expect(chat.locator("#connection-status")).to_have_text(
+        "You have signed out. Sign in again to go on."
+    )
