@@ -11,6 +11,7 @@
 // segment and an offset (docs/protocol.md, "Live text"): a thought shows as a step being
 // written and is replaced by the stored step when it lands.
 
+import { decorateAnswer } from "./answer_tools.js";
 import { el } from "./dom.js";
 import { decorateCode, renderMarkdown } from "./markdown.js";
 
@@ -532,6 +533,7 @@ export class Thread {
       run.answer.textContent = message.content || run.deltaText;
     }
     this.setUsage(run, p.usage || {}, limitNote);
+    decorateAnswer(run.footer, message);
   }
 
   setUsage(run, usage, limitNote) {
