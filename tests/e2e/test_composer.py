@@ -94,6 +94,7 @@ def test_a_paste_over_the_limit_is_kept_counted_and_refused_clearly(
     box.press("Enter")
     expect(page.locator(".msg.user")).to_have_count(1)
     expect(page.get_by_role("alert")).to_have_count(0)
+    expect(page.locator(".msg.assistant .usage")).to_contain_text("tokens")  # the run ended
 
 
 def test_deleting_a_chat_updates_the_other_tabs(stack, open_tab, user, model_name):
