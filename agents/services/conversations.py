@@ -243,9 +243,12 @@ def _quota_refusal() -> RequestRefused:
 def _count_send_against_rate_limit(user: User) -> None:
     """A sliding one-minute window per user, shared by every door (agents/ratelimit.py)."""
     limit = settings.CHAT_SENDS_PER_MINUTE
-    if not rate_limit_hit(action="send", user_id=user.pk, limit=limit).allowed:
+    decision = rate_limit_hit(action="send", user_id=user.pk, limit=limit)
+    if not decision.allowed:
         raise RequestRefused(
-            RefusalCode.RATE_LIMITED, f"At most {limit} messages a minute; try again soon."
+            RefusalCode.RATE_LIMITED,
+            f"At most {limit} messages a minute; try again soon.",
+            retry_after=decision.retry_after,
         )
 
 

@@ -122,6 +122,28 @@ export class Sidebar {
     }
   }
 
+  // Deleted (in this tab, another one, or elsewhere): gone from the list.
+  remove(id) {
+    this.conversations = this.conversations.filter((c) => String(c.id) !== String(id));
+    if (!this.query) this.render(this.conversations);
+  }
+
+  // The list as the server has it now.
+  async refresh() {
+    try {
+      const response = await fetch("/api/conversations/", {
+        credentials: "same-origin",
+        headers: { Accept: "application/json" },
+      });
+      if (!response.ok) return;
+      const data = await response.json();
+      this.conversations = Array.isArray(data) ? data : data.results || [];
+      if (!this.query) this.render(this.conversations);
+    } catch {
+      // Offline: keep the list we have.
+    }
+  }
+
   // The current conversation moved to the top (a message was sent) or was renamed.
   touch(id, changes = {}) {
     const existing = this.conversations.find((c) => String(c.id) === String(id));
