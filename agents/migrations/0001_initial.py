@@ -7,644 +7,287 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
+
     initial = True
 
     dependencies = [
-        ("auth", "0012_alter_user_first_name_max_length"),
+        ('auth', '0012_alter_user_first_name_max_length'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
     operations = [
         migrations.CreateModel(
-            name="KnowledgeDocument",
+            name='KnowledgeDocument',
             fields=[
-                (
-                    "id",
-                    models.BigAutoField(
-                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
-                    ),
-                ),
-                ("title", models.CharField(max_length=200)),
-                ("source_file", models.FileField(blank=True, upload_to="knowledge/")),
-                (
-                    "text",
-                    models.TextField(blank=True, help_text="Extracted text; filled from the file."),
-                ),
-                (
-                    "collection",
-                    models.SlugField(
-                        default="default",
-                        help_text="A knowledge_search tool searches one collection.",
-                    ),
-                ),
-                ("created_at", models.DateTimeField(auto_now_add=True)),
-                ("updated_at", models.DateTimeField(auto_now=True)),
+                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
+                ('title', models.CharField(max_length=200)),
+                ('source_file', models.FileField(blank=True, upload_to='knowledge/')),
+                ('text', models.TextField(blank=True, help_text='Extracted text; filled from the file.')),
+                ('collection', models.SlugField(default='default', help_text='A knowledge_search tool searches one collection.')),
+                ('created_at', models.DateTimeField(auto_now_add=True)),
+                ('updated_at', models.DateTimeField(auto_now=True)),
             ],
             options={
-                "ordering": ["title"],
+                'ordering': ['title'],
             },
         ),
         migrations.CreateModel(
-            name="ModelConfig",
+            name='ModelConfig',
             fields=[
-                (
-                    "id",
-                    models.BigAutoField(
-                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
-                    ),
-                ),
-                ("name", models.CharField(max_length=100, unique=True)),
-                (
-                    "base_url",
-                    models.URLField(
-                        blank=True,
-                        help_text="e.g. https://api.openai.com/v1 or http://localhost:11434/v1",
-                    ),
-                ),
-                (
-                    "model",
-                    models.CharField(
-                        help_text="The model name the endpoint expects.", max_length=200
-                    ),
-                ),
-                ("api_key_encrypted", models.TextField(blank=True, editable=False)),
-                ("default_temperature", models.FloatField(default=0.0)),
-                ("context_window", models.PositiveIntegerField(default=8192)),
-                (
-                    "request_timeout_seconds",
-                    models.FloatField(
-                        default=120.0, validators=[django.core.validators.MinValueValidator(1)]
-                    ),
-                ),
-                ("max_retries", models.PositiveSmallIntegerField(default=3)),
-                (
-                    "prompt_price_per_million",
-                    models.DecimalField(decimal_places=4, default=0, max_digits=10),
-                ),
-                (
-                    "completion_price_per_million",
-                    models.DecimalField(decimal_places=4, default=0, max_digits=10),
-                ),
-                ("created_at", models.DateTimeField(auto_now_add=True)),
-                ("updated_at", models.DateTimeField(auto_now=True)),
+                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
+                ('name', models.CharField(max_length=100, unique=True)),
+                ('base_url', models.URLField(blank=True, help_text='e.g. https://api.openai.com/v1 or http://localhost:11434/v1')),
+                ('model', models.CharField(help_text='The model name the endpoint expects.', max_length=200)),
+                ('api_key_encrypted', models.TextField(blank=True, editable=False)),
+                ('default_temperature', models.FloatField(default=0.0)),
+                ('context_window', models.PositiveIntegerField(default=8192)),
+                ('request_timeout_seconds', models.FloatField(default=120.0, validators=[django.core.validators.MinValueValidator(1)])),
+                ('max_retries', models.PositiveSmallIntegerField(default=3)),
+                ('prompt_price_per_million', models.DecimalField(decimal_places=4, default=0, max_digits=10)),
+                ('completion_price_per_million', models.DecimalField(decimal_places=4, default=0, max_digits=10)),
+                ('created_at', models.DateTimeField(auto_now_add=True)),
+                ('updated_at', models.DateTimeField(auto_now=True)),
             ],
             options={
-                "ordering": ["name"],
+                'ordering': ['name'],
             },
         ),
         migrations.CreateModel(
-            name="ToolConfig",
+            name='ToolConfig',
             fields=[
-                (
-                    "id",
-                    models.BigAutoField(
-                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
-                    ),
-                ),
-                (
-                    "name",
-                    models.CharField(
-                        help_text="The name the model sees and calls.",
-                        max_length=64,
-                        unique=True,
-                        validators=[
-                            django.core.validators.RegexValidator(
-                                "^[A-Za-z][A-Za-z0-9_]{0,63}$",
-                                "Tool names start with a letter and use only letters, digits and underscores.",
-                            )
-                        ],
-                    ),
-                ),
-                ("kind", models.CharField(max_length=64)),
-                (
-                    "description",
-                    models.TextField(help_text="What the model reads to decide when to call it."),
-                ),
-                ("config", models.JSONField(blank=True, default=dict)),
-                ("secrets_encrypted", models.TextField(blank=True, editable=False)),
-                ("enabled", models.BooleanField(default=True)),
-                (
-                    "timeout_seconds",
-                    models.FloatField(
-                        default=30.0, validators=[django.core.validators.MinValueValidator(0.1)]
-                    ),
-                ),
-                (
-                    "return_direct",
-                    models.BooleanField(
-                        default=False, help_text="Return the tool's output as the final answer."
-                    ),
-                ),
-                ("created_at", models.DateTimeField(auto_now_add=True)),
-                ("updated_at", models.DateTimeField(auto_now=True)),
+                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
+                ('name', models.CharField(help_text='The name the model sees and calls.', max_length=64, unique=True, validators=[django.core.validators.RegexValidator('^[A-Za-z][A-Za-z0-9_]{0,63}$', 'Tool names start with a letter and use only letters, digits and underscores.')])),
+                ('kind', models.CharField(max_length=64)),
+                ('description', models.TextField(help_text='What the model reads to decide when to call it.')),
+                ('config', models.JSONField(blank=True, default=dict)),
+                ('secrets_encrypted', models.TextField(blank=True, editable=False)),
+                ('enabled', models.BooleanField(default=True)),
+                ('timeout_seconds', models.FloatField(default=30.0, validators=[django.core.validators.MinValueValidator(0.1)])),
+                ('return_direct', models.BooleanField(default=False, help_text="Return the tool's output as the final answer.")),
+                ('created_at', models.DateTimeField(auto_now_add=True)),
+                ('updated_at', models.DateTimeField(auto_now=True)),
             ],
             options={
-                "ordering": ["name"],
+                'ordering': ['name'],
             },
         ),
         migrations.CreateModel(
-            name="AgentProfile",
+            name='AgentProfile',
             fields=[
-                (
-                    "id",
-                    models.BigAutoField(
-                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
-                    ),
-                ),
-                ("name", models.CharField(max_length=100)),
-                ("slug", models.SlugField(unique=True)),
-                ("description", models.TextField(blank=True)),
-                (
-                    "mode",
-                    models.CharField(
-                        choices=[("react", "ReAct text"), ("tools", "Native tool calling")],
-                        default="react",
-                        max_length=10,
-                    ),
-                ),
-                (
-                    "temperature",
-                    models.FloatField(
-                        blank=True, help_text="Empty: the model's default.", null=True
-                    ),
-                ),
-                (
-                    "system_prompt",
-                    models.TextField(
-                        blank=True,
-                        help_text="Empty: the default template for the mode and label set.",
-                    ),
-                ),
-                (
-                    "label_set",
-                    models.CharField(
-                        choices=[("en", "English"), ("zh", "Chinese")], default="en", max_length=4
-                    ),
-                ),
-                ("few_shot_examples", models.TextField(blank=True)),
-                (
-                    "max_iterations",
-                    models.PositiveSmallIntegerField(
-                        default=15, validators=[django.core.validators.MinValueValidator(1)]
-                    ),
-                ),
-                (
-                    "max_execution_time",
-                    models.FloatField(
-                        default=300.0,
-                        help_text="Seconds.",
-                        validators=[django.core.validators.MinValueValidator(1)],
-                    ),
-                ),
-                (
-                    "memory_strategy",
-                    models.CharField(
-                        choices=[
-                            ("buffer", "Whole history"),
-                            ("window", "Last k turns"),
-                            ("summary_buffer", "Summary + recent turns"),
-                        ],
-                        default="summary_buffer",
-                        max_length=20,
-                    ),
-                ),
-                ("memory_window_turns", models.PositiveSmallIntegerField(default=6)),
-                ("memory_token_budget", models.PositiveIntegerField(default=2000)),
-                ("is_default", models.BooleanField(default=False)),
-                ("created_at", models.DateTimeField(auto_now_add=True)),
-                ("updated_at", models.DateTimeField(auto_now=True)),
-                (
-                    "allowed_groups",
-                    models.ManyToManyField(
-                        blank=True,
-                        help_text="Empty: every signed-in user may use this profile.",
-                        to="auth.group",
-                    ),
-                ),
-                (
-                    "model_config",
-                    models.ForeignKey(
-                        blank=True,
-                        null=True,
-                        on_delete=django.db.models.deletion.PROTECT,
-                        related_name="profiles",
-                        to="agents.modelconfig",
-                    ),
-                ),
-                (
-                    "tools",
-                    models.ManyToManyField(
-                        blank=True, related_name="profiles", to="agents.toolconfig"
-                    ),
-                ),
+                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
+                ('name', models.CharField(max_length=100)),
+                ('slug', models.SlugField(unique=True)),
+                ('description', models.TextField(blank=True)),
+                ('mode', models.CharField(choices=[('react', 'ReAct text'), ('tools', 'Native tool calling')], default='react', max_length=10)),
+                ('temperature', models.FloatField(blank=True, help_text="Empty: the model's default.", null=True)),
+                ('system_prompt', models.TextField(blank=True, help_text='Empty: the default template for the mode and label set.')),
+                ('label_set', models.CharField(choices=[('en', 'English'), ('zh', 'Chinese')], default='en', max_length=4)),
+                ('few_shot_examples', models.TextField(blank=True)),
+                ('max_iterations', models.PositiveSmallIntegerField(default=15, validators=[django.core.validators.MinValueValidator(1)])),
+                ('max_execution_time', models.FloatField(default=300.0, help_text='Seconds.', validators=[django.core.validators.MinValueValidator(1)])),
+                ('memory_strategy', models.CharField(choices=[('buffer', 'Whole history'), ('window', 'Last k turns'), ('summary_buffer', 'Summary + recent turns')], default='summary_buffer', max_length=20)),
+                ('memory_window_turns', models.PositiveSmallIntegerField(default=6)),
+                ('memory_token_budget', models.PositiveIntegerField(default=2000)),
+                ('is_default', models.BooleanField(default=False)),
+                ('created_at', models.DateTimeField(auto_now_add=True)),
+                ('updated_at', models.DateTimeField(auto_now=True)),
+                ('allowed_groups', models.ManyToManyField(blank=True, help_text='Empty: every signed-in user may use this profile.', to='auth.group')),
+                ('model_config', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.PROTECT, related_name='profiles', to='agents.modelconfig')),
+                ('tools', models.ManyToManyField(blank=True, related_name='profiles', to='agents.toolconfig')),
             ],
             options={
-                "ordering": ["name"],
+                'ordering': ['name'],
             },
         ),
         migrations.CreateModel(
-            name="Conversation",
+            name='Conversation',
             fields=[
-                (
-                    "id",
-                    models.BigAutoField(
-                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
-                    ),
-                ),
-                ("title", models.CharField(blank=True, max_length=200)),
-                ("archived", models.BooleanField(default=False)),
-                ("last_seq", models.PositiveBigIntegerField(default=0)),
-                ("created_at", models.DateTimeField(auto_now_add=True)),
-                ("updated_at", models.DateTimeField(auto_now=True, db_index=True)),
-                (
-                    "owner",
-                    models.ForeignKey(
-                        on_delete=django.db.models.deletion.CASCADE,
-                        related_name="conversations",
-                        to=settings.AUTH_USER_MODEL,
-                    ),
-                ),
-                (
-                    "profile",
-                    models.ForeignKey(
-                        blank=True,
-                        null=True,
-                        on_delete=django.db.models.deletion.SET_NULL,
-                        related_name="+",
-                        to="agents.agentprofile",
-                    ),
-                ),
+                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
+                ('title', models.CharField(blank=True, max_length=200)),
+                ('archived', models.BooleanField(default=False)),
+                ('last_seq', models.PositiveBigIntegerField(default=0)),
+                ('created_at', models.DateTimeField(auto_now_add=True)),
+                ('updated_at', models.DateTimeField(auto_now=True, db_index=True)),
+                ('owner', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='conversations', to=settings.AUTH_USER_MODEL)),
+                ('profile', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to='agents.agentprofile')),
             ],
             options={
-                "ordering": ["-updated_at"],
+                'ordering': ['-updated_at'],
             },
         ),
         migrations.CreateModel(
-            name="AgentRun",
+            name='AgentRun',
             fields=[
-                (
-                    "id",
-                    models.BigAutoField(
-                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
-                    ),
-                ),
-                ("model_name", models.CharField(blank=True, max_length=200)),
-                ("mode", models.CharField(default="react", max_length=10)),
-                (
-                    "status",
-                    models.CharField(
-                        choices=[
-                            ("queued", "Queued"),
-                            ("running", "Running"),
-                            ("succeeded", "Succeeded"),
-                            ("failed", "Failed"),
-                            ("cancelled", "Cancelled"),
-                        ],
-                        db_index=True,
-                        default="queued",
-                        max_length=10,
-                    ),
-                ),
-                ("attempts", models.PositiveSmallIntegerField(default=0)),
-                ("worker_id", models.CharField(blank=True, max_length=200)),
-                ("heartbeat_at", models.DateTimeField(blank=True, null=True)),
-                ("cancel_requested_at", models.DateTimeField(blank=True, null=True)),
-                ("prompt_tokens", models.PositiveIntegerField(default=0)),
-                ("completion_tokens", models.PositiveIntegerField(default=0)),
-                ("created_at", models.DateTimeField(auto_now_add=True, db_index=True)),
-                ("started_at", models.DateTimeField(blank=True, null=True)),
-                ("finished_at", models.DateTimeField(blank=True, null=True)),
-                ("error_code", models.CharField(blank=True, max_length=64)),
-                ("error_message", models.TextField(blank=True)),
-                (
-                    "conversation",
-                    models.ForeignKey(
-                        on_delete=django.db.models.deletion.CASCADE,
-                        related_name="runs",
-                        to="agents.conversation",
-                    ),
-                ),
+                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
+                ('model_name', models.CharField(blank=True, max_length=200)),
+                ('mode', models.CharField(default='react', max_length=10)),
+                ('status', models.CharField(choices=[('queued', 'Queued'), ('running', 'Running'), ('succeeded', 'Succeeded'), ('failed', 'Failed'), ('cancelled', 'Cancelled')], db_index=True, default='queued', max_length=10)),
+                ('attempts', models.PositiveSmallIntegerField(default=0)),
+                ('worker_id', models.CharField(blank=True, max_length=200)),
+                ('heartbeat_at', models.DateTimeField(blank=True, null=True)),
+                ('cancel_requested_at', models.DateTimeField(blank=True, null=True)),
+                ('prompt_tokens', models.PositiveIntegerField(default=0)),
+                ('completion_tokens', models.PositiveIntegerField(default=0)),
+                ('created_at', models.DateTimeField(auto_now_add=True, db_index=True)),
+                ('started_at', models.DateTimeField(blank=True, null=True)),
+                ('finished_at', models.DateTimeField(blank=True, null=True)),
+                ('error_code', models.CharField(blank=True, max_length=64)),
+                ('error_message', models.TextField(blank=True)),
+                ('conversation', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='runs', to='agents.conversation')),
             ],
             options={
-                "ordering": ["-id"],
+                'ordering': ['-id'],
             },
         ),
         migrations.CreateModel(
-            name="KnowledgeChunk",
+            name='KnowledgeChunk',
             fields=[
-                (
-                    "id",
-                    models.BigAutoField(
-                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
-                    ),
-                ),
-                ("position", models.PositiveIntegerField()),
-                ("text", models.TextField()),
-                (
-                    "document",
-                    models.ForeignKey(
-                        on_delete=django.db.models.deletion.CASCADE,
-                        related_name="chunks",
-                        to="agents.knowledgedocument",
-                    ),
-                ),
+                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
+                ('position', models.PositiveIntegerField()),
+                ('text', models.TextField()),
+                ('document', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='chunks', to='agents.knowledgedocument')),
             ],
             options={
-                "ordering": ["document", "position"],
+                'ordering': ['document', 'position'],
             },
         ),
         migrations.CreateModel(
-            name="Message",
+            name='Message',
             fields=[
-                (
-                    "id",
-                    models.BigAutoField(
-                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
-                    ),
-                ),
-                (
-                    "role",
-                    models.CharField(
-                        choices=[("user", "User"), ("assistant", "Assistant")], max_length=10
-                    ),
-                ),
-                ("content", models.TextField()),
-                ("client_id", models.CharField(blank=True, max_length=64, null=True)),
-                ("created_at", models.DateTimeField(auto_now_add=True)),
-                (
-                    "conversation",
-                    models.ForeignKey(
-                        on_delete=django.db.models.deletion.CASCADE,
-                        related_name="messages",
-                        to="agents.conversation",
-                    ),
-                ),
-                (
-                    "run",
-                    models.OneToOneField(
-                        blank=True,
-                        null=True,
-                        on_delete=django.db.models.deletion.SET_NULL,
-                        related_name="answer",
-                        to="agents.agentrun",
-                    ),
-                ),
+                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
+                ('role', models.CharField(choices=[('user', 'User'), ('assistant', 'Assistant')], max_length=10)),
+                ('content', models.TextField()),
+                ('client_id', models.CharField(blank=True, max_length=64, null=True)),
+                ('created_at', models.DateTimeField(auto_now_add=True)),
+                ('conversation', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='messages', to='agents.conversation')),
+                ('run', models.OneToOneField(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='answer', to='agents.agentrun')),
             ],
             options={
-                "ordering": ["id"],
+                'ordering': ['id'],
             },
         ),
         migrations.CreateModel(
-            name="MemorySummary",
+            name='MemorySummary',
             fields=[
-                (
-                    "id",
-                    models.BigAutoField(
-                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
-                    ),
-                ),
-                ("text", models.TextField()),
-                ("token_count", models.PositiveIntegerField(default=0)),
-                ("model_name", models.CharField(blank=True, max_length=200)),
-                ("created_at", models.DateTimeField(auto_now_add=True)),
-                (
-                    "conversation",
-                    models.ForeignKey(
-                        on_delete=django.db.models.deletion.CASCADE,
-                        related_name="summaries",
-                        to="agents.conversation",
-                    ),
-                ),
-                (
-                    "covers_from",
-                    models.ForeignKey(
-                        blank=True,
-                        help_text="The first message this summary added to the previous one.",
-                        null=True,
-                        on_delete=django.db.models.deletion.CASCADE,
-                        related_name="+",
-                        to="agents.message",
-                    ),
-                ),
-                (
-                    "covers_through",
-                    models.ForeignKey(
-                        help_text="The last message summarised: the end of a turn.",
-                        on_delete=django.db.models.deletion.CASCADE,
-                        related_name="+",
-                        to="agents.message",
-                    ),
-                ),
+                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
+                ('text', models.TextField()),
+                ('token_count', models.PositiveIntegerField(default=0)),
+                ('model_name', models.CharField(blank=True, max_length=200)),
+                ('created_at', models.DateTimeField(auto_now_add=True)),
+                ('conversation', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='summaries', to='agents.conversation')),
+                ('covers_from', models.ForeignKey(blank=True, help_text='The first message this summary added to the previous one.', null=True, on_delete=django.db.models.deletion.CASCADE, related_name='+', to='agents.message')),
+                ('covers_through', models.ForeignKey(help_text='The last message summarised: the end of a turn.', on_delete=django.db.models.deletion.CASCADE, related_name='+', to='agents.message')),
             ],
             options={
-                "ordering": ["conversation", "-id"],
+                'ordering': ['conversation', '-id'],
             },
         ),
         migrations.AddField(
-            model_name="agentrun",
-            name="trigger_message",
-            field=models.ForeignKey(
-                on_delete=django.db.models.deletion.CASCADE,
-                related_name="triggered_runs",
-                to="agents.message",
-            ),
+            model_name='agentrun',
+            name='trigger_message',
+            field=models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='triggered_runs', to='agents.message'),
         ),
         migrations.CreateModel(
-            name="ModelCall",
+            name='ModelCall',
             fields=[
-                (
-                    "id",
-                    models.BigAutoField(
-                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
-                    ),
-                ),
-                ("index", models.PositiveIntegerField()),
-                ("request_messages", models.JSONField()),
-                ("request_options", models.JSONField(default=dict)),
-                ("response_text", models.TextField(blank=True)),
-                ("response_tool_calls", models.JSONField(blank=True, default=list)),
-                ("prompt_tokens", models.PositiveIntegerField(default=0)),
-                ("completion_tokens", models.PositiveIntegerField(default=0)),
-                ("duration_ms", models.PositiveIntegerField(default=0)),
-                ("error", models.TextField(blank=True)),
-                ("created_at", models.DateTimeField(auto_now_add=True)),
-                (
-                    "run",
-                    models.ForeignKey(
-                        on_delete=django.db.models.deletion.CASCADE,
-                        related_name="model_calls",
-                        to="agents.agentrun",
-                    ),
-                ),
+                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
+                ('index', models.PositiveIntegerField()),
+                ('request_messages', models.JSONField()),
+                ('request_options', models.JSONField(default=dict)),
+                ('response_text', models.TextField(blank=True)),
+                ('response_tool_calls', models.JSONField(blank=True, default=list)),
+                ('prompt_tokens', models.PositiveIntegerField(default=0)),
+                ('completion_tokens', models.PositiveIntegerField(default=0)),
+                ('duration_ms', models.PositiveIntegerField(default=0)),
+                ('error', models.TextField(blank=True)),
+                ('created_at', models.DateTimeField(auto_now_add=True)),
+                ('run', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='model_calls', to='agents.agentrun')),
             ],
             options={
-                "ordering": ["run", "index"],
+                'ordering': ['run', 'index'],
             },
         ),
         migrations.AddField(
-            model_name="agentrun",
-            name="model_config",
-            field=models.ForeignKey(
-                blank=True,
-                null=True,
-                on_delete=django.db.models.deletion.SET_NULL,
-                related_name="runs",
-                to="agents.modelconfig",
-            ),
+            model_name='agentrun',
+            name='model_config',
+            field=models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='runs', to='agents.modelconfig'),
         ),
         migrations.CreateModel(
-            name="PromptVersion",
+            name='PromptVersion',
             fields=[
-                (
-                    "id",
-                    models.BigAutoField(
-                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
-                    ),
-                ),
-                ("number", models.PositiveIntegerField()),
-                (
-                    "snapshot",
-                    models.JSONField(help_text="Everything the engine needs from the profile."),
-                ),
-                ("created_at", models.DateTimeField(auto_now_add=True)),
-                (
-                    "created_by",
-                    models.ForeignKey(
-                        blank=True,
-                        null=True,
-                        on_delete=django.db.models.deletion.SET_NULL,
-                        to=settings.AUTH_USER_MODEL,
-                    ),
-                ),
-                (
-                    "profile",
-                    models.ForeignKey(
-                        on_delete=django.db.models.deletion.CASCADE,
-                        related_name="versions",
-                        to="agents.agentprofile",
-                    ),
-                ),
+                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
+                ('number', models.PositiveIntegerField()),
+                ('snapshot', models.JSONField(help_text='Everything the engine needs from the profile.')),
+                ('created_at', models.DateTimeField(auto_now_add=True)),
+                ('created_by', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, to=settings.AUTH_USER_MODEL)),
+                ('profile', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='versions', to='agents.agentprofile')),
             ],
             options={
-                "ordering": ["profile", "-number"],
+                'ordering': ['profile', '-number'],
             },
         ),
         migrations.AddField(
-            model_name="agentrun",
-            name="profile_version",
-            field=models.ForeignKey(
-                blank=True,
-                null=True,
-                on_delete=django.db.models.deletion.PROTECT,
-                related_name="runs",
-                to="agents.promptversion",
-            ),
+            model_name='agentrun',
+            name='profile_version',
+            field=models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.PROTECT, related_name='runs', to='agents.promptversion'),
         ),
         migrations.CreateModel(
-            name="RunEvent",
+            name='RunEvent',
             fields=[
-                (
-                    "id",
-                    models.BigAutoField(
-                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
-                    ),
-                ),
-                ("seq", models.PositiveBigIntegerField()),
-                ("type", models.CharField(max_length=32)),
-                ("payload", models.JSONField(default=dict)),
-                ("created_at", models.DateTimeField(auto_now_add=True)),
-                (
-                    "conversation",
-                    models.ForeignKey(
-                        on_delete=django.db.models.deletion.CASCADE,
-                        related_name="events",
-                        to="agents.conversation",
-                    ),
-                ),
-                (
-                    "run",
-                    models.ForeignKey(
-                        blank=True,
-                        null=True,
-                        on_delete=django.db.models.deletion.CASCADE,
-                        related_name="events",
-                        to="agents.agentrun",
-                    ),
-                ),
+                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
+                ('seq', models.PositiveBigIntegerField()),
+                ('type', models.CharField(max_length=32)),
+                ('payload', models.JSONField(default=dict)),
+                ('created_at', models.DateTimeField(auto_now_add=True)),
+                ('conversation', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='events', to='agents.conversation')),
+                ('run', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.CASCADE, related_name='events', to='agents.agentrun')),
             ],
             options={
-                "ordering": ["conversation", "seq"],
+                'ordering': ['conversation', 'seq'],
             },
         ),
         migrations.AddIndex(
-            model_name="conversation",
-            index=models.Index(
-                fields=["owner", "archived", "-updated_at"], name="agents_conv_owner_i_5bbdcc_idx"
-            ),
+            model_name='conversation',
+            index=models.Index(fields=['owner', 'archived', '-updated_at'], name='agents_conv_owner_i_5bbdcc_idx'),
         ),
         migrations.AddConstraint(
-            model_name="knowledgechunk",
-            constraint=models.UniqueConstraint(
-                fields=("document", "position"), name="unique_chunk_position"
-            ),
+            model_name='knowledgechunk',
+            constraint=models.UniqueConstraint(fields=('document', 'position'), name='unique_chunk_position'),
         ),
         migrations.AddIndex(
-            model_name="message",
-            index=models.Index(
-                fields=["conversation", "id"], name="agents_mess_convers_963b0d_idx"
-            ),
+            model_name='message',
+            index=models.Index(fields=['conversation', 'id'], name='agents_mess_convers_963b0d_idx'),
         ),
         migrations.AddConstraint(
-            model_name="message",
-            constraint=models.UniqueConstraint(
-                condition=models.Q(("client_id__isnull", False)),
-                fields=("conversation", "client_id"),
-                name="unique_client_id_per_conversation",
-            ),
+            model_name='message',
+            constraint=models.UniqueConstraint(condition=models.Q(('client_id__isnull', False)), fields=('conversation', 'client_id'), name='unique_client_id_per_conversation'),
         ),
         migrations.AddConstraint(
-            model_name="memorysummary",
-            constraint=models.UniqueConstraint(
-                fields=("conversation", "covers_through"), name="one_summary_per_cut"
-            ),
+            model_name='memorysummary',
+            constraint=models.UniqueConstraint(fields=('conversation', 'covers_through'), name='one_summary_per_cut'),
         ),
         migrations.AddConstraint(
-            model_name="memorysummary",
-            constraint=models.CheckConstraint(
-                condition=models.Q(("covers_from__lte", models.F("covers_through"))),
-                name="summary_range_in_order",
-            ),
+            model_name='memorysummary',
+            constraint=models.CheckConstraint(condition=models.Q(('covers_from__lte', models.F('covers_through'))), name='summary_range_in_order'),
         ),
         migrations.AddConstraint(
-            model_name="modelcall",
-            constraint=models.UniqueConstraint(
-                fields=("run", "index"), name="unique_model_call_index"
-            ),
+            model_name='modelcall',
+            constraint=models.UniqueConstraint(fields=('run', 'index'), name='unique_model_call_index'),
         ),
         migrations.AddConstraint(
-            model_name="promptversion",
-            constraint=models.UniqueConstraint(
-                fields=("profile", "number"), name="unique_prompt_version"
-            ),
+            model_name='promptversion',
+            constraint=models.UniqueConstraint(fields=('profile', 'number'), name='unique_prompt_version'),
         ),
         migrations.AddIndex(
-            model_name="agentrun",
-            index=models.Index(
-                fields=["status", "heartbeat_at"], name="agents_agen_status_37e365_idx"
-            ),
+            model_name='agentrun',
+            index=models.Index(fields=['status', 'heartbeat_at'], name='agents_agen_status_37e365_idx'),
         ),
         migrations.AddConstraint(
-            model_name="runevent",
-            constraint=models.UniqueConstraint(
-                fields=("conversation", "seq"), name="unique_seq_per_conv"
-            ),
+            model_name='runevent',
+            constraint=models.UniqueConstraint(fields=('conversation', 'seq'), name='unique_seq_per_conv'),
         ),
         migrations.AddConstraint(
-            model_name="agentprofile",
-            constraint=models.UniqueConstraint(
-                condition=models.Q(("is_default", True)),
-                fields=("is_default",),
-                name="one_default_profile",
-            ),
+            model_name='agentprofile',
+            constraint=models.UniqueConstraint(condition=models.Q(('is_default', True)), fields=('is_default',), name='one_default_profile'),
         ),
     ]

@@ -4,14 +4,15 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
+
     dependencies = [
-        ("agents", "0001_initial"),
+        ('agents', '0001_initial'),
     ]
 
     operations = [
         migrations.AddField(
-            model_name="agentrun",
-            name="error_detail",
+            model_name='agentrun',
+            name='error_detail',
             field=models.TextField(blank=True),
         ),
     ]
