@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('agents', '0005_mcpserver'),
+        ('agents', '0006_feedback_shares_suggestions'),
     ]
 
     operations = [
