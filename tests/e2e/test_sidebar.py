@@ -115,6 +115,7 @@ def test_archive_and_delete_offer_undo(open_tab, user):
 
     # Delete and let the toast run out: only then is it deleted for good.
     choose(page, "Trip", "Delete")
+    expect(toast).to_contain_text("Deleted “Trip”.")
     assert Conversation.objects.filter(pk=trip.pk).exists()
     with page.expect_response(
         lambda r: r.request.method == "DELETE" and f"/api/conversations/{trip.pk}/" in r.url
@@ -125,6 +126,7 @@ def test_archive_and_delete_offer_undo(open_tab, user):
 
     # Archive and let the toast run out: it stays archived, and a reload agrees.
     choose(page, "Notes", "Archive")
+    expect(toast).to_contain_text("Archived “Notes”.")
     expect(toast).to_be_hidden()
     page.reload()
     expect(page.get_by_text("No conversations yet.")).to_be_visible()
