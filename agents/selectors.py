@@ -50,7 +50,7 @@ def conversation_list(
         matching_messages = Message.objects.filter(content__icontains=q)
         conversations = conversations.filter(
             Q(title__icontains=q) | Q(pk__in=matching_messages.values("conversation_id"))
-        ).annotate(match_excerpt=Subquery(_match_excerpts(matching_messages, q)[:1]))
+        ).annotate(match_excerpt=_match_excerpt(matching_messages, q))
     return conversations.select_related("profile").order_by(
         F("pinned_at").desc(nulls_last=True), "-updated_at", "-pk"
     )
@@ -61,12 +61,12 @@ _EXCERPT_BEFORE = 80
 _EXCERPT_CHARS = 400
 
 
-def _match_excerpts(messages: QuerySet[Message], q: str) -> QuerySet[Message]:
+def _match_excerpt(messages: QuerySet[Message], q: str) -> Subquery:
     """The newest matching message of the outer conversation, cut around the match in SQL
     (UPPER on both sides, as ``icontains`` does) so a long answer never leaves the database."""
     position = StrIndex(Upper("content"), Upper(Value(q)))
     start = Greatest(position - _EXCERPT_BEFORE, Value(1))
-    return (
+    return Subquery(
         messages.filter(conversation=OuterRef("pk"))
         .order_by("-id")
         .annotate(
@@ -75,7 +75,7 @@ def _match_excerpts(messages: QuerySet[Message], q: str) -> QuerySet[Message]:
                 Substr("content", start, _EXCERPT_CHARS + len(q)),
             )
         )
-        .values("excerpt")
+        .values("excerpt")[:1]
     )
 
 
