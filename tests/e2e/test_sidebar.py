@@ -10,17 +10,10 @@ import pytest
 from django.utils import timezone
 from playwright.sync_api import expect
 
-from agents.models import AgentRun, Conversation, Message
-from agents.services.conversations import conversation_create
+from agents.models import AgentRun, Conversation
+from tests.e2e.test_conversations import conversation_with
 
 pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
-
-
-def conversation_with(owner, title: str, *texts: str) -> Conversation:
-    conversation = conversation_create(owner=owner, title=title)
-    for text in texts:
-        Message.objects.create(conversation=conversation, role="user", content=text)
-    return conversation
 
 
 def active_at(conversation: Conversation, when: datetime) -> None:
