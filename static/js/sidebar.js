@@ -69,7 +69,32 @@ export class Sidebar {
     document.addEventListener("click", (event) => {
       if (this.openMenu && !this.openMenu.wrapper.contains(event.target)) this.closeMenu();
     });
+    // Coming back to the tab: runs may have ended or started elsewhere, so the markers
+    // (and titles, pins) are fetched again.
+    document.addEventListener("visibilitychange", () => {
+      if (document.visibilityState === "visible") this.refresh();
+    });
     this.render();
+  }
+
+  async refresh() {
+    // Not while a search, a menu, a rename or an Undo is showing: they hold the old rows.
+    if (this.results !== null || this.openMenu || this.toast.pending || this.list.querySelector(".rename-input")) return;
+    try {
+      const data = await api("GET", "/api/conversations/?page_size=200");
+      if (this.results !== null || this.openMenu || this.toast.pending) return;
+      const focused = document.activeElement?.closest?.(".conversation-item");
+      const focusedClass = document.activeElement?.className;
+      this.conversations = data.results;
+      this.render();
+      if (focused) {
+        const again = this.list.querySelector(`.conversation-item[data-conversation-id="${CSS.escape(focused.dataset.conversationId)}"]`);
+        again?.querySelector(focusedClass?.includes("item-menu-button") ? ".item-menu-button" : ".conversation-link")?.focus();
+      }
+      this.list.dispatchEvent(new CustomEvent("sidebar:refreshed"));
+    } catch {
+      // The list on screen stays; the next visit to the tab tries again.
+    }
   }
 
   isCurrent(id) {

@@ -214,6 +214,13 @@ def test_a_conversation_with_a_run_going_is_marked(open_tab, user):
     expect(page.locator(".running-marker")).to_have_count(1)
     expect(page.get_by_role("link", name="Idle", exact=True)).to_be_visible()
 
+    # Back in the tab after the run ended: the list is fetched again and the marker goes.
+    AgentRun.objects.filter(conversation=busy).update(status=AgentRun.Status.SUCCEEDED)
+    with page.expect_response(lambda r: "/api/conversations/?page_size=200" in r.url):
+        page.evaluate("document.dispatchEvent(new Event('visibilitychange'))")
+    expect(page.locator(".running-marker")).to_have_count(0)
+    expect(page.get_by_role("link", name="Busy", exact=True)).to_be_visible()
+
 
 def test_search_shows_a_highlighted_snippet_without_running_user_html(open_tab, user):
     hostile = "<b>x</b><img src=x onerror=__pwned=1>pastel de nata"
