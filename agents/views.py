@@ -124,6 +124,9 @@ def _conversation_item(conversation: Conversation) -> dict[str, Any]:
         "untitled": not conversation.title,
         "updated_at": conversation.updated_at.isoformat(),
         "archived": conversation.archived,
+        "pinned": conversation.pinned_at is not None,
+        # Annotated on the sidebar's list (agents/selectors.py); the open one's thread knows.
+        "has_active_run": bool(getattr(conversation, "has_active_run", False)),
     }
 
 

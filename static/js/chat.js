@@ -72,6 +72,12 @@ const sidebar = new Sidebar({
   status: document.getElementById("search-status"),
   currentId: conversation ? conversation.id : null,
   conversations: state.conversations || [],
+  toast: document.getElementById("sidebar-toast"),
+});
+document.addEventListener("sidebar:renamed", (event) => {
+  if (!conversation || String(event.detail.id) !== String(conversation.id)) return;
+  titleHeading.textContent = event.detail.title;
+  document.title = `${event.detail.title} · chatsite`;
 });
 
 tabs?.addEventListener("message", (event) => {
