@@ -23,7 +23,7 @@ from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from agents import events
-from agents.models import AgentRun, Conversation, Message, ModelCall, RunEvent
+from agents.models import AgentRun, Conversation, Message, ModelCall, RunEvent, UsageEntry
 from agents.protocol import (
     FrameType,
     run_cancelled_payload,
@@ -452,6 +452,20 @@ def _call_params(records: Sequence[ModelCallRecord]) -> dict[str, Any]:
     }
 
 
+def _ledger_cte() -> str:
+    """``ledger``: add the calls' tokens to the run's usage ledger entry (agents/services/
+    usage.py), in the same statement as the run's own totals, so the daily quota sees every
+    token a fenced write stores. A data-modifying CTE runs whether or not it is read."""
+    quote = connection.ops.quote_name
+    return f"""ledger AS (
+    UPDATE {quote(UsageEntry._meta.db_table)}
+    SET prompt_tokens = prompt_tokens + %(prompt)s,
+        completion_tokens = completion_tokens + %(completion)s
+    WHERE run_id = (SELECT id FROM held) AND (%(prompt)s > 0 OR %(completion)s > 0)
+    RETURNING id
+)"""  # noqa: S608
+
+
 def _calls_cte() -> str:
     """``calls``: insert the model calls in the parameters for the run ``held`` returned,
     numbered on from the run's stored calls."""
@@ -491,7 +505,7 @@ WITH held AS (
         heartbeat_at = now()
     WHERE id = %(run)s AND worker_id = %(holder)s AND status = %(running)s
     RETURNING id
-), {_calls_cte()}, bumped AS (
+), {_calls_cte()}, {_ledger_cte()}, bumped AS (
     UPDATE {table(Conversation)} SET last_seq = last_seq + %(n)s
     WHERE id = %(conv)s AND %(n)s > 0 AND EXISTS (SELECT 1 FROM held)
     RETURNING last_seq - %(n)s AS base
@@ -638,7 +652,7 @@ WITH held AS (
         status = %(succeeded)s, finished_at = now(), heartbeat_at = NULL
     WHERE id = %(run)s AND worker_id = %(holder)s AND status = %(running)s
     RETURNING id, prompt_tokens, completion_tokens, started_at, finished_at
-), {_calls_cte()}, answer AS (
+), {_calls_cte()}, {_ledger_cte()}, answer AS (
     INSERT INTO {quote(Message._meta.db_table)}
         (conversation_id, role, content, client_id, run_id, created_at)
     SELECT %(conv)s, %(role)s, %(answer)s, NULL, held.id, now() FROM held

@@ -135,3 +135,27 @@ def test_ten_parallel_sends_against_a_small_quota_start_one_run(user, settings):
 
     assert sorted(outcomes) == ["quota_exceeded"] * 9 + ["sent"]
     assert AgentRun.objects.filter(conversation__owner=user).count() == 1
+
+
+def test_a_workers_writes_count_in_the_ledger_on_every_path(user, default_profile):
+    """The worker's writes (fenced: one statement each on PostgreSQL) add each model call's
+    tokens to the ledger the quota reads, for a step and for the run's last reply alike."""
+    from agents.react.types import FinalAnswerStep, ModelCallRecord, ThoughtStep
+    from agents.services.runs import run_claim, run_finish, run_record_steps
+
+    queued = message_send(conversation=conversation_create(owner=user), user=user, content="q")
+    run = run_claim(run_id=queued.run.pk, worker_id="w1")
+
+    def call(prompt: int, completion: int) -> ModelCallRecord:
+        return ModelCallRecord(
+            index=0, messages=[], options={}, response_text="", tool_calls=[],
+            prompt_tokens=prompt, completion_tokens=completion, duration_ms=1,
+        )  # fmt: skip
+
+    run_record_steps(run=run, steps=[call(100, 20), ThoughtStep(text="t")], worker_id="w1")
+    entry = UsageEntry.objects.get(run_id=run.pk)
+    assert (entry.prompt_tokens, entry.completion_tokens) == (100, 20)
+
+    run_finish(run=run, step=FinalAnswerStep(text="a"), worker_id="w1", preceding=[call(300, 40)])
+    entry.refresh_from_db()
+    assert (entry.prompt_tokens, entry.completion_tokens) == (400, 60)
