@@ -1,0 +1,266 @@
+"""Accessibility as axe-core sees it in Chromium: no serious or critical WCAG 2 A/AA violation on
+the pages people and staff use; and the mobile drawer keeps the keyboard inside while open.
+
+axe-core (tests/e2e/vendor/, never served by the app) is evaluated in the page by Playwright,
+so the page's Content-Security-Policy stays in force and is checked as well.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from playwright.sync_api import expect
+
+from agents.llm.scripted import Reply
+from agents.models import AgentRun
+from agents.services.conversations import conversation_create, conversation_set_archived
+from tests.e2e.conftest import DESKTOP, MOBILE
+from tests.e2e.test_chat import ask, calculator_script
+
+pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
+
+AXE_SOURCE = Path(__file__).parent / "vendor" / "axe.min.js"
+AXE_VERSION = "4.14.1"
+BLOCKING_IMPACTS = ("serious", "critical")
+
+
+def blocking_violations(page) -> list[str]:
+    """axe-core's serious and critical WCAG 2 A/AA violations on the page as it is now, one
+    line each: rule id, impact, and the elements it found."""
+    if not page.evaluate("() => typeof window.axe === 'object'"):
+        page.evaluate(AXE_SOURCE.read_text())
+    assert page.evaluate("() => axe.version") == AXE_VERSION
+    results = page.evaluate(
+        """() => axe.run(document, {
+            runOnly: {type: 'tag', values: ['wcag2a', 'wcag2aa']},
+            resultTypes: ['violations'],
+        })"""
+    )
+    return [
+        f"{violation['id']} ({violation['impact']}): "
+        + "; ".join(
+            f"{' '.join(map(str, node['target']))} — {node.get('failureSummary', '')}"
+            for node in violation["nodes"]
+        )
+        for violation in results["violations"]
+        if violation["impact"] in BLOCKING_IMPACTS
+    ]
+
+
+def assert_accessible(tab) -> None:
+    violations = blocking_violations(tab.page)
+    assert violations == [], "axe-core found:\n" + "\n".join(violations)
+    assert tab.errors == []
+
+
+def dark(page) -> None:
+    page.emulate_media(color_scheme="dark")
+
+
+def light(page) -> None:
+    page.emulate_media(color_scheme="light")
+
+
+def answered_conversation(stack, user, model_name):
+    """A conversation whose one question was answered after a calculator step."""
+    profile = stack.profile(model_name, tools=("calculator",))
+    stack.model.script(model_name, calculator_script())
+    return profile, conversation_create(owner=user, profile=profile, title="Adding up")
+
+
+CHAT_VIEWS = {
+    "desktop-light": (DESKTOP, light),
+    "desktop-dark": (DESKTOP, dark),
+    "mobile-light": (MOBILE, light),
+    "mobile-dark": (MOBILE, dark),
+}
+
+
+@pytest.mark.parametrize("view", CHAT_VIEWS)
+def test_chat_page_with_steps_open(stack, open_tab, user, model_name, view):
+    viewport, scheme = CHAT_VIEWS[view]
+    _, conversation = answered_conversation(stack, user, model_name)
+    tab = open_tab(user, viewport=viewport, path=f"/c/{conversation.pk}/", before_load=scheme)
+    page = tab.page
+    ask(page, "What is 2 + 2?")
+    expect(page.locator(".answer strong")).to_have_text("4")
+    page.locator("details.steps summary").click()
+    expect(page.locator(".step.observation")).to_be_visible()
+    assert_accessible(tab)
+
+
+@pytest.mark.parametrize("view", CHAT_VIEWS)
+def test_new_chat_page(stack, open_tab, user, model_name, view):
+    viewport, scheme = CHAT_VIEWS[view]
+    stack.profile(model_name)
+    tab = open_tab(user, viewport=viewport, path="/", before_load=scheme)
+    expect(tab.page.get_by_role("heading", name="What can I help with?")).to_be_visible()
+    assert_accessible(tab)
+
+
+def test_mobile_drawer_open(stack, open_tab, user, model_name):
+    _, conversation = answered_conversation(stack, user, model_name)
+    tab = open_tab(user, viewport=MOBILE, path=f"/c/{conversation.pk}/")
+    tab.page.get_by_role("button", name="Open the conversation list").click()
+    expect(tab.page.get_by_role("complementary", name="Conversations")).to_be_visible()
+    assert_accessible(tab)
+
+
+def test_archive_page(stack, open_tab, user, model_name):
+    _, conversation = answered_conversation(stack, user, model_name)
+    conversation_set_archived(conversation=conversation, archived=True)
+    tab = open_tab(user, path="/archived/")
+    expect(tab.page.get_by_role("link", name="Adding up")).to_be_visible()
+    assert_accessible(tab)
+
+
+@pytest.mark.parametrize("scheme", [light, dark], ids=["light", "dark"])
+def test_sign_in_page(stack, open_tab, scheme):
+    tab = open_tab(None, path="/accounts/login/", before_load=scheme)
+    expect(tab.page.get_by_role("button", name="Sign in")).to_be_visible()
+    assert_accessible(tab)
+
+
+def test_sign_in_page_with_an_error(stack, open_tab, user):
+    tab = open_tab(None, path="/accounts/login/")
+    tab.page.get_by_label("Username").fill("alice")
+    tab.page.get_by_label("Password").fill("not the password")
+    tab.page.get_by_role("button", name="Sign in").click()
+    expect(tab.page.locator(".errorlist, [role=alert]").first).to_be_visible()
+    assert_accessible(tab)
+
+
+def _finished_run(stack, open_tab, user, model_name):
+    """A run that went through the real worker, for the pages that show runs."""
+    profile, conversation = answered_conversation(stack, user, model_name)
+    chat = open_tab(user, path=f"/c/{conversation.pk}/").page
+    ask(chat, "What is 2 + 2?")
+    expect(chat.locator(".answer strong")).to_have_text("4")
+    return profile, AgentRun.objects.get(conversation=conversation)
+
+
+def _run_inspector(page, profile, run) -> None:
+    page.goto(f"/admin/agents/agentrun/{run.pk}/change/")
+    expect(page.locator("#content")).to_contain_text("calculator")
+
+
+def _run_list(page, profile, run) -> None:
+    page.goto("/admin/agents/agentrun/")
+    expect(page.locator("#result_list")).to_be_visible()
+
+
+def _usage(page, profile, run) -> None:
+    page.goto("/admin/agents/agentrun/usage/")
+    expect(page.locator("#content")).to_be_visible()
+
+
+def _model_list(page, profile, run) -> None:
+    page.goto("/admin/agents/modelconfig/")
+    expect(page.locator("#result_list")).to_be_visible()
+
+
+def _profile_form(page, profile, run) -> None:
+    page.goto(f"/admin/agents/agentprofile/{profile.pk}/change/")
+    expect(page.locator("#agentprofile_form")).to_be_visible()
+
+
+def _profile_versions(page, profile, run) -> None:
+    page.goto(f"/admin/agents/agentprofile/{profile.pk}/versions/")
+    expect(page.locator("#content")).to_be_visible()
+
+
+def _profile_preview(page, profile, run) -> None:
+    page.goto(f"/admin/agents/agentprofile/{profile.pk}/preview/")
+    page.get_by_label("Question").fill("What is 2 + 2?")
+    page.locator("input[type=submit]").click()
+    expect(page.locator("#content")).to_contain_text("What is 2 + 2?")
+
+
+def _profile_try_it(page, profile, run) -> None:
+    page.goto(f"/admin/agents/agentprofile/{profile.pk}/try/")
+    page.get_by_label("Question").fill("What is 3 + 3?")
+    page.locator("input[type=submit]").click()
+    expect(page.locator("#try-steps")).to_contain_text("The answer is 6.")
+
+
+def _tool_list(page, profile, run) -> None:
+    page.goto("/admin/agents/toolconfig/")
+    expect(page.locator("#result_list")).to_be_visible()
+
+
+ADMIN_PAGES: dict[str, Callable] = {
+    "run-inspector": _run_inspector,
+    "run-list": _run_list,
+    "usage": _usage,
+    "model-list": _model_list,
+    "profile-form": _profile_form,
+    "profile-versions": _profile_versions,
+    "profile-preview": _profile_preview,
+    "profile-try-it": _profile_try_it,
+    "tool-list": _tool_list,
+}
+
+
+@pytest.mark.parametrize("name", ADMIN_PAGES)
+def test_admin_page(stack, open_tab, make_user, user, model_name, name):
+    profile, run = _finished_run(stack, open_tab, user, model_name)
+    stack.model.script(model_name, [Reply("Thought: Easy.\nFinal Answer: The answer is 6.")])
+    staff = make_user("staffer", is_staff=True, is_superuser=True)
+    tab = open_tab(staff, path="/admin/")
+    ADMIN_PAGES[name](tab.page, profile, run)
+    assert_accessible(tab)
+
+
+def focused_element(page) -> str:
+    return page.evaluate(
+        "() => { const e = document.activeElement;"
+        " return e.id || e.getAttribute('aria-label') || e.textContent.trim(); }"
+    )
+
+
+def test_mobile_drawer_traps_focus_and_escape_returns_it(stack, open_tab, user, model_name):
+    _, conversation = answered_conversation(stack, user, model_name)
+    tab = open_tab(user, viewport=MOBILE, path=f"/c/{conversation.pk}/")
+    page = tab.page
+    sidebar = page.get_by_role("complementary", name="Conversations")
+    opener = page.get_by_role("button", name="Open the conversation list")
+    opener.focus()
+    page.keyboard.press("Enter")
+    expect(sidebar).to_be_visible()
+    expect(opener).to_have_attribute("aria-expanded", "true")
+
+    # Forwards past the last control and backwards past the first: focus never leaves.
+    in_drawer = "() => document.getElementById('sidebar').contains(document.activeElement)"
+    stops = sidebar.locator("a[href], button, input, select, textarea").evaluate_all(
+        "nodes => nodes.filter(n => n.offsetParent !== null).length"
+    )
+    seen = []
+    for _ in range(stops + 2):
+        page.keyboard.press("Tab")
+        assert page.evaluate(in_drawer), f"Tab left the drawer after {seen}"
+        seen.append(focused_element(page))
+    for _ in range(stops + 2):
+        page.keyboard.press("Shift+Tab")
+        assert page.evaluate(in_drawer), f"Shift+Tab left the drawer after {seen}"
+        seen.append(focused_element(page))
+    # Every control of the drawer was reached on the way round.
+    assert len(set(seen)) >= stops
+
+    page.keyboard.press("Escape")
+    expect(sidebar).to_be_hidden()
+    expect(opener).to_be_focused()
+    expect(opener).to_have_attribute("aria-expanded", "false")
+    # Closed, the page's own controls take Tab again.
+    page.keyboard.press("Tab")
+    assert not page.evaluate(in_drawer)
+    assert tab.errors == []
+
+
+def test_the_mobile_agent_select_has_a_name(stack, open_tab, user, model_name):
+    stack.profile(model_name)
+    tab = open_tab(user, viewport=MOBILE, path="/")
+    select = tab.page.get_by_role("combobox", name="Agent")
+    expect(select).to_be_visible()
+
