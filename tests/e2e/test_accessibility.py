@@ -257,10 +257,3 @@ def test_mobile_drawer_traps_focus_and_escape_returns_it(stack, open_tab, user, 
     assert not page.evaluate(in_drawer)
     assert tab.errors == []
 
-
-def test_the_mobile_agent_select_has_a_name(stack, open_tab, user, model_name):
-    stack.profile(model_name)
-    tab = open_tab(user, viewport=MOBILE, path="/")
-    select = tab.page.get_by_role("combobox", name="Agent")
-    expect(select).to_be_visible()
-
