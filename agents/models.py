@@ -7,8 +7,11 @@ and messages, runs and their event log, memory, and the knowledge base.
 
 from __future__ import annotations
 
+import secrets
+
 from django.conf import settings
 from django.contrib.auth.models import Group
+from django.core.exceptions import ValidationError
 from django.core.validators import MinValueValidator, RegexValidator
 from django.db import models
 from django.db.models import F, Q
@@ -178,6 +181,27 @@ class McpServer(models.Model):
 # --------------------------------------------------------------------------------------
 
 
+SUGGESTED_PROMPTS_MAX = 6
+SUGGESTED_PROMPT_MAX_CHARS = 300
+
+
+def suggested_prompt_lines(text: str) -> list[str]:
+    """The suggestions a profile's text holds: one per non-empty line, trimmed."""
+    return [line.strip() for line in text.splitlines() if line.strip()]
+
+
+def validate_suggested_prompts(text: str) -> None:
+    lines = suggested_prompt_lines(text)
+    if len(lines) > SUGGESTED_PROMPTS_MAX:
+        raise ValidationError(f"At most {SUGGESTED_PROMPTS_MAX} suggestions, one per line.")
+    too_long = [line for line in lines if len(line) > SUGGESTED_PROMPT_MAX_CHARS]
+    if too_long:
+        raise ValidationError(
+            f"Each suggestion has at most {SUGGESTED_PROMPT_MAX_CHARS} characters; "
+            f"this one is longer: {too_long[0][:60]}…"
+        )
+
+
 class AgentProfile(models.Model):
     class Mode(models.TextChoices):
         REACT = "react", "ReAct text"
@@ -194,7 +218,15 @@ class AgentProfile(models.Model):
 
     name = models.CharField(max_length=100)
     slug = models.SlugField(unique=True)
-    description = models.TextField(blank=True)
+    description = models.TextField(blank=True, help_text="Shown in the chat's agent picker.")
+    suggested_prompts = models.TextField(
+        blank=True,
+        validators=[validate_suggested_prompts],
+        help_text=(
+            f"Starting points shown on an empty chat, one per line (at most "
+            f"{SUGGESTED_PROMPTS_MAX}); a click sends one. Saved with the profile's version."
+        ),
+    )
     mode = models.CharField(max_length=10, choices=Mode.choices, default=Mode.REACT)
     model_config = models.ForeignKey(
         ModelConfig, on_delete=models.PROTECT, null=True, blank=True, related_name="profiles"
@@ -232,6 +264,10 @@ class AgentProfile(models.Model):
 
     def __str__(self) -> str:
         return self.name
+
+    @property
+    def suggestions(self) -> list[str]:
+        return suggested_prompt_lines(self.suggested_prompts)
 
 
 class PromptVersion(models.Model):
@@ -314,6 +350,79 @@ class Message(models.Model):
 
     def __str__(self) -> str:
         return f"{self.role}: {self.content[:50]}"
+
+
+# --------------------------------------------------------------------------------------
+# What readers do with answers: feedback on one, a read-only link to a conversation
+# --------------------------------------------------------------------------------------
+
+
+class AnswerFeedback(models.Model):
+    """One user's thumbs up or down on one answer, with an optional comment.
+
+    The answer's prompt version is copied here when the feedback is given, so the admin can
+    compare versions with one grouped query (``agents/selectors.py``, feedback stats).
+    """
+
+    class Rating(models.TextChoices):
+        UP = "up", "Thumbs up"
+        DOWN = "down", "Thumbs down"
+
+    COMMENT_MAX_CHARS = 2000
+
+    message = models.ForeignKey(Message, on_delete=models.CASCADE, related_name="feedback")
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="answer_feedback"
+    )
+    rating = models.CharField(max_length=4, choices=Rating.choices)
+    comment = models.TextField(blank=True, max_length=COMMENT_MAX_CHARS)
+    profile = models.ForeignKey(
+        AgentProfile, on_delete=models.SET_NULL, null=True, blank=True, related_name="feedback"
+    )
+    prompt_version = models.ForeignKey(
+        PromptVersion, on_delete=models.SET_NULL, null=True, blank=True, related_name="feedback"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True, db_index=True)
+
+    class Meta:
+        ordering = ["-updated_at"]
+        verbose_name_plural = "answer feedback"
+        constraints = [
+            models.UniqueConstraint(fields=["message", "user"], name="one_feedback_per_answer"),
+            models.CheckConstraint(condition=Q(rating__in=["up", "down"]), name="feedback_rating"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.get_rating_display()} on message {self.message_id}"
+
+
+def new_share_token() -> str:
+    """256 random bits: a link nobody can guess or enumerate."""
+    return secrets.token_urlsafe(32)
+
+
+class ConversationShare(models.Model):
+    """A read-only link to one conversation. Revoking keeps the row and closes the link."""
+
+    conversation = models.ForeignKey(Conversation, on_delete=models.CASCADE, related_name="shares")
+    token = models.CharField(max_length=64, unique=True, default=new_share_token, editable=False)
+    created_at = models.DateTimeField(auto_now_add=True)
+    revoked_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["conversation"],
+                condition=Q(revoked_at__isnull=True),
+                name="one_open_share_per_conversation",
+            )
+        ]
+
+    def __str__(self) -> str:
+        state = "revoked" if self.revoked_at else "open"
+        return f"Share of conversation {self.conversation_id} ({state})"
 
 
 # --------------------------------------------------------------------------------------

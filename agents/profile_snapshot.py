@@ -45,6 +45,7 @@ class ProfileSnapshot:
     max_iterations: int = _ENGINE_DEFAULTS.max_iterations
     max_execution_time: float = _ENGINE_DEFAULTS.max_execution_time
     memory: MemorySettings = field(default_factory=MemorySettings)
+    suggested_prompts: tuple[str, ...] = ()  # the empty chat's starting points
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> ProfileSnapshot:
@@ -76,6 +77,7 @@ class ProfileSnapshot:
             max_iterations=reader.integer("max_iterations") or cls.max_iterations,
             max_execution_time=reader.number("max_execution_time") or cls.max_execution_time,
             memory=memory,
+            suggested_prompts=tuple(reader.items("suggested_prompts", str)),
         )
 
     @classmethod
@@ -96,7 +98,7 @@ class ProfileSnapshot:
 def profile_snapshot(profile: AgentProfile) -> dict[str, Any]:
     """Everything a run needs from a profile, frozen as plain JSON: what a version stores."""
     tools = list(profile.tools.order_by("name").values_list("id", "name"))
-    return {
+    snapshot: dict[str, Any] = {
         "name": profile.name,
         "slug": profile.slug,
         "mode": profile.mode,
@@ -113,6 +115,11 @@ def profile_snapshot(profile: AgentProfile) -> dict[str, Any]:
         "memory_window_turns": profile.memory_window_turns,
         "memory_token_budget": profile.memory_token_budget,
     }
+    # Only when there are some: a profile without suggestions keeps the snapshot it had
+    # before they existed, so adding the field wrote no new version of every profile.
+    if profile.suggestions:
+        snapshot["suggested_prompts"] = profile.suggestions
+    return snapshot
 
 
 class _Reader:

@@ -66,6 +66,7 @@ class RefusalCode(StrEnum):
     NOT_EDITABLE = "not_editable"
     # The sign-in that opened the socket ended (socket only; it then closes with 4401).
     SIGNED_OUT = "signed_out"
+    NOT_RATEABLE = "not_rateable"
 
 
 class RequestRefused(Exception):

@@ -5,10 +5,22 @@ The run inspector's reads at the end serve the admin, where staff read every run
 
 from __future__ import annotations
 
-from django.contrib.auth.models import AnonymousUser, User
-from django.db.models import Q, QuerySet
+from dataclasses import dataclass, field
 
-from agents.models import AgentProfile, AgentRun, Conversation, Message, ModelCall, RunEvent
+from django.contrib.auth.models import AnonymousUser, User
+from django.db.models import Count, Q, QuerySet
+
+from agents.models import (
+    AgentProfile,
+    AgentRun,
+    AnswerFeedback,
+    Conversation,
+    ConversationShare,
+    Message,
+    ModelCall,
+    RunEvent,
+    ToolConfig,
+)
 
 
 def conversation_list(
@@ -113,3 +125,106 @@ def run_event_list(*, run: AgentRun) -> QuerySet[RunEvent]:
 def model_call_list(*, run: AgentRun) -> QuerySet[ModelCall]:
     """Every model call of a run with what was sent and what came back, in call order."""
     return ModelCall.objects.filter(run=run).order_by("index")
+
+
+# --- feedback on answers ------------------------------------------------------------------
+
+
+def feedback_get(*, user: User, message: Message) -> AnswerFeedback | None:
+    return AnswerFeedback.objects.filter(message=message, user=user).first()
+
+
+def feedback_by_message(*, user: User, conversation: Conversation) -> dict[int, dict[str, str]]:
+    """This user's feedback on the conversation's answers, by message id, in one query."""
+    rows = AnswerFeedback.objects.filter(user=user, message__conversation=conversation).values_list(
+        "message_id", "rating", "comment"
+    )
+    return {
+        message_id: {"rating": rating, "comment": comment} for message_id, rating, comment in rows
+    }
+
+
+@dataclass
+class VersionFeedback:
+    """How readers rated the answers of one prompt version."""
+
+    profile_id: int | None
+    profile_name: str
+    version_number: int | None
+    count: int
+    thumbs_up: int
+    latest_comments: list[AnswerFeedback] = field(default_factory=list)
+
+    @property
+    def thumbs_down(self) -> int:
+        return self.count - self.thumbs_up
+
+    @property
+    def up_share(self) -> float:
+        return self.thumbs_up / self.count if self.count else 0.0
+
+
+def feedback_stats(
+    *, profile: AgentProfile | None = None, comments_per_version: int = 5
+) -> list[VersionFeedback]:
+    """Feedback counts per profile and prompt version, newest version first, each with its
+    latest comments; two queries however much feedback there is. For staff (the admin)."""
+    feedback = AnswerFeedback.objects.all()
+    if profile is not None:
+        feedback = feedback.filter(profile=profile)
+    groups = (
+        feedback.values(
+            "profile_id", "profile__name", "prompt_version_id", "prompt_version__number"
+        )
+        .annotate(count=Count("id"), thumbs_up=Count("id", filter=Q(rating="up")))
+        .order_by("profile__name", "profile_id", "-prompt_version__number")
+    )
+    stats: dict[tuple[int | None, int | None], VersionFeedback] = {}
+    for row in groups:
+        stats[row["profile_id"], row["prompt_version_id"]] = VersionFeedback(
+            profile_id=row["profile_id"],
+            profile_name=row["profile__name"] or "(deleted profile)",
+            version_number=row["prompt_version__number"],
+            count=row["count"],
+            thumbs_up=row["thumbs_up"],
+        )
+    # Newest comments first; enough rows to fill every version's list in the usual case.
+    commented = (
+        feedback.exclude(comment="")
+        .select_related("user")
+        .order_by("-updated_at", "-id")[: comments_per_version * max(len(stats), 1) * 4]
+    )
+    for item in commented:
+        version_stats = stats.get((item.profile_id, item.prompt_version_id))
+        if version_stats is not None and len(version_stats.latest_comments) < comments_per_version:
+            version_stats.latest_comments.append(item)
+    return list(stats.values())
+
+
+# --- shared conversations ------------------------------------------------------------------
+
+
+def share_open_get(*, conversation: Conversation) -> ConversationShare | None:
+    """The conversation's open (not revoked) share; the caller has checked ownership."""
+    return ConversationShare.objects.filter(
+        conversation=conversation, revoked_at__isnull=True
+    ).first()
+
+
+def shared_conversation_get(*, token: str) -> Conversation | None:
+    """The conversation an open share's token points at; None for a revoked or unknown one."""
+    share = (
+        ConversationShare.objects.filter(token=token, revoked_at__isnull=True)
+        .select_related("conversation")
+        .first()
+    )
+    return share.conversation if share else None
+
+
+def tool_secret_values() -> list[str]:
+    """Every configured tool secret, so a page shown to others can blank any that slipped
+    into a step (tools already redact their own output: agents/tools/base.py)."""
+    values: list[str] = []
+    for tool in ToolConfig.objects.exclude(secrets_encrypted=""):
+        values.extend(tool.get_secrets().values())
+    return values

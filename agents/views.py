@@ -17,6 +17,7 @@ from django.contrib.auth import views as auth_views
 from django.contrib.auth.decorators import login_required
 from django.contrib.auth.forms import UserCreationForm
 from django.contrib.auth.models import User
+from django.contrib.auth.views import redirect_to_login
 from django.db import transaction
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseBase
 from django.shortcuts import redirect, render
@@ -30,6 +31,7 @@ from agents.models import AgentProfile, Conversation
 from agents.permissions import signed_in_user
 from agents.protocol import RequestRefused, event_frame, max_message_chars
 from agents.services import conversations as conversation_services
+from agents.transcript import transcript
 
 # --------------------------------------------------------------------------------------
 # Sign-in, sign-up, password reset
@@ -152,6 +154,8 @@ def _conversation_urls(conversation: Conversation) -> dict[str, str]:
         # The browser swaps the 0 for the message being edited or the run being stopped.
         "edit_message": reverse("api:message-edit", args=[0]),
         "cancel_run": reverse("api:run-cancel", args=[0]),
+        "feedback": reverse("api:message-feedback", args=[0]),
+        "share": reverse("api:conversation-share", args=[conversation.pk]),
     }
 
 
@@ -182,6 +186,14 @@ def _render_chat(
         "conversation": _conversation_item(conversation) if conversation else None,
         "events": frames,
         "summary": _summary_marker(conversation) if conversation else None,
+        # The reader's own thumbs on this conversation's answers (static/js/answer_tools.js).
+        "feedback": (
+            selectors.feedback_by_message(
+                user=signed_in_user(request.user), conversation=conversation
+            )
+            if conversation
+            else {}
+        ),
         "conversations": [
             _conversation_item(c)
             for c in selectors.conversation_list(user=request.user)[:SIDEBAR_LIMIT]
@@ -195,6 +207,7 @@ def _render_chat(
         "selected_profile": profile,
         "demo_model": is_demo_model(profile.model_config if profile else None),
         "max_message_chars": max_message_chars(),
+        "public_shares": settings.CHAT_PUBLIC_SHARES,
         "draft": draft,
         "error": error,
         "state": state,
@@ -207,6 +220,26 @@ def _render_chat(
 def archived(request: HttpRequest) -> HttpResponse:
     conversations = selectors.conversation_list(user=request.user, archived=True)
     return render(request, "agents/archived.html", {"conversations": conversations})
+
+
+@require_GET
+def shared_conversation(request: HttpRequest, token: str) -> HttpResponse:
+    """A conversation its owner shared: read-only, with steps and answers, and nothing else
+    of the owner's. Signed-in users only unless ``CHAT_PUBLIC_SHARES``; revoked is a 404."""
+    if not settings.CHAT_PUBLIC_SHARES and not request.user.is_authenticated:
+        return redirect_to_login(request.get_full_path())
+    conversation = selectors.shared_conversation_get(token=token)
+    if conversation is None:
+        raise Http404("No such shared conversation.")
+    stored = selectors.events_after(conversation=conversation, after_seq=0)
+    turns = transcript(
+        (event_frame(event) for event in stored), secrets=selectors.tool_secret_values()
+    )
+    response = render(request, "agents/shared.html", {"title": str(conversation), "turns": turns})
+    # The token is the key: keep it out of Referer headers and search engines.
+    response["Referrer-Policy"] = "no-referrer"
+    response["X-Robots-Tag"] = "noindex, nofollow"
+    return response
 
 
 # --------------------------------------------------------------------------------------

@@ -194,6 +194,8 @@ CHAT_DAILY_TOKEN_QUOTA = env.int("CHAT_DAILY_TOKEN_QUOTA", default=0)  # 0: no q
 CHAT_QUOTA_RESERVATION_TOKENS = env.int("CHAT_QUOTA_RESERVATION_TOKENS", default=4000)
 CHAT_COMPACTS_PER_MINUTE = env.int("CHAT_COMPACTS_PER_MINUTE", default=5)
 CHAT_SIGNUP_ENABLED = env.bool("CHAT_SIGNUP_ENABLED", default=False)
+# A shared conversation's link opens for signed-in users only, unless this makes it public.
+CHAT_PUBLIC_SHARES = env.bool("CHAT_PUBLIC_SHARES", default=False)
 # Threads per daphne process for the sockets' database calls (agents/consumers.py); each
 # may hold a database connection while it works.
 CHAT_SOCKET_DATABASE_THREADS = env.int("CHAT_SOCKET_DATABASE_THREADS", default=8)

@@ -174,6 +174,35 @@ def test_the_profile_picker_lists_the_profiles_i_may_use(signed_in, user):
     assert 'value="staff-helper"' not in html
 
 
+def test_the_empty_chat_offers_the_chosen_agents_suggestions_and_descriptions(signed_in):
+    AgentProfile.objects.update(is_default=False)
+    AgentProfile.objects.create(
+        name="Maths",
+        slug="maths",
+        description="Does sums <carefully>.",
+        suggested_prompts="What is 2 + 2?\nHalve <10>",
+        is_default=True,
+    )
+    AgentProfile.objects.create(
+        name="Clock", slug="clock", description="Tells the time.", suggested_prompts="Time?"
+    )
+    html = signed_in.get(reverse("chat")).content.decode()
+    assert (
+        '<ul class="suggestions" data-profile="maths" aria-label="Suggested prompts for Maths">'
+    ) in html
+    assert 'data-prompt="Halve &lt;10&gt;">Halve &lt;10&gt;</button>' in html
+    # Another agent's suggestions are there for the picker to switch to, hidden for now.
+    assert (
+        '<ul class="suggestions" data-profile="clock" '
+        'aria-label="Suggested prompts for Clock" hidden>' in html
+    )
+    assert 'data-description="Tells the time."' in html
+    assert (
+        '<p id="profile-description" class="profile-description">Does sums &lt;carefully&gt;.</p>'
+        in html
+    )
+
+
 def test_starting_a_chat_creates_it_with_the_first_message(signed_in, user):
     response = signed_in.post(
         reverse("conversation_new"), {"content": "Hello there", "client_id": "first"}

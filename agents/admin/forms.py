@@ -136,6 +136,7 @@ class AgentProfileForm(forms.ModelForm):
             "name",
             "slug",
             "description",
+            "suggested_prompts",
             "mode",
             "model_config",
             "temperature",
@@ -153,6 +154,7 @@ class AgentProfileForm(forms.ModelForm):
         widgets = {
             "system_prompt": forms.Textarea(attrs={"rows": 18, "class": "vLargeTextField"}),
             "few_shot_examples": forms.Textarea(attrs={"rows": 8, "class": "vLargeTextField"}),
+            "suggested_prompts": forms.Textarea(attrs={"rows": 4, "class": "vLargeTextField"}),
         }
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:

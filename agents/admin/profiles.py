@@ -62,7 +62,16 @@ class PromptVersionInline(admin.TabularInline):
 @admin.register(AgentProfile)
 class AgentProfileAdmin(ExtraPagesAdmin):
     form = AgentProfileForm
-    list_display = ["name", "slug", "mode", "model_config", "tool_count", "is_default", "latest"]
+    list_display = [
+        "name",
+        "slug",
+        "mode",
+        "model_config",
+        "tool_count",
+        "is_default",
+        "latest",
+        "feedback",
+    ]
     list_filter = ["mode", "label_set", "is_default", "model_config"]
     search_fields = ["name", "slug", "description"]
     prepopulated_fields = {"slug": ["name"]}
@@ -71,6 +80,7 @@ class AgentProfileAdmin(ExtraPagesAdmin):
     change_form_template = "admin/agents/agentprofile/change_form.html"
     fieldsets = [
         (None, {"fields": ["name", "slug", "description", "make_default", "allowed_groups"]}),
+        ("Starting points", {"fields": ["suggested_prompts"]}),
         ("Model", {"fields": ["mode", "model_config", "temperature"]}),
         (
             "Prompt",
@@ -98,6 +108,11 @@ class AgentProfileAdmin(ExtraPagesAdmin):
     def latest(self, obj: AgentProfile) -> str:
         number = obj.versions.order_by("-number").values_list("number", flat=True).first()
         return f"v{number}" if number else "—"
+
+    @admin.display(description="Feedback")
+    def feedback(self, obj: AgentProfile) -> str:
+        url = reverse("admin:agents_answerfeedback_profile_stats", args=[obj.pk])
+        return format_html('<a href="{}">by version</a>', url)
 
     def change_form_context(self) -> dict[str, Any]:
         # The default templates, to copy from when writing a custom one.

@@ -5,9 +5,17 @@ Output serializers only read; every write goes through a service in the view.
 
 from __future__ import annotations
 
+from django.urls import reverse
 from rest_framework import serializers
 
-from agents.models import AgentProfile, AgentRun, Conversation, Message
+from agents.models import (
+    AgentProfile,
+    AgentRun,
+    AnswerFeedback,
+    Conversation,
+    ConversationShare,
+    Message,
+)
 from agents.protocol import CLIENT_ID_MAX_CHARS
 
 
@@ -63,6 +71,29 @@ class ProfileSerializer(serializers.ModelSerializer):
         read_only_fields = fields
 
 
+class FeedbackSerializer(serializers.ModelSerializer):
+    message_id = serializers.IntegerField(read_only=True)
+
+    class Meta:
+        model = AnswerFeedback
+        fields = ["message_id", "rating", "comment", "updated_at"]
+        read_only_fields = fields
+
+
+class ShareSerializer(serializers.ModelSerializer):
+    url = serializers.SerializerMethodField()
+
+    class Meta:
+        model = ConversationShare
+        fields = ["token", "url", "created_at"]
+        read_only_fields = fields
+
+    def get_url(self, share: ConversationShare) -> str:
+        path = reverse("shared_conversation", args=[share.token])
+        request = self.context.get("request")
+        return request.build_absolute_uri(path) if request else path
+
+
 # ---- input ------------------------------------------------------------------------------
 
 
@@ -91,3 +122,10 @@ class ContentInput(serializers.Serializer):
 
 class MessageSendInput(ContentInput):
     profile = serializers.SlugField(required=False, allow_null=True, default=None)
+
+
+class FeedbackInput(serializers.Serializer):
+    rating = serializers.ChoiceField(choices=AnswerFeedback.Rating.choices)
+    comment = serializers.CharField(
+        max_length=AnswerFeedback.COMMENT_MAX_CHARS, required=False, allow_blank=True, default=""
+    )

@@ -33,7 +33,17 @@ urlpatterns = [
         views.ConversationExportView.as_view(),
         name="conversation-export",
     ),
+    path(
+        "conversations/<int:conversation_id>/share/",
+        views.ConversationShareView.as_view(),
+        name="conversation-share",
+    ),
     path("messages/<int:message_id>/edit/", views.MessageEditView.as_view(), name="message-edit"),
+    path(
+        "messages/<int:message_id>/feedback/",
+        views.MessageFeedbackView.as_view(),
+        name="message-feedback",
+    ),
     path("runs/<int:run_id>/cancel/", views.RunCancelView.as_view(), name="run-cancel"),
     path("profiles/", views.ProfileListView.as_view(), name="profiles"),
 ]

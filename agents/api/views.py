@@ -22,7 +22,7 @@ from agents import selectors
 from agents.api import serializers as api
 from agents.api.export import EXPORT_FORMATS, export_data, export_json, export_markdown
 from agents.memory.services import SummaryRequest, summary_request
-from agents.models import AgentProfile, AgentRun, Conversation
+from agents.models import AgentProfile, AgentRun, Conversation, ConversationShare, Message
 from agents.permissions import signed_in_user
 from agents.protocol import RefusalCode, RequestRefused, event_frame
 from agents.services.conversations import (
@@ -36,6 +36,8 @@ from agents.services.conversations import (
     run_cancel,
     run_regenerate,
 )
+from agents.services.feedback import feedback_clear, feedback_set
+from agents.services.shares import share_create, share_revoke
 
 
 class ApiView(GenericAPIView):
@@ -46,6 +48,12 @@ class ApiView(GenericAPIView):
         if conversation is None:
             raise NotFound("No such conversation.")
         return conversation
+
+    def message_or_404(self, message_id: int) -> Message:
+        message = selectors.message_get(user=self.request.user, message_id=message_id)
+        if message is None:
+            raise NotFound("No such message.")
+        return message
 
     def profile_or_none(self, slug: str | None) -> AgentProfile | None:
         """The profile named by ``slug`` if this user may use it; refuses any other slug."""
@@ -161,6 +169,32 @@ class ConversationExportView(ApiView):
         return renderer, renderer.media_type
 
 
+class ConversationShareView(ApiView):
+    """The conversation's read-only link: see it, create it, revoke it (owner only)."""
+
+    def share_data(self, share: ConversationShare | None) -> dict[str, Any] | None:
+        if share is None:
+            return None
+        return api.ShareSerializer(share, context={"request": self.request}).data
+
+    def get(self, request: Request, conversation_id: int) -> Response:
+        conversation = self.conversation_or_404(conversation_id)
+        return Response(
+            {"share": self.share_data(selectors.share_open_get(conversation=conversation))}
+        )
+
+    def post(self, request: Request, conversation_id: int) -> Response:
+        share, created = share_create(conversation=self.conversation_or_404(conversation_id))
+        return Response(
+            {"share": self.share_data(share)},
+            status=status.HTTP_201_CREATED if created else status.HTTP_200_OK,
+        )
+
+    def delete(self, request: Request, conversation_id: int) -> Response:
+        share_revoke(conversation=self.conversation_or_404(conversation_id))
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
+
 # ---- turns -----------------------------------------------------------------------------
 
 
@@ -210,9 +244,7 @@ class ConversationCompactView(ApiView):
 
 class MessageEditView(ApiView):
     def post(self, request: Request, message_id: int) -> Response:
-        message = selectors.message_get(user=request.user, message_id=message_id)
-        if message is None:
-            raise NotFound("No such message.")
+        message = self.message_or_404(message_id)
         data = self.input(api.ContentInput)
         result = message_edit_resend(
             message=message,
@@ -221,6 +253,33 @@ class MessageEditView(ApiView):
             client_id=data["client_id"],
         )
         return send_result(result)
+
+
+class MessageFeedbackView(ApiView):
+    """The signed-in user's thumbs up or down on one answer of their own conversation."""
+
+    def get(self, request: Request, message_id: int) -> Response:
+        feedback = selectors.feedback_get(
+            user=signed_in_user(request.user), message=self.message_or_404(message_id)
+        )
+        if feedback is None:
+            raise NotFound("No feedback on this answer yet.")
+        return Response(api.FeedbackSerializer(feedback).data)
+
+    def put(self, request: Request, message_id: int) -> Response:
+        message = self.message_or_404(message_id)
+        data = self.input(api.FeedbackInput)
+        feedback = feedback_set(
+            message=message,
+            user=signed_in_user(request.user),
+            rating=data["rating"],
+            comment=data["comment"],
+        )
+        return Response(api.FeedbackSerializer(feedback).data)
+
+    def delete(self, request: Request, message_id: int) -> Response:
+        feedback_clear(message=self.message_or_404(message_id), user=signed_in_user(request.user))
+        return Response(status=status.HTTP_204_NO_CONTENT)
 
 
 class RunCancelView(ApiView):

@@ -16,6 +16,15 @@ from agents.services.prompt_versions import prompt_version_ensure
 DEFAULT_MODEL_CONFIG_NAME = "default"
 DEFAULT_PROFILE_SLUG = "assistant"
 
+# What the offline demo model can do (agents/llm/demo.py): arithmetic with the calculator,
+# the time and date with current_time. They are fine starters for a real model too.
+DEFAULT_SUGGESTED_PROMPTS = (
+    "What is (28 + 10) * 3?",
+    "What is 1234 divided by 8?",
+    "What time is it now?",
+    "What is today's date?",
+)
+
 DEFAULT_TOOLS: dict[str, str] = {
     "calculator": (
         "Evaluates an arithmetic expression such as (3 + 4) * 2 / 7 and returns the number. "
@@ -50,6 +59,7 @@ def ensure_defaults() -> AgentProfile:
             name="Assistant",
             slug=DEFAULT_PROFILE_SLUG,
             description="A helpful assistant that can calculate and tell the time.",
+            suggested_prompts="\n".join(DEFAULT_SUGGESTED_PROMPTS),
             mode=AgentProfile.Mode.REACT,
             model_config=model_config,
             is_default=not has_default,

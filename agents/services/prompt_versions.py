@@ -75,6 +75,7 @@ def prompt_version_restore(*, version: PromptVersion, user: User | None = None) 
     profile.memory_strategy = snapshot.memory.strategy
     profile.memory_window_turns = snapshot.memory.window_turns
     profile.memory_token_budget = snapshot.memory.token_budget
+    profile.suggested_prompts = "\n".join(snapshot.suggested_prompts)
 
     profile.model_config = snapshot_model_config(snapshot)
     missing_model_config = snapshot.model_config_id is not None and profile.model_config is None

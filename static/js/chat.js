@@ -1,7 +1,9 @@
 // The chat page: wires the sidebar, the thread, the composer and the socket together.
 
 import { api, newClientId } from "./dom.js";
+import { setUpShare } from "./share.js";
 import { Sidebar } from "./sidebar.js";
+import { setUpSuggestions } from "./suggestions.js";
 import { ConversationSocket } from "./socket.js";
 import { Thread } from "./thread.js";
 
@@ -105,6 +107,8 @@ input.addEventListener("keydown", (event) => {
 });
 
 // ------------------------------------------------------------------ no conversation yet
+
+setUpSuggestions();
 
 if (!conversation) {
   // The form posts to /c/new/, which creates the conversation, sends the first message and
@@ -284,6 +288,7 @@ function startConversation() {
   });
 
   setUpConversationActions(urls);
+  setUpShare(urls);
   input.focus();
 }
 

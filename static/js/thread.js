@@ -6,6 +6,7 @@
 // page as textContent; the one HTML we insert is the server-sanitised `html` of a finished
 // answer (agents/rendering.py).
 
+import { decorateAnswer } from "./answer_tools.js";
 import { el } from "./dom.js";
 
 const LIMIT_NOTES = {
@@ -425,6 +426,7 @@ export class Thread {
       run.answer.textContent = message.content || run.deltaText;
     }
     this.setUsage(run, p.usage || {}, limitNote);
+    decorateAnswer(run.footer, message);
   }
 
   setUsage(run, usage, limitNote) {

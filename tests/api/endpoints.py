@@ -33,6 +33,9 @@ def endpoints(*, conversation_id: int, message_id: int, run_id: int) -> list[End
         Endpoint("GET", "/api/conversations/"),
         Endpoint("POST", "/api/conversations/", {"title": "new"}),
         Endpoint("GET", "/api/profiles/"),
+        # Before the conversation's DELETE: the matrix that goes through deletes it last.
+        Endpoint("PUT", f"/api/messages/{message_id}/feedback/", {"rating": "up"}),
+        Endpoint("DELETE", f"/api/messages/{message_id}/feedback/"),
         *conversation_endpoints(conversation_id=conversation_id),
         Endpoint("POST", f"/api/messages/{message_id}/edit/", {"content": "edited"}),
         Endpoint("POST", f"/api/runs/{run_id}/cancel/"),
@@ -44,6 +47,9 @@ def conversation_endpoints(*, conversation_id: int) -> list[Endpoint]:
     return [
         Endpoint("GET", conversation),
         Endpoint("PATCH", conversation, {"title": "renamed", "archived": True}),
+        Endpoint("GET", f"{conversation}share/"),
+        Endpoint("POST", f"{conversation}share/"),
+        Endpoint("DELETE", f"{conversation}share/"),
         Endpoint("DELETE", conversation),
         Endpoint("POST", f"{conversation}messages/", {"content": "hello", "client_id": "x1"}),
         Endpoint("POST", f"{conversation}regenerate/"),

@@ -1,0 +1,104 @@
+"""A conversation as a read-only transcript, built from its stored frames.
+
+The shared page (``agents/views.py``) shows what the owner's chat page shows, from the same
+log (docs/protocol.md): each question, each run's steps, and each answer's server-sanitised
+HTML (``agents/rendering.py``). Nothing else about the owner reaches it. Any tool secret
+value that found its way into a step or an answer is blanked here as well, though tools
+already redact their own output.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from agents.protocol import FrameType
+from agents.redaction import Redactor
+
+
+@dataclass
+class TranscriptStep:
+    kind: str  # thought, action, observation, error
+    text: str
+    tool: str = ""
+    is_error: bool = False
+
+
+@dataclass
+class TranscriptTurn:
+    role: str  # user or assistant
+    text: str = ""  # a question, or a stopped run's partial answer
+    html: str = ""  # a finished answer, sanitised on the server
+    steps: list[TranscriptStep] = field(default_factory=list)
+    status: str = "running"  # of an assistant turn: running, succeeded, failed, cancelled
+    note: str = ""
+
+
+def transcript(
+    frames: Iterable[dict[str, Any]], *, secrets: Sequence[str] = ()
+) -> list[TranscriptTurn]:
+    """The turns of a conversation, in log order, from its stored frames."""
+    turns: list[TranscriptTurn] = []
+    runs: dict[int, TranscriptTurn] = {}
+
+    # Matches a secret however it was encoded, HTML-escaped in an answer's html included.
+    blank = Redactor(secrets)
+
+    def run_turn(run_id: int) -> TranscriptTurn:
+        if run_id not in runs:
+            runs[run_id] = TranscriptTurn(role="assistant")
+            turns.append(runs[run_id])
+        return runs[run_id]
+
+    for frame in frames:
+        kind = frame.get("type")
+        run_id = frame.get("run_id")
+        if kind == FrameType.MESSAGE_CREATED:
+            message = frame.get("message") or {}
+            if message.get("role") == "user":
+                turns.append(TranscriptTurn(role="user", text=blank(message.get("content", ""))))
+                if run_id is not None:
+                    run_turn(run_id)
+        elif run_id is None:
+            continue
+        elif kind == FrameType.STEP:
+            run_turn(run_id).steps.append(_step(frame, blank))
+        elif kind == FrameType.RUN_FINISHED:
+            turn = run_turn(run_id)
+            turn.status = "succeeded"
+            turn.html = blank((frame.get("message") or {}).get("html", ""))
+        elif kind == FrameType.RUN_FAILED:
+            turn = run_turn(run_id)
+            turn.status = "failed"
+            turn.note = blank(frame.get("message") or "The run failed.")
+        elif kind == FrameType.RUN_CANCELLED:
+            turn = run_turn(run_id)
+            turn.status = "cancelled"
+            message = frame.get("message") or {}
+            turn.html = blank(message.get("html", ""))
+            turn.text = "" if turn.html else blank(frame.get("partial_answer") or "")
+            turn.note = "Stopped before it finished."
+    return turns
+
+
+def _step(frame: dict[str, Any], blank: Redactor) -> TranscriptStep:
+    kind = str(frame.get("kind", ""))
+    if kind == "action":
+        tool_input = frame.get("tool_input", "")
+        text = (
+            tool_input
+            if isinstance(tool_input, str)
+            else json.dumps(tool_input, indent=2, ensure_ascii=False)
+        )
+    elif kind == "error":
+        text = str(frame.get("message", ""))
+    else:
+        text = str(frame.get("text", ""))
+    return TranscriptStep(
+        kind=kind,
+        text=blank(text),
+        tool=str(frame.get("tool") or frame.get("code") or ""),
+        is_error=bool(frame.get("is_error")),
+    )

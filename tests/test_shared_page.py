@@ -1,0 +1,99 @@
+"""/s/<token>/: a shared conversation, read-only, for signed-in users unless the setting
+makes shares public; a revoked or unknown link is a 404; nothing else of the owner's shows."""
+
+from __future__ import annotations
+
+import pytest
+
+from agents.models import ConversationShare, RunEvent, ToolConfig
+from agents.services.conversations import conversation_create
+from agents.services.shares import share_create, share_revoke
+from tests.answers import finished_answer
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture(autouse=True)
+def _plain_http(settings):
+    settings.SECURE_SSL_REDIRECT = False
+    settings.STORAGES = {
+        **settings.STORAGES,
+        "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"},
+    }
+
+
+@pytest.fixture
+def shared(user):
+    conversation = conversation_create(owner=user, title="Sums with the calculator")
+    finished_answer(
+        conversation=conversation,
+        question="What is 6 * 7?",
+        answer="It is **42**.<script>alert(1)</script>",
+    )
+    share, _ = share_create(conversation=conversation)
+    return share
+
+
+def test_a_signed_in_user_reads_the_conversation_with_its_steps(client, other_user, shared):
+    client.force_login(other_user)
+    response = client.get(f"/s/{shared.token}/")
+    assert response.status_code == 200
+    text = response.content.decode()
+    assert "Sums with the calculator" in text
+    assert "What is 6 * 7?" in text
+    assert "I should use the calculator." in text
+    assert '<code class="tool-name">calculator</code>' in text
+    assert "It is <strong>42</strong>." in text
+    assert "<script" not in text  # no script at all, and the answer's is text
+    assert response["Referrer-Policy"] == "no-referrer"
+    assert "script-src 'self'" in response["Content-Security-Policy"]
+
+
+def test_nothing_else_of_the_owners_shows(client, user, other_user, shared):
+    conversation_create(owner=user, title="My private diary")
+    client.force_login(other_user)
+    text = client.get(f"/s/{shared.token}/").content.decode()
+    assert "My private diary" not in text
+    assert user.username not in text
+    assert "/c/" not in text  # no link into the owner's chats
+
+
+def test_a_tool_secret_in_a_step_is_blanked(client, other_user, shared):
+    tool = ToolConfig.objects.create(name="weather", kind="http_request", description="d")
+    tool.set_secrets({"API_KEY": "sk-very-secret-value-123"})
+    tool.save()
+    step = RunEvent.objects.filter(type="step", payload__kind="observation").get()
+    step.payload = {**step.payload, "text": "42 (key sk-very-secret-value-123)"}
+    step.save()
+    client.force_login(other_user)
+    text = client.get(f"/s/{shared.token}/").content.decode()
+    assert "sk-very-secret-value-123" not in text
+    assert "42 (key [secret])" in text
+
+
+def test_an_anonymous_visitor_is_sent_to_sign_in(client, shared):
+    response = client.get(f"/s/{shared.token}/")
+    assert response.status_code == 302
+    assert response["Location"] == f"/accounts/login/?next=/s/{shared.token}/"
+
+
+def test_the_setting_makes_shares_public(client, shared, settings):
+    settings.CHAT_PUBLIC_SHARES = True
+    response = client.get(f"/s/{shared.token}/")
+    assert response.status_code == 200
+    assert "What is 6 * 7?" in response.content.decode()
+
+
+def test_a_revoked_link_is_a_404_even_when_public(client, other_user, shared, settings):
+    share_revoke(conversation=shared.conversation)
+    client.force_login(other_user)
+    assert client.get(f"/s/{shared.token}/").status_code == 404
+    settings.CHAT_PUBLIC_SHARES = True
+    client.logout()
+    assert client.get(f"/s/{shared.token}/").status_code == 404
+
+
+def test_an_unknown_token_is_a_404(client, other_user, shared):
+    client.force_login(other_user)
+    assert client.get(f"/s/{shared.token[:-1]}x/").status_code == 404
+    assert ConversationShare.objects.count() == 1
