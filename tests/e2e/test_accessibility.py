@@ -16,6 +16,8 @@ from playwright.sync_api import expect
 from agents.llm.scripted import Reply
 from agents.models import AgentRun
 from agents.services.conversations import conversation_create, conversation_set_archived
+from agents.services.feedback import feedback_set
+from agents.services.shares import share_create
 from tests.e2e.conftest import DESKTOP, MOBILE
 from tests.e2e.test_chat import ask, calculator_script
 
@@ -97,9 +99,15 @@ def test_chat_page_with_steps_open(stack, open_tab, user, model_name, view):
 @pytest.mark.parametrize("view", CHAT_VIEWS)
 def test_new_chat_page(stack, open_tab, user, model_name, view):
     viewport, scheme = CHAT_VIEWS[view]
-    stack.profile(model_name)
+    profile = stack.profile(
+        model_name,
+        description="Does sums with a calculator.",
+        suggested_prompts="What is (28 + 10) * 3?\nWhat is 7 squared?",
+    )
     tab = open_tab(user, viewport=viewport, path="/", before_load=scheme)
     expect(tab.page.get_by_role("heading", name="What can I help with?")).to_be_visible()
+    tab.page.get_by_label("Agent").select_option(profile.slug)
+    expect(tab.page.get_by_role("button", name="What is 7 squared?")).to_be_visible()
     assert_accessible(tab)
 
 
@@ -132,6 +140,19 @@ def test_sign_in_page_with_an_error(stack, open_tab, user):
     tab.page.get_by_label("Password").fill("not the password")
     tab.page.get_by_role("button", name="Sign in").click()
     expect(tab.page.locator(".errorlist, [role=alert]").first).to_be_visible()
+    assert_accessible(tab)
+
+
+@pytest.mark.parametrize("scheme", [light, dark], ids=["light", "dark"])
+def test_shared_page(stack, open_tab, user, other_user, model_name, scheme):
+    _, conversation = answered_conversation(stack, user, model_name)
+    chat = open_tab(user, path=f"/c/{conversation.pk}/").page
+    ask(chat, "What is 2 + 2?")
+    expect(chat.locator(".answer strong")).to_have_text("4")
+    share, _ = share_create(conversation=conversation)
+    tab = open_tab(other_user, path=f"/s/{share.token}/", before_load=scheme)
+    expect(tab.page.locator(".answer strong")).to_have_text("4")
+    tab.page.locator("details.steps summary").first.click()
     assert_accessible(tab)
 
 
@@ -193,6 +214,16 @@ def _tool_list(page, profile, run) -> None:
     expect(page.locator("#result_list")).to_be_visible()
 
 
+def _feedback_list(page, profile, run) -> None:
+    page.goto("/admin/agents/answerfeedback/")
+    expect(page.locator("#result_list")).to_be_visible()
+
+
+def _feedback_by_version(page, profile, run) -> None:
+    page.goto(f"/admin/agents/answerfeedback/by-version/{profile.pk}/")
+    expect(page.locator("#content")).to_contain_text("Great")
+
+
 ADMIN_PAGES: dict[str, Callable] = {
     "run-inspector": _run_inspector,
     "run-list": _run_list,
@@ -203,12 +234,16 @@ ADMIN_PAGES: dict[str, Callable] = {
     "profile-preview": _profile_preview,
     "profile-try-it": _profile_try_it,
     "tool-list": _tool_list,
+    "feedback-list": _feedback_list,
+    "feedback-by-version": _feedback_by_version,
 }
 
 
 @pytest.mark.parametrize("name", ADMIN_PAGES)
 def test_admin_page(stack, open_tab, make_user, user, model_name, name):
     profile, run = _finished_run(stack, open_tab, user, model_name)
+    answer = run.conversation.messages.get(role="assistant")
+    feedback_set(message=answer, user=user, rating="up", comment="Great")
     stack.model.script(model_name, [Reply("Thought: Easy.\nFinal Answer: The answer is 6.")])
     staff = make_user("staffer", is_staff=True, is_superuser=True)
     tab = open_tab(staff, path="/admin/")
@@ -259,4 +294,3 @@ def test_mobile_drawer_traps_focus_and_escape_returns_it(stack, open_tab, user, 
     page.keyboard.press("Tab")
     assert not page.evaluate(in_drawer)
     assert tab.errors == []
-
