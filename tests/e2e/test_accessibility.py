@@ -239,14 +239,15 @@ ADMIN_PAGES: dict[str, Callable] = {
 }
 
 
+@pytest.mark.parametrize("scheme", [light, dark], ids=["light", "dark"])
 @pytest.mark.parametrize("name", ADMIN_PAGES)
-def test_admin_page(stack, open_tab, make_user, user, model_name, name):
+def test_admin_page(stack, open_tab, make_user, user, model_name, name, scheme):
     profile, run = _finished_run(stack, open_tab, user, model_name)
     answer = run.conversation.messages.get(role="assistant")
     feedback_set(message=answer, user=user, rating="up", comment="Great")
     stack.model.script(model_name, [Reply("Thought: Easy.\nFinal Answer: The answer is 6.")])
     staff = make_user("staffer", is_staff=True, is_superuser=True)
-    tab = open_tab(staff, path="/admin/")
+    tab = open_tab(staff, path="/admin/", before_load=scheme)
     ADMIN_PAGES[name](tab.page, profile, run)
     assert_accessible(tab)
 
