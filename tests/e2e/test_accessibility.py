@@ -7,7 +7,7 @@ so the page's Content-Security-Policy stays in force and is checked as well.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -165,77 +165,54 @@ def _finished_run(stack, open_tab, user, model_name):
     return profile, AgentRun.objects.get(conversation=conversation)
 
 
-def _run_inspector(page, profile, run) -> None:
-    page.goto(f"/admin/agents/agentrun/{run.pk}/change/")
-    expect(page.locator("#content")).to_contain_text("calculator")
+@dataclass(frozen=True)
+class AdminPage:
+    """An admin page the project adds: where it is, what shows it has loaded, and for the
+    pages that answer a question, the question asked through their form first."""
+
+    path: str  # formatted with the profile and the run
+    loaded: str  # a selector
+    text: str = ""  # which the loaded element contains
+    question: str = ""
+
+    def visit(self, page, profile, run) -> None:
+        page.goto(self.path.format(profile=profile, run=run))
+        if self.question:
+            page.get_by_label("Question").fill(self.question)
+            page.locator("input[type=submit]").click()
+        loaded = page.locator(self.loaded)
+        if self.text:
+            expect(loaded).to_contain_text(self.text)
+        else:
+            expect(loaded).to_be_visible()
 
 
-def _run_list(page, profile, run) -> None:
-    page.goto("/admin/agents/agentrun/")
-    expect(page.locator("#result_list")).to_be_visible()
-
-
-def _usage(page, profile, run) -> None:
-    page.goto("/admin/agents/agentrun/usage/")
-    expect(page.locator("#content")).to_be_visible()
-
-
-def _model_list(page, profile, run) -> None:
-    page.goto("/admin/agents/modelconfig/")
-    expect(page.locator("#result_list")).to_be_visible()
-
-
-def _profile_form(page, profile, run) -> None:
-    page.goto(f"/admin/agents/agentprofile/{profile.pk}/change/")
-    expect(page.locator("#agentprofile_form")).to_be_visible()
-
-
-def _profile_versions(page, profile, run) -> None:
-    page.goto(f"/admin/agents/agentprofile/{profile.pk}/versions/")
-    expect(page.locator("#content")).to_be_visible()
-
-
-def _profile_preview(page, profile, run) -> None:
-    page.goto(f"/admin/agents/agentprofile/{profile.pk}/preview/")
-    page.get_by_label("Question").fill("What is 2 + 2?")
-    page.locator("input[type=submit]").click()
-    expect(page.locator("#content")).to_contain_text("What is 2 + 2?")
-
-
-def _profile_try_it(page, profile, run) -> None:
-    page.goto(f"/admin/agents/agentprofile/{profile.pk}/try/")
-    page.get_by_label("Question").fill("What is 3 + 3?")
-    page.locator("input[type=submit]").click()
-    expect(page.locator("#try-steps")).to_contain_text("The answer is 6.")
-
-
-def _tool_list(page, profile, run) -> None:
-    page.goto("/admin/agents/toolconfig/")
-    expect(page.locator("#result_list")).to_be_visible()
-
-
-def _feedback_list(page, profile, run) -> None:
-    page.goto("/admin/agents/answerfeedback/")
-    expect(page.locator("#result_list")).to_be_visible()
-
-
-def _feedback_by_version(page, profile, run) -> None:
-    page.goto(f"/admin/agents/answerfeedback/by-version/{profile.pk}/")
-    expect(page.locator("#content")).to_contain_text("Great")
-
-
-ADMIN_PAGES: dict[str, Callable] = {
-    "run-inspector": _run_inspector,
-    "run-list": _run_list,
-    "usage": _usage,
-    "model-list": _model_list,
-    "profile-form": _profile_form,
-    "profile-versions": _profile_versions,
-    "profile-preview": _profile_preview,
-    "profile-try-it": _profile_try_it,
-    "tool-list": _tool_list,
-    "feedback-list": _feedback_list,
-    "feedback-by-version": _feedback_by_version,
+ADMIN_PAGES = {
+    "run-inspector": AdminPage("/admin/agents/agentrun/{run.pk}/change/", "#content", "calculator"),
+    "run-list": AdminPage("/admin/agents/agentrun/", "#result_list"),
+    "usage": AdminPage("/admin/agents/agentrun/usage/", "#content"),
+    "model-list": AdminPage("/admin/agents/modelconfig/", "#result_list"),
+    "profile-form": AdminPage(
+        "/admin/agents/agentprofile/{profile.pk}/change/", "#agentprofile_form"
+    ),
+    "profile-versions": AdminPage("/admin/agents/agentprofile/{profile.pk}/versions/", "#content"),
+    "profile-preview": AdminPage(
+        "/admin/agents/agentprofile/{profile.pk}/preview/",
+        "#content",
+        text="What is 2 + 2?",
+        question="What is 2 + 2?",
+    ),
+    "profile-try-it": AdminPage(
+        "/admin/agents/agentprofile/{profile.pk}/try/",
+        "#try-steps",
+        text="The answer is 6.",
+        question="What is 3 + 3?",
+    ),
+    "tool-list": AdminPage("/admin/agents/toolconfig/", "#result_list"),
+    "feedback-list": AdminPage("/admin/agents/answerfeedback/", "#result_list"),
+    "feedback-by-version": AdminPage(
+        "/admin/agents/answerfeedback/by-version/{profile.pk}/", "#content", "Great"
+    ),
 }
 
 
@@ -248,7 +225,7 @@ def test_admin_page(stack, open_tab, make_user, user, model_name, name, scheme):
     stack.model.script(model_name, [Reply("Thought: Easy.\nFinal Answer: The answer is 6.")])
     staff = make_user("staffer", is_staff=True, is_superuser=True)
     tab = open_tab(staff, path="/admin/", before_load=scheme)
-    ADMIN_PAGES[name](tab.page, profile, run)
+    ADMIN_PAGES[name].visit(tab.page, profile, run)
     assert_accessible(tab)
 
 
