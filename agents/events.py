@@ -4,7 +4,10 @@ Stored events reach a conversation's group only after the transaction that wrote
 commits (``publish_on_commit``), so a browser never sees a step that could still roll back.
 The events of one append travel as one group message (``{"type": "chat.event", "frames":
 [...]}``): a model reply's steps cost one channel-layer send, not one each. Ephemeral frames
-(``answer.delta``) carry no ``seq`` and go out at once.
+(``thought.delta``, ``answer.delta``) carry no ``seq`` and go out at once; their text can be
+kept in Redis on the way (``KeptText``), in order with the frame, without blocking the
+caller: the model's streaming callbacks run on the model client's event loop
+(``agents/llm/client.py``), which must never wait on a socket.
 
 Sends are handed to one long-lived asyncio loop per process, running in a daemon thread with
 one channel layer: a worker thread holding a run does not build an event loop and a Redis
@@ -21,10 +24,12 @@ import os
 import threading
 from collections.abc import Sequence
 from concurrent.futures import Future
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from channels import DEFAULT_CHANNEL_LAYER
 from channels.layers import channel_layers
+from django.conf import settings
 from django.db import transaction
 
 from agents.protocol import event_frame
@@ -64,9 +69,44 @@ def publish_on_commit(stored: Sequence[RunEvent]) -> None:
     transaction.on_commit(lambda: _publisher().send(conversation_id, frames))
 
 
-def publish_ephemeral(conversation_id: int, frame: dict[str, Any]) -> None:
-    """Publish a frame that is not stored (no ``seq``), immediately."""
-    _publisher().send(conversation_id, [frame])
+@dataclass(frozen=True)
+class KeptText:
+    """Text to keep in Redis before an ephemeral frame goes out: ``value`` replaces the key
+    (``replace``) or is appended to it, and the key expires ``ttl_ms`` after the last write."""
+
+    key: str
+    value: str
+    replace: bool
+    ttl_ms: int
+
+
+def publish_ephemeral(
+    conversation_id: int, frame: dict[str, Any], *, keep: KeptText | None = None
+) -> None:
+    """Publish a frame that is not stored (no ``seq``), at once and without blocking.
+
+    With ``keep``, its text is written to Redis first, on the publishing loop and in order
+    with this conversation's other frames, so a socket that joins after the frame went out
+    finds the text there. A Redis failure is logged and the frame still goes out.
+    """
+    _publisher().send(conversation_id, [frame], keep=keep)
+
+
+def drop_kept(conversation_id: int, keys: Sequence[str], timeout: float = 5.0) -> bool:
+    """Delete kept text, after every frame (and its kept text) already submitted for the
+    conversation, and wait until it is gone: a stored step that replaces the live text can
+    then be written without a late ``KeptText`` bringing the old text back. False if Redis
+    could not be reached in time (the keys then expire with their ``ttl_ms``)."""
+    publisher = _publisher()
+    if publisher.layer is None:
+        return True
+    future: Future = asyncio.run_coroutine_threadsafe(
+        publisher.drop_after_tail(group_name(conversation_id), list(keys)), publisher.loop
+    )
+    try:
+        return bool(future.result(timeout))
+    except TimeoutError:
+        return False
 
 
 def publish_flush(timeout: float = 5.0) -> bool:
@@ -92,24 +132,29 @@ class _Publisher:
         # The last send per group: the next one for that group waits for it, so frames stay
         # in order per conversation while different conversations go out concurrently.
         self._tails: dict[str, asyncio.Future] = {}
+        self._redis: Any = None
         self._thread = threading.Thread(
             target=self.loop.run_forever, name="chatsite-events", daemon=True
         )
         self._thread.start()
 
-    def send(self, conversation_id: int, frames: list[dict[str, Any]]) -> None:
+    def send(
+        self, conversation_id: int, frames: list[dict[str, Any]], keep: KeptText | None = None
+    ) -> None:
         message = {"type": GROUP_MESSAGE_TYPE, "frames": frames}
-        self.send_to_group(group_name(conversation_id), message)
+        self.send_to_group(group_name(conversation_id), message, keep)
 
-    def send_to_group(self, group: str, message: dict[str, Any]) -> None:
+    def send_to_group(
+        self, group: str, message: dict[str, Any], keep: KeptText | None = None
+    ) -> None:
         if self.layer is None:
             return
         # call_soon_threadsafe keeps submission order, which the per-group chain relies on.
-        self.loop.call_soon_threadsafe(self._enqueue, group, message)
+        self.loop.call_soon_threadsafe(self._enqueue, group, message, keep)
 
-    def _enqueue(self, group: str, message: dict[str, Any]) -> None:
+    def _enqueue(self, group: str, message: dict[str, Any], keep: KeptText | None) -> None:
         previous = self._tails.get(group)
-        task = self.loop.create_task(self._send_after(previous, group, message))
+        task = self.loop.create_task(self._send_after(previous, group, message, keep))
         self._tails[group] = task
         task.add_done_callback(lambda done: self._forget(group, done))
 
@@ -118,16 +163,53 @@ class _Publisher:
             del self._tails[group]
 
     async def _send_after(
-        self, previous: asyncio.Future | None, group: str, message: dict[str, Any]
+        self,
+        previous: asyncio.Future | None,
+        group: str,
+        message: dict[str, Any],
+        keep: KeptText | None,
     ) -> None:
         if previous is not None:
             await asyncio.wait([previous])
+        if keep is not None:
+            await self._keep(keep)
         assert self.layer is not None  # send() submits nothing without a layer
         try:
             await self.layer.group_send(group, message)
         except Exception:
             # A lost live frame is recoverable: the client replays stored events by seq.
             logger.exception("could not publish to %s", group)
+
+    async def _keep(self, keep: KeptText) -> None:
+        try:
+            async with self._client().pipeline(transaction=False) as pipe:
+                if keep.replace:
+                    pipe.set(keep.key, keep.value, px=keep.ttl_ms)
+                else:
+                    pipe.append(keep.key, keep.value)
+                    pipe.pexpire(keep.key, keep.ttl_ms)
+                await pipe.execute()
+        except Exception:
+            # Kept text is a courtesy to sockets that join later; the frame still goes out.
+            logger.warning("could not keep text in Redis under %s", keep.key, exc_info=True)
+
+    async def drop_after_tail(self, group: str, keys: list[str]) -> bool:
+        previous = self._tails.get(group)
+        if previous is not None:
+            await asyncio.wait([previous])
+        try:
+            await self._client().delete(*keys)
+        except Exception:
+            logger.warning("could not drop kept text %s", keys, exc_info=True)
+            return False
+        return True
+
+    def _client(self) -> Any:
+        if self._redis is None:
+            import redis.asyncio
+
+            self._redis = redis.asyncio.Redis.from_url(settings.REDIS_URL, socket_timeout=2)
+        return self._redis
 
     def flush(self, timeout: float) -> bool:
         future: Future = asyncio.run_coroutine_threadsafe(self._drain(), self.loop)

@@ -8,7 +8,8 @@ import threading
 import time
 
 from celery import shared_task
-from celery.signals import worker_ready
+from celery.exceptions import Reject
+from celery.signals import worker_ready, worker_shutting_down
 from django.conf import settings
 from django.db import connection
 
@@ -18,6 +19,9 @@ logger = logging.getLogger(__name__)
 
 
 def _run_execute(run_id: int) -> None:
+    if execution.shutting_down():
+        # Back to the queue for a worker that stays (acks_late: nothing is lost).
+        raise Reject(requeue=True)
     try:
         execution.run_execute(run_id=run_id)
     finally:
@@ -80,3 +84,18 @@ def _start_sweeper(**kwargs) -> None:
     # A thread in each worker rather than celery beat: nothing else to deploy, and the cache
     # lock in runs_rescue keeps several workers from sweeping at once.
     threading.Thread(target=_sweep_forever, name="chatsite-run-sweeper", daemon=True).start()
+
+
+@worker_shutting_down.connect
+def _hand_back_runs(**kwargs) -> None:
+    # Called inside the SIGTERM handler of the main thread: the database and the broker are
+    # used from a thread of its own, never from a signal handler.
+    def hand_back() -> None:
+        try:
+            execution.runs_hand_back(enqueue=run_execute.delay)
+        except Exception:
+            logger.exception("handing runs back failed; the sweeper will rescue them")
+        finally:
+            connection.close()
+
+    threading.Thread(target=hand_back, name="chatsite-hand-back").start()

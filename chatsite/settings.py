@@ -8,6 +8,7 @@ embedded: SQLite in ``var/`` and a secret key generated once into ``var/secret_k
 import secrets
 from datetime import timedelta
 from pathlib import Path
+from urllib.parse import urlparse
 
 import environ
 
@@ -116,14 +117,19 @@ DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 # --- Redis: broker, channel layer and cache --------------------------------------------
 REDIS_URL = env.str("REDIS_URL", default="redis://127.0.0.1:6379/0")
 
+# Redis pub/sub: one PUBLISH per group message and no Lua scripts, several times cheaper per
+# frame than the list-based core layer (docs/performance.md). A message that finds no
+# subscriber is gone, which costs nothing here: every stored frame is replayed from the
+# database by seq. Pub/sub channels ignore Redis's database number, so the prefix carries it:
+# two deployments (or test runs) on one Redis server never hear each other's groups.
 CHANNEL_LAYERS = {
     "default": {
-        "BACKEND": "channels_redis.core.RedisChannelLayer",
+        "BACKEND": "channels_redis.pubsub.RedisPubSubChannelLayer",
         "CONFIG": {
             "hosts": [REDIS_URL],
-            "prefix": env.str("CHANNELS_PREFIX", default="chatsite"),
-            "capacity": 1000,
-            "expiry": 60,
+            "prefix": env.str("CHANNELS_PREFIX", default="chatsite")
+            + "."
+            + (urlparse(REDIS_URL).path.strip("/") or "0"),
         },
     }
 }
@@ -173,10 +179,11 @@ TIKTOKEN_ALLOW_DOWNLOAD = env.bool("TIKTOKEN_ALLOW_DOWNLOAD", default=False)
 
 # --- Agent runs -------------------------------------------------------------------------
 AGENT_MAX_ATTEMPTS = env.int("AGENT_MAX_ATTEMPTS", default=3)
-# A worker beats for all its runs every interval (one UPDATE per process); a run whose beat
-# is older than the stale limit is taken over. Five missed beats before a takeover keep a
-# busy worker its runs, and a dead worker's runs resume in about 8-12 s (stale limit less one
-# interval, plus up to one sweep; bench/crash_resume.py). A wrong takeover is harmless: the
+# A worker beats for all its runs every interval (one UPDATE per process; every step it
+# stores beats its run too); a run whose beat is older than the stale limit is taken over.
+# Five missed beats before a takeover keep a busy worker its runs, and a dead worker's runs
+# resume in about 8-12 s (stale limit less one interval, plus up to one sweep;
+# bench/crash_resume.py). A wrong takeover is harmless: the
 # old holder's writes are fenced (docs/architecture.md, invariant 6).
 AGENT_HEARTBEAT_STALE_SECONDS = env.int("AGENT_HEARTBEAT_STALE_SECONDS", default=10)
 # Cancel requests are polled more often, so a stop takes < 1 s.

@@ -1,10 +1,14 @@
 """The chat model the engine calls: any OpenAI-compatible endpoint, through the openai SDK.
 
-Every call streams. What this module adds over the SDK:
+Every call streams, and every call of the process runs on one asyncio loop in a daemon thread
+(``_ModelCalls``): the engine's thread hands the call over and waits. That makes a call
+stoppable at any moment, before the first byte too: ``interrupt_model_call`` cancels the
+task, which closes the HTTP stream at once, and the waiting thread gets ``RunCancelled``.
+What this module adds over the SDK:
 
 - An overall deadline per call. The SDK's timeout bounds each socket read, so a server that
-  trickles a byte every few seconds would never time out; here a watchdog shuts the socket
-  at the deadline and the call raises ``ModelTimeout``.
+  trickles a byte every few seconds would never time out; here the whole call runs under
+  ``asyncio.timeout`` and raises ``ModelTimeout`` at the deadline.
 - Its own bounded retries with backoff (honouring ``Retry-After``) on 429, 5xx, connection
   errors and timeouts, inside that deadline. The SDK's retries are off because they know
   nothing of the deadline. A stream that fails after text was already handed to ``on_text``
@@ -14,27 +18,28 @@ Every call streams. What this module adds over the SDK:
   echoes them (``agents/llm/errors.py``).
 - Usage from the stream's last chunk, or counted with tiktoken when the server sends none.
 
+``on_text`` runs on the model loop's thread while the engine's thread waits: it must not
+block (the engine's answer filter and ``agents/events.py`` only hand text on).
 Failures leave as the ``ModelError`` family of ``agents/react/errors.py``.
 """
 
 from __future__ import annotations
 
-import contextlib
-import heapq
-import itertools
+import asyncio
+import concurrent.futures
 import json
 import logging
-import math
+import os
 import random
-import socket
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable, Coroutine
 from dataclasses import dataclass, field
 from email.utils import parsedate_to_datetime
 from functools import lru_cache
 from typing import Any
 
+import httpx2
 import openai
 
 from agents.llm.errors import endpoint_secrets, redacted_model_error
@@ -47,6 +52,7 @@ from agents.react.errors import (
     ModelRateLimited,
     ModelTimeout,
     ModelUnavailable,
+    RunCancelled,
 )
 from agents.react.types import ChatMessage, Completion, JsonDict, ToolCall
 from agents.redaction import Redactor
@@ -85,7 +91,7 @@ class OpenAIChatModel:
         self.deadline_seconds = deadline_seconds
         self.max_retries = max_retries
         self.default_temperature = default_temperature
-        self._client = _sdk_client(base_url, api_key or PLACEHOLDER_API_KEY)
+        self._api_key = api_key or PLACEHOLDER_API_KEY
         self._redact = Redactor(endpoint_secrets(base_url=base_url, api_key=api_key))
 
     def __repr__(self) -> str:
@@ -101,9 +107,15 @@ class OpenAIChatModel:
         temperature: float | None = None,
         on_text: Callable[[str], None] | None = None,
     ) -> Completion:
+        """Call the model on the process's model loop and wait for the whole reply.
+
+        Raises ``RunCancelled`` if ``interrupt_model_call`` is called for this thread.
+        """
         try:
-            return self._complete(
-                messages, stop=stop, tools=tools, temperature=temperature, on_text=on_text
+            return _calls().run(
+                self.acomplete(
+                    messages, stop=stop, tools=tools, temperature=temperature, on_text=on_text
+                )
             )
         except ModelError as error:
             # The messages quote the base URL and the server's words, which may echo the key.
@@ -111,14 +123,14 @@ class OpenAIChatModel:
         # Raised outside the except block, so the unredacted error is not kept as __context__.
         raise redacted
 
-    def _complete(
+    async def acomplete(
         self,
         messages: list[ChatMessage],
         *,
-        stop: list[str] | None,
-        tools: list[JsonDict] | None,
-        temperature: float | None,
-        on_text: Callable[[str], None] | None,
+        stop: list[str] | None = None,
+        tools: list[JsonDict] | None = None,
+        temperature: float | None = None,
+        on_text: Callable[[str], None] | None = None,
     ) -> Completion:
         started = time.monotonic()
         deadline = started + self.deadline_seconds
@@ -136,7 +148,7 @@ class OpenAIChatModel:
         while True:
             outcome = _Attempt(on_text)
             try:
-                self._attempt(request, outcome, deadline)
+                await self._attempt(request, outcome, deadline)
             except _Retryable as failure:
                 if outcome.delivered_text or retries >= self.max_retries:
                     raise failure.error from failure.__cause__
@@ -152,7 +164,7 @@ class OpenAIChatModel:
                     self.max_retries,
                     wait,
                 )
-                time.sleep(wait)
+                await asyncio.sleep(wait)
                 continue
             except _StreamOptionsRefused:
                 _REFUSE_STREAM_OPTIONS.add(self.base_url)
@@ -160,7 +172,7 @@ class OpenAIChatModel:
             return self._completion(messages, outcome, started)
 
     # -- one HTTP request ----------------------------------------------------------
-    def _attempt(self, request: JsonDict, outcome: _Attempt, deadline: float) -> None:
+    async def _attempt(self, request: JsonDict, outcome: _Attempt, deadline: float) -> None:
         remaining = deadline - time.monotonic()
         if remaining <= 0:
             raise ModelTimeout(self._timeout_message())
@@ -168,57 +180,68 @@ class OpenAIChatModel:
         sends_stream_options = self.base_url not in _REFUSE_STREAM_OPTIONS
         if sends_stream_options:
             options["stream_options"] = {"include_usage": True}
-        # Each read may take at most what is left of the deadline; the watchdog covers the
-        # sum of many slow reads.
         timeout = openai.Timeout(
             remaining, connect=min(CONNECT_TIMEOUT_SECONDS, remaining), pool=remaining
         )
         try:
-            stream = self._client.post(
-                "/chat/completions",
-                body=options,
-                # Chunks stay the JSON the server sent. The typed ``chat.completions.create``
-                # validates every message of the request and builds a pydantic model per
-                # chunk: about a third of a worker's CPU per run (docs/performance.md).
-                # Errors, auth, timeouts and streaming are the SDK's either way.
-                cast_to=object,
-                stream=True,
-                stream_cls=openai.Stream[object],
-                options={"timeout": timeout},
-            )
+            # The deadline covers the whole call, however slowly the bytes trickle in.
+            async with asyncio.timeout(remaining):
+                response = await self._send(options, timeout)
+                try:
+                    async for chunk in _sse_chunks(response):
+                        # on_text runs here: whatever it raises (cancellation) propagates
+                        # unchanged.
+                        outcome.add(chunk)
+                finally:
+                    await response.aclose()
+        except TimeoutError as exc:
+            raise ModelTimeout(self._timeout_message()) from exc
         except openai.APIError as exc:
             if sends_stream_options and _refuses_stream_options(exc):
                 raise _StreamOptionsRefused from exc
             raise self._translate(exc, deadline) from exc
-
-        guard = _DEADLINE_WATCHDOG.arm(deadline, lambda: _abort_stream(stream))
-        try:
-            iterator = iter(stream)
-            while True:
-                try:
-                    chunk = next(iterator)
-                except StopIteration:
-                    break
-                except openai.APIError as exc:
-                    if guard.fired:
-                        raise ModelTimeout(self._timeout_message()) from exc
-                    raise self._translate(exc, deadline) from exc
-                except ValueError as exc:  # a data line that is not JSON
-                    raise ModelBadResponse(
-                        f"{self.base_url} sent a malformed stream chunk: {exc}"
-                    ) from exc
-                # on_text runs here, outside the error translation: whatever it raises
-                # (cancellation) propagates unchanged.
-                outcome.add(chunk)
-                if time.monotonic() > deadline:
-                    raise ModelTimeout(self._timeout_message())
-        finally:
-            _DEADLINE_WATCHDOG.disarm(guard)
-            stream.close()
-        if guard.fired:
-            raise ModelTimeout(self._timeout_message())
+        except json.JSONDecodeError as exc:  # a data line that is not JSON
+            raise ModelBadResponse(f"{self.base_url} sent a malformed stream chunk: {exc}") from exc
         if not outcome.chunks:
             raise ModelBadResponse(f"{self.base_url} returned an empty stream")
+
+    async def _send(self, body: JsonDict, timeout: openai.Timeout) -> httpx2.Response:
+        """POST the request on the SDK client's own HTTP client, with its headers and auth,
+        and return the streaming response; a failure raises the SDK's exception for it.
+
+        The SDK's ``post`` builds the same request through its generic request options (and
+        validates them) on every call, a tenth of a worker's CPU per run; chunks are read as
+        plain JSON anyway (``_sse_chunks``).
+        """
+        client = self._client
+        headers = {
+            name: value
+            for name, value in {**client.default_headers, **client.auth_headers}.items()
+            if isinstance(value, str)
+        }
+        http = client._client
+        request = http.build_request(
+            "POST",
+            f"{str(client.base_url).rstrip('/')}/chat/completions",
+            content=json.dumps(body).encode(),
+            headers=headers,
+            timeout=timeout,
+        )
+        try:
+            response = await http.send(request, stream=True)
+        except httpx2.TimeoutException as exc:
+            raise openai.APITimeoutError(request=request) from exc
+        except httpx2.RequestError as exc:
+            raise openai.APIConnectionError(request=request) from exc
+        if response.status_code >= 400:
+            await response.aread()
+            await response.aclose()
+            raise client._make_status_error_from_response(response)
+        return response
+
+    @property
+    def _client(self) -> openai.AsyncOpenAI:
+        return _sdk_client(self.base_url, self._api_key, os.getpid())
 
     def _completion(
         self, messages: list[ChatMessage], outcome: _Attempt, started: float
@@ -380,6 +403,37 @@ class _Attempt:
         )
 
 
+async def _sse_chunks(response: Any) -> AsyncIterator[Any]:
+    """The decoded ``data:`` lines of a streamed completion, up to ``[DONE]``.
+
+    The SDK's ``AsyncStream`` does the same through a general server-sent-events decoder and
+    a cast per chunk; completions need neither (one event per ``data:`` line, no ``event:``
+    names), and reading lines straight from the response costs a fraction of it per chunk.
+    Transport failures and an error object in the stream raise the SDK's own exceptions,
+    as its ``AsyncStream`` would.
+    """
+    request = response.request
+    try:
+        async for line in response.aiter_lines():
+            if not line.startswith("data:"):
+                continue  # blank separators, comments, event names
+            data = line[5:].lstrip()
+            if data.startswith("[DONE]"):
+                return
+            chunk = json.loads(data)
+            if isinstance(chunk, dict) and chunk.get("error"):
+                error = chunk["error"]
+                message = error.get("message") if isinstance(error, dict) else None
+                if not isinstance(message, str) or not message:
+                    message = "An error occurred during streaming"
+                raise openai.APIError(message=message, request=request, body=error)
+            yield chunk
+    except httpx2.TimeoutException as exc:
+        raise openai.APITimeoutError(request=request) from exc
+    except httpx2.RequestError as exc:
+        raise openai.APIConnectionError(request=request) from exc
+
+
 def _dicts(items: Any) -> list[dict[str, Any]]:
     """The JSON objects of a list that may be missing or null in a server's chunk."""
     if not isinstance(items, list):
@@ -431,79 +485,78 @@ def _retry_after(headers: Any) -> float | None:
         return None
 
 
-@dataclass(eq=False)
-class _Guard:
-    when: float
-    action: Callable[[], None] | None
-    fired: bool = False
+class _ModelCalls:
+    """The asyncio loop (a daemon thread) every model call of this process runs on.
 
-
-class _Watchdog:
-    """One thread that runs actions at their deadlines (cheaper than a timer per call).
-
-    Disarmed guards stay in the heap until they reach the top, and the thread is woken only
-    for a deadline earlier than the one it sleeps towards: deadlines of later calls are
-    rarely earlier, so a call usually costs no thread switch at all.
+    A thread that calls the model waits on its call's future; ``interrupt`` cancels that
+    future, which cancels the task on the loop and with it the HTTP request, whatever state
+    it is in (connecting, waiting for headers, streaming). A thread interrupted while it has
+    no call in flight finds the mark on its next call and does not start it.
     """
 
     def __init__(self) -> None:
-        self._condition = threading.Condition()
-        self._heap: list[tuple[float, int, _Guard]] = []
-        self._order = itertools.count()
-        self._thread: threading.Thread | None = None
-        self._wakes_at = math.inf
+        self.loop = asyncio.new_event_loop()
+        self._lock = threading.Lock()
+        self._in_flight: dict[int, concurrent.futures.Future] = {}
+        self._interrupted: set[int] = set()
+        threading.Thread(target=self.loop.run_forever, name="llm-calls", daemon=True).start()
 
-    def arm(self, when: float, action: Callable[[], None]) -> _Guard:
-        guard = _Guard(when=when, action=action)
-        with self._condition:
-            heapq.heappush(self._heap, (when, next(self._order), guard))
-            if self._thread is None or not self._thread.is_alive():
-                self._thread = threading.Thread(
-                    target=self._run, name="llm-deadline-watchdog", daemon=True
-                )
-                self._thread.start()
-            elif when < self._wakes_at:
-                self._condition.notify()
-        return guard
+    def run(self, coroutine: Coroutine[Any, Any, Completion]) -> Completion:
+        thread = threading.get_ident()
+        with self._lock:
+            if thread in self._interrupted:
+                self._interrupted.discard(thread)
+                coroutine.close()
+                raise RunCancelled()
+            future = asyncio.run_coroutine_threadsafe(coroutine, self.loop)
+            self._in_flight[thread] = future
+        try:
+            return future.result()
+        except concurrent.futures.CancelledError:
+            raise RunCancelled() from None
+        finally:
+            with self._lock:
+                self._in_flight.pop(thread, None)
+                self._interrupted.discard(thread)
 
-    def disarm(self, guard: _Guard) -> None:
-        with self._condition:
-            guard.action = None
+    def interrupt(self, thread: int) -> None:
+        with self._lock:
+            future = self._in_flight.get(thread)
+            if future is None:
+                self._interrupted.add(thread)
+        if future is not None:
+            future.cancel()
 
-    def _run(self) -> None:
-        while True:
-            with self._condition:
-                while self._heap and self._heap[0][2].action is None:
-                    heapq.heappop(self._heap)
-                delay = self._heap[0][0] - time.monotonic() if self._heap else math.inf
-                if delay > 0:
-                    self._wakes_at = time.monotonic() + delay
-                    self._condition.wait(None if delay == math.inf else delay)
-                    continue
-                self._wakes_at = -math.inf  # awake: arm() need not notify
-                guard = heapq.heappop(self._heap)[2]
-                action, guard.action = guard.action, None
-            if action is not None:
-                guard.fired = True
-                try:
-                    action()
-                except Exception:  # the watchdog must survive whatever one abort does
-                    logger.exception("aborting a model stream at its deadline failed")
+    def forget(self, thread: int) -> None:
+        with self._lock:
+            self._interrupted.discard(thread)
 
 
-_DEADLINE_WATCHDOG = _Watchdog()
+_calls_lock = threading.Lock()
+_calls_instance: _ModelCalls | None = None
+_calls_pid: int | None = None
 
 
-def _abort_stream(stream: Any) -> None:
-    """Unblock a thread stuck reading the stream: shut the socket down, then close."""
-    response = stream.response
-    network_stream = response.extensions.get("network_stream")
-    sock = network_stream.get_extra_info("socket") if network_stream is not None else None
-    if sock is not None:
-        with contextlib.suppress(OSError):  # already closed
-            sock.shutdown(socket.SHUT_RDWR)
-    else:
-        response.close()
+def _calls() -> _ModelCalls:
+    global _calls_instance, _calls_pid
+    # A forked child inherits the object but not the thread running its loop.
+    if _calls_instance is None or _calls_pid != os.getpid():
+        with _calls_lock:
+            if _calls_instance is None or _calls_pid != os.getpid():
+                _calls_instance = _ModelCalls()
+                _calls_pid = os.getpid()
+    return _calls_instance
+
+
+def interrupt_model_call(thread: int) -> None:
+    """Stop the model call the thread ``thread`` waits on now, or its next one: it raises
+    ``RunCancelled`` at once. For a run being cancelled, lost, or handed back."""
+    _calls().interrupt(thread)
+
+
+def forget_interrupt(thread: int) -> None:
+    """Clear an interrupt that found no call, once the thread's run is over."""
+    _calls().forget(thread)
 
 
 # --------------------------------------------------------------------------------------
@@ -539,7 +592,20 @@ def _cause(exc: BaseException) -> str:
     return str(cause) if cause is not None and str(cause) else str(exc)
 
 
+# A worker streams one call per run it drives, all at once: every connection is kept alive
+# for the run's next call. The SDK's default keeps 100, so at 200 concurrent runs half the
+# calls paid for a new TCP connection (and its set-up on the model server).
+CONNECTION_LIMITS = httpx2.Limits(
+    max_connections=1000, max_keepalive_connections=1000, keepalive_expiry=5.0
+)
+
+
 @lru_cache(maxsize=32)
-def _sdk_client(base_url: str, api_key: str) -> openai.OpenAI:
-    """One SDK client (and connection pool) per endpoint and key, shared by threads."""
-    return openai.OpenAI(base_url=base_url, api_key=api_key, max_retries=0)
+def _sdk_client(base_url: str, api_key: str, pid: int) -> openai.AsyncOpenAI:
+    """One SDK client (and connection pool) per endpoint, key and process, on the model loop."""
+    return openai.AsyncOpenAI(
+        base_url=base_url,
+        api_key=api_key,
+        max_retries=0,
+        http_client=openai.DefaultAsyncHttpxClient(limits=CONNECTION_LIMITS),
+    )

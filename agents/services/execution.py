@@ -52,6 +52,7 @@ from agents.services.runs import (
     run_started,
     runs_cancel_requested,
     runs_needing_rescue,
+    runs_release,
 )
 
 logger = logging.getLogger(__name__)
@@ -81,6 +82,35 @@ def runs_rescue(*, enqueue: Callable[[int], None]) -> list[int]:
     if rescued:
         logger.warning("re-enqueued runs no live worker held: %s", rescued)
     return rescued
+
+
+_shutting_down = threading.Event()
+
+
+def shutting_down() -> bool:
+    """Whether this process is handing its runs back: it claims no more."""
+    return _shutting_down.is_set()
+
+
+def runs_hand_back(*, enqueue: Callable[[int], None]) -> list[int]:
+    """A warm shutdown: give every run this process drives back, at once.
+
+    The runs are released (no holder, no heartbeat) and enqueued again, so another worker
+    claims them within moments and resumes from their stored steps; then their threads here
+    are stopped (a model call in flight is closed) and write nothing more, so the shutdown
+    waits for no run. A step being written while this happens is either stored before the
+    release and resumed from, or refused after it (docs/architecture.md, recovery).
+    """
+    _shutting_down.set()
+    watches = _monitor.watches()
+    released = runs_release(run_ids=[watch.run_id for watch in watches], worker_id=worker_id())
+    for run_id in released:
+        enqueue(run_id)
+    for watch in watches:
+        watch.stop(lost=True)
+    if released:
+        logger.warning("shutting down: handed back runs %s", released)
+    return released
 
 
 # --------------------------------------------------------------------------------------
@@ -220,9 +250,20 @@ class _Watch:
     # Set when the heartbeat finds the run held by someone else or ended elsewhere.
     lost: bool = False
     started: float = field(default_factory=time.monotonic)
+    # The thread driving the run: its model call in flight is what a stop interrupts.
+    thread: int = field(default_factory=threading.get_ident)
 
     def should_cancel(self) -> bool:
         return self.lost or self.cancel_requested.is_set()
+
+    def stop(self, *, lost: bool = False) -> None:
+        """Cancel (or, with ``lost``, abandon) the run now: the engine stops before its next
+        model or tool call, and a model call in flight is closed at once."""
+        if lost:
+            self.lost = True
+        else:
+            self.cancel_requested.set()
+        _monitor.interrupt(self)
 
 
 class _RunMonitor:
@@ -230,6 +271,10 @@ class _RunMonitor:
         self._lock = threading.Lock()
         self._watches: dict[int, _Watch] = {}
         self._thread: threading.Thread | None = None
+
+    def watches(self) -> list[_Watch]:
+        with self._lock:
+            return list(self._watches.values())
 
     def holds(self, run_id: int) -> bool:
         """Whether a thread of this process is driving the run right now."""
@@ -249,8 +294,21 @@ class _RunMonitor:
         try:
             yield watch
         finally:
+            from agents.runtime import forget_interrupt
+
             with self._lock:
                 self._watches.pop(run_id, None)
+                forget_interrupt(watch.thread)
+
+    def interrupt(self, watch: _Watch) -> None:
+        """Interrupt the watch's thread, only while it still drives the watch's run: the
+        thread goes on to other tasks of the pool, and a late stop (a heartbeat pass that
+        found the run already ended) must not cancel the next run it takes."""
+        from agents.runtime import interrupt_thread
+
+        with self._lock:
+            if self._watches.get(watch.run_id) is watch:
+                interrupt_thread(watch.thread)
 
     def _loop(self) -> None:
         last_beat = time.monotonic()
@@ -264,13 +322,14 @@ class _RunMonitor:
             try:
                 _fail_overdue(watches)
                 for run_id in runs_cancel_requested(run_ids=list(watches)):
-                    watches[run_id].cancel_requested.set()
+                    if not watches[run_id].cancel_requested.is_set():
+                        watches[run_id].stop()
                 if time.monotonic() - last_beat >= settings.AGENT_HEARTBEAT_INTERVAL_SECONDS:
                     last_beat = time.monotonic()
                     held = run_heartbeat(run_ids=list(watches), worker_id=worker_id())
                     for run_id, watch in watches.items():
-                        if run_id not in held:
-                            watch.lost = True
+                        if run_id not in held and not watch.lost:
+                            watch.stop(lost=True)
             except Exception:
                 # The database may be restarting: keep beating once it is back.
                 logger.exception("run monitor could not reach the database")
@@ -289,12 +348,13 @@ def _fail_overdue(watches: dict[int, _Watch]) -> None:
     for run_id, watch in list(watches.items()):
         if watch.lost or now - watch.started <= limit:
             continue
-        watch.lost = True
         del watches[run_id]
         run = AgentRun.objects.select_related("conversation").filter(pk=run_id).first()
         if run is not None:
             message = f"The run took longer than {limit} seconds and was stopped."
             run_fail(run=run, code="run_timeout", message=message, worker_id=worker_id())
+        # After the failure is stored: the run's thread, woken, finds the run ended.
+        watch.stop(lost=True)
 
 
 _monitor = _RunMonitor()

@@ -9,13 +9,15 @@ loses at most the reply in flight.
 
 from __future__ import annotations
 
+import functools
+import json
 import logging
 from collections.abc import Sequence
 from datetime import timedelta
 from typing import Any, NamedTuple
 
 from django.conf import settings
-from django.db import connection, transaction
+from django.db import connection, models, transaction
 from django.db.models import F, Max, Q, Value
 from django.db.models.functions import Coalesce
 from django.utils import timezone
@@ -156,6 +158,25 @@ def run_heartbeat(*, run_ids: list[int], worker_id: str) -> set[int]:
     return ids
 
 
+def runs_release(*, run_ids: list[int], worker_id: str) -> list[int]:
+    """Hand back runs this worker holds (a warm shutdown): no holder and no heartbeat, so
+    the next claim, by any worker, takes them at once. Returns the ids released.
+
+    Each row is locked as a step write locks it: a step committed first is kept and resumed
+    from; a step that comes after is refused as written by a worker that lost the run.
+    """
+    if not run_ids:
+        return []
+    with transaction.atomic():
+        held = list(
+            AgentRun.objects.select_for_update()
+            .filter(pk__in=run_ids, worker_id=worker_id, status=Status.RUNNING)
+            .values_list("pk", flat=True)
+        )
+        AgentRun.objects.filter(pk__in=held).update(worker_id="", heartbeat_at=None)
+    return held
+
+
 def runs_cancel_requested(*, run_ids: list[int]) -> set[int]:
     """Which of these runs a user asked to cancel."""
     if not run_ids:
@@ -171,6 +192,9 @@ def run_started(
     *, run: AgentRun, model: str, profile: str, worker_id: str | None = None
 ) -> RunEvent:
     """Announce an attempt; a resumed run announces itself again with its attempt number."""
+    if worker_id is not None and _fenced_sql_available():
+        payload = run_started_payload(attempt=run.attempts, model=model, profile=profile)
+        return _append_fenced(run, [], [(FrameType.RUN_STARTED, payload)], worker_id)[0]
     with transaction.atomic():
         _check_holder(run, worker_id)
         return event_append(
@@ -256,6 +280,8 @@ def run_record_steps(
     ``ModelCall`` rows; every other step a ``step`` event. Returns the events.
     """
     records = [step for step in steps if isinstance(step, ModelCallRecord)]
+    if worker_id is not None and _fenced_sql_available():
+        return _append_fenced(run, records, _step_items(steps), worker_id)
     calls = None
     with transaction.atomic():
         if records:
@@ -352,6 +378,137 @@ def _next_call_index(run: AgentRun, worker_id: str | None) -> int:
     return 0 if last is None else last + 1
 
 
+def _fenced_sql_available() -> bool:
+    """The one-statement append needs PostgreSQL (data-modifying CTEs, arrays); SQLite, the
+    embedded default, takes the ORM path with the same guarantees."""
+    return connection.vendor == "postgresql"
+
+
+def _append_fenced(
+    run: AgentRun,
+    records: Sequence[ModelCallRecord],
+    items: Sequence[tuple[str, dict[str, Any]]],
+    worker_id: str,
+) -> list[RunEvent]:
+    """Store model calls and events of a run as one statement, fenced on the holder.
+
+    One round trip and one commit per model reply or observation instead of five to eight:
+    the UPDATE of the run row (tokens, heartbeat) matches only while ``worker_id`` holds the
+    run and locks the row until commit, exactly as ``_check_holder`` does, so a takeover
+    waits for this write and reads it as a prior step; the calls are numbered on from the
+    stored ones; ``last_seq`` is bumped under the conversation's row lock and the events
+    take the seqs it returns. Nothing is written unless the holder matched (``RunLost``).
+    Outside a transaction it is its own commit; inside one it joins it.
+    """
+    params = {
+        **_call_params(records),
+        "run": run.pk,
+        "conv": run.conversation_id,
+        "holder": worker_id,
+        "running": Status.RUNNING.value,
+        "n": len(items),
+        "types": [type for type, _ in items],
+        "payloads": [json.dumps(payload) for _, payload in items],
+    }
+    with connection.cursor() as cursor:
+        cursor.execute(_fenced_append_sql(), params)
+        rows = cursor.fetchall()
+    if not rows or not rows[0][0]:
+        raise RunLost(f"run {run.pk} is no longer held by {worker_id}")
+    run.prompt_tokens += params["prompt"]
+    run.completion_tokens += params["completion"]
+    if items:
+        run.conversation.last_seq = rows[-1][2]
+    appended = [
+        RunEvent(
+            pk=event_id,
+            conversation_id=run.conversation_id,
+            run_id=run.pk,
+            seq=seq,
+            type=type,
+            payload=payload,
+            created_at=created_at,
+        )
+        for (_, event_id, seq, created_at), (type, payload) in zip(
+            (row for row in rows if row[1] is not None), items, strict=True
+        )
+    ]
+    events.publish_on_commit(appended)
+    return appended
+
+
+def _call_params(records: Sequence[ModelCallRecord]) -> dict[str, Any]:
+    return {
+        "prompt": sum(record.prompt_tokens for record in records),
+        "completion": sum(record.completion_tokens for record in records),
+        "c_messages": [json.dumps(record.messages) for record in records],
+        "c_options": [json.dumps(record.options) for record in records],
+        "c_text": [record.response_text for record in records],
+        "c_tools": [json.dumps(record.tool_calls) for record in records],
+        "c_prompt": [record.prompt_tokens for record in records],
+        "c_completion": [record.completion_tokens for record in records],
+        "c_ms": [record.duration_ms for record in records],
+        "c_error": [record.error for record in records],
+    }
+
+
+def _calls_cte() -> str:
+    """``calls``: insert the model calls in the parameters for the run ``held`` returned,
+    numbered on from the run's stored calls."""
+    quote = connection.ops.quote_name
+    table = quote(ModelCall._meta.db_table)
+    index = quote("index")
+    return f"""calls AS (
+    INSERT INTO {table} (run_id, {index}, request_messages, request_options,
+        response_text, response_tool_calls, prompt_tokens, completion_tokens, duration_ms,
+        error, created_at)
+    SELECT held.id, numbering.next + call.ord - 1, call.messages, call.options, call.text,
+        call.tools, call.prompt, call.completion, call.ms, call.error, now()
+    FROM held,
+        (SELECT coalesce(max({index}) + 1, 0) AS next
+         FROM {table} WHERE run_id = %(run)s) AS numbering,
+        unnest(%(c_messages)s::jsonb[], %(c_options)s::jsonb[], %(c_text)s::text[],
+               %(c_tools)s::jsonb[], %(c_prompt)s::int[], %(c_completion)s::int[],
+               %(c_ms)s::int[], %(c_error)s::text[])
+            WITH ORDINALITY AS call(messages, options, text, tools, prompt, completion, ms,
+                                    error, ord)
+)"""  # noqa: S608
+
+
+@functools.cache
+def _fenced_append_sql() -> str:
+    quote = connection.ops.quote_name
+
+    def table(model: type[models.Model]) -> str:
+        return quote(model._meta.db_table)
+
+    # Only names from the models' own metadata are formatted in; values are parameters.
+    return f"""
+WITH held AS (
+    UPDATE {table(AgentRun)}
+    SET prompt_tokens = prompt_tokens + %(prompt)s,
+        completion_tokens = completion_tokens + %(completion)s,
+        heartbeat_at = now()
+    WHERE id = %(run)s AND worker_id = %(holder)s AND status = %(running)s
+    RETURNING id
+), {_calls_cte()}, bumped AS (
+    UPDATE {table(Conversation)} SET last_seq = last_seq + %(n)s
+    WHERE id = %(conv)s AND %(n)s > 0 AND EXISTS (SELECT 1 FROM held)
+    RETURNING last_seq - %(n)s AS base
+), appended AS (
+    INSERT INTO {table(RunEvent)} (conversation_id, run_id, seq, type, payload, created_at)
+    SELECT %(conv)s, %(run)s, bumped.base + event.ord, event.type, event.payload, now()
+    FROM bumped,
+        unnest(%(types)s::text[], %(payloads)s::jsonb[]) WITH ORDINALITY
+            AS event(type, payload, ord)
+    RETURNING id, seq, created_at
+)
+SELECT (SELECT count(*) FROM held), appended.id, appended.seq, appended.created_at
+FROM (SELECT 1) AS one LEFT JOIN appended ON true
+ORDER BY appended.seq
+"""  # noqa: S608
+
+
 # --------------------------------------------------------------------------------------
 # How a run ends
 # --------------------------------------------------------------------------------------
@@ -399,6 +556,8 @@ def run_finish(
     nothing) if the run had already ended.
     """
     records = [item for item in preceding if isinstance(item, ModelCallRecord)]
+    if worker_id is not None and _fenced_sql_available():
+        return _finish_fenced(run, step, records, preceding, worker_id)
     with transaction.atomic():
         locked = _lock_active(run, worker_id)
         if locked is None:
@@ -409,13 +568,86 @@ def run_finish(
             locked.completion_tokens += calls.completion_tokens
         message = _save_answer(run, step.text)
         _end(run, locked, Status.SUCCEEDED)
-        finished = run_finished_payload(run=run, message=message, stop_reason=step.stop_reason)
-        events_append(
-            conversation=run.conversation,
-            run=run,
-            items=[*_step_items(preceding), (FrameType.RUN_FINISHED, finished)],
-        )
+        _append_finished(run, message, step, preceding)
     return message
+
+
+def _append_finished(
+    run: AgentRun, message: Message, step: FinalAnswerStep, preceding: Sequence[Step]
+) -> None:
+    """The last reply's steps and ``run.finished``, inside the transaction that ends the run."""
+    finished = run_finished_payload(run=run, message=message, stop_reason=step.stop_reason)
+    events_append(
+        conversation=run.conversation,
+        run=run,
+        items=[*_step_items(preceding), (FrameType.RUN_FINISHED, finished)],
+    )
+
+
+def _finish_fenced(
+    run: AgentRun,
+    step: FinalAnswerStep,
+    records: Sequence[ModelCallRecord],
+    preceding: Sequence[Step],
+    worker_id: str,
+) -> Message | None:
+    """``run_finish`` on PostgreSQL in one transaction of three statements: the run's end
+    (fenced as every step is), its last calls and the answer message in one; then the seq
+    bump and the events (``events_append``)."""
+    params = {
+        **_call_params(records),
+        "run": run.pk,
+        "conv": run.conversation_id,
+        "holder": worker_id,
+        "running": Status.RUNNING.value,
+        "succeeded": Status.SUCCEEDED.value,
+        "answer": step.text,
+        "role": Message.Role.ASSISTANT.value,
+    }
+    with transaction.atomic():
+        with connection.cursor() as cursor:
+            cursor.execute(_finish_sql(), params)
+            row = cursor.fetchone()
+        if row is None:
+            return None  # ended meanwhile (a cancel, the hard limit) or taken over
+        prompt, completion, started_at, finished_at, message_id, created_at = row
+        message = Message(
+            pk=message_id,
+            conversation_id=run.conversation_id,
+            role=Message.Role.ASSISTANT,
+            content=step.text,
+            run_id=run.pk,
+            created_at=created_at,
+        )
+        run.status, run.finished_at, run.heartbeat_at = Status.SUCCEEDED, finished_at, None
+        run.started_at = started_at
+        run.prompt_tokens, run.completion_tokens = prompt, completion
+        _append_finished(run, message, step, preceding)
+    return message
+
+
+@functools.cache
+def _finish_sql() -> str:
+    quote = connection.ops.quote_name
+    run_table = quote(AgentRun._meta.db_table)
+    return f"""
+WITH held AS (
+    UPDATE {run_table}
+    SET prompt_tokens = prompt_tokens + %(prompt)s,
+        completion_tokens = completion_tokens + %(completion)s,
+        status = %(succeeded)s, finished_at = now(), heartbeat_at = NULL
+    WHERE id = %(run)s AND worker_id = %(holder)s AND status = %(running)s
+    RETURNING id, prompt_tokens, completion_tokens, started_at, finished_at
+), {_calls_cte()}, answer AS (
+    INSERT INTO {quote(Message._meta.db_table)}
+        (conversation_id, role, content, client_id, run_id, created_at)
+    SELECT %(conv)s, %(role)s, %(answer)s, NULL, held.id, now() FROM held
+    RETURNING id, created_at
+)
+SELECT held.prompt_tokens, held.completion_tokens, held.started_at, held.finished_at,
+    answer.id, answer.created_at
+FROM held, answer
+"""  # noqa: S608
 
 
 def run_fail(

@@ -212,3 +212,23 @@ def test_runs_queued_under_the_tasks_old_name_still_execute():
     from chatsite.celery import app
 
     assert app.tasks["agents.run_agent"].run is app.tasks["agents.run_execute"].run
+
+
+def test_a_stop_that_comes_after_the_run_ended_leaves_the_threads_next_run_alone(
+    user, scripted_profile
+):
+    from agents.services.execution import _monitor
+
+    # The monitor's heartbeat pass finds a run that ended a moment ago "lost" and stops it:
+    # by then the pool thread that drove it may have taken another run.
+    with _monitor.watch(run_id=-1) as ended:
+        pass
+    ended.stop(lost=True)
+    profile, _ = scripted_profile(Reply(FINAL))
+    run = _queued_run(user, profile)
+
+    run_execute(run.pk)  # on this same thread
+
+    run.refresh_from_db()
+    assert run.status == AgentRun.Status.SUCCEEDED
+    assert _types(run)[-1] == "run.finished"

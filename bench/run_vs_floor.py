@@ -1,0 +1,288 @@
+"""chatsite against the floor, interleaved in one invocation: CPU per run, process by process.
+
+The floor (``../shared/floor/``, its own README) is a lean implementation of the same durable
+run: the same model replies, the same writes per reply, the same fencing, the same numbered
+frames to the socket. This script alternates blocks of the two on this machine, so both see
+the same load: for each repeat, one block of chatsite rounds (``run_concurrency.measure``:
+one celery worker and one daphne, kept up for the whole invocation) and one block of floor
+rounds (``bench.py --repeats 1`` in its own virtualenv, which starts and warms its own
+processes), the order swapped from one repeat to the next.
+
+CPU per run, for both, from /proc before and after each round: the worker, the socket server
+(daphne / the floor's ws server), PostgreSQL counted two ways (``pg_all``: every postgres
+process and the postmaster's reaped children, whoever their clients are; ``pg_own``: this
+database's backends and the server's background processes), and the Redis server. Medians
+over the repeats, then the ratio chatsite / floor.
+
+    python3.11 -m venv .venv-floor   # then the floor README's pip line
+    .venv/bin/python bench/run_vs_floor.py --runs 50,200 --repeats 3
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import live
+import psutil
+import run_concurrency
+from django.db import connection
+
+from agents.llm.scripted import ScriptedServer
+from agents.models import AgentRun
+
+FLOOR_DIR = live.ROOT.parent.parent / "shared" / "floor"
+PROCESSES = ("worker", "socket", "pg_all", "pg_own", "redis")
+
+
+def postgres_cpu_all() -> float:
+    """Every postgres process's CPU, plus what the postmaster's exited children used."""
+    total = 0.0
+    for proc in psutil.process_iter(["name", "ppid"]):
+        if not (proc.info["name"] or "").startswith("postgres"):
+            continue
+        try:
+            times = proc.cpu_times()
+        except psutil.Error:
+            continue
+        total += times.user + times.system
+        if proc.info["ppid"] == 1 or not _is_postgres(proc.info["ppid"]):
+            total += times.children_user + times.children_system
+    return total
+
+
+def _is_postgres(pid: int) -> bool:
+    try:
+        return psutil.Process(pid).name().startswith("postgres")
+    except psutil.Error:
+        return False
+
+
+def own_postgres_pids() -> list[int]:
+    """This database's backends and the server's own background processes."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT pid FROM pg_stat_activity WHERE (datname = current_database() "
+            "AND pid <> pg_backend_pid()) OR backend_type NOT IN "
+            "('client backend', 'autovacuum worker', 'parallel worker')"
+        )
+        return [row[0] for row in cursor.fetchall()]
+
+
+def redis_pid() -> int:
+    for proc in psutil.process_iter(["name", "cmdline"]):
+        if (proc.info["name"] or "").startswith("redis-server") and ":6379" in " ".join(
+            proc.info["cmdline"] or []
+        ):
+            return proc.pid
+    raise SystemExit("no redis-server on :6379")
+
+
+def cpu(pid: int) -> float:
+    try:
+        return live.cpu_seconds(pid)
+    except psutil.Error:
+        return 0.0
+
+
+class Readings:
+    """CPU seconds of chatsite's processes, read before and after a round."""
+
+    def __init__(self, worker: int, daphne: int, redis: int) -> None:
+        self.pids = {"worker": worker, "socket": daphne, "redis": redis}
+
+    def read(self, own: list[int]) -> dict[str, float]:
+        reading = {name: cpu(pid) for name, pid in self.pids.items()}
+        reading["pg_all"] = postgres_cpu_all()
+        reading["pg_own"] = sum(cpu(pid) for pid in own)
+        return reading
+
+
+def chatsite_round(n: int, worker, daphne, profile, ideal: float, readings: Readings) -> dict:
+    clients = run_concurrency.prepare(n, daphne, profile)
+    own_before = own_postgres_pids()
+    before = readings.read(own_before)
+    with live.PeakRss(worker=worker.pid, daphne=daphne.pid) as rss:
+        outcome = live.run_async(run_concurrency.round_of(clients, daphne.url))
+    # Backends that appeared during the round started from zero.
+    own = sorted(set(own_before) | set(own_postgres_pids()))
+    after = readings.read(own)
+    after["pg_own"] = sum(cpu(pid) for pid in own)
+    results = outcome["results"]
+    wall = max(r["finished"] for r in results) - outcome["began"]
+    latencies = [x for r in results for x in r["latencies"]]
+    # A live run taken over by another claim (a heartbeat late past the stale limit): the
+    # fencing makes it harmless, but it should not happen under load.
+    conversation_ids = [int(url.rstrip("/").rsplit("/", 1)[-1]) for url, _ in clients]
+    takeovers = AgentRun.objects.filter(
+        conversation_id__in=conversation_ids, attempts__gt=1
+    ).count()
+    clean = sum(
+        r["seqs"] == list(range(1, len(r["seqs"]) + 1)) and r["end"] == "run.finished"
+        for r in results
+    )
+    for r in results:
+        if r["seqs"] != list(range(1, len(r["seqs"]) + 1)) or r["end"] != "run.finished":
+            print(f"   not clean: seqs {r['seqs']} end {r['end']} stalls {r['stalls']}")
+    return {
+        "n": n,
+        "wall": wall,
+        "efficiency": ideal / wall,
+        "p50": live.percentile(latencies, 50) * 1000,
+        "p99": live.percentile(latencies, 99) * 1000,
+        "clean": clean,
+        "takeovers": takeovers,
+        "cpu": {k: (after[k] - before.get(k, 0.0)) * 1000 / n for k in PROCESSES},
+        "rss": {k: v / 2**20 for k, v in rss.peak.items()},
+    }
+
+
+def floor_block(sizes: list[int], python: str, folder: Path, out: Path) -> list[dict]:
+    """One block of floor rounds (its own processes, a warm-up round, then each N)."""
+    before = out.read_text().count("\n") if out.exists() else 0
+    subprocess.run(
+        [python, "bench.py", "--runs", ",".join(map(str, sizes)), "--repeats", "1",
+         "--variants", "plain:aiohttp", "--out", str(out), "--tag", "vs-chatsite"],
+        cwd=folder, check=True, timeout=1800,
+    )  # fmt: skip
+    rows = [json.loads(line) for line in out.read_text().splitlines()[before:]]
+    return [
+        {
+            "n": row["n"],
+            "wall": row["wall"],
+            "efficiency": row["efficiency"],
+            "p50": row["p50"],
+            "p99": row["p99"],
+            "clean": row["clean"],
+            "takeovers": 0,
+            "cpu": {
+                "worker": row["cpu_ms_per_run"]["worker"],
+                "socket": row["cpu_ms_per_run"]["ws"],
+                "pg_all": row["cpu_ms_per_run"]["pg_all"],
+                "pg_own": row["cpu_ms_per_run"]["pg_own"],
+                "redis": row["cpu_ms_per_run"]["redis"],
+            },
+            "rss": {},
+        }
+        for row in rows
+    ]
+
+
+def median_row(rows: list[dict]) -> dict:
+    med = statistics.median
+    return {
+        "wall": med(r["wall"] for r in rows),
+        "efficiency": med(r["efficiency"] for r in rows),
+        "p50": med(r["p50"] for r in rows),
+        "p99": med(r["p99"] for r in rows),
+        "clean": min(r["clean"] for r in rows),
+        "cpu": {k: med(r["cpu"][k] for r in rows) for k in PROCESSES},
+        "rss": {k: max(r["rss"][k] for r in rows) for k in rows[0]["rss"]},
+    }
+
+
+def total(cpu_ms: dict[str, float]) -> float:
+    """Worker + socket server + PostgreSQL (own) + Redis."""
+    return cpu_ms["worker"] + cpu_ms["socket"] + cpu_ms["pg_own"] + cpu_ms["redis"]
+
+
+def report(sizes: list[int], rows: dict[str, list[dict]], label: str) -> None:
+    print(f"\n### {label}: medians of {len(rows['chatsite']) // len(sizes)} repeats\n")
+    print("| system | N | wall s | efficiency | step p50 / p99 ms | CPU ms per run: worker / "
+          "socket / pg own (pg all) / redis | total | peak RSS worker / daphne MB |")  # fmt: skip
+    print("|---|---|---|---|---|---|---|---|")
+    for n in sizes:
+        medians = {}
+        for system in ("chatsite", "floor"):
+            of_n = [r for r in rows[system] if r["n"] == n]
+            if not of_n:
+                continue
+            m = medians[system] = median_row(of_n)
+            c = m["cpu"]
+            rss = " / ".join(f"{v:.0f}" for v in m["rss"].values()) or "-"
+            print(
+                f"| {system} | {n} | {m['wall']:.2f} | {m['efficiency']:.3f} | "
+                f"{m['p50']:.0f} / {m['p99']:.0f} | {c['worker']:.1f} / {c['socket']:.1f} / "
+                f"{c['pg_own']:.1f} ({c['pg_all']:.1f}) / {c['redis']:.1f} | "
+                f"{total(c):.1f} | {rss} |"
+            )
+        if len(medians) == 2:
+            ours, floor = medians["chatsite"]["cpu"], medians["floor"]["cpu"]
+            ratios = " / ".join(
+                f"{ours[k] / floor[k]:.1f}" if floor[k] else "-"
+                for k in ("worker", "socket", "pg_own", "redis")
+            )
+            print(f"| ratio | {n} | | | | {ratios} | {total(ours) / total(floor):.2f} | |")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--runs", default="50,200")
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--delay", type=float, default=1.0)
+    parser.add_argument("--tool-calls", type=int, default=4)
+    parser.add_argument("--pool", default="20", help="DATABASE_POOL_MAX_SIZE for chatsite")
+    parser.add_argument("--floor-python", default=str(live.ROOT / ".venv-floor" / "bin" / "python"))
+    parser.add_argument("--floor-dir", default=str(FLOOR_DIR), help="the floor's folder")
+    parser.add_argument("--label", default=os.environ.get("BENCH_LABEL", "chatsite vs floor"))
+    parser.add_argument("--out", default="", help="append every round as JSON lines here")
+    parser.add_argument("--skip-floor", action="store_true", help="chatsite rounds only")
+    args = parser.parse_args()
+    if not Path(args.floor_python).exists():
+        raise SystemExit(
+            f"no floor virtualenv at {args.floor_python}: see {args.floor_dir}/README.md"
+        )
+    sizes = [int(n) for n in args.runs.split(",")]
+    live.migrate()
+    ideal = (args.tool_calls + 1) * args.delay
+    floor_out = Path(tempfile.mkdtemp(prefix="floor-")) / "runs.jsonl"
+    rows: dict[str, list[dict]] = {"chatsite": [], "floor": []}
+
+    with ScriptedServer() as model_server:
+        model = f"bench-floor-{int(time.time())}"
+        model_server.policy(model, live.stepping_policy(args.tool_calls, args.delay))
+        profile = live.make_profile(model_server, model)
+        with live.stack(
+            model_server, concurrency=max(sizes) + 10, DATABASE_POOL_MAX_SIZE=args.pool
+        ) as (worker, daphne):
+            readings = Readings(worker.pid, daphne.pid, redis_pid())
+            chatsite_round(5, worker, daphne, profile, ideal, readings)  # warm-up
+            for repeat in range(args.repeats):
+                order = ("chatsite", "floor") if repeat % 2 == 0 else ("floor", "chatsite")
+                for system in order:
+                    if system == "floor" and args.skip_floor:
+                        continue
+                    if system == "floor":
+                        got = floor_block(sizes, args.floor_python, Path(args.floor_dir), floor_out)
+                    else:
+                        got = [
+                            chatsite_round(n, worker, daphne, profile, ideal, readings)
+                            for n in sizes
+                        ]
+                    for row in got:
+                        c = row["cpu"]
+                        print(
+                            f"{system:8} rep {repeat} N={row['n']:3} wall {row['wall']:.2f} "
+                            f"eff {row['efficiency']:.3f} p50/p99 {row['p50']:.0f}/"
+                            f"{row['p99']:.0f} clean {row['clean']}/{row['n']} takeovers "
+                            f"{row['takeovers']} CPU ms/run "
+                            + " ".join(f"{k} {c[k]:.1f}" for k in PROCESSES),
+                            flush=True,
+                        )
+                        if args.out:
+                            with open(args.out, "a") as out:
+                                out.write(json.dumps({"system": system, **row}) + "\n")
+                    rows[system].extend(got)
+    report(sizes, rows, args.label)
+    sys.stdout.flush()
+
+
+if __name__ == "__main__":
+    main()
