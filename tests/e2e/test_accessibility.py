@@ -19,7 +19,8 @@ from agents.services.conversations import conversation_create, conversation_set_
 from agents.services.feedback import feedback_set
 from agents.services.shares import share_create
 from tests.e2e.conftest import DESKTOP, MOBILE
-from tests.e2e.test_chat import ask, calculator_script
+from tests.e2e.test_chat import ask as ask_now
+from tests.e2e.test_chat import calculator_script
 
 pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
 
@@ -66,6 +67,13 @@ def dark(page) -> None:
 
 def light(page) -> None:
     page.emulate_media(color_scheme="light")
+
+
+def ask(page, text: str) -> None:
+    """Asks once the page's script is running: before it, Enter only adds a line to the box.
+    The sidebar's list is drawn by the same script that handles the composer."""
+    expect(page.locator("#conversation-list a").first).to_be_attached()
+    ask_now(page, text)
 
 
 def answered_conversation(stack, user, model_name):
