@@ -22,7 +22,7 @@ from channels.generic.websocket import AsyncJsonWebsocketConsumer
 from django.conf import settings
 from django.contrib import auth
 
-from agents import events, selectors
+from agents import events, live, selectors
 from agents.models import AgentRun, Conversation, RunEvent
 from agents.protocol import (
     CLIENT_ID_MAX_CHARS,
@@ -45,6 +45,7 @@ from agents.socket_drain import SCOPE_KEY, SocketDrain
 
 # Events read from the database per page of a replay; the socket drains between pages.
 REPLAY_BATCH = 200
+LIVE_FRAME_TYPES = frozenset(live.FRAME_TYPES.values())
 
 
 P = ParamSpec("P")
@@ -97,7 +98,7 @@ class ConversationConsumer(AsyncJsonWebsocketConsumer):
     session_group: str
     # The highest stored seq sent down this socket; stored frames at or below it are dropped.
     last_sent_seq: int
-    # Runs whose end this socket has delivered; late answer.delta frames for them are dropped.
+    # Runs whose end this socket has delivered; late live text for them is dropped.
     finished_run_ids: set[int]
     # Whose socket counts in _open_sockets (set once counted).
     counted_user_id: int | None
@@ -148,6 +149,7 @@ class ConversationConsumer(AsyncJsonWebsocketConsumer):
         self.last_sent_seq = after_seq
         with contextlib.suppress(NotReading):  # closed; the client reconnects from its seq
             await self._replay(conversation, after_seq=after_seq)
+            await self._send_live_text()
 
     async def disconnect(self, code: int) -> None:
         if self.counted_user_id is not None:
@@ -170,7 +172,12 @@ class ConversationConsumer(AsyncJsonWebsocketConsumer):
         except RequestRefused as refusal:
             # The one place a refusal becomes a frame; the socket stays open.
             await self.send_json(
-                error_frame(refusal.code, refusal.message, client_id=_send_client_id(frame))
+                error_frame(
+                    refusal.code,
+                    refusal.message,
+                    client_id=_send_client_id(frame),
+                    retry_after=refusal.retry_after,
+                )
             )
         except SignedOut:
             await self.chat_signed_out({})
@@ -253,7 +260,7 @@ class ConversationConsumer(AsyncJsonWebsocketConsumer):
         seq = frame.get("seq")
         if seq is None:
             if (
-                frame.get("type") == FrameType.ANSWER_DELTA
+                frame.get("type") in LIVE_FRAME_TYPES
                 and frame.get("run_id") in self.finished_run_ids
             ):
                 return
@@ -286,6 +293,17 @@ class ConversationConsumer(AsyncJsonWebsocketConsumer):
             if len(frames) < REPLAY_BATCH:
                 return
             cursor = frames[-1]["seq"]
+
+    async def _send_live_text(self) -> None:
+        """What the run in progress has written so far (agents/live.py), after the replay.
+
+        Deltas published since the group was joined wait in this channel's queue and follow;
+        their offsets let the client drop what this snapshot already holds.
+        """
+        for frame in await live.live_frames(self.conversation_id):
+            run_id = frame["run_id"]
+            if run_id not in self.finished_run_ids and await self._run_in_progress(run_id):
+                await self.send_json(frame)
 
     async def _wait_until_drained(self) -> None:
         """Wait for the client to read what was sent; close the socket if it does not."""
@@ -350,6 +368,15 @@ class ConversationConsumer(AsyncJsonWebsocketConsumer):
             )
         )
         return [event_frame(event) for event in stored]
+
+    @_in_database_thread
+    def _run_in_progress(self, run_id: int) -> bool:
+        # Text of a run that has ended (failed from outside its worker, or left from an
+        # earlier database with the same ids) is not live.
+        run = selectors.run_get(user=self.scope["user"], run_id=run_id)
+        return (
+            run is not None and run.conversation_id == self.conversation_id and not run.is_terminal
+        )
 
     @_in_database_thread
     def _message_send(

@@ -305,6 +305,8 @@ class Conversation(models.Model):
         AgentProfile, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
     )
     archived = models.BooleanField(default=False)
+    # Pinned conversations head the sidebar, most recently pinned first; NULL when not pinned.
+    pinned_at = models.DateTimeField(null=True, blank=True)
     # The last seq handed out in this conversation's event log; bumped under a row lock.
     last_seq = models.PositiveBigIntegerField(default=0)
     created_at = models.DateTimeField(auto_now_add=True)

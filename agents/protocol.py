@@ -8,6 +8,7 @@ answers); this module only says what they look like.
 
 from __future__ import annotations
 
+import math
 from enum import StrEnum
 from typing import Any
 
@@ -32,7 +33,8 @@ class FrameType(StrEnum):
     RUN_FINISHED = "run.finished"
     RUN_FAILED = "run.failed"
     RUN_CANCELLED = "run.cancelled"
-    # Server → client, ephemeral (no ``seq``).
+    # Server → client, ephemeral (no ``seq``); the live text ones are built in agents/live.py.
+    THOUGHT_DELTA = "thought.delta"
     ANSWER_DELTA = "answer.delta"
     MEMORY_SUMMARIZED = "memory.summarized"
     ERROR = "error"
@@ -77,10 +79,14 @@ class RequestRefused(Exception):
     each in one place (``agents/consumers.py``, ``agents/api/exceptions.py``).
     """
 
-    def __init__(self, code: RefusalCode, message: str) -> None:
+    def __init__(
+        self, code: RefusalCode, message: str, *, retry_after: float | None = None
+    ) -> None:
         super().__init__(message)
         self.code = code
         self.message = message
+        # Seconds until the same request would be accepted, for refusals that pass with time.
+        self.retry_after = retry_after
 
 
 # Close code for anyone who may not open a conversation, including when it does not exist,
@@ -193,10 +199,18 @@ def memory_summarized_frame(summary: MemorySummary) -> dict[str, Any]:
     }
 
 
-def error_frame(code: RefusalCode, message: str, *, client_id: str | None = None) -> dict[str, Any]:
+def error_frame(
+    code: RefusalCode,
+    message: str,
+    *,
+    client_id: str | None = None,
+    retry_after: float | None = None,
+) -> dict[str, Any]:
     frame: dict[str, Any] = {"type": FrameType.ERROR, "code": code, "message": message}
     if client_id is not None:
         frame["client_id"] = client_id
+    if retry_after is not None:
+        frame["retry_after"] = math.ceil(retry_after)
     return frame
 
 

@@ -18,7 +18,7 @@ from agents.models import ToolConfig
 from agents.profile_snapshot import ProfileSnapshot, snapshot_model_config
 from agents.react.executor import AgentConfig, AgentExecutor
 from agents.react.prompt import PromptConfig
-from agents.react.types import ChatModel
+from agents.react.types import ChatModel, ThoughtDelta
 from agents.tools.registry import build_tools
 
 logger = logging.getLogger(__name__)
@@ -31,6 +31,8 @@ def build_executor(
     conversation: Any = None,
     should_cancel: Callable[[], bool] | None = None,
     on_answer_delta: Callable[[str], None] | None = None,
+    on_answer_reset: Callable[[], None] | None = None,
+    on_thought_delta: Callable[[ThoughtDelta], None] | None = None,
 ) -> AgentExecutor:
     """An ``AgentExecutor`` for the profile version ``snapshot``.
 
@@ -45,6 +47,8 @@ def build_executor(
         conversation=conversation,
         should_cancel=should_cancel,
         on_answer_delta=on_answer_delta,
+        on_answer_reset=on_answer_reset,
+        on_thought_delta=on_thought_delta,
         supports_tool_calling=snapshot_supports_tool_calling(snapshot),
     )
 
@@ -58,6 +62,8 @@ def executor_for(
     conversation: Any = None,
     should_cancel: Callable[[], bool] | None = None,
     on_answer_delta: Callable[[str], None] | None = None,
+    on_answer_reset: Callable[[], None] | None = None,
+    on_thought_delta: Callable[[ThoughtDelta], None] | None = None,
     supports_tool_calling: bool = False,
 ) -> AgentExecutor:
     """The executor for ``snapshot`` with the model and tool rows already chosen."""
@@ -68,6 +74,8 @@ def executor_for(
         config=agent_config(snapshot, supports_tool_calling=supports_tool_calling),
         should_cancel=should_cancel,
         on_answer_delta=on_answer_delta,
+        on_answer_reset=on_answer_reset,
+        on_thought_delta=on_thought_delta,
     )
 
 

@@ -8,7 +8,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from django.contrib.auth.models import AnonymousUser, User
-from django.db.models import Count, Q, QuerySet
+from django.db.models import Case, Count, Exists, F, OuterRef, Q, QuerySet, Subquery, Value, When
+from django.db.models.functions import Concat, Greatest, StrIndex, Substr, Upper
+from django.db.models.lookups import GreaterThan
 
 from agents.models import (
     AgentProfile,
@@ -22,17 +24,65 @@ from agents.models import (
     ToolConfig,
 )
 
+# The same statuses as agents.services.runs.ACTIVE_STATUSES; reads do not import services.
+_ACTIVE_RUN_STATUSES = (AgentRun.Status.QUEUED, AgentRun.Status.RUNNING)
+
 
 def conversation_list(
     *, user: User | AnonymousUser, q: str = "", archived: bool = False
 ) -> QuerySet[Conversation]:
-    """The user's conversations, most recently active first; ``q`` searches title and text."""
-    conversations = Conversation.objects.filter(owner_id=user.pk, archived=archived)
+    """The user's conversations: pinned first (latest pin on top), then most recently active.
+
+    Each row carries ``has_active_run``; with ``q`` (searched in title and text) each also
+    carries ``match_excerpt``, a window of its newest matching message around the match
+    (None when only the title matched). Both are subqueries, so a page costs one query.
+    """
+    conversations = Conversation.objects.filter(owner_id=user.pk, archived=archived).annotate(
+        has_active_run=Exists(
+            AgentRun.objects.filter(
+                conversation=OuterRef("pk"),
+                status__in=_ACTIVE_RUN_STATUSES,
+            )
+        )
+    )
     q = q.strip()
     if q:
-        matching_messages = Message.objects.filter(content__icontains=q).values("conversation_id")
-        conversations = conversations.filter(Q(title__icontains=q) | Q(pk__in=matching_messages))
-    return conversations.select_related("profile").order_by("-updated_at", "-pk")
+        matching_messages = Message.objects.filter(content__icontains=q)
+        conversations = conversations.filter(
+            Q(title__icontains=q) | Q(pk__in=matching_messages.values("conversation_id"))
+        ).annotate(match_excerpt=_match_excerpt(matching_messages, q))
+    return conversations.select_related("profile").order_by(
+        F("pinned_at").desc(nulls_last=True), "-updated_at", "-pk"
+    )
+
+
+# Characters of context kept before a match; the excerpt is long enough for any snippet.
+_EXCERPT_BEFORE = 80
+_EXCERPT_CHARS = 400
+
+
+def _match_excerpt(messages: QuerySet[Message], q: str) -> Subquery:
+    """The newest matching message of the outer conversation, cut around the match in SQL
+    (UPPER on both sides, as ``icontains`` does) so a long answer never leaves the database."""
+    position = StrIndex(Upper("content"), Upper(Value(q)))
+    start = Greatest(position - _EXCERPT_BEFORE, Value(1))
+    return Subquery(
+        messages.filter(conversation=OuterRef("pk"))
+        .order_by("-id")
+        .annotate(
+            excerpt=Concat(
+                Case(When(GreaterThan(start, 1), then=Value("…")), default=Value("")),
+                Substr("content", start, _EXCERPT_CHARS + len(q)),
+            )
+        )
+        .values("excerpt")[:1]
+    )
+
+
+def conversation_has_active_run(*, conversation: Conversation) -> bool:
+    return AgentRun.objects.filter(
+        conversation=conversation, status__in=_ACTIVE_RUN_STATUSES
+    ).exists()
 
 
 def conversation_get(*, user: User | AnonymousUser, conversation_id: int) -> Conversation | None:

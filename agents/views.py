@@ -124,6 +124,9 @@ def _conversation_item(conversation: Conversation) -> dict[str, Any]:
         "untitled": not conversation.title,
         "updated_at": conversation.updated_at.isoformat(),
         "archived": conversation.archived,
+        "pinned": conversation.pinned_at is not None,
+        # Annotated on the sidebar's list (agents/selectors.py); the open one's thread knows.
+        "has_active_run": bool(getattr(conversation, "has_active_run", False)),
     }
 
 
@@ -180,7 +183,7 @@ def _render_chat(
     if conversation is not None:
         stored = selectors.events_after(conversation=conversation, after_seq=0)
         frames = [event_frame(event) for event in stored]
-    profiles = list(selectors.profiles_for_user(user=request.user))
+    profiles = list(selectors.profiles_for_user(user=request.user).select_related("model_config"))
     profile = _profile_for_page(conversation, profiles)
     state = {
         "conversation": _conversation_item(conversation) if conversation else None,
@@ -200,13 +203,15 @@ def _render_chat(
         ],
         "urls": _conversation_urls(conversation) if conversation else {},
         "resume_after_silent_ms": round(settings.CHAT_RESUME_AFTER_SILENT_SECONDS * 1000),
+        "max_message_chars": max_message_chars(),
+        # The demo banner follows the agent picker (static/js/chat.js).
+        "demo_profiles": [p.slug for p in profiles if is_demo_model(p.model_config)],
     }
     context = {
         "conversation": conversation,
         "profiles": profiles,
         "selected_profile": profile,
         "demo_model": is_demo_model(profile.model_config if profile else None),
-        "max_message_chars": max_message_chars(),
         "public_shares": settings.CHAT_PUBLIC_SHARES,
         "draft": draft,
         "error": error,

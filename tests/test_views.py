@@ -256,9 +256,12 @@ def test_the_demo_banner_shows_when_no_model_is_configured(signed_in, settings):
     settings.OPENAI_BASE_URL = ""
     settings.OPENAI_API_KEY = ""
     AgentProfile.objects.filter(is_default=True).update(model_config=None)
-    html = signed_in.get(reverse("chat")).content.decode()
-    assert 'id="demo-banner"' in html
+    response = signed_in.get(reverse("chat"))
+    html = response.content.decode()
+    assert 'id="demo-banner" role="note">' in html  # shown, not hidden
     assert "demo model" in html.lower()
+    # The page's script keeps it in step with the agent picker.
+    assert response.context["state"]["demo_profiles"] == ["assistant"]
 
 
 def test_no_demo_banner_when_the_profile_has_a_real_model(signed_in, settings):
@@ -267,7 +270,10 @@ def test_no_demo_banner_when_the_profile_has_a_real_model(signed_in, settings):
         name="real", base_url="http://127.0.0.1:9/v1", model="some-model"
     )
     AgentProfile.objects.filter(is_default=True).update(model_config=real)
-    assert 'id="demo-banner"' not in signed_in.get(reverse("chat")).content.decode()
+    response = signed_in.get(reverse("chat"))
+    # There for the agent picker to show, hidden for this profile.
+    assert 'id="demo-banner" role="note" hidden>' in response.content.decode()
+    assert response.context["state"]["demo_profiles"] == []
 
 
 # --------------------------------------------------------------------------------------

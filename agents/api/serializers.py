@@ -8,6 +8,7 @@ from __future__ import annotations
 from django.urls import reverse
 from rest_framework import serializers
 
+from agents import selectors
 from agents.models import (
     AgentProfile,
     AgentRun,
@@ -17,6 +18,7 @@ from agents.models import (
     Message,
 )
 from agents.protocol import CLIENT_ID_MAX_CHARS
+from agents.snippets import snippet_segments
 
 
 class MessageSerializer(serializers.ModelSerializer):
@@ -58,10 +60,41 @@ class ConversationSerializer(serializers.ModelSerializer):
         slug_field="slug", read_only=True
     )
 
+    pinned = serializers.SerializerMethodField()
+    has_active_run = serializers.SerializerMethodField()
+    snippet = serializers.SerializerMethodField()
+
     class Meta:
         model = Conversation
-        fields = ["id", "title", "profile", "archived", "last_seq", "created_at", "updated_at"]
+        fields = [
+            "id",
+            "title",
+            "profile",
+            "archived",
+            "pinned",
+            "pinned_at",
+            "has_active_run",
+            "snippet",
+            "last_seq",
+            "created_at",
+            "updated_at",
+        ]
         read_only_fields = fields
+
+    def get_pinned(self, conversation: Conversation) -> bool:
+        return conversation.pinned_at is not None
+
+    def get_has_active_run(self, conversation: Conversation) -> bool:
+        # The list annotates it (one query per page); a single conversation asks once.
+        annotated = getattr(conversation, "has_active_run", None)
+        if annotated is not None:
+            return bool(annotated)
+        return selectors.conversation_has_active_run(conversation=conversation)
+
+    def get_snippet(self, conversation: Conversation) -> list[dict[str, object]] | None:
+        """Search results only: where the newest matching message matched, as segments."""
+        query = self.context.get("q", "")
+        return snippet_segments(getattr(conversation, "match_excerpt", None), query)
 
 
 class ProfileSerializer(serializers.ModelSerializer):

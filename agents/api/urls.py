@@ -29,6 +29,11 @@ urlpatterns = [
         name="conversation-compact",
     ),
     path(
+        "conversations/<int:conversation_id>/pin/",
+        views.ConversationPinView.as_view(),
+        name="conversation-pin",
+    ),
+    path(
         "conversations/<int:conversation_id>/export/",
         views.ConversationExportView.as_view(),
         name="conversation-export",

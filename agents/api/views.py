@@ -29,8 +29,10 @@ from agents.services.conversations import (
     SendResult,
     conversation_create,
     conversation_delete,
+    conversation_pin,
     conversation_rename,
     conversation_set_archived,
+    conversation_unpin,
     message_edit_resend,
     message_send,
     run_cancel,
@@ -106,7 +108,10 @@ class ConversationCollectionView(ApiView):
 
     def get(self, request: Request) -> Response:
         page = self.paginate_queryset(self.get_queryset())
-        return self.get_paginated_response(api.ConversationSerializer(page, many=True).data)
+        context = {"q": request.query_params.get("q", "")}
+        return self.get_paginated_response(
+            api.ConversationSerializer(page, many=True, context=context).data
+        )
 
     def post(self, request: Request) -> Response:
         data = self.input(api.ConversationCreateInput)
@@ -144,6 +149,18 @@ class ConversationItemView(ApiView):
     def delete(self, request: Request, conversation_id: int) -> Response:
         conversation_delete(conversation=self.conversation_or_404(conversation_id))
         return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+class ConversationPinView(ApiView):
+    """POST pins, DELETE unpins; both answer the conversation and are safe to repeat."""
+
+    def post(self, request: Request, conversation_id: int) -> Response:
+        conversation = conversation_pin(conversation=self.conversation_or_404(conversation_id))
+        return Response(api.ConversationSerializer(conversation).data)
+
+    def delete(self, request: Request, conversation_id: int) -> Response:
+        conversation = conversation_unpin(conversation=self.conversation_or_404(conversation_id))
+        return Response(api.ConversationSerializer(conversation).data)
 
 
 class ConversationExportView(ApiView):

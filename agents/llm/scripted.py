@@ -52,6 +52,19 @@ class ScriptedToolCall:
     id: str = ""
 
 
+@dataclass(frozen=True, eq=False)
+class Pause:
+    """Holds a streamed reply once ``after_chars`` characters of its text are sent, until the
+    test opens it: the test knows what the client has been sent, and when (``reached``)."""
+
+    after_chars: int
+    reached: threading.Event = field(default_factory=threading.Event)
+    opened: threading.Event = field(default_factory=threading.Event)
+
+    def open(self) -> None:
+        self.opened.set()
+
+
 @dataclass(frozen=True)
 class Reply:
     """One successful completion.
@@ -59,7 +72,7 @@ class Reply:
     ``ignore_stop`` makes the server send the whole text even past a requested stop sequence,
     like servers that ignore ``stop``. ``usage=False`` leaves usage out of the response.
     ``delay`` waits before the first byte of the body; ``chunk_interval`` waits between
-    streamed chunks of ``chunk_size`` characters.
+    streamed chunks of ``chunk_size`` characters; ``pause`` stops the stream part-way.
     """
 
     text: str = ""
@@ -70,6 +83,7 @@ class Reply:
     delay: float = 0.0
     chunk_size: int = 8
     chunk_interval: float = 0.0
+    pause: Pause | None = None
 
     def __post_init__(self) -> None:
         if self.chunk_size < 1:
@@ -407,7 +421,9 @@ def _stream_chunks(
         }
 
     yield chunk({"role": "assistant", "content": ""})
-    for piece in _pieces(text, reply.chunk_size):
+    # A pause falls between two chunks, so the client has exactly the text before it.
+    cut = min(reply.pause.after_chars, len(text)) if reply.pause is not None else len(text)
+    for piece in [*_pieces(text[:cut], reply.chunk_size), *_pieces(text[cut:], reply.chunk_size)]:
         yield chunk({"content": piece})
     for index, call in enumerate(reply.tool_calls):
         yield chunk(
@@ -564,13 +580,26 @@ class _Handler(BaseHTTPRequestHandler):
         self._start_chunked(200, "text/event-stream")
         if self.scripted._wait(reply.delay):
             return
+        sent_chars = 0
         try:
             for number, chunk in enumerate(
                 _stream_chunks(reply, body, text, finish_reason, completion_id)
             ):
                 if number and self.scripted._wait(reply.chunk_interval):
                     return
+                pause = reply.pause
+                if (
+                    pause is not None
+                    and sent_chars >= pause.after_chars
+                    and not pause.opened.is_set()
+                ):
+                    pause.reached.set()
+                    while not pause.opened.wait(0.05):
+                        if self.scripted._wait(0):
+                            return
                 self._write_chunk(b"data: " + json.dumps(chunk).encode() + b"\n\n")
+                for choice in chunk.get("choices") or ():
+                    sent_chars += len((choice.get("delta") or {}).get("content") or "")
             self._write_chunk(b"data: [DONE]\n\n")
             self._write_chunk(b"")
         except (BrokenPipeError, ConnectionResetError):

@@ -66,8 +66,24 @@ def conversation_rename(*, conversation: Conversation, title: str) -> Conversati
 
 
 def conversation_set_archived(*, conversation: Conversation, archived: bool) -> Conversation:
+    # Not activity: ``updated_at`` stays, so an undone archive returns to its date bucket.
     conversation.archived = archived
-    conversation.save(update_fields=["archived", "updated_at"])
+    conversation.save(update_fields=["archived"])
+    return conversation
+
+
+def conversation_pin(*, conversation: Conversation) -> Conversation:
+    """Pin a conversation to the top of the sidebar; pinning it again keeps its place."""
+    if conversation.pinned_at is None:
+        conversation.pinned_at = timezone.now()
+        conversation.save(update_fields=["pinned_at"])
+    return conversation
+
+
+def conversation_unpin(*, conversation: Conversation) -> Conversation:
+    if conversation.pinned_at is not None:
+        conversation.pinned_at = None
+        conversation.save(update_fields=["pinned_at"])
     return conversation
 
 
@@ -243,9 +259,12 @@ def _quota_refusal() -> RequestRefused:
 def _count_send_against_rate_limit(user: User) -> None:
     """A sliding one-minute window per user, shared by every door (agents/ratelimit.py)."""
     limit = settings.CHAT_SENDS_PER_MINUTE
-    if not rate_limit_hit(action="send", user_id=user.pk, limit=limit).allowed:
+    decision = rate_limit_hit(action="send", user_id=user.pk, limit=limit)
+    if not decision.allowed:
         raise RequestRefused(
-            RefusalCode.RATE_LIMITED, f"At most {limit} messages a minute; try again soon."
+            RefusalCode.RATE_LIMITED,
+            f"At most {limit} messages a minute; try again soon.",
+            retry_after=decision.retry_after,
         )
 
 

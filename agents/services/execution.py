@@ -35,9 +35,9 @@ from django.core.exceptions import ObjectDoesNotExist
 from django.db import close_old_connections, connection
 
 from agents import events
+from agents.live import LiveText
 from agents.llm.errors import public_failure_message
 from agents.models import AgentRun
-from agents.protocol import answer_delta_frame
 from agents.react.errors import AgentError, ModelError, RunCancelled
 from agents.react.types import FinalAnswerStep, ModelCallRecord, Step, ThoughtStep
 from agents.services.runs import (
@@ -181,10 +181,15 @@ def _execute(run: AgentRun, watch: _Watch, me: str) -> None:
         before_message=run.trigger_message,
     )
     answer_so_far: list[str] = []
+    live_text = LiveText(conversation_id=conversation.pk, run_id=run.pk, attempt=run.attempts)
 
     def on_answer_delta(text: str) -> None:
         answer_so_far.append(text)
-        events.publish_ephemeral(conversation.pk, answer_delta_frame(run_id=run.pk, text=text))
+        live_text.answer_delta(text)
+
+    def on_answer_reset() -> None:
+        answer_so_far.clear()  # it was a thought after all (native mode)
+        live_text.answer_reset()
 
     executor = build_executor(
         snapshot=snapshot,
@@ -192,6 +197,8 @@ def _execute(run: AgentRun, watch: _Watch, me: str) -> None:
         conversation=conversation,
         should_cancel=watch.should_cancel,
         on_answer_delta=on_answer_delta,
+        on_answer_reset=on_answer_reset,
+        on_thought_delta=live_text.thought_delta,
     )
     steps = executor.run(
         run.trigger_message.content,
@@ -207,7 +214,7 @@ def _execute(run: AgentRun, watch: _Watch, me: str) -> None:
     # is stored (and shown) before the engine goes on.
     pending: list[Step] = []
     try:
-        for step in steps:
+        for step in live_text.track(steps):
             if watch.lost:
                 return  # another worker took the run over; it writes from here on
             if isinstance(step, ModelCallRecord | ThoughtStep):

@@ -19,16 +19,50 @@ const profileSelect = document.getElementById("profile-select");
 const notice = document.getElementById("notice");
 const connectionStatus = document.getElementById("connection-status");
 const titleHeading = document.getElementById("conversation-title");
+const charCount = document.getElementById("char-count");
+const demoBanner = document.getElementById("demo-banner");
+const maxChars = state.max_message_chars;
+// Other tabs of this browser hear about deletions at once (a stale sidebar, a dead chat).
+const tabs = "BroadcastChannel" in window ? new BroadcastChannel("chatsite") : null;
 
+// ------------------------------------------------------------------ notices
+//
+// One line above the composer. An error stays until it is dismissed or the next send; an
+// information fades after a while; a wait ("try again in 40 s") counts down and goes when
+// the time is up.
+
+const noticeText = document.getElementById("notice-text");
+const noticeClose = document.getElementById("notice-close");
 let noticeTimer = null;
-function showNotice(text) {
-  notice.textContent = text;
+function showNotice(text, { kind = "error", retryAfter = null } = {}) {
+  window.clearInterval(noticeTimer);
+  noticeTimer = null;
+  notice.classList.toggle("info", kind === "info");
+  noticeText.setAttribute("role", kind === "info" ? "status" : "alert");
   notice.hidden = false;
-  window.clearTimeout(noticeTimer);
-  noticeTimer = window.setTimeout(() => {
-    notice.hidden = true;
-  }, 8000);
+  if (retryAfter > 0) {
+    const until = Date.now() + retryAfter * 1000;
+    const tick = () => {
+      const left = Math.ceil((until - Date.now()) / 1000);
+      if (left <= 0) {
+        hideNotice();
+        return;
+      }
+      noticeText.textContent = `${text} You can send again in ${left} s.`;
+    };
+    tick();
+    noticeTimer = window.setInterval(tick, 1000);
+    return;
+  }
+  noticeText.textContent = text;
+  if (kind === "info") noticeTimer = window.setInterval(hideNotice, 8000);
 }
+function hideNotice() {
+  window.clearInterval(noticeTimer);
+  noticeTimer = null;
+  notice.hidden = true;
+}
+noticeClose.addEventListener("click", hideNotice);
 
 // ------------------------------------------------------------------ sidebar and drawer
 
@@ -38,6 +72,20 @@ const sidebar = new Sidebar({
   status: document.getElementById("search-status"),
   currentId: conversation ? conversation.id : null,
   conversations: state.conversations || [],
+  toast: document.getElementById("sidebar-toast"),
+});
+document.addEventListener("sidebar:renamed", (event) => {
+  if (!conversation || String(event.detail.id) !== String(conversation.id)) return;
+  titleHeading.textContent = event.detail.title;
+  document.title = `${event.detail.title} · chatsite`;
+});
+
+tabs?.addEventListener("message", (event) => {
+  if (event.data?.type === "conversation.deleted") sidebar.remove(event.data.id);
+});
+// Deleted elsewhere (another device): the list is read again when the page is looked at.
+document.addEventListener("visibilitychange", () => {
+  if (document.visibilityState === "visible") sidebar.refresh();
 });
 
 const drawer = document.getElementById("sidebar");
@@ -98,7 +146,46 @@ function autosize() {
   input.style.height = "auto";
   input.style.height = `${Math.min(input.scrollHeight, window.innerHeight * 0.4)}px`;
 }
-input.addEventListener("input", autosize);
+input.addEventListener("input", () => {
+  autosize();
+  updateCharCount();
+});
+
+// The server refuses a message over the limit (too_long); say so while typing, and refuse
+// before sending, leaving the text where it is. Counted as the server counts: characters
+// (code points), not UTF-16 units.
+function messageLength(text) {
+  let count = 0;
+  for (const _ of text) count += 1;
+  return count;
+}
+function updateCharCount() {
+  const length = messageLength(input.value.trim());
+  const near = length >= maxChars * 0.9;
+  charCount.hidden = !near;
+  charCount.textContent = `${length.toLocaleString()} / ${maxChars.toLocaleString()}`;
+  charCount.classList.toggle("over", length > maxChars);
+}
+function tooLong(content) {
+  const length = messageLength(content);
+  if (length <= maxChars) return false;
+  showNotice(
+    `Your message is ${length.toLocaleString()} characters; the limit is ` +
+      `${maxChars.toLocaleString()}. Shorten it, then send it again.`,
+  );
+  input.focus();
+  return true;
+}
+updateCharCount();
+
+// The demo banner follows the agent picker: only a profile without a real model endpoint
+// is answered by the offline stand-in.
+function updateDemoBanner() {
+  if (!demoBanner || !profileSelect) return;
+  demoBanner.hidden = !(state.demo_profiles || []).includes(profileSelect.value);
+}
+profileSelect?.addEventListener("change", updateDemoBanner);
+updateDemoBanner();
 input.addEventListener("keydown", (event) => {
   if (event.key === "Enter" && !event.shiftKey && !event.isComposing) {
     event.preventDefault();
@@ -114,8 +201,17 @@ if (!conversation) {
   // The form posts to /c/new/, which creates the conversation, sends the first message and
   // redirects to it. Only guard against a double submit and empty text.
   composer.addEventListener("submit", (event) => {
-    if (!input.value.trim()) {
+    const content = input.value.trim();
+    if (!content || tooLong(content)) {
       event.preventDefault();
+      return;
+    }
+    if (content === "/compact") {
+      // A command, not a question: there is nothing to summarise before the first message.
+      event.preventDefault();
+      showNotice("Nothing to summarise yet: /compact folds earlier turns of a chat.", {
+        kind: "info",
+      });
       return;
     }
     sendButton.disabled = true;
@@ -167,13 +263,16 @@ function startConversation() {
     if (frame.type === "pong") return;
     lastFrameAt = Date.now();
     if (frame.type === "error") {
+      if (frame.code === "not_found" && !frame.client_id) {
+        conversationGone();
+        return;
+      }
       // Refusals of a send name its client_id (docs/protocol.md).
       const returned = frame.client_id ? thread.dropPending(frame.client_id) : null;
-      if (returned && !input.value) {
-        input.value = returned;
-        autosize();
-      }
-      showNotice(frame.message || "The server could not do that.");
+      giveBack(returned);
+      showNotice(frame.message || "The server could not do that.", {
+        retryAfter: Number(frame.retry_after) || null,
+      });
       return;
     }
     thread.apply(frame);
@@ -194,12 +293,46 @@ function startConversation() {
     }
   }
 
+  // Text the server did not take goes back into the box, unless the user typed anew.
+  function giveBack(text) {
+    if (!text) return;
+    if (!input.value) input.value = text;
+    autosize();
+    updateCharCount();
+  }
+
+  // The conversation was deleted (here, in another tab, or on another device): nothing can
+  // be sent to it any more. Unsent messages go back into the box.
+  let gone = false;
+  function conversationGone() {
+    if (gone) return;
+    gone = true;
+    socket?.close();
+    for (const text of thread.dropAllPending()) giveBack(text);
+    sidebar.remove(conversation.id);
+    connectionStatus.textContent = "This conversation was deleted.";
+    connectionStatus.classList.add("reconnecting");
+    showNotice("This conversation was deleted. Start a new chat to ask again.");
+    sendButton.disabled = true;
+    stopButton.hidden = true;
+  }
+  tabs?.addEventListener("message", (event) => {
+    if (event.data?.type === "conversation.deleted" && event.data.id === conversation.id) {
+      conversationGone();
+    }
+  });
+
   const statusText = {
     open: "",
     reconnecting: "Reconnecting…",
     refused: "This conversation is not available.",
+    "signed-out": "You have signed out. Sign in again to go on.",
   };
   function onStatus(status) {
+    if (status === "refused") {
+      conversationGone();
+      return;
+    }
     connectionStatus.textContent = statusText[status] ?? "";
     connectionStatus.classList.toggle("reconnecting", status !== "open");
   }
@@ -238,7 +371,7 @@ function startConversation() {
   async function compact() {
     try {
       const result = await api("POST", urls.compact);
-      showNotice(result.message);
+      showNotice(result.message, { kind: "info" });
     } catch (error) {
       showNotice(`Could not summarise: ${error.message}`);
     }
@@ -251,7 +384,8 @@ function startConversation() {
   composer.addEventListener("submit", (event) => {
     event.preventDefault();
     const content = input.value.trim();
-    if (!content) return;
+    if (!content || gone) return;
+    if (tooLong(content)) return;
     if (content === "/compact") {
       input.value = "";
       autosize();
@@ -268,11 +402,14 @@ function startConversation() {
     });
     input.value = "";
     autosize();
+    updateCharCount();
+    if (!noticeTimer) hideNotice(); // an error was about an earlier send
     sidebar.touch(conversation.id, { updated_at: new Date().toISOString() });
   });
 
   stopButton.addEventListener("click", () => {
     for (const runId of thread.activeRunIds()) {
+      thread.markStopping(runId);
       // Over the socket when it is up; otherwise the API, so Stop never waits on a reconnect.
       if (!socket.rawSend({ type: "run.cancel", run_id: runId })) {
         api("POST", urls.cancel_run.replace("/0/", `/${runId}/`)).catch((error) => {
@@ -343,6 +480,7 @@ function setUpConversationActions(urls) {
     event.preventDefault();
     try {
       await api("DELETE", urls.conversation);
+      tabs?.postMessage({ type: "conversation.deleted", id: conversation.id });
       window.location.assign("/");
     } catch (error) {
       deleteDialog.close();

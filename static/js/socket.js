@@ -10,8 +10,13 @@ const PING_EVERY_MS = 20000;
 const PONG_WITHIN_MS = 10000;
 const BACKOFF_FIRST_MS = 500;
 const BACKOFF_MAX_MS = 15000;
-// Close codes that mean "you may not have this conversation": retrying will not help.
-const FINAL_CLOSE_CODES = new Set([4401, 4403, 4404]);
+// Close codes after which retrying will not help (docs/protocol.md): this user may not have
+// this conversation (or it was deleted), or the sign-in that opened the socket ended. The
+// server's other codes (4408, 4429) mean "reconnect later", like a drop.
+const FINAL_CLOSE_CODES = new Map([
+  [4404, "refused"],
+  [4401, "signed-out"],
+]);
 
 export class ConversationSocket {
   constructor({ conversationId, afterSeq, onFrame, onStatus }) {
@@ -61,7 +66,7 @@ export class ConversationSocket {
       this.forget(ws);
       if (FINAL_CLOSE_CODES.has(event.code)) {
         this.closedForGood = true;
-        this.onStatus("refused");
+        this.onStatus(FINAL_CLOSE_CODES.get(event.code));
         return;
       }
       this.scheduleReconnect();

@@ -3,11 +3,17 @@
 // The page's stored events and the live socket go through the same `apply`, so a reload,
 // a reconnect and a second tab all end up with the same picture. Every stored frame has a
 // `seq`; one we have already applied is dropped. Model and tool text only ever reaches the
-// page as textContent; the one HTML we insert is the server-sanitised `html` of a finished
-// answer (agents/rendering.py).
+// page as textContent, except answers: a finished one is the server-sanitised `html`
+// (agents/rendering.py), one still streaming is rendered and sanitised the same way here
+// (markdown.js).
+//
+// The words the model is writing arrive as `thought.delta` / `answer.delta` frames with a
+// segment and an offset (docs/protocol.md, "Live text"): a thought shows as a step being
+// written and is replaced by the stored step when it lands.
 
 import { decorateAnswer } from "./answer_tools.js";
 import { el } from "./dom.js";
+import { decorateCode, renderMarkdown } from "./markdown.js";
 
 const LIMIT_NOTES = {
   max_iterations: "The agent reached its step limit before it was done; the answer is its best effort so far.",
@@ -25,6 +31,16 @@ function formatDuration(ms) {
   if (ms < 60000) return `${(ms / 1000).toFixed(1)} s`;
   const minutes = Math.floor(ms / 60000);
   return `${minutes} min ${Math.round((ms % 60000) / 1000)} s`;
+}
+
+// Live text by offset: the new text, or null when the frame brings nothing new.
+function splice(live, p) {
+  const text = typeof p.text === "string" ? p.text : "";
+  const offset = Number(p.offset) || 0;
+  if (!live || live.segment !== p.segment) return { segment: p.segment, start: offset, text };
+  const have = live.start + live.text.length;
+  if (offset > have || offset + text.length <= have) return null;
+  return { ...live, text: live.text + text.slice(have - offset) };
 }
 
 function formatToolInput(input) {
@@ -82,6 +98,9 @@ export class Thread {
       case "step":
         this.stepAdded(p);
         break;
+      case "thought.delta":
+        this.thoughtDelta(p);
+        break;
       case "answer.delta":
         this.answerDelta(p);
         break;
@@ -134,6 +153,11 @@ export class Thread {
     this.pending.delete(clientId);
     entry.element.remove();
     return entry.content;
+  }
+
+  // Every unsent message (the conversation is gone): their bubbles go, their texts return.
+  dropAllPending() {
+    return [...this.pending.keys()].map((clientId) => this.dropPending(clientId));
   }
 
   messageCreated(p) {
@@ -221,6 +245,11 @@ export class Thread {
     cancel.addEventListener("click", close);
     form.addEventListener("keydown", (event) => {
       if (event.key === "Escape") close();
+      // Like the composer: Enter sends, Shift+Enter adds a line.
+      if (event.key === "Enter" && !event.shiftKey && !event.isComposing) {
+        event.preventDefault();
+        form.requestSubmit();
+      }
     });
     form.addEventListener("submit", async (event) => {
       event.preventDefault();
@@ -273,9 +302,13 @@ export class Thread {
       answer,
       footer,
       stepCount: 0,
+      liveThought: null, // {segment, start, text, item} while the model writes a thought
+      liveAnswer: null, // {segment, start, text} while it writes the answer
+      renderQueued: false,
       deltaText: "",
       finished: false,
       status: "queued",
+      stopping: false,
       userToggled: false,
     };
     summary.addEventListener("click", () => {
@@ -292,6 +325,11 @@ export class Thread {
     if (!run || run.finished) return;
     run.status = "running";
     if (p.attempt > 1) {
+      // What an interrupted attempt was writing will be written again.
+      this.dropLiveThought(run);
+      run.liveAnswer = null;
+      run.deltaText = "";
+      run.answer.replaceChildren();
       run.list.append(
         el("li", {
           className: "step note",
@@ -306,8 +344,13 @@ export class Thread {
     const n = run.stepCount;
     const count = `${n} step${n === 1 ? "" : "s"}`;
     if (!run.finished) {
-      run.summaryText.textContent =
-        run.status === "queued" && n === 0 ? "Waiting for the agent…" : `Working… ${count}`;
+      const done = n ? ` · ${count}` : "";
+      let title = `Working…${done}`;
+      if (run.stopping) title = "Stopping…";
+      else if (run.liveAnswer) title = `Writing the answer…${done}`;
+      else if (run.liveThought) title = `Thinking…${done}`;
+      else if (run.status === "queued" && n === 0) title = "Waiting for the agent…";
+      run.summaryText.textContent = title;
     } else {
       run.summaryText.textContent = n ? `${count}` : "No steps";
     }
@@ -319,6 +362,9 @@ export class Thread {
     const item = this.stepItem(p);
     if (!item) return;
     if (typeof p.seq === "number") item.dataset.seq = p.seq;
+    // The stored step replaces the thought that was being written (and any step ends it).
+    if (p.kind === "thought" && run.liveThought) run.liveThought.item.replaceWith(item);
+    this.dropLiveThought(run);
     // The engine reports a failed tool twice: an error step for the record, then the same
     // text as the observation the model reads. Show it once: the observation, marked with
     // the error's code.
@@ -328,7 +374,7 @@ export class Thread {
       previous.remove();
       run.stepCount -= 1;
     }
-    run.list.append(item);
+    if (!item.isConnected) run.list.append(item);
     run.stepCount += 1;
     if (run.status === "queued") run.status = "running";
     this.updateStepsTitle(run);
@@ -382,21 +428,82 @@ export class Thread {
     }
   }
 
+  thoughtDelta(p) {
+    const run = this.ensureRun(p.run_id);
+    if (!run || run.finished) return;
+    const next = splice(run.liveThought, p);
+    if (!next) return;
+    if (!run.liveThought || run.liveThought.segment !== next.segment) {
+      this.dropLiveThought(run);
+      const text = el("span", { className: "step-text" });
+      next.item = el(
+        "li",
+        { className: "step thought live", attrs: { "aria-busy": "true" } },
+        el("span", { className: "step-label", text: "Thought" }),
+        text,
+      );
+      run.list.append(next.item);
+      run.details.hidden = false;
+      if (!run.userToggled) run.details.open = true;
+    }
+    next.item.querySelector(".step-text").textContent = next.text;
+    run.liveThought = next;
+    if (run.status === "queued") run.status = "running";
+    this.updateStepsTitle(run);
+  }
+
+  dropLiveThought(run) {
+    if (!run.liveThought) return;
+    if (run.liveThought.item.isConnected && run.liveThought.item.parentNode === run.list) {
+      run.liveThought.item.remove();
+    }
+    run.liveThought = null;
+  }
+
   answerDelta(p) {
     const run = this.ensureRun(p.run_id);
     if (!run || run.finished) return;
-    run.deltaText += p.text || "";
-    this.setAnswerText(run, run.deltaText);
+    const next = splice(run.liveAnswer, p);
+    if (!next) return;
+    // An empty text of a new segment takes back what was shown: it was not the answer.
+    run.liveAnswer = next.text ? next : null;
+    run.deltaText = next.text;
+    this.setAnswerText(run, next.text);
+    this.updateStepsTitle(run);
   }
 
+  // The answer so far, as Markdown. Rendering waits for the next frame, so a burst of
+  // deltas costs one render.
   setAnswerText(run, text) {
     run.answer.classList.add("streaming");
-    run.answer.textContent = text;
+    run.pendingAnswer = text;
+    if (run.renderQueued) return;
+    run.renderQueued = true;
+    window.requestAnimationFrame(() => {
+      run.renderQueued = false;
+      if (run.finished) return;
+      const wasNearBottom = this.nearBottom();
+      run.answer.classList.toggle("streaming", Boolean(run.pendingAnswer));
+      run.answer.replaceChildren(renderMarkdown(run.pendingAnswer));
+      decorateCode(run.answer);
+      if (wasNearBottom) this.scrollToEnd();
+    });
+  }
+
+  // Stop was pressed: say so at once; run.cancelled says when it is done.
+  markStopping(runId) {
+    const run = this.runs.get(runId);
+    if (!run || run.finished) return;
+    run.stopping = true;
+    this.updateStepsTitle(run);
   }
 
   finish(run, status) {
     run.finished = true;
     run.status = status;
+    run.stopping = false;
+    this.dropLiveThought(run);
+    run.liveAnswer = null;
     run.spinner.remove();
     run.answer.classList.remove("streaming");
     run.answer.setAttribute("aria-busy", "false");
@@ -421,7 +528,7 @@ export class Thread {
     if (typeof message.html === "string") {
       // Sanitised on the server by agents/rendering.py; model text is never parsed here.
       run.answer.innerHTML = message.html;
-      this.addCopyButtons(run.answer);
+      decorateCode(run.answer);
     } else {
       run.answer.textContent = message.content || run.deltaText;
     }
@@ -468,35 +575,13 @@ export class Thread {
     if (p.message && typeof p.message.html === "string") {
       // Sanitised on the server, like a finished answer.
       run.answer.innerHTML = p.message.html;
+      decorateCode(run.answer);
     } else if (partial) {
       run.answer.append(el("p", { className: "step-text", text: partial }));
     }
     run.answer.append(
-      el("p", { className: "run-status cancelled", text: "Stopped before it finished." }),
+      el("p", { className: "run-status cancelled", attrs: { role: "status" }, text: "Stopped" }),
     );
-  }
-
-  addCopyButtons(container) {
-    for (const pre of container.querySelectorAll("pre")) {
-      const button = el("button", {
-        className: "copy-code",
-        text: "Copy",
-        attrs: { type: "button", "aria-label": "Copy the code" },
-      });
-      button.addEventListener("click", async () => {
-        const code = pre.querySelector("code") || pre;
-        try {
-          await navigator.clipboard.writeText(code.textContent);
-          button.textContent = "Copied";
-        } catch {
-          button.textContent = "Select and copy";
-        }
-        window.setTimeout(() => {
-          button.textContent = "Copy";
-        }, 1500);
-      });
-      pre.append(button);
-    }
   }
 
   // ---------------------------------------------------------------- the rest

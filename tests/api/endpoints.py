@@ -50,6 +50,8 @@ def conversation_endpoints(*, conversation_id: int) -> list[Endpoint]:
         Endpoint("GET", f"{conversation}share/"),
         Endpoint("POST", f"{conversation}share/"),
         Endpoint("DELETE", f"{conversation}share/"),
+        Endpoint("POST", f"{conversation}pin/"),
+        Endpoint("DELETE", f"{conversation}pin/"),
         Endpoint("DELETE", conversation),
         Endpoint("POST", f"{conversation}messages/", {"content": "hello", "client_id": "x1"}),
         Endpoint("POST", f"{conversation}regenerate/"),

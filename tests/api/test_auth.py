@@ -46,7 +46,7 @@ def test_every_state_changing_endpoint_needs_the_csrf_token(user, all_endpoints)
     browser.force_login(user)
     before = snapshot()
     changing = [endpoint for endpoint in all_endpoints if endpoint.changes_state]
-    assert len(changing) == 12
+    assert len(changing) == 14
     for endpoint in changing:
         response = endpoint.call(browser)
         assert response.status_code == 403, endpoint

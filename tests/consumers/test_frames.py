@@ -237,6 +237,9 @@ def test_rate_limit_refusal_is_an_error_frame(user, settings, minute_turn_clock)
     assert refused["type"] == "error"
     assert refused["code"] == "rate_limited"
     assert refused["client_id"] == "2"
+    # When the window lets the next send through, in whole seconds, for the page's countdown.
+    assert isinstance(refused["retry_after"], int)
+    assert 1 <= refused["retry_after"] <= 60
     assert not second.messages.exists()
 
 

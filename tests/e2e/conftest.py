@@ -140,13 +140,21 @@ class Tab:
 def open_tab(browser, stack):
     contexts = []
 
-    def open_(user=None, *, viewport: dict | None = None, path: str = "/", before_load=None) -> Tab:
-        context = browser.new_context(viewport=viewport or DESKTOP, base_url=stack.daphne.url)
+    def open_(
+        user=None,
+        *,
+        viewport: dict | None = None,
+        path: str = "/",
+        before_load=None,
+        daphne=None,  # another daphne than the session's (a test's own settings)
+    ) -> Tab:
+        url = (daphne or stack.daphne).url
+        context = browser.new_context(viewport=viewport or DESKTOP, base_url=url)
         context.set_default_timeout(WAIT_MS)
         contexts.append(context)
         if user is not None:
             name, value = stack.session_cookie(user).split("=", 1)
-            context.add_cookies([{"name": name, "value": value, "url": stack.daphne.url}])
+            context.add_cookies([{"name": name, "value": value, "url": url}])
         page = context.new_page()
         tab = Tab(page)
 

@@ -103,8 +103,8 @@ def test_sign_in_ask_and_watch_the_steps_arrive_in_order(stack, open_tab, user, 
     expect(page.locator(".answer strong")).to_have_count(0)
     final_answer.open()
 
-    # The answer streams in as plain text, token by token...
-    page.wait_for_selector(".answer.streaming", state="attached", timeout=WAIT_MS)
+    # The answer streams in as Markdown rendered in the browser...
+    page.wait_for_selector(".answer.streaming strong", state="attached", timeout=WAIT_MS)
     # ...then becomes the server-rendered Markdown.
     answer = page.locator(".msg.assistant .answer")
     expect(answer.locator("strong")).to_have_text("4")
@@ -161,6 +161,7 @@ def test_reload_mid_run_shows_every_step_once_then_goes_on_live(stack, open_tab,
     # ...then the rest of the run, live.
     final_answer.open()
     expect(page.locator(".answer strong")).to_have_text("4")
+    expect(page.locator(".msg.assistant .usage")).to_contain_text("tokens")  # it ended
     assert step_kinds(page) == ["thought", "action", "observation", "thought"]
     seqs = step_seqs(page)
     assert seqs == sorted(set(seqs)), "each stored step appears once, in seq order"
@@ -190,7 +191,7 @@ def test_stop_ends_the_run_on_the_server(stack, open_tab, user, model_name):
     page.wait_for_selector(".answer.streaming", state="attached", timeout=WAIT_MS)
     page.get_by_role("button", name="Stop").click()
 
-    expect(page.locator(".run-status.cancelled")).to_have_text("Stopped before it finished.")
+    expect(page.locator(".run-status.cancelled")).to_have_text("Stopped")
     expect(page.get_by_role("button", name="Stop")).to_be_hidden()
     run = AgentRun.objects.get(conversation=conversation)
     assert stack.wait_for_run(run.pk).status == AgentRun.Status.CANCELLED
@@ -219,6 +220,7 @@ def test_mobile_width_uses_a_drawer_and_still_chats(stack, open_tab, user, model
 
     ask(page, "What is 2 + 2?")
     expect(page.locator(".answer strong")).to_have_text("4")
+    expect(page.locator(".msg.assistant .usage")).to_contain_text("tokens")  # it ended
     page.locator("details.steps summary").click()
     expect(page.locator(".step.observation")).to_be_visible()
     # Nothing sticks out sideways at 375 px.

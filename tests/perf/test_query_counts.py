@@ -11,7 +11,9 @@ from __future__ import annotations
 import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
+from django.utils import timezone
 
+from agents.models import AgentRun, Conversation, Message
 from agents.react.types import ObservationStep, ThoughtStep
 from agents.services.conversations import conversation_create, message_send
 from agents.services.runs import run_claim, run_record_step
@@ -93,3 +95,39 @@ def test_storing_a_step_costs_the_same_at_any_history(user, django_assert_max_nu
     add_turns(conversation, 500)
     run.conversation.refresh_from_db()
     flat(small, record, django_assert_max_num_queries, 2 * STEP_QUERIES)
+
+
+def test_sidebar_list_with_pins_runs_and_snippets_stays_flat(
+    client, user, django_assert_max_num_queries
+):
+    """Pinned order, the active-run marker and search snippets add no query per row."""
+    add_conversations(user, 3)
+    client.force_login(user)
+
+    def grow(count: int) -> None:
+        add_conversations(user, count)
+        conversations = list(Conversation.objects.filter(owner=user).order_by("-pk")[:count])
+        Conversation.objects.filter(pk__in=[c.pk for c in conversations[::3]]).update(
+            pinned_at=timezone.now()
+        )
+        for conversation in conversations[::2]:
+            add_turns(conversation, 1)  # a finished run and a matching "history" message
+        queued = conversations[1::4]
+        messages = Message.objects.bulk_create(
+            Message(conversation=c, role=Message.Role.USER, content="history again") for c in queued
+        )
+        AgentRun.objects.bulk_create(
+            AgentRun(conversation=c, trigger_message=m)
+            for c, m in zip(queued, messages, strict=True)
+        )
+
+    def list_() -> None:
+        body = client.get("/api/conversations/?page_size=200").json()
+        assert body["results"]
+        searched = client.get("/api/conversations/?q=message&page_size=200").json()
+        assert searched["results"]
+
+    grow(4)
+    small = count_queries(list_)
+    grow(300)
+    flat(small, list_, django_assert_max_num_queries, 2 * API_QUERIES)

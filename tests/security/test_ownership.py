@@ -77,7 +77,7 @@ def test_bob_gets_404_from_every_endpoint_naming_alices_ids(user, other_user, al
         assert foreign.status_code == 404, alice_endpoint
         assert (foreign.status_code, foreign.json()) == (missing.status_code, missing.json())
         checked += 1
-    assert checked == 15
+    assert checked == 17
     assert alices_data(user) == before
 
 
