@@ -69,11 +69,14 @@ def light(page) -> None:
     page.emulate_media(color_scheme="light")
 
 
-def ask(page, text: str) -> None:
-    """Asks once the page's script is running: before it, Enter only adds a line to the box.
-    The sidebar's list is drawn by the same script that handles the composer."""
+def ask_and_await_the_answer(page, text: str) -> None:
+    """Asks once the page's script is running (before it, Enter only adds a line to the box;
+    the sidebar's list is drawn by the same script that handles the composer), then waits
+    for the run to end: the answer is stored and the page shows its usage line."""
     expect(page.locator("#conversation-list a").first).to_be_attached()
     ask_now(page, text)
+    expect(page.locator(".msg.assistant .usage")).to_contain_text("tokens")
+    expect(page.locator(".answer strong")).to_have_text("4")
 
 
 def answered_conversation(stack, user, model_name):
@@ -97,8 +100,7 @@ def test_chat_page_with_steps_open(stack, open_tab, user, model_name, view):
     _, conversation = answered_conversation(stack, user, model_name)
     tab = open_tab(user, viewport=viewport, path=f"/c/{conversation.pk}/", before_load=scheme)
     page = tab.page
-    ask(page, "What is 2 + 2?")
-    expect(page.locator(".answer strong")).to_have_text("4")
+    ask_and_await_the_answer(page, "What is 2 + 2?")
     page.locator("details.steps summary").click()
     expect(page.locator(".step.observation")).to_be_visible()
     assert_accessible(tab)
@@ -155,8 +157,7 @@ def test_sign_in_page_with_an_error(stack, open_tab, user):
 def test_shared_page(stack, open_tab, user, other_user, model_name, scheme):
     _, conversation = answered_conversation(stack, user, model_name)
     chat = open_tab(user, path=f"/c/{conversation.pk}/").page
-    ask(chat, "What is 2 + 2?")
-    expect(chat.locator(".answer strong")).to_have_text("4")
+    ask_and_await_the_answer(chat, "What is 2 + 2?")
     share, _ = share_create(conversation=conversation)
     tab = open_tab(other_user, path=f"/s/{share.token}/", before_load=scheme)
     expect(tab.page.locator(".answer strong")).to_have_text("4")
@@ -168,8 +169,7 @@ def _finished_run(stack, open_tab, user, model_name):
     """A run that went through the real worker, for the pages that show runs."""
     profile, conversation = answered_conversation(stack, user, model_name)
     chat = open_tab(user, path=f"/c/{conversation.pk}/").page
-    ask(chat, "What is 2 + 2?")
-    expect(chat.locator(".answer strong")).to_have_text("4")
+    ask_and_await_the_answer(chat, "What is 2 + 2?")
     return profile, AgentRun.objects.get(conversation=conversation)
 
 
