@@ -82,7 +82,8 @@ def executor_for(
 def interrupt_thread(thread: int) -> None:
     """Stop what the engine on thread ``thread`` waits on: its model call in flight is closed
     at once (or its next one is not started) and raises ``RunCancelled``. A tool call in
-    progress is left by the engine within ``CANCEL_POLL_SECONDS``."""
+    progress is left by the engine within ``CANCEL_POLL_SECONDS`` and interrupted
+    (``CallInterrupt``): the HTTP tool closes its request then."""
     interrupt_model_call(thread)
 
 

@@ -6,7 +6,8 @@ sends ``run.cancel`` and times the ``run.cancelled`` frame's arrival on the same
 
 - ``hang``: the model accepted the request and sends nothing (before its first byte);
 - ``trickle``: the model sent its first chunk and sends the next an hour later;
-- ``tool``: an ``http_request`` tool waits on an endpoint that never answers.
+- ``tool``: an ``http_request`` tool waits on an endpoint that never answers; for this case
+  the bench also times the endpoint seeing its client hang up (the tool's request closed).
 
 Every stop must end the run as cancelled (a timeout or a failure is reported as an error).
 
@@ -42,7 +43,8 @@ def profile_for(model_server: ScriptedServer, model: str, tools: list[str]):
     return profile
 
 
-async def one_stop(url: str, cookie: str, origin: str, in_progress) -> float:
+async def one_stop(url: str, cookie: str, origin: str, in_progress) -> tuple[float, float]:
+    """(when Stop was sent, seconds from it to ``run.cancelled``)."""
     async with await live.open_socket(url, cookie, origin) as ws:
         await ws.send(json.dumps({"type": "message.send", "content": "go", "client_id": "1"}))
         run_id = None
@@ -59,7 +61,7 @@ async def one_stop(url: str, cookie: str, origin: str, in_progress) -> float:
             if frame.get("type") in ("run.cancelled", "run.failed", "run.finished"):
                 if frame["type"] != "run.cancelled":
                     raise SystemExit(f"run {run_id} ended {frame['type']}: {frame}")
-                return time.monotonic() - stopped
+                return stopped, time.monotonic() - stopped
 
 
 def main() -> None:
@@ -82,6 +84,7 @@ def main() -> None:
         "tool": ([Reply(action), Reply("Final Answer: never")], [tool], None),
     }
     results: dict[str, list[float]] = {name: [] for name in cases}
+    hang_ups: list[float] = []
     with ScriptedServer() as model_server, live.stack(model_server, concurrency=20) as (_, daphne):
         for trial in range(args.trials):
             for name, (replies, tools, started) in cases.items():
@@ -91,13 +94,14 @@ def main() -> None:
                 user = live.make_user("stop")
                 conversation = conversation_create(owner=user, profile=profile)
                 calls_before = silent.calls
+                hang_ups_before = len(silent.hung_up_at)
 
                 def in_progress(name=name, started=started, model=model, before=calls_before):
                     if started is None:
                         return silent.calls > before
                     return started(model_server, model)
 
-                seconds = live.run_async(
+                stopped, seconds = live.run_async(
                     one_stop(
                         daphne.ws_url(f"/ws/conversations/{conversation.pk}/"),
                         live.session_cookie(user),
@@ -106,6 +110,13 @@ def main() -> None:
                     )
                 )
                 results[name].append(seconds)
+                if name == "tool":
+                    waited_until = time.monotonic() + 30
+                    while len(silent.hung_up_at) == hang_ups_before:
+                        if time.monotonic() > waited_until:
+                            raise SystemExit("the tool's request outlived the stop by 30 s")
+                        time.sleep(0.005)
+                    hang_ups.append(silent.hung_up_at[-1] - stopped)
             print(f"trial {trial + 1}/{args.trials} done", flush=True)
     print(f"\n{args.trials} stops per case, Stop sent → run.cancelled received\n")
     print("| case | p50 ms | p99 ms | max ms |")
@@ -113,6 +124,9 @@ def main() -> None:
     for name, values in results.items():
         p50, p99 = (live.percentile(values, q) * 1000 for q in (50, 99))
         print(f"| {name} | {p50:.0f} | {p99:.0f} | {max(values) * 1000:.0f} |")
+    p50, p99 = (live.percentile(hang_ups, q) * 1000 for q in (50, 99))
+    print(f"| tool: Stop sent → endpoint sees the client hang up | {p50:.0f} | {p99:.0f} ", end="")
+    print(f"| {max(hang_ups) * 1000:.0f} |")
 
 
 if __name__ == "__main__":

@@ -21,7 +21,9 @@ call), one last call without tools asks for the final answer, and the ``FinalAns
 
 Cancellation: ``should_cancel`` is asked before every model call and every tool call, while
 waiting for a tool, and while a reply streams in; when it says yes, ``RunCancelled`` is
-raised. A tool already running cannot be stopped: it is abandoned.
+raised. A tool call already running is abandoned, and told through its ``CallInterrupt``
+(``agents/react/tools.py``), as is a call abandoned at its timeout: a tool that can end its
+work early (the HTTP tool closes its socket) does so at once.
 
 Format repair that adapts: after ``PARSE_ERRORS_BEFORE_NATIVE`` parse errors in one ReAct
 run, when ``AgentConfig.supports_tool_calling`` says the model can call tools natively, a
@@ -89,7 +91,7 @@ from agents.react.prompt import (
     request_options,
     tools_messages,
 )
-from agents.react.tools import Tool, ToolInputError
+from agents.react.tools import CallInterrupt, Tool, ToolInputError, run_interruptibly
 from agents.react.transcript import (
     ToolRun,
     Transcript,
@@ -258,14 +260,20 @@ class _ToolCall:
         self.result: object = None
         self.error: Exception | None = None
         self.done = threading.Event()
+        self.interrupt = CallInterrupt()
         self.started = time.monotonic()
         _WORKERS.submit(self._target, self.done)
 
     def _target(self) -> None:
         try:
-            self.result = self.tool.run(**self.arguments)
+            self.result = run_interruptibly(self.interrupt, lambda: self.tool.run(**self.arguments))
         except Exception as exc:  # the tool's failure is reported to the model
             self.error = exc
+
+    def abandon(self) -> None:
+        """Nobody waits for this call any more: tell the tool, if it is still running."""
+        if not self.done.is_set():
+            self.interrupt.interrupt()
 
 
 class AgentExecutor:
@@ -654,10 +662,25 @@ class AgentExecutor:
         """Start every call of the batch (each after a cancellation check), then report
         each one's observation in order."""
         started: list[tuple[ToolRun, Tool | None, _ToolCall | ErrorStep]] = []
-        for run in runs:
-            self._check_cancel()
-            tool, prepared = self._start_tool(run.action, state.prompt.mode)
-            started.append((run, tool, prepared))
+        try:
+            for run in runs:
+                self._check_cancel()
+                tool, prepared = self._start_tool(run.action, state.prompt.mode)
+                started.append((run, tool, prepared))
+            yield from self._report_tools(started, outcome)
+        except BaseException:
+            # Cancelled, or the caller closed the generator: no call of the batch is waited
+            # for any more.
+            for _, _, prepared in started:
+                if isinstance(prepared, _ToolCall):
+                    prepared.abandon()
+            raise
+
+    def _report_tools(
+        self,
+        started: Sequence[tuple[ToolRun, Tool | None, _ToolCall | ErrorStep]],
+        outcome: _Outcome,
+    ) -> Iterator[Step]:
         for run, tool, prepared in started:
             error: ErrorStep | None
             if isinstance(prepared, ErrorStep):
@@ -718,6 +741,7 @@ class AgentExecutor:
         while not call.done.wait(max(0.0, min(CANCEL_POLL_SECONDS, deadline - time.monotonic()))):
             self._check_cancel()
             if time.monotonic() >= deadline:
+                call.abandon()
                 message = self.labels.tool_timed_out.format(name=call.tool.name, seconds=timeout)
                 return ErrorStep(code="tool_timeout", message=message), message
         if isinstance(call.error, RunCancelled):

@@ -7,12 +7,15 @@ cannot drift from the code. Pure Python: Django-backed tools live in ``agents/to
 
 from __future__ import annotations
 
+import contextvars
 import copy
 import functools
 import inspect
 import json
+import threading
 import types
 import typing
+from collections.abc import Callable
 from typing import Any
 
 from agents.react import jsontext
@@ -31,6 +34,73 @@ _JSON_TYPES: dict[Any, str] = {
 
 class ToolInputError(ValueError):
     """The input does not fit the tool's arguments; the model is told why."""
+
+
+class CallInterrupt:
+    """How the engine tells a tool call in progress that nobody waits for its result any more:
+    the run was stopped, or the call outlived the tool's ``timeout_seconds``.
+
+    The engine abandons such a call either way; a tool that can end its work early (close a
+    socket, kill a process) registers a callback with ``on_interrupt`` inside ``run``, reading
+    the call's interrupt with ``current_interrupt()``, so that the work ends when the run does
+    instead of at the tool's own deadline. Callbacks run on the thread that interrupts (the
+    run's thread): they must be quick and must not block.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._callbacks: list[Callable[[], None]] = []
+        self._interrupted = False
+
+    @property
+    def interrupted(self) -> bool:
+        return self._interrupted
+
+    def on_interrupt(self, callback: Callable[[], None]) -> Callable[[], None]:
+        """Call ``callback`` once when the call is interrupted (at once if it already was).
+        Returns a function that unregisters it, for when the work has ended by itself."""
+        with self._lock:
+            if not self._interrupted:
+                self._callbacks.append(callback)
+                return lambda: self._forget(callback)
+        callback()
+        return lambda: None
+
+    def interrupt(self) -> None:
+        """Tell the call's callbacks, once; later calls do nothing."""
+        with self._lock:
+            if self._interrupted:
+                return
+            self._interrupted = True
+            callbacks, self._callbacks = self._callbacks, []
+        for callback in callbacks:
+            callback()
+
+    def _forget(self, callback: Callable[[], None]) -> None:
+        with self._lock:
+            if callback in self._callbacks:
+                self._callbacks.remove(callback)
+
+
+_current_interrupt: contextvars.ContextVar[CallInterrupt | None] = contextvars.ContextVar(
+    "tool_call_interrupt", default=None
+)
+
+
+def current_interrupt() -> CallInterrupt:
+    """The interrupt of the tool call running on this thread. Outside the engine (a tool run
+    from the admin's "Test tool") it is one that never fires."""
+    return _current_interrupt.get() or CallInterrupt()
+
+
+def run_interruptibly(interrupt: CallInterrupt, run: Callable[[], Any]) -> Any:
+    """Call ``run()`` with ``interrupt`` as ``current_interrupt()`` (the engine's tool
+    threads do this for every call)."""
+    token = _current_interrupt.set(interrupt)
+    try:
+        return run()
+    finally:
+        _current_interrupt.reset(token)
 
 
 class Tool:

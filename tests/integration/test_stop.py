@@ -14,7 +14,7 @@ import pytest
 from agents.llm.scripted import Hang, Reply
 from agents.models import AgentRun
 from agents.services.conversations import conversation_create
-from tests.faults.checks import assert_log_sound, model_name, wait_until
+from tests.faults.checks import assert_log_sound, model_name, step_kinds, wait_until
 from tests.processes import run_ended
 from tests.silent_server import SilentServer
 
@@ -85,10 +85,18 @@ def test_stop_during_a_tool_call(live_stack, user):
             live_stack, user, model, action, Reply("Final Answer: never"), tools=(name,)
         )
         assert server.called.wait(30), "the tool never called its endpoint"
+        assert not server.hung_up.is_set()
 
         _stop(live_stack, sock, conversation, run_id)
 
-        # The model was not asked again after the stop.
+        # The tool's request ended with the run, not at the tool's timeout (3 minutes).
+        assert server.hung_up.wait(30), "the tool's request outlived the stop"
+        # The model was not asked again after the stop, and the stopped call has no
+        # observation: the log ends with its action.
         assert len(live_stack.model.requests(model)) == 1
+        events = assert_log_sound(conversation)
+        assert events[-1].type == "run.cancelled"
+        assert step_kinds(events)[-1] == "action"
+        assert "observation" not in step_kinds(events)
     finally:
         server.close()

@@ -5,7 +5,7 @@ from __future__ import annotations
 import threading
 import time
 
-from agents.react.tools import Tool
+from agents.react.tools import Tool, current_interrupt
 
 
 class Adder(Tool):
@@ -93,3 +93,32 @@ class Counter(Tool):
         with self._lock:
             self.running -= 1
         return f"counted {text}"
+
+
+class Interruptible(Tool):
+    """Waits until the engine interrupts its call (or ``release`` is set), like a tool whose
+    work can be ended early; ``interrupted`` is set when the engine told it."""
+
+    name = "interruptible"
+    description = "Waits until it is interrupted."
+
+    def __init__(self, *, timeout_seconds: float = 30.0) -> None:
+        self.timeout_seconds = timeout_seconds
+        self.release = threading.Event()
+        self.started = threading.Event()
+        self.interrupted = threading.Event()
+        self.ended = threading.Event()
+
+    def run(self, *, text: str) -> str:
+        def interrupted() -> None:
+            self.interrupted.set()
+            self.release.set()
+
+        forget = current_interrupt().on_interrupt(interrupted)
+        self.started.set()
+        try:
+            self.release.wait(60)
+        finally:
+            forget()
+            self.ended.set()
+        return f"done with {text}"

@@ -4,14 +4,16 @@ from __future__ import annotations
 
 import base64
 import json
+import threading
 
 import pytest
 
-from agents.react.tools import ToolInputError
+from agents.react.tools import CallInterrupt, ToolInputError, run_interruptibly
 from agents.tools.base import REDACTED, ToolError
 from agents.tools.builtin.http_request import CONFIG_SCHEMA, HttpRequestTool, RefusedTarget
 from agents.tools.registry import validate_tool_config
 from agents.tools.schema import with_defaults
+from tests.silent_server import SilentServer
 
 TOKEN = "tok-9f8e7d6c5b4a"
 
@@ -551,6 +553,73 @@ def test_the_deadline_is_never_past_the_timeout_the_engine_waits_for(server):
         tool.run()
     assert server.drip_abandoned.wait(10)
     assert not server.drip_finished.is_set()
+
+
+# -- stopped by the run ------------------------------------------------------------------
+
+
+def _silent_tool(silent: SilentServer) -> HttpRequestTool:
+    return _tool(
+        url_template=f"http://127.0.0.1:{silent.port}/slow",
+        allow_hosts=["127.0.0.1"],
+        timeout_seconds=300,
+    )
+
+
+def _run_in_thread(
+    tool: HttpRequestTool, interrupt: CallInterrupt
+) -> tuple[threading.Thread, list]:
+    outcome: list = []
+
+    def call() -> None:
+        try:
+            outcome.append(run_interruptibly(interrupt, tool.run))
+        except ToolError as exc:
+            outcome.append(exc)
+
+    thread = threading.Thread(target=call, daemon=True)
+    thread.start()
+    return thread, outcome
+
+
+def test_an_interrupt_closes_the_request_in_progress_at_once():
+    """The engine interrupts the call when the run is stopped: the socket is shut down then,
+    not at the 300 s deadline."""
+    silent = SilentServer()
+    interrupt = CallInterrupt()
+    try:
+        thread, outcome = _run_in_thread(_silent_tool(silent), interrupt)
+        assert silent.called.wait(10), "the request never arrived"
+        assert not silent.hung_up.is_set()
+        interrupt.interrupt()
+        assert silent.hung_up.wait(10), "the server still holds the request"
+        thread.join(10)
+    finally:
+        silent.close()
+    assert not thread.is_alive()
+    assert len(outcome) == 1
+    assert isinstance(outcome[0], ToolError)
+    assert "stopped" in str(outcome[0])
+
+
+def test_an_interrupt_before_the_request_keeps_it_from_being_sent():
+    silent = SilentServer()
+    interrupt = CallInterrupt()
+    interrupt.interrupt()
+    try:
+        with pytest.raises(ToolError, match="stopped"):
+            run_interruptibly(interrupt, _silent_tool(silent).run)
+    finally:
+        silent.close()
+    assert silent.calls == 0
+
+
+def test_a_request_that_ended_is_not_disturbed_by_a_later_interrupt(server):
+    interrupt = CallInterrupt()
+    tool = _tool(url_template=_base(server) + "/hello", allow_networks=["127.0.0.0/8"])
+    first = run_interruptibly(interrupt, tool.run)
+    interrupt.interrupt()
+    assert first.startswith("HTTP 200")
 
 
 # -- allow_hosts with a port --------------------------------------------------------------

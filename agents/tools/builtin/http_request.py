@@ -10,7 +10,9 @@ are followed only after the same check, responses are cut at ``max_response_byte
 One deadline, the shorter of ``timeout_seconds`` and the tool's own timeout, covers the
 whole call: connecting, sending, every header and body byte, every redirect. When it
 passes, the socket is shut down under the request, so a server that drips bytes cannot hold
-the tool's thread after the engine has given up on it.
+the tool's thread after the engine has given up on it. A run that is stopped ends the call
+the same way at once: the engine interrupts the call (``current_interrupt()``), which shuts
+the socket down (or keeps it from being opened).
 
 An argument in the URL's path stays one segment: it is percent-encoded (``/`` included),
 and ``.`` or ``..``, which a client or server would resolve to another path, is refused.
@@ -32,7 +34,7 @@ from urllib.parse import quote, urlsplit
 
 import httpx2 as httpx
 
-from agents.react.tools import JsonDict, ToolInputError
+from agents.react.tools import JsonDict, ToolInputError, current_interrupt
 from agents.tools.base import ConfiguredTool, ToolError
 
 SECRET_NAMES = ("API_TOKEN",)
@@ -208,6 +210,8 @@ class HttpRequestTool(ConfiguredTool):
         except httpx.InvalidURL as exc:
             raise ToolInputError(f"the URL is not valid: {exc}") from None
         origin = _origin(target.url)
+        if deadline.stopped():
+            raise ToolError("the request was stopped before it was sent")
         with httpx.Client(follow_redirects=False, trust_env=False) as client, deadline:
             for _ in range(int(self.config["max_redirects"]) + 1):
                 # Admin headers (they may carry secrets) go only to the configured origin.
@@ -284,6 +288,7 @@ class HttpRequestTool(ConfiguredTool):
                     text += f"\n[response cut at {cap} bytes]"
                 return response.status_code, response.reason_phrase, None, text
         except httpx.TimeoutException:
+            deadline.check(timed_out)
             raise timed_out from None
         except httpx.LocalProtocolError:
             # The request itself was malformed; the library's message quotes it, secrets and all.
@@ -332,7 +337,8 @@ class _Deadline:
     """One deadline for a whole call, enforced by shutting the socket down under it.
 
     A timeout per socket operation restarts with every byte, so a server dripping one
-    byte a second never trips it; this watchdog does not care how bytes arrive.
+    byte a second never trips it; this watchdog does not care how bytes arrive. The call's
+    interrupt (the run was stopped) ends it the same way, at once.
     """
 
     def __init__(self, seconds: float) -> None:
@@ -343,18 +349,28 @@ class _Deadline:
         self._expired = threading.Event()
         self._timer = threading.Timer(seconds, self._expire)
         self._timer.daemon = True
+        self._interrupt = current_interrupt()
+        self._forget_interrupt: Callable[[], None] = lambda: None
 
     def __enter__(self) -> _Deadline:
         self._timer.start()
+        self._forget_interrupt = self._interrupt.on_interrupt(self._expire)
         return self
 
     def __exit__(self, *exc_info: object) -> None:
         self._timer.cancel()
+        self._forget_interrupt()
+
+    def stopped(self) -> bool:
+        """Whether the run stopped the call (rather than the deadline ending it)."""
+        return self._interrupt.interrupted
 
     def remaining(self) -> float:
         return max(0.001, self._ends_at - time.monotonic())
 
     def check(self, timed_out: ToolError) -> None:
+        if self.stopped():
+            raise ToolError("the request was stopped")
         if self._expired.is_set() or time.monotonic() >= self._ends_at:
             raise timed_out
 
