@@ -93,18 +93,51 @@ const backdrop = document.getElementById("backdrop");
 const drawerOpen = document.getElementById("drawer-open");
 const drawerClose = document.getElementById("drawer-close");
 
+const pageBehindDrawer = document.getElementById("main");
+
 function setDrawer(open) {
   drawer.classList.toggle("open", open);
   backdrop.hidden = !open;
   drawerOpen.setAttribute("aria-expanded", String(open));
+  // The open drawer is modal: what is behind it can be neither reached nor read.
+  pageBehindDrawer.inert = open;
   if (open) drawer.querySelector("a, button, input")?.focus();
   else drawerOpen.focus();
 }
+
+function drawerControls() {
+  return [...drawer.querySelectorAll("a[href], button, input, select, textarea")].filter(
+    (control) => !control.disabled && control.getClientRects().length > 0,
+  );
+}
+
+// Tab and Shift+Tab go round the open drawer's controls instead of leaving it.
+function keepFocusInDrawer(event) {
+  const controls = drawerControls();
+  if (controls.length === 0) return;
+  const first = controls[0];
+  const last = controls[controls.length - 1];
+  const outside = !drawer.contains(document.activeElement);
+  if (event.shiftKey && (outside || document.activeElement === first)) {
+    event.preventDefault();
+    last.focus();
+  } else if (!event.shiftKey && (outside || document.activeElement === last)) {
+    event.preventDefault();
+    first.focus();
+  }
+}
+
 drawerOpen.addEventListener("click", () => setDrawer(true));
 drawerClose.addEventListener("click", () => setDrawer(false));
 backdrop.addEventListener("click", () => setDrawer(false));
 document.addEventListener("keydown", (event) => {
-  if (event.key === "Escape" && drawer.classList.contains("open")) setDrawer(false);
+  if (!drawer.classList.contains("open")) return;
+  if (event.key === "Escape") setDrawer(false);
+  else if (event.key === "Tab") keepFocusInDrawer(event);
+});
+// Widened past the drawer's breakpoint, the sidebar is part of the page again.
+matchMedia("(max-width: 800px)").addEventListener("change", (query) => {
+  if (!query.matches && drawer.classList.contains("open")) setDrawer(false);
 });
 
 // ------------------------------------------------------------------ composer
