@@ -81,12 +81,10 @@ document.addEventListener("sidebar:renamed", (event) => {
 });
 
 tabs?.addEventListener("message", (event) => {
-  if (event.data?.type === "conversation.deleted") sidebar.remove(event.data.id);
+  if (event.data?.type === "conversation.deleted") sidebar.forget(event.data.id);
 });
-// Deleted elsewhere (another device): the list is read again when the page is looked at.
-document.addEventListener("visibilitychange", () => {
-  if (document.visibilityState === "visible") sidebar.refresh();
-});
+// Deleted elsewhere (another device): the sidebar reads the list again when the page is
+// looked at (Sidebar.refresh).
 
 const drawer = document.getElementById("sidebar");
 const backdrop = document.getElementById("backdrop");
@@ -309,7 +307,7 @@ function startConversation() {
     gone = true;
     socket?.close();
     for (const text of thread.dropAllPending()) giveBack(text);
-    sidebar.remove(conversation.id);
+    sidebar.forget(conversation.id);
     connectionStatus.textContent = "This conversation was deleted.";
     connectionStatus.classList.add("reconnecting");
     showNotice("This conversation was deleted. Start a new chat to ask again.");
@@ -504,3 +502,7 @@ function setUpConversationActions(urls) {
     }
   });
 }
+
+// Everything above is wired up: the composer sends on Enter from now on. (Browser tests wait
+// for this before they type; before it, Enter only adds a line to the box.)
+document.documentElement.dataset.chatReady = "true";

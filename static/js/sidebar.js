@@ -413,26 +413,10 @@ export class Sidebar {
     }
   }
 
-  // Deleted (in this tab, another one, or elsewhere): gone from the list.
-  remove(id) {
+  // Deleted in another tab or on another device: gone from the list, with no Undo to offer.
+  forget(id) {
     this.conversations = this.conversations.filter((c) => String(c.id) !== String(id));
-    if (!this.query) this.render(this.conversations);
-  }
-
-  // The list as the server has it now.
-  async refresh() {
-    try {
-      const response = await fetch("/api/conversations/", {
-        credentials: "same-origin",
-        headers: { Accept: "application/json" },
-      });
-      if (!response.ok) return;
-      const data = await response.json();
-      this.conversations = Array.isArray(data) ? data : data.results || [];
-      if (!this.query) this.render(this.conversations);
-    } catch {
-      // Offline: keep the list we have.
-    }
+    if (this.results === null) this.render();
   }
 
   // The current conversation moved to the top (a message was sent) or was renamed.
@@ -440,7 +424,7 @@ export class Sidebar {
     const existing = this.conversations.find((c) => String(c.id) === String(id));
     if (existing) Object.assign(existing, changes);
     else this.conversations.push({ id, title: "", ...changes });
-    if (!this.query) this.render();
+    if (this.results === null) this.render();
   }
 }
 

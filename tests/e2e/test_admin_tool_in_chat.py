@@ -11,6 +11,7 @@ from playwright.sync_api import expect
 
 from agents.llm.scripted import Reply
 from agents.models import AgentProfile, PromptVersion, ToolConfig
+from tests.e2e.test_chat import ask
 
 pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
 
@@ -51,9 +52,7 @@ def test_a_lookup_table_made_in_the_admin_answers_in_the_chat(
     )
     chat = open_tab(user, path="/").page
     chat.get_by_label("Agent").select_option(profile.slug)
-    box = chat.get_by_label("Message", exact=True)
-    box.fill("What is the capital of Peru?")
-    box.press("Enter")
+    ask(chat, "What is the capital of Peru?")
     expect(chat).to_have_url(re.compile(r"/c/\d+/$"))
     expect(chat.locator(".msg.assistant .answer")).to_have_text("The capital of Peru is Lima.")
     chat.locator(".msg.assistant details.steps summary").click()

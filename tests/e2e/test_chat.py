@@ -64,6 +64,8 @@ def screenshot(page, name: str) -> None:
 
 
 def ask(page, text: str) -> None:
+    """Type and send, once the page's script is wired up (static/js/chat.js marks it)."""
+    expect(page.locator("html[data-chat-ready]")).to_be_attached()
     box = page.get_by_label("Message", exact=True)
     box.fill(text)
     box.press("Enter")
@@ -288,6 +290,7 @@ def test_a_model_failure_is_shown(stack, open_tab, user, model_name):
     stack.model.script(model_name, [Fail(401)])
     conversation = conversation_create(owner=user, profile=profile)
     tab = open_tab(user, path=f"/c/{conversation.pk}/")
+    expect(tab.page.locator("html[data-chat-ready]")).to_be_attached()
     box = tab.page.get_by_label("Message", exact=True)
     box.type("Hello?")
     box.press("Shift+Enter")  # a new line, not a send

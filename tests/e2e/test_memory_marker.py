@@ -11,14 +11,9 @@ from playwright.sync_api import expect
 from agents.llm.scripted import Reply
 from agents.memory.testing import summariser_policy
 from agents.models import Conversation, MemorySummary
+from tests.e2e.test_chat import ask
 
 pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
-
-
-def ask(page, text: str) -> None:
-    box = page.get_by_label("Message", exact=True)
-    box.fill(text)
-    box.press("Enter")
 
 
 def test_compact_shows_a_marker_that_opens_to_the_summary(stack, open_tab, user, model_name):
