@@ -54,6 +54,7 @@ from __future__ import annotations
 
 import json
 import re
+from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -746,7 +747,7 @@ class _Lead:
         return position if position < limit else None
 
 
-class _Filter:
+class _Filter(ABC):
     """What the streaming filters share: a scanner over the reply so far, the text passed on,
     and ``feed`` / ``finish``. ``_update`` passes on what has become known."""
 
@@ -771,8 +772,9 @@ class _Filter:
             self._update(final=True)
             self._closed = True
 
+    @abstractmethod
     def _update(self, *, final: bool) -> None:
-        raise NotImplementedError
+        """Look at what the scanner has found so far and send what is now known."""
 
     def _send(self, delta: str) -> None:
         self._sent.append(delta)
