@@ -57,6 +57,10 @@ def main(argv: list[str]) -> None:
     if not argv:
         raise SystemExit("usage: python -m tests.network_guard (MODULE | -c CODE) [ARGS...]")
     guard_this_process()
+    # The suite's other concern for its long-lived processes (tests/flushed_database.py).
+    from tests.flushed_database import forget_content_types_per_request
+
+    forget_content_types_per_request()
     if argv[0] == "-c":
         sys.argv = ["-c", *argv[2:]]
         exec(compile(argv[1], "<string>", "exec"), {"__name__": "__main__"})
