@@ -250,7 +250,7 @@ def test_the_whole_chat_in_simplified_chinese(stack, open_tab, user, model_name)
     expect(page.locator(".steps-title")).to_have_text("4 个步骤")
     expect(page.get_by_role("button", name="重新生成")).to_be_visible()
     expect(page.get_by_role("button", name="以 Markdown 格式复制回答")).to_be_visible()
-    expect(page.get_by_role("button", name="好的回答")).to_be_visible()
+    expect(page.get_by_role("button", name="回答得好", exact=True)).to_be_visible()
     expect(page.get_by_role("button", name="发送")).to_be_visible()
     expect(page.locator(".conversation-group").first).to_contain_text("今天")
 
