@@ -21,6 +21,31 @@ const LIMIT_NOTES = {
   max_execution_time: gettext_noop("The agent ran out of time before it was done; the answer is its best effort so far."),
 };
 
+// A failed run's message is stored in English by the worker (agents/llm/errors.py,
+// agents/services/execution.py); the page shows it in its own language by the code, keeping
+// the reference staff look up. Where the page is English the stored words stay.
+const FAILURE_REASONS = {
+  model_auth: gettext_noop("The AI model service did not accept this site's credentials. The site's staff can fix this."),
+  model_misconfigured: gettext_noop("The AI model is not set up correctly. The site's staff can fix this."),
+  model_quota: gettext_noop("The AI model service has used up this site's quota. The site's staff can fix this."),
+  model_rate_limited: gettext_noop("The AI model service is too busy right now. Please try again in a little while."),
+  model_unavailable: gettext_noop("The AI model service could not be reached. Please try again in a little while."),
+  model_timeout: gettext_noop("The AI model took too long to answer. Please try again in a little while."),
+  model_bad_response: gettext_noop("The AI model sent an answer that could not be used. Please try again in a little while."),
+  too_many_attempts: gettext_noop("The run was interrupted too many times and was given up."),
+  no_profile: gettext_noop("The agent this run used was deleted."),
+  internal_error: gettext_noop("The agent stopped because of an internal error."),
+  run_timeout: gettext_noop("The run took too long and was stopped."),
+};
+
+function failureText(p) {
+  const reason = FAILURE_REASONS[p.code];
+  const translated = reason ? gettext(reason) : null;
+  if (!translated || translated === reason) return p.message || gettext("Something went wrong.");
+  const reference = /\(Reference: ([^)]+?)\.\)/.exec(p.message || "");
+  return reference ? `${translated} ${interpolate(gettext("(Reference: %s.)"), [reference[1]])}` : translated;
+}
+
 function framePayload(frame) {
   // Stored frames may carry their fields at the top level or under `payload`.
   return frame.payload && typeof frame.payload === "object" ? { ...frame.payload, ...frame } : frame;
@@ -561,7 +586,7 @@ export class Thread {
     const run = this.ensureRun(p.run_id);
     if (!run || run.finished) return;
     this.finish(run, "failed");
-    const text = p.message || gettext("Something went wrong.");
+    const text = failureText(p);
     run.answer.replaceChildren(
       el(
         "p",
