@@ -70,17 +70,21 @@ class UserPreferenceMiddleware:
         if request.user.is_authenticated:
             language = chosen_language(request)
             if language and request.COOKIES.get(settings.LANGUAGE_COOKIE_NAME) != language:
-                response.set_cookie(
-                    settings.LANGUAGE_COOKIE_NAME,
-                    language,
-                    max_age=settings.LANGUAGE_COOKIE_AGE,
-                    samesite=settings.LANGUAGE_COOKIE_SAMESITE,
-                    secure=settings.SESSION_COOKIE_SECURE,
-                )
+                set_language_cookie(response, language)
             theme = chosen_theme(request)
             if request.COOKIES.get(THEME_COOKIE, "system") != theme:
                 set_theme_cookie(response, theme)
         return response
+
+
+def set_language_cookie(response: HttpResponseBase, language: str) -> None:
+    response.set_cookie(
+        settings.LANGUAGE_COOKIE_NAME,
+        language,
+        max_age=settings.LANGUAGE_COOKIE_AGE,
+        samesite="Lax",
+        secure=settings.SESSION_COOKIE_SECURE,
+    )
 
 
 def set_theme_cookie(response: HttpResponseBase, theme: str) -> None:

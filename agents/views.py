@@ -31,7 +31,7 @@ from django.views.decorators.http import require_GET, require_POST
 from agents import selectors
 from agents.llm.factory import is_demo_model
 from agents.memory.selectors import summary_in_use
-from agents.middleware import set_theme_cookie
+from agents.middleware import set_language_cookie, set_theme_cookie
 from agents.models import AgentProfile, Conversation
 from agents.permissions import signed_in_user
 from agents.preferences import remember_in_session, supported_language
@@ -152,13 +152,7 @@ def preferences(request: HttpRequest) -> HttpResponse:
         response = redirect(next_url)
     if language is not None:
         if language:
-            response.set_cookie(
-                settings.LANGUAGE_COOKIE_NAME,
-                language,
-                max_age=settings.LANGUAGE_COOKIE_AGE,
-                samesite=settings.LANGUAGE_COOKIE_SAMESITE,
-                secure=settings.SESSION_COOKIE_SECURE,
-            )
+            set_language_cookie(response, language)
         else:
             response.delete_cookie(settings.LANGUAGE_COOKIE_NAME)
     if theme is not None:

@@ -208,7 +208,7 @@ def _entries(po: Path) -> list[dict[str, object]]:
     entries: list[dict[str, object]] = []
     current: dict[str, object] = {}
     key = ""
-    for line in po.read_text(encoding="utf-8").splitlines() + [""]:
+    for line in [*po.read_text(encoding="utf-8").splitlines(), ""]:
         if not line.strip():
             if current:
                 entries.append(current)

@@ -56,9 +56,7 @@ def test_a_chosen_dark_theme_overrides_the_system_and_survives_a_reload(stack, o
 
     # Stored on the server (the answer sets the cookie): the next page is dark from its
     # first paint, the system's light notwithstanding.
-    page.wait_for_function(
-        "() => document.cookie.includes('chatsite_theme=dark')", timeout=WAIT_MS
-    )
+    page.wait_for_function("() => document.cookie.includes('chatsite_theme=dark')", timeout=WAIT_MS)
     page.reload()
     expect(page.locator("html")).to_have_attribute("data-theme", "dark")
     assert background(page) == DARK_BACKGROUND
