@@ -116,6 +116,10 @@ def test_switching_to_chinese_is_remembered_across_reload_sign_out_and_another_b
     finally:
         other.close()
     assert UserPreference.objects.get(user=user).language == "en"
+    # The first browser, signed out, switches its sign-in page back from there.
+    page.get_by_role("button", name="English").click()
+    expect(page.get_by_role("heading", name="Sign in")).to_be_visible()
+    expect(page.get_by_role("button", name="English")).to_have_attribute("aria-pressed", "true")
     assert tab.errors == []
 
 
