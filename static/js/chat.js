@@ -6,6 +6,7 @@ import { Sidebar } from "./sidebar.js";
 import { setUpSuggestions } from "./suggestions.js";
 import { ConversationSocket } from "./socket.js";
 import { Thread } from "./thread.js";
+import "./user_menu.js";
 import { gettext, interpolate, pageLanguage } from "./i18n.js";
 
 const state = JSON.parse(document.getElementById("chat-state").textContent);

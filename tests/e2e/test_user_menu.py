@@ -37,7 +37,7 @@ def sign_in(page, username: str, password: str = "pw-for-tests-1") -> None:
     page.goto("/accounts/login/")
     page.locator("#id_username").fill(username)
     page.locator("#id_password").fill(password)
-    page.locator("form button[type=submit]").click()
+    page.locator("form.stack button[type=submit]").click()  # named in the page's language
 
 
 # --------------------------------------------------------------------------------------
