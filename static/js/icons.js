@@ -7,7 +7,11 @@ const PATHS = {
   // A thumb with its cuff; "down" is the same shape turned over.
   thumb:
     "M7 10v11H4a1 1 0 0 1-1-1v-9a1 1 0 0 1 1-1h3zm0 0 4-7a2 2 0 0 1 3 2l-1 5h5.5a2 2 0 0 1 2 2.3l-1.3 7A2 2 0 0 1 17.2 21H7",
+  // Three dots (a "more" menu): zero-length strokes with round caps.
+  more: "M5 12h.01M12 12h.01M19 12h.01",
 };
+
+const STROKE_WIDTH = { more: "3.5" };
 
 export function icon(name, { size = 16, flip = false } = {}) {
   const svg = document.createElementNS(SVG, "svg");
@@ -21,7 +25,7 @@ export function icon(name, { size = 16, flip = false } = {}) {
   path.setAttribute("d", PATHS[name]);
   path.setAttribute("fill", "none");
   path.setAttribute("stroke", "currentColor");
-  path.setAttribute("stroke-width", "2");
+  path.setAttribute("stroke-width", STROKE_WIDTH[name] || "2");
   path.setAttribute("stroke-linejoin", "round");
   path.setAttribute("stroke-linecap", "round");
   if (flip) path.setAttribute("transform", "rotate(180 12 12)");

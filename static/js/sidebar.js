@@ -10,6 +10,7 @@
 
 import { api, el } from "./dom.js";
 import { gettext, interpolate, pageLanguage } from "./i18n.js";
+import { icon } from "./icons.js";
 
 const SEARCH_DELAY_MS = 250;
 export const UNDO_MS = 6000;
@@ -172,7 +173,6 @@ export class Sidebar {
     const menuId = `conversation-menu-${conversation.id}`;
     const button = el("button", {
       className: "icon-button item-menu-button",
-      text: "⋯",
       attrs: {
         type: "button",
         "aria-label": interpolate(gettext("More actions for %s"), [title]),
@@ -180,7 +180,7 @@ export class Sidebar {
         "aria-expanded": "false",
         "aria-controls": menuId,
       },
-    });
+    }, icon("more", { size: 18 }));
     const menu = el("ul", { className: "menu-items item-menu", attrs: { id: menuId, role: "menu", "aria-label": title, hidden: "" } });
     const wrapper = el("li", { className: "conversation-item", dataset: { conversationId: conversation.id } }, main, button, menu);
     const entry = (label, action, extra = {}) => {
