@@ -6,7 +6,7 @@ PYTEST_ARGS ?=
 PORT   ?= 8000
 
 .DEFAULT_GOAL := help
-.PHONY: help deps run test test-fast lint format migrations browser bench clean
+.PHONY: help deps run test test-fast lint format migrations browser bench clean messages translations gettext
 
 help:  ## List the targets
 	@grep -E '^[a-z-]+:.*##' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
@@ -24,10 +24,10 @@ run: deps  ## Migrate and start the whole app (daphne, celery worker, Redis if R
 	$(PY) manage.py collectstatic --noinput --verbosity 0
 	SECURE_SSL_REDIRECT=0 SESSION_COOKIE_SECURE=0 CSRF_COOKIE_SECURE=0 $(PY) manage.py serve --port $(PORT)
 
-test: deps browser  ## Run the whole test suite (Redis is embedded if REDIS_URL is unset)
+test: deps browser gettext  ## Run the whole test suite (Redis is embedded if REDIS_URL is unset)
 	$(PY) -m chatsite.embedded $(PY) -m pytest $(PYTEST_ARGS)
 
-test-fast: deps  ## Only the tests that need no worker, daphne or browser
+test-fast: deps gettext  ## Only the tests that need no worker, daphne or browser
 	$(PY) -m chatsite.embedded $(PY) -m pytest -m "not integration and not e2e" $(PYTEST_ARGS)
 
 lint: deps  ## ruff check, ruff format --check, mypy, and migrations in step with models
@@ -44,6 +44,22 @@ browser:  ## Install Debian's Chromium for the browser tests if it is missing
 	@command -v chromium >/dev/null 2>&1 || { \
 	  echo "chromium is missing: installing Debian's package"; \
 	  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium) >/dev/null; }
+
+# The page strings (templates, Python, static/js) in locale/<lang>/LC_MESSAGES/*.po; the
+# compiled .mo files are committed beside them, and a test keeps the two in step.
+MESSAGES_IGNORE := --ignore=.venv --ignore=var --ignore=tests --ignore=bench --ignore='*/vendor/*'
+
+messages: deps gettext  ## Re-extract the strings to translate into locale/*/LC_MESSAGES/*.po
+	$(PY) manage.py makemessages --all --no-obsolete $(MESSAGES_IGNORE)
+	$(PY) manage.py makemessages --all --no-obsolete -d djangojs $(MESSAGES_IGNORE)
+
+translations: deps gettext  ## Compile locale/*.po into the .mo files the app reads
+	$(PY) manage.py compilemessages --ignore=.venv --ignore=var
+
+gettext:  ## Install Debian's gettext (msgfmt) if it is missing
+	@command -v msgfmt >/dev/null 2>&1 || { \
+	  echo "gettext is missing: installing Debian's package"; \
+	  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq gettext) >/dev/null; }
 
 bench: deps  ## Run the benchmarks in bench/ (see docs/performance.md)
 	@echo "see docs/performance.md for each script's command"

@@ -1,5 +1,5 @@
 from django.apps import AppConfig
-from django.contrib.auth.signals import user_logged_out
+from django.contrib.auth.signals import user_logged_in, user_logged_out
 from django.db.models.signals import post_migrate
 
 
@@ -27,6 +27,9 @@ class AgentsConfig(AppConfig):
     def ready(self) -> None:
         # After every migrate (and every test-database flush), so a fresh install can answer.
         post_migrate.connect(_seed_defaults, sender=self, dispatch_uid="agents.seed_defaults")
+        from agents.preferences import load_on_sign_in
+
+        user_logged_in.connect(load_on_sign_in, dispatch_uid="agents.preferences_on_sign_in")
         user_logged_out.connect(
             _close_sockets_of_the_session, dispatch_uid="agents.close_sockets_on_logout"
         )

@@ -21,9 +21,12 @@ from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
 from django.conf import settings
 from django.contrib import auth
+from django.utils import translation
+from django.utils.translation import gettext as _
 
 from agents import events, live, selectors
 from agents.models import AgentRun, Conversation, RunEvent
+from agents.preferences import socket_language
 from agents.protocol import (
     CLIENT_ID_MAX_CHARS,
     CLOSE_NOT_FOUND,
@@ -103,9 +106,13 @@ class ConversationConsumer(AsyncJsonWebsocketConsumer):
     # Whose socket counts in _open_sockets (set once counted).
     counted_user_id: int | None
     drain: SocketDrain | None
+    # The language of the refusals this socket sends (agents/preferences.py).
+    language: str
 
     async def connect(self) -> None:
         self.conversation_id = int(self.scope["url_route"]["kwargs"]["conversation_id"])
+        # Refusals are read by the person at the page: in the page's language.
+        self.language = await self._language()
         self.last_sent_seq = 0
         self.finished_run_ids = set()
         self.group = ""
@@ -165,6 +172,10 @@ class ConversationConsumer(AsyncJsonWebsocketConsumer):
     # ---- client → server ---------------------------------------------------------------
 
     async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None):
+        with translation.override(self.language):
+            await self._receive(text_data, bytes_data)
+
+    async def _receive(self, text_data: str | None, bytes_data: bytes | None) -> None:
         frame: dict[str, Any] | None = None
         try:
             frame = _parse_frame(text_data, bytes_data)
@@ -196,7 +207,10 @@ class ConversationConsumer(AsyncJsonWebsocketConsumer):
             after_seq = _required_int(frame, "after_seq")
             if not await self._count_resume():
                 limit = settings.CHAT_RESUMES_PER_MINUTE
-                raise RequestRefused(RefusalCode.RATE_LIMITED, f"At most {limit} resumes a minute.")
+                raise RequestRefused(
+                    RefusalCode.RATE_LIMITED,
+                    _("At most %(limit)s resumes a minute.") % {"limit": limit},
+                )
             conversation = await self._conversation_or_close()
             if conversation is not None:
                 # The client asked for these again: resend even what this socket already sent.
@@ -204,22 +218,25 @@ class ConversationConsumer(AsyncJsonWebsocketConsumer):
                 self.last_sent_seq = max(self.last_sent_seq, after_seq)
                 await self._replay(conversation, after_seq=after_seq)
         elif isinstance(kind, str):
-            raise RequestRefused(RefusalCode.UNKNOWN_TYPE, f"Unknown frame type {kind!r}.")
+            raise RequestRefused(
+                RefusalCode.UNKNOWN_TYPE, _("Unknown frame type %(type)r.") % {"type": kind}
+            )
         else:
-            raise RequestRefused(RefusalCode.INVALID_FIELD, "Every frame needs a string 'type'.")
+            raise RequestRefused(RefusalCode.INVALID_FIELD, _("Every frame needs a string 'type'."))
 
     async def _send_message(self, frame: dict[str, Any]) -> None:
         client_id = _required_str(frame, "client_id")
         if not _is_client_id(client_id):
             raise RequestRefused(
                 RefusalCode.INVALID_FIELD,
-                f"'client_id' must be 1 to {CLIENT_ID_MAX_CHARS} characters.",
+                _("'client_id' must be 1 to %(limit)s characters.")
+                % {"limit": CLIENT_ID_MAX_CHARS},
             )
         # Empty and over-long content are refused by message_send, one rule for every door.
         content = _required_str(frame, "content")
         profile_slug = frame.get("profile")
         if profile_slug is not None and not isinstance(profile_slug, str):
-            raise RequestRefused(RefusalCode.INVALID_FIELD, "'profile' must be a profile slug.")
+            raise RequestRefused(RefusalCode.INVALID_FIELD, _("'profile' must be a profile slug."))
         conversation = await self._conversation_or_close()
         if conversation is None:
             return
@@ -228,7 +245,7 @@ class ConversationConsumer(AsyncJsonWebsocketConsumer):
     async def _cancel_run(self, frame: dict[str, Any]) -> None:
         run_id = _required_int(frame, "run_id")
         if not await self._run_cancel(run_id):
-            raise RequestRefused(RefusalCode.NOT_FOUND, "No such run in this conversation.")
+            raise RequestRefused(RefusalCode.NOT_FOUND, _("No such run in this conversation."))
 
     # ---- server → client ---------------------------------------------------------------
 
@@ -244,7 +261,9 @@ class ConversationConsumer(AsyncJsonWebsocketConsumer):
 
     async def chat_signed_out(self, message: dict[str, Any]) -> None:
         """The sign-in ended (agents/apps.py sends this on logout): nothing more goes through."""
-        await self.send_json(error_frame(RefusalCode.SIGNED_OUT, "You have signed out."))
+        with translation.override(self.language):
+            signed_out = error_frame(RefusalCode.SIGNED_OUT, _("You have signed out."))
+        await self.send_json(signed_out)
         await self.close(code=CLOSE_SIGNED_OUT)
 
     async def chat_event(self, message: dict[str, Any]) -> None:
@@ -326,11 +345,17 @@ class ConversationConsumer(AsyncJsonWebsocketConsumer):
         """The conversation, re-read so a deletion in another tab closes this socket."""
         conversation = await self._conversation()
         if conversation is None:
-            await self.send_json(error_frame(RefusalCode.NOT_FOUND, "This conversation is gone."))
+            await self.send_json(
+                error_frame(RefusalCode.NOT_FOUND, _("This conversation is gone."))
+            )
             await self.close(code=CLOSE_NOT_FOUND)
         return conversation
 
     # ---- database ----------------------------------------------------------------------
+
+    @_in_database_thread
+    def _language(self) -> str:
+        return socket_language(self.scope)
 
     @_in_database_thread
     def _conversation(self) -> Conversation | None:
@@ -388,7 +413,7 @@ class ConversationConsumer(AsyncJsonWebsocketConsumer):
             profile = selectors.profile_get(user=user, slug=profile_slug)
             if profile is None:
                 raise RequestRefused(
-                    RefusalCode.PROFILE_NOT_ALLOWED, "That agent is not available to you."
+                    RefusalCode.PROFILE_NOT_ALLOWED, _("That agent is not available to you.")
                 )
         message_send(
             conversation=conversation,
@@ -413,26 +438,31 @@ class ConversationConsumer(AsyncJsonWebsocketConsumer):
 
 def _parse_frame(text_data: str | None, bytes_data: bytes | None) -> dict[str, Any]:
     if text_data is None:
-        raise RequestRefused(RefusalCode.INVALID_FRAME, "Frames are JSON text, not binary.")
+        raise RequestRefused(RefusalCode.INVALID_FRAME, _("Frames are JSON text, not binary."))
     size = len(text_data.encode("utf-8"))
     limit = max_frame_bytes()
     if size > limit:
         raise RequestRefused(
-            RefusalCode.FRAME_TOO_LARGE, f"The frame is {size} bytes; the limit is {limit}."
+            RefusalCode.FRAME_TOO_LARGE,
+            _("The frame is %(size)s bytes; the limit is %(limit)s.")
+            % {"size": size, "limit": limit},
         )
     try:
         frame = json.loads(text_data)
     except ValueError as error:
         raise RequestRefused(
-            RefusalCode.INVALID_JSON, f"The frame is not valid JSON: {error}."
+            RefusalCode.INVALID_JSON,
+            _("The frame is not valid JSON: %(error)s.") % {"error": error},
         ) from error
     except RecursionError as error:
         # Python's parser recurses once per bracket; no frame of the protocol nests deeply.
         raise RequestRefused(
-            RefusalCode.INVALID_JSON, "The frame's JSON nests too deeply."
+            RefusalCode.INVALID_JSON, _("The frame's JSON nests too deeply.")
         ) from error
     if not isinstance(frame, dict):
-        raise RequestRefused(RefusalCode.INVALID_FRAME, "A frame is a JSON object with a 'type'.")
+        raise RequestRefused(
+            RefusalCode.INVALID_FRAME, _("A frame is a JSON object with a 'type'.")
+        )
     return frame
 
 
@@ -454,7 +484,9 @@ def _is_client_id(value: Any) -> bool:
 def _required_str(frame: dict[str, Any], field: str) -> str:
     value = frame.get(field)
     if not isinstance(value, str):
-        raise RequestRefused(RefusalCode.INVALID_FIELD, f"'{field}' must be a string.")
+        raise RequestRefused(
+            RefusalCode.INVALID_FIELD, _("'%(field)s' must be a string.") % {"field": field}
+        )
     return value
 
 
@@ -463,7 +495,8 @@ def _required_int(frame: dict[str, Any], field: str) -> int:
     # bool is an int in Python, but `true` is not a run id or a seq.
     if not isinstance(value, int) or isinstance(value, bool) or value < 0:
         raise RequestRefused(
-            RefusalCode.INVALID_FIELD, f"'{field}' must be a non-negative integer."
+            RefusalCode.INVALID_FIELD,
+            _("'%(field)s' must be a non-negative integer.") % {"field": field},
         )
     return value
 

@@ -16,6 +16,7 @@ from django.core.validators import MinValueValidator, RegexValidator
 from django.db import models
 from django.db.models import F, Q
 from django.utils import timezone
+from django.utils.translation import gettext_lazy as _
 
 from agents.crypto import decrypt_json, decrypt_text, encrypt_json, encrypt_text
 
@@ -352,6 +353,32 @@ class Message(models.Model):
 
     def __str__(self) -> str:
         return f"{self.role}: {self.content[:50]}"
+
+
+# --------------------------------------------------------------------------------------
+# A user's own settings: the page's language and theme, the same on every device
+# --------------------------------------------------------------------------------------
+
+
+class UserPreference(models.Model):
+    """Kept in the database, not only in a cookie, so a choice follows its user to another
+    browser; copied into the session at sign-in (``agents/preferences.py``)."""
+
+    class Theme(models.TextChoices):
+        SYSTEM = "system", _("System")
+        LIGHT = "light", _("Light")
+        DARK = "dark", _("Dark")
+
+    user = models.OneToOneField(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="preference"
+    )
+    # Empty: the browser's Accept-Language decides.
+    language = models.CharField(max_length=16, blank=True, choices=settings.LANGUAGES)
+    theme = models.CharField(max_length=8, choices=Theme.choices, default=Theme.SYSTEM)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    def __str__(self) -> str:
+        return f"Preferences of user {self.user_id}"
 
 
 # --------------------------------------------------------------------------------------

@@ -22,6 +22,7 @@ from agents.models import (
     ModelCall,
     RunEvent,
     ToolConfig,
+    UserPreference,
 )
 
 # The same statuses as agents.services.runs.ACTIVE_STATUSES; reads do not import services.
@@ -278,3 +279,8 @@ def tool_secret_values() -> list[str]:
     for tool in ToolConfig.objects.exclude(secrets_encrypted=""):
         values.extend(tool.get_secrets().values())
     return values
+
+
+def preference_get(*, user: User) -> UserPreference | None:
+    """The user's stored language and theme, if they ever chose one."""
+    return UserPreference.objects.filter(user=user).first()

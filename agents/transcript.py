@@ -14,6 +14,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from django.utils.translation import gettext
+
 from agents.protocol import FrameType
 from agents.redaction import Redactor
 
@@ -72,14 +74,14 @@ def transcript(
         elif kind == FrameType.RUN_FAILED:
             turn = run_turn(run_id)
             turn.status = "failed"
-            turn.note = blank(frame.get("message") or "The run failed.")
+            turn.note = blank(frame.get("message") or gettext("The run failed."))
         elif kind == FrameType.RUN_CANCELLED:
             turn = run_turn(run_id)
             turn.status = "cancelled"
             message = frame.get("message") or {}
             turn.html = blank(message.get("html", ""))
             turn.text = "" if turn.html else blank(frame.get("partial_answer") or "")
-            turn.note = "Stopped before it finished."
+            turn.note = gettext("Stopped before it finished.")
     return turns
 
 

@@ -1,4 +1,5 @@
 from django.urls import path
+from django.views.i18n import JavaScriptCatalog
 
 from agents import views
 
@@ -14,6 +15,11 @@ urlpatterns = [
     path("accounts/login/", views.login_view, name="login"),
     path("accounts/logout/", views.logout_view, name="logout"),
     path("accounts/signup/", views.signup, name="signup"),
+    path("accounts/password/", views.password_change, name="password_change"),
+    path("accounts/password/done/", views.password_change_done, name="password_change_done"),
+    path("preferences/", views.preferences, name="preferences"),
+    # The strings of static/js/ in the page's language, loaded before the app's modules.
+    path("jsi18n/", JavaScriptCatalog.as_view(), name="javascript-catalog"),
     path("accounts/password-reset/", views.password_reset, name="password_reset"),
     path("accounts/password-reset/sent/", views.password_reset_done, name="password_reset_done"),
     path(

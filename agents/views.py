@@ -18,19 +18,26 @@ from django.contrib.auth.decorators import login_required
 from django.contrib.auth.forms import UserCreationForm
 from django.contrib.auth.models import User
 from django.contrib.auth.views import redirect_to_login
+from django.core.exceptions import ValidationError
 from django.db import transaction
-from django.http import Http404, HttpRequest, HttpResponse, HttpResponseBase
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseBase, JsonResponse
 from django.shortcuts import redirect, render
-from django.urls import reverse
+from django.urls import reverse, reverse_lazy
+from django.utils import translation
+from django.utils.http import url_has_allowed_host_and_scheme
+from django.utils.translation import gettext as _
 from django.views.decorators.http import require_GET, require_POST
 
 from agents import selectors
 from agents.llm.factory import is_demo_model
 from agents.memory.selectors import summary_in_use
+from agents.middleware import set_language_cookie, set_theme_cookie
 from agents.models import AgentProfile, Conversation
 from agents.permissions import signed_in_user
+from agents.preferences import remember_in_session, supported_language
 from agents.protocol import RequestRefused, event_frame, max_message_chars
 from agents.services import conversations as conversation_services
+from agents.services.preferences import preference_update
 from agents.transcript import transcript
 
 # --------------------------------------------------------------------------------------
@@ -52,6 +59,10 @@ class SignInView(auth_views.LoginView):
 
 login_view = SignInView.as_view()
 logout_view = auth_views.LogoutView.as_view()
+password_change = auth_views.PasswordChangeView.as_view(
+    success_url=reverse_lazy("password_change_done")
+)
+password_change_done = auth_views.PasswordChangeDoneView.as_view()
 
 
 def signup(request: HttpRequest) -> HttpResponse:
@@ -99,6 +110,60 @@ password_reset = _needs_email(auth_views.PasswordResetView.as_view())
 password_reset_done = _needs_email(auth_views.PasswordResetDoneView.as_view())
 password_reset_confirm = _needs_email(auth_views.PasswordResetConfirmView.as_view())
 password_reset_complete = _needs_email(auth_views.PasswordResetCompleteView.as_view())
+
+
+# --------------------------------------------------------------------------------------
+# The user menu's language and theme
+# --------------------------------------------------------------------------------------
+
+
+@require_POST
+def preferences(request: HttpRequest) -> HttpResponse:
+    """Set ``language`` and/or ``theme`` from the user menu (a form post, or fetch asking
+    for JSON). Stored for a signed-in user, so it follows them to other devices; kept in
+    this browser's cookies either way, so the sign-in page follows it too."""
+    language = request.POST.get("language")
+    theme = request.POST.get("theme")
+    wants_json = "application/json" in request.headers.get("Accept", "")
+    if language and supported_language(language) is None:
+        return _preferences_refused(request, _("That language is not available."), wants_json)
+    language = supported_language(language) if language else language
+    if request.user.is_authenticated:
+        try:
+            stored = preference_update(
+                user=signed_in_user(request.user), language=language, theme=theme
+            )
+        except ValidationError as error:
+            return _preferences_refused(request, error.messages[0], wants_json)
+        remember_in_session(request.session, stored)
+    elif theme is not None and theme not in {"system", "light", "dark"}:
+        return _preferences_refused(request, _("That theme is not available."), wants_json)
+    if language:
+        translation.activate(language)
+    response: HttpResponse
+    if wants_json:
+        response = JsonResponse({"language": translation.get_language(), "theme": theme})
+    else:
+        next_url = request.POST.get("next", "")
+        if not url_has_allowed_host_and_scheme(
+            next_url, allowed_hosts={request.get_host()}, require_https=request.is_secure()
+        ):
+            next_url = reverse("chat")
+        response = redirect(next_url)
+    if language is not None:
+        if language:
+            set_language_cookie(response, language)
+        else:
+            response.delete_cookie(settings.LANGUAGE_COOKIE_NAME)
+    if theme is not None:
+        set_theme_cookie(response, theme)
+    return response
+
+
+def _preferences_refused(request: HttpRequest, message: str, wants_json: bool) -> HttpResponse:
+    if wants_json:
+        return JsonResponse({"code": "invalid", "message": message}, status=400)
+    return HttpResponse(message, status=400, content_type="text/plain; charset=utf-8")
 
 
 # --------------------------------------------------------------------------------------

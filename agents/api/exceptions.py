@@ -10,6 +10,7 @@ from typing import Any
 
 from django.conf import settings
 from django.core.exceptions import RequestDataTooBig
+from django.utils.translation import gettext as _
 from rest_framework import status
 from rest_framework.exceptions import APIException, ValidationError
 from rest_framework.response import Response
@@ -28,7 +29,10 @@ def api_exception_handler(exc: Exception, context: dict[str, Any]) -> Response |
         # Django would answer with a bare HTML 400; a JSON client deserves the reason.
         limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
         return Response(
-            {"code": "request_too_large", "message": f"The request body is over {limit} bytes."},
+            {
+                "code": "request_too_large",
+                "message": _("The request body is over %(limit)s bytes.") % {"limit": limit},
+            },
             status=status.HTTP_413_REQUEST_ENTITY_TOO_LARGE,
         )
     response = exception_handler(exc, context)
@@ -37,7 +41,7 @@ def api_exception_handler(exc: Exception, context: dict[str, Any]) -> Response |
     if isinstance(exc, ValidationError):
         response.data = {
             "code": "invalid",
-            "message": "The request has invalid fields.",
+            "message": _("The request has invalid fields."),
             "fields": exc.detail,
         }
     else:

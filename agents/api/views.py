@@ -11,6 +11,7 @@ from typing import Any
 
 from django.http import HttpResponse
 from django.utils.text import slugify
+from django.utils.translation import gettext as _
 from rest_framework import status
 from rest_framework.exceptions import NotFound, ValidationError
 from rest_framework.generics import GenericAPIView
@@ -64,7 +65,7 @@ class ApiView(GenericAPIView):
         profile = selectors.profile_get(user=self.request.user, slug=slug)
         if profile is None:
             raise RequestRefused(
-                RefusalCode.PROFILE_NOT_ALLOWED, "That agent is not available to you."
+                RefusalCode.PROFILE_NOT_ALLOWED, _("That agent is not available to you.")
             )
         return profile
 

@@ -18,6 +18,7 @@ from django.conf import settings as django_settings
 from django.core.cache import cache
 from django.core.exceptions import PermissionDenied
 from django.db import IntegrityError, connection, transaction
+from django.utils.translation import gettext
 
 from agents.memory.strategies import (
     BUFFER,
@@ -212,12 +213,13 @@ def summary_request(*, conversation: Conversation, user) -> SummaryRequest:
         usage_check_quota(user_id=user.pk)
     except QuotaExceeded:
         raise RequestRefused(
-            RefusalCode.QUOTA_EXCEEDED, "You have used today's token allowance."
+            RefusalCode.QUOTA_EXCEEDED, gettext("You have used today's token allowance.")
         ) from None
     limit = django_settings.CHAT_COMPACTS_PER_MINUTE
     if not rate_limit_hit(action="compact", user_id=user.pk, limit=limit).allowed:
         raise RequestRefused(
-            RefusalCode.RATE_LIMITED, f"At most {limit} summaries a minute; try again soon."
+            RefusalCode.RATE_LIMITED,
+            gettext("At most %(limit)s summaries a minute; try again soon.") % {"limit": limit},
         )
     if not cache.add(_compact_pending_key(conversation.pk), 1, timeout=COMPACT_PENDING_SECONDS):
         return SummaryRequest.ALREADY_PENDING  # another request got there first

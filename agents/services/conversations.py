@@ -13,6 +13,7 @@ from django.conf import settings
 from django.contrib.auth.models import User
 from django.db import transaction
 from django.utils import timezone
+from django.utils.translation import gettext as _
 
 from agents.llm.factory import model_name_for
 from agents.models import (
@@ -156,7 +157,7 @@ def run_regenerate(*, conversation: Conversation, user: User) -> AgentRun:
         message = locked.messages.filter(role=Message.Role.USER).order_by("-id").first()
         if message is None:
             raise RequestRefused(
-                RefusalCode.NOTHING_TO_REGENERATE, "There is no message to answer again."
+                RefusalCode.NOTHING_TO_REGENERATE, _("There is no message to answer again.")
             )
         profile = _profile_for(conversation=locked, user=user, profile=None)
         _check_can_start_run(conversation=locked, user=user)
@@ -175,9 +176,9 @@ def message_edit_resend(
     """
     conversation = message.conversation
     if conversation.owner_id != user.pk:
-        raise RequestRefused(RefusalCode.NOT_FOUND, "No such message.")
+        raise RequestRefused(RefusalCode.NOT_FOUND, _("No such message."))
     if message.role != Message.Role.USER:
-        raise RequestRefused(RefusalCode.NOT_EDITABLE, "Only your own messages can be edited.")
+        raise RequestRefused(RefusalCode.NOT_EDITABLE, _("Only your own messages can be edited."))
     return _send(
         conversation=conversation,
         user=user,
@@ -195,7 +196,7 @@ def run_cancel(*, run: AgentRun, user: User) -> AgentRun:
     answer. Cancelling a run that already ended changes nothing.
     """
     if run.conversation.owner_id != user.pk:
-        raise RequestRefused(RefusalCode.NOT_FOUND, "No such run.")
+        raise RequestRefused(RefusalCode.NOT_FOUND, _("No such run."))
     with transaction.atomic():
         locked = AgentRun.objects.select_for_update().get(pk=run.pk)
         if locked.status == AgentRun.Status.QUEUED:
@@ -214,11 +215,12 @@ def run_cancel(*, run: AgentRun, user: User) -> AgentRun:
 
 def _check_content(content: str) -> None:
     if not content or not content.strip():
-        raise RequestRefused(RefusalCode.EMPTY, "The message is empty.")
+        raise RequestRefused(RefusalCode.EMPTY, _("The message is empty."))
     limit = max_message_chars()
     if len(content) > limit:
         raise RequestRefused(
-            RefusalCode.TOO_LONG, f"The message is longer than {limit} characters."
+            RefusalCode.TOO_LONG,
+            _("The message is longer than %(limit)s characters.") % {"limit": limit},
         )
 
 
@@ -232,7 +234,7 @@ def _lock_owned(*, conversation: Conversation, user: User) -> Conversation:
         .first()
     )
     if locked is None:
-        raise RequestRefused(RefusalCode.NOT_FOUND, "No such conversation.")
+        raise RequestRefused(RefusalCode.NOT_FOUND, _("No such conversation."))
     return locked
 
 
@@ -243,7 +245,7 @@ def _check_can_start_run(*, conversation: Conversation, user: User) -> None:
     """
     if conversation.runs.filter(status__in=ACTIVE_STATUSES).exists():
         raise RequestRefused(
-            RefusalCode.RUN_IN_PROGRESS, "Wait for the current answer, or stop it."
+            RefusalCode.RUN_IN_PROGRESS, _("Wait for the current answer, or stop it.")
         )
     try:
         usage_check_quota(user_id=user.pk)
@@ -253,7 +255,7 @@ def _check_can_start_run(*, conversation: Conversation, user: User) -> None:
 
 
 def _quota_refusal() -> RequestRefused:
-    return RequestRefused(RefusalCode.QUOTA_EXCEEDED, "You have used today's token allowance.")
+    return RequestRefused(RefusalCode.QUOTA_EXCEEDED, _("You have used today's token allowance."))
 
 
 def _count_send_against_rate_limit(user: User) -> None:
@@ -263,7 +265,7 @@ def _count_send_against_rate_limit(user: User) -> None:
     if not decision.allowed:
         raise RequestRefused(
             RefusalCode.RATE_LIMITED,
-            f"At most {limit} messages a minute; try again soon.",
+            _("At most %(limit)s messages a minute; try again soon.") % {"limit": limit},
             retry_after=decision.retry_after,
         )
 
@@ -271,7 +273,9 @@ def _count_send_against_rate_limit(user: User) -> None:
 def _check_profile_allowed(*, profile: AgentProfile, user: User) -> None:
     groups = list(profile.allowed_groups.values_list("pk", flat=True))
     if groups and not user.groups.filter(pk__in=groups).exists():
-        raise RequestRefused(RefusalCode.PROFILE_NOT_ALLOWED, "That agent is not available to you.")
+        raise RequestRefused(
+            RefusalCode.PROFILE_NOT_ALLOWED, _("That agent is not available to you.")
+        )
 
 
 def _profile_for(

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from django.contrib.auth.models import User
 from django.db import transaction
+from django.utils.translation import gettext
 
 from agents.models import AnswerFeedback, Message
 from agents.protocol import RefusalCode, RequestRefused
@@ -15,7 +16,9 @@ from agents.protocol import RefusalCode, RequestRefused
 
 def _check_rateable(message: Message) -> None:
     if message.role != Message.Role.ASSISTANT or message.run_id is None:
-        raise RequestRefused(RefusalCode.NOT_RATEABLE, "Only an agent's answer takes feedback.")
+        raise RequestRefused(
+            RefusalCode.NOT_RATEABLE, gettext("Only an agent's answer takes feedback.")
+        )
 
 
 @transaction.atomic
@@ -23,12 +26,13 @@ def feedback_set(*, message: Message, user: User, rating: str, comment: str = ""
     """Record ``user``'s rating of the answer ``message``, replacing any earlier one."""
     _check_rateable(message)
     if rating not in AnswerFeedback.Rating.values:
-        raise RequestRefused(RefusalCode.INVALID_FIELD, "The rating is 'up' or 'down'.")
+        raise RequestRefused(RefusalCode.INVALID_FIELD, gettext("The rating is 'up' or 'down'."))
     comment = comment.strip()
     if len(comment) > AnswerFeedback.COMMENT_MAX_CHARS:
         raise RequestRefused(
             RefusalCode.TOO_LONG,
-            f"A comment has at most {AnswerFeedback.COMMENT_MAX_CHARS} characters.",
+            gettext("A comment has at most %(limit)s characters.")
+            % {"limit": AnswerFeedback.COMMENT_MAX_CHARS},
         )
     run = message.run
     version = run.profile_version if run else None

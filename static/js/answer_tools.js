@@ -5,6 +5,8 @@
 // #chat-state; docs/protocol.md, "HTTP API").
 
 import { api, el } from "./dom.js";
+import { gettext, interpolate } from "./i18n.js";
+import { icon } from "./icons.js";
 
 let pageConfig = null;
 
@@ -30,8 +32,8 @@ export function decorateAnswer(container, message) {
 function copyButton(markdown) {
   const button = el("button", {
     className: "copy-answer",
-    text: "Copy",
-    attrs: { type: "button", "aria-label": "Copy the answer as Markdown" },
+    text: gettext("Copy"),
+    attrs: { type: "button", "aria-label": gettext("Copy the answer as Markdown") },
   });
   button.addEventListener("click", () => copyAndSay(button, markdown));
   return button;
@@ -42,38 +44,41 @@ export async function copyAndSay(button, text) {
   const label = button.textContent;
   try {
     await navigator.clipboard.writeText(text);
-    button.textContent = "Copied";
+    button.textContent = gettext("Copied");
   } catch {
-    button.textContent = "Could not copy";
+    button.textContent = gettext("Could not copy");
   }
   window.setTimeout(() => {
     button.textContent = label;
   }, 1500);
 }
 
-function thumb(rating, label, symbol) {
-  return el("button", {
-    className: `thumb thumb-${rating}`,
-    text: symbol,
-    attrs: { type: "button", "aria-label": label, "aria-pressed": "false", title: label },
-  });
+function thumb(rating, label) {
+  return el(
+    "button",
+    {
+      className: `thumb thumb-${rating}`,
+      attrs: { type: "button", "aria-label": label, "aria-pressed": "false", title: label },
+    },
+    icon("thumb", { flip: rating === "down" }),
+  );
 }
 
 function feedbackControls(endpoint, initial) {
   let current = initial ? { ...initial } : null;
-  const up = thumb("up", "Good answer", "👍");
-  const down = thumb("down", "Bad answer", "👎");
+  const up = thumb("up", gettext("Good answer"));
+  const down = thumb("down", gettext("Bad answer"));
   const status = el("span", { className: "muted small feedback-status", attrs: { role: "status" } });
   const comment = el("textarea", {
     className: "feedback-text",
     attrs: {
       rows: "2",
       maxlength: "2000",
-      "aria-label": "Comment on this answer (optional)",
-      placeholder: "What was good or wrong? (optional)",
+      "aria-label": gettext("Comment on this answer (optional)"),
+      placeholder: gettext("What was good or wrong? (optional)"),
     },
   });
-  const save = el("button", { className: "button", text: "Save comment", attrs: { type: "submit" } });
+  const save = el("button", { className: "button", text: gettext("Save comment"), attrs: { type: "submit" } });
   const form = el("form", { className: "feedback-comment" }, comment, save);
 
   function show() {
@@ -83,19 +88,19 @@ function feedbackControls(endpoint, initial) {
     comment.value = current ? current.comment || "" : "";
   }
 
-  async function send(rating, doneText = "Thanks for the feedback.") {
+  async function send(rating, doneText = gettext("Thanks for the feedback.")) {
     try {
       if (rating === null) {
         await api("DELETE", endpoint);
         current = null;
-        status.textContent = "Feedback removed.";
+        status.textContent = gettext("Feedback removed.");
       } else {
         const data = await api("PUT", endpoint, { rating, comment: comment.value.trim() });
         current = { rating: data.rating, comment: data.comment };
         status.textContent = doneText;
       }
     } catch (error) {
-      status.textContent = `Could not save the feedback: ${error.message}`;
+      status.textContent = interpolate(gettext("Could not save the feedback: %s"), [error.message]);
       return;
     }
     show();
@@ -106,7 +111,7 @@ function feedbackControls(endpoint, initial) {
   down.addEventListener("click", () => send(current?.rating === "down" ? null : "down"));
   form.addEventListener("submit", (event) => {
     event.preventDefault();
-    if (current) send(current.rating, "Comment saved.");
+    if (current) send(current.rating, gettext("Comment saved."));
   });
   show();
   return [up, down, status, form];

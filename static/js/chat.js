@@ -6,6 +6,8 @@ import { Sidebar } from "./sidebar.js";
 import { setUpSuggestions } from "./suggestions.js";
 import { ConversationSocket } from "./socket.js";
 import { Thread } from "./thread.js";
+import "./user_menu.js";
+import { gettext, interpolate, pageLanguage } from "./i18n.js";
 
 const state = JSON.parse(document.getElementById("chat-state").textContent);
 const conversation = state.conversation;
@@ -48,7 +50,7 @@ function showNotice(text, { kind = "error", retryAfter = null } = {}) {
         hideNotice();
         return;
       }
-      noticeText.textContent = `${text} You can send again in ${left} s.`;
+      noticeText.textContent = `${text} ${interpolate(gettext("You can send again in %s s."), [left])}`;
     };
     tick();
     noticeTimer = window.setInterval(tick, 1000);
@@ -161,15 +163,18 @@ function updateCharCount() {
   const length = messageLength(input.value.trim());
   const near = length >= maxChars * 0.9;
   charCount.hidden = !near;
-  charCount.textContent = `${length.toLocaleString()} / ${maxChars.toLocaleString()}`;
+  charCount.textContent = `${length.toLocaleString(pageLanguage())} / ${maxChars.toLocaleString(pageLanguage())}`;
   charCount.classList.toggle("over", length > maxChars);
 }
 function tooLong(content) {
   const length = messageLength(content);
   if (length <= maxChars) return false;
   showNotice(
-    `Your message is ${length.toLocaleString()} characters; the limit is ` +
-      `${maxChars.toLocaleString()}. Shorten it, then send it again.`,
+    interpolate(
+      gettext("Your message is %(length)s characters; the limit is %(limit)s. Shorten it, then send it again."),
+      { length: length.toLocaleString(pageLanguage()), limit: maxChars.toLocaleString(pageLanguage()) },
+      true,
+    ),
   );
   input.focus();
   return true;
@@ -207,7 +212,7 @@ if (!conversation) {
     if (content === "/compact") {
       // A command, not a question: there is nothing to summarise before the first message.
       event.preventDefault();
-      showNotice("Nothing to summarise yet: /compact folds earlier turns of a chat.", {
+      showNotice(gettext("Nothing to summarise yet: /compact folds earlier turns of a chat."), {
         kind: "info",
       });
       return;
@@ -229,7 +234,7 @@ function startConversation() {
       try {
         await api("POST", urls.regenerate);
       } catch (error) {
-        showNotice(`Could not regenerate: ${error.message}`);
+        showNotice(interpolate(gettext("Could not regenerate: %s"), [error.message]));
       }
     },
     onEdit: async (messageId, content) => {
@@ -240,7 +245,7 @@ function startConversation() {
         });
         sidebar.touch(conversation.id, { updated_at: new Date().toISOString() });
       } catch (error) {
-        showNotice(`Could not send the edit: ${error.message}`);
+        showNotice(interpolate(gettext("Could not send the edit: %s"), [error.message]));
         throw error;
       }
     },
@@ -268,7 +273,7 @@ function startConversation() {
       // Refusals of a send name its client_id (docs/protocol.md).
       const returned = frame.client_id ? thread.dropPending(frame.client_id) : null;
       giveBack(returned);
-      showNotice(frame.message || "The server could not do that.", {
+      showNotice(frame.message || gettext("The server could not do that."), {
         retryAfter: Number(frame.retry_after) || null,
       });
       return;
@@ -308,9 +313,9 @@ function startConversation() {
     socket?.close();
     for (const text of thread.dropAllPending()) giveBack(text);
     sidebar.forget(conversation.id);
-    connectionStatus.textContent = "This conversation was deleted.";
+    connectionStatus.textContent = gettext("This conversation was deleted.");
     connectionStatus.classList.add("reconnecting");
-    showNotice("This conversation was deleted. Start a new chat to ask again.");
+    showNotice(gettext("This conversation was deleted. Start a new chat to ask again."));
     sendButton.disabled = true;
     stopButton.hidden = true;
   }
@@ -322,9 +327,9 @@ function startConversation() {
 
   const statusText = {
     open: "",
-    reconnecting: "Reconnecting…",
-    refused: "This conversation is not available.",
-    "signed-out": "You have signed out. Sign in again to go on.",
+    reconnecting: gettext("Reconnecting…"),
+    refused: gettext("This conversation is not available."),
+    "signed-out": gettext("You have signed out. Sign in again to go on."),
   };
   function onStatus(status) {
     if (status === "refused") {
@@ -371,7 +376,7 @@ function startConversation() {
       const result = await api("POST", urls.compact);
       showNotice(result.message, { kind: "info" });
     } catch (error) {
-      showNotice(`Could not summarise: ${error.message}`);
+      showNotice(interpolate(gettext("Could not summarise: %s"), [error.message]));
     }
   }
   document.getElementById("compact-button")?.addEventListener("click", () => {
@@ -411,7 +416,7 @@ function startConversation() {
       // Over the socket when it is up; otherwise the API, so Stop never waits on a reconnect.
       if (!socket.rawSend({ type: "run.cancel", run_id: runId })) {
         api("POST", urls.cancel_run.replace("/0/", `/${runId}/`)).catch((error) => {
-          showNotice(`Could not stop the run: ${error.message}`);
+          showNotice(interpolate(gettext("Could not stop the run: %s"), [error.message]));
         });
       }
     }
@@ -459,13 +464,13 @@ function setUpConversationActions(urls) {
     event.preventDefault();
     try {
       const data = await api("PATCH", urls.conversation, { title: renameInput.value.trim() });
-      const title = data.title || `Conversation ${data.id}`;
+      const title = data.title || interpolate(gettext("Conversation %s"), [data.id]);
       titleHeading.textContent = title;
       document.title = `${title} · chatsite`;
       sidebar.touch(conversation.id, { title });
       renameDialog.close();
     } catch (error) {
-      showNotice(`Could not rename: ${error.message}`);
+      showNotice(interpolate(gettext("Could not rename: %s"), [error.message]));
     }
   });
 
@@ -482,7 +487,7 @@ function setUpConversationActions(urls) {
       window.location.assign("/");
     } catch (error) {
       deleteDialog.close();
-      showNotice(`Could not delete: ${error.message}`);
+      showNotice(interpolate(gettext("Could not delete: %s"), [error.message]));
     }
   });
 

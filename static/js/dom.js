@@ -1,5 +1,7 @@
 // Small DOM helpers. Text always goes in as textContent: nothing here parses HTML.
 
+import { gettext, interpolate } from "./i18n.js";
+
 export function el(tag, options = {}, ...children) {
   const node = document.createElement(tag);
   const { className, text, attrs, dataset } = options;
@@ -39,7 +41,7 @@ export async function api(method, url, body) {
     data = null;
   }
   if (!response.ok) {
-    const message = (data && (data.message || data.detail)) || `The server answered ${response.status}.`;
+    const message = (data && (data.message || data.detail)) || interpolate(gettext("The server answered %s."), [response.status]);
     throw new Error(message);
   }
   return data;

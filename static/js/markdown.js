@@ -8,6 +8,7 @@ import MarkdownIt from "../vendor/markdown-it/markdown-it.js";
 import DOMPurify from "../vendor/dompurify/purify.js";
 import hljs from "../vendor/highlight.js/highlight.js";
 import { el } from "./dom.js";
+import { gettext } from "./i18n.js";
 
 // agents/rendering.py: ALLOWED_TAGS, ALLOWED_ATTRIBUTES, SAFE_URL_SCHEMES, the class filter.
 const ALLOWED_TAGS = [
@@ -68,19 +69,19 @@ export function decorateCode(container) {
     if (pre.querySelector(".copy-code")) continue;
     const button = el("button", {
       className: "copy-code",
-      text: "Copy",
-      attrs: { type: "button", "aria-label": "Copy the code" },
+      text: gettext("Copy"),
+      attrs: { type: "button", "aria-label": gettext("Copy the code") },
     });
     button.addEventListener("click", async () => {
       const code = pre.querySelector("code") || pre;
       try {
         await navigator.clipboard.writeText(code.textContent);
-        button.textContent = "Copied";
+        button.textContent = gettext("Copied");
       } catch {
-        button.textContent = "Select and copy";
+        button.textContent = gettext("Select and copy");
       }
       window.setTimeout(() => {
-        button.textContent = "Copy";
+        button.textContent = gettext("Copy");
       }, 1500);
     });
     pre.append(button);

@@ -4,6 +4,7 @@
 
 import { copyAndSay } from "./answer_tools.js";
 import { api } from "./dom.js";
+import { gettext, interpolate } from "./i18n.js";
 
 export function setUpShare(urls) {
   const url = urls && urls.share;
@@ -31,7 +32,7 @@ export function setUpShare(urls) {
       show(data ? data.share : null);
       status.textContent = doneText;
     } catch (error) {
-      status.textContent = `Could not do that: ${error.message}`;
+      status.textContent = interpolate(gettext("Could not do that: %s"), [error.message]);
     }
   };
 
@@ -42,8 +43,8 @@ export function setUpShare(urls) {
     dialog.showModal();
     await call("GET", "");
   });
-  create.addEventListener("click", () => call("POST", "Link created. Anyone you give it to can read this conversation."));
-  revoke.addEventListener("click", () => call("DELETE", "Link revoked. It no longer opens."));
+  create.addEventListener("click", () => call("POST", gettext("Link created. Anyone you give it to can read this conversation.")));
+  revoke.addEventListener("click", () => call("DELETE", gettext("Link revoked. It no longer opens.")));
   copy.addEventListener("click", () => copyAndSay(copy, linkInput.value));
   for (const closer of dialog.querySelectorAll("[data-close]")) {
     closer.addEventListener("click", () => dialog.close());

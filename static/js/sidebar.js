@@ -9,6 +9,8 @@
 // closing the tab during the toast loses nothing: the conversation is still there.
 
 import { api, el } from "./dom.js";
+import { gettext, interpolate, pageLanguage } from "./i18n.js";
+import { icon } from "./icons.js";
 
 const SEARCH_DELAY_MS = 250;
 export const UNDO_MS = 6000;
@@ -20,11 +22,11 @@ function startOfDay(date) {
 
 export function dateBucket(date, now = new Date()) {
   const days = Math.round((startOfDay(now) - startOfDay(date)) / DAY_MS);
-  if (days <= 0) return "Today";
-  if (days === 1) return "Yesterday";
-  if (days <= 7) return "Previous 7 days";
-  if (days <= 30) return "Previous 30 days";
-  return date.toLocaleDateString(undefined, { month: "long", year: "numeric" });
+  if (days <= 0) return gettext("Today");
+  if (days === 1) return gettext("Yesterday");
+  if (days <= 7) return gettext("Previous 7 days");
+  if (days <= 30) return gettext("Previous 30 days");
+  return date.toLocaleDateString(pageLanguage(), { month: "long", year: "numeric" });
 }
 
 function conversationUrl(id) {
@@ -36,7 +38,7 @@ function apiUrl(id, tail = "") {
 }
 
 function titleOf(conversation) {
-  return conversation.title || `Conversation ${conversation.id}`;
+  return conversation.title || interpolate(gettext("Conversation %s"), [conversation.id]);
 }
 
 // Text nodes and <mark>s from the server's segments: user text never goes through HTML.
@@ -109,10 +111,10 @@ export class Sidebar {
     const shown = searching ? this.results : this.conversations;
     const groups = new Map();
     const byActivity = shown.slice().sort((a, b) => new Date(b.updated_at) - new Date(a.updated_at));
-    if (searching) groups.set("Search results", byActivity);
+    if (searching) groups.set(gettext("Search results"), byActivity);
     else {
       const pinned = shown.filter((c) => c.pinned).sort((a, b) => new Date(b.pinned_at || 0) - new Date(a.pinned_at || 0));
-      if (pinned.length) groups.set("Pinned", pinned);
+      if (pinned.length) groups.set(gettext("Pinned"), pinned);
       for (const conversation of byActivity) {
         if (conversation.pinned) continue;
         const label = dateBucket(new Date(conversation.updated_at));
@@ -132,7 +134,7 @@ export class Sidebar {
     }
     this.list.replaceChildren(...sections);
     if (!shown.length) {
-      this.status.textContent = this.query ? "No conversations match." : "No conversations yet.";
+      this.status.textContent = this.query ? gettext("No conversations match.") : gettext("No conversations yet.");
     } else {
       this.status.textContent = this.query
         ? `${shown.length} conversation${shown.length === 1 ? "" : "s"} found.`
@@ -158,7 +160,7 @@ export class Sidebar {
       },
       el("span", { className: "conversation-link-title", text: title }),
       running
-        ? el("span", { className: "running-marker", attrs: { title: "An answer is being written" } },
+        ? el("span", { className: "running-marker", attrs: { title: gettext("An answer is being written") } },
             el("span", { className: "visually-hidden", text: " (answering)" }))
         : null,
     );
@@ -171,15 +173,14 @@ export class Sidebar {
     const menuId = `conversation-menu-${conversation.id}`;
     const button = el("button", {
       className: "icon-button item-menu-button",
-      text: "⋯",
       attrs: {
         type: "button",
-        "aria-label": `More actions for ${title}`,
+        "aria-label": interpolate(gettext("More actions for %s"), [title]),
         "aria-haspopup": "menu",
         "aria-expanded": "false",
         "aria-controls": menuId,
       },
-    });
+    }, icon("more", { size: 18 }));
     const menu = el("ul", { className: "menu-items item-menu", attrs: { id: menuId, role: "menu", "aria-label": title, hidden: "" } });
     const wrapper = el("li", { className: "conversation-item", dataset: { conversationId: conversation.id } }, main, button, menu);
     const entry = (label, action, extra = {}) => {
@@ -195,11 +196,11 @@ export class Sidebar {
       });
       menu.append(el("li", { attrs: { role: "none" } }, node));
     };
-    entry("Rename", () => this.startRename(conversation, wrapper), { keepsFocus: true });
-    entry(conversation.pinned ? "Unpin" : "Pin", () => this.setPinned(conversation, !conversation.pinned));
-    entry("Archive", () => this.archive(conversation), { keepsFocus: true });
-    entry("Export as Markdown", null, { href: `${apiUrl(conversation.id, "export/")}?format=md` });
-    entry("Delete", () => this.remove(conversation), { className: "danger", keepsFocus: true });
+    entry(gettext("Rename"), () => this.startRename(conversation, wrapper), { keepsFocus: true });
+    entry(conversation.pinned ? gettext("Unpin") : gettext("Pin"), () => this.setPinned(conversation, !conversation.pinned));
+    entry(gettext("Archive"), () => this.archive(conversation), { keepsFocus: true });
+    entry(gettext("Export as Markdown"), null, { href: `${apiUrl(conversation.id, "export/")}?format=md` });
+    entry(gettext("Delete"), () => this.remove(conversation), { className: "danger", keepsFocus: true });
 
     button.addEventListener("click", () => {
       if (this.openMenu?.button === button) this.closeMenu();
@@ -284,7 +285,7 @@ export class Sidebar {
     const link = wrapper.querySelector(".conversation-main");
     const input = el("input", {
       className: "rename-input",
-      attrs: { type: "text", maxlength: "200", "aria-label": `New title for ${titleOf(conversation)}`, value: conversation.title || "" },
+      attrs: { type: "text", maxlength: "200", "aria-label": interpolate(gettext("New title for %s"), [titleOf(conversation)]), value: conversation.title || "" },
     });
     link.replaceWith(input);
     input.focus();
@@ -300,7 +301,7 @@ export class Sidebar {
           this.update(conversation.id, { title: data.title });
           document.dispatchEvent(new CustomEvent("sidebar:renamed", { detail: { id: data.id, title: titleOf(data) } }));
         } catch (error) {
-          this.status.textContent = `Could not rename: ${error.message}`;
+          this.status.textContent = interpolate(gettext("Could not rename: %s"), [error.message]);
         }
       }
       this.render();
@@ -326,7 +327,7 @@ export class Sidebar {
       this.render();
       this.focusMenuButton(conversation.id);
     } catch (error) {
-      this.status.textContent = `Could not ${pinned ? "pin" : "unpin"}: ${error.message}`;
+      this.status.textContent = interpolate(pinned ? gettext("Could not pin: %s") : gettext("Could not unpin: %s"), [error.message]);
     }
   }
 
@@ -335,12 +336,12 @@ export class Sidebar {
     try {
       await api("PATCH", apiUrl(conversation.id), { archived: true });
     } catch (error) {
-      this.status.textContent = `Could not archive: ${error.message}`;
+      this.status.textContent = interpolate(gettext("Could not archive: %s"), [error.message]);
       return;
     }
     const restore = this.take(conversation.id);
     this.render();
-    this.toast.show(`Archived “${titleOf(conversation)}”.`, {
+    this.toast.show(interpolate(gettext("Archived “%s”."), [titleOf(conversation)]), {
       undo: async () => {
         try {
           await api("PATCH", apiUrl(conversation.id), { archived: false });
@@ -348,7 +349,7 @@ export class Sidebar {
           this.render();
           this.focusMenuButton(conversation.id);
         } catch (error) {
-          this.status.textContent = `Could not undo: ${error.message}`;
+          this.status.textContent = interpolate(gettext("Could not undo: %s"), [error.message]);
         }
       },
     });
@@ -358,7 +359,7 @@ export class Sidebar {
     this.toast.settle();
     const restore = this.take(conversation.id);
     this.render();
-    this.toast.show(`Deleted “${titleOf(conversation)}”.`, {
+    this.toast.show(interpolate(gettext("Deleted “%s”."), [titleOf(conversation)]), {
       undo: () => {
         restore();
         this.render();
@@ -370,7 +371,7 @@ export class Sidebar {
         } catch (error) {
           restore();
           this.render();
-          this.status.textContent = `Could not delete: ${error.message}`;
+          this.status.textContent = interpolate(gettext("Could not delete: %s"), [error.message]);
           return;
         }
         if (this.isCurrent(conversation.id)) window.location.assign("/");
@@ -395,7 +396,7 @@ export class Sidebar {
     }
     const controller = new AbortController();
     this.searchAbort = controller;
-    this.status.textContent = "Searching…";
+    this.status.textContent = gettext("Searching…");
     try {
       const response = await fetch(`/api/conversations/?q=${encodeURIComponent(query)}`, {
         credentials: "same-origin",
@@ -409,7 +410,7 @@ export class Sidebar {
       this.render();
     } catch (error) {
       if (error.name === "AbortError") return;
-      this.status.textContent = "Search is not available right now.";
+      this.status.textContent = gettext("Search is not available right now.");
     }
   }
 

@@ -14,11 +14,37 @@
 import { decorateAnswer } from "./answer_tools.js";
 import { el } from "./dom.js";
 import { decorateCode, renderMarkdown } from "./markdown.js";
+import { gettext, gettext_noop, interpolate, ngettext, pageLanguage } from "./i18n.js";
 
 const LIMIT_NOTES = {
-  max_iterations: "The agent reached its step limit before it was done; the answer is its best effort so far.",
-  max_execution_time: "The agent ran out of time before it was done; the answer is its best effort so far.",
+  max_iterations: gettext_noop("The agent reached its step limit before it was done; the answer is its best effort so far."),
+  max_execution_time: gettext_noop("The agent ran out of time before it was done; the answer is its best effort so far."),
 };
+
+// A failed run's message is stored in English by the worker (agents/llm/errors.py,
+// agents/services/execution.py); the page shows it in its own language by the code, keeping
+// the reference staff look up. Where the page is English the stored words stay.
+const FAILURE_REASONS = {
+  model_auth: gettext_noop("The AI model service did not accept this site's credentials. The site's staff can fix this."),
+  model_misconfigured: gettext_noop("The AI model is not set up correctly. The site's staff can fix this."),
+  model_quota: gettext_noop("The AI model service has used up this site's quota. The site's staff can fix this."),
+  model_rate_limited: gettext_noop("The AI model service is too busy right now. Please try again in a little while."),
+  model_unavailable: gettext_noop("The AI model service could not be reached. Please try again in a little while."),
+  model_timeout: gettext_noop("The AI model took too long to answer. Please try again in a little while."),
+  model_bad_response: gettext_noop("The AI model sent an answer that could not be used. Please try again in a little while."),
+  too_many_attempts: gettext_noop("The run was interrupted too many times and was given up."),
+  no_profile: gettext_noop("The agent this run used was deleted."),
+  internal_error: gettext_noop("The agent stopped because of an internal error."),
+  run_timeout: gettext_noop("The run took too long and was stopped."),
+};
+
+function failureText(p) {
+  const reason = FAILURE_REASONS[p.code];
+  const translated = reason ? gettext(reason) : null;
+  if (!translated || translated === reason) return p.message || gettext("Something went wrong.");
+  const reference = /\(Reference: ([^)]+?)\.\)/.exec(p.message || "");
+  return reference ? `${translated} ${interpolate(gettext("(Reference: %s.)"), [reference[1]])}` : translated;
+}
 
 function framePayload(frame) {
   // Stored frames may carry their fields at the top level or under `payload`.
@@ -198,7 +224,7 @@ export class Thread {
     const bubble = el("div", { className: "bubble", text: content });
     const article = el(
       "article",
-      { className: "msg user", attrs: { "aria-label": "You said" } },
+      { className: "msg user", attrs: { "aria-label": gettext("You said") } },
       bubble,
     );
     if (messageId !== null && messageId !== undefined) {
@@ -211,8 +237,8 @@ export class Thread {
   attachUserTools(article, messageId, content) {
     if (article.querySelector(".msg-tools")) return;
     const edit = el("button", {
-      text: "Edit",
-      attrs: { type: "button", "aria-label": "Edit this message and ask again" },
+      text: gettext("Edit"),
+      attrs: { type: "button", "aria-label": gettext("Edit this message and ask again") },
     });
     edit.addEventListener("click", () => this.openEditor(article, messageId, content));
     article.append(el("div", { className: "msg-tools" }, edit));
@@ -222,12 +248,12 @@ export class Thread {
     if (article.querySelector(".edit-box")) return;
     const bubble = article.querySelector(".bubble");
     const tools = article.querySelector(".msg-tools");
-    const textarea = el("textarea", { attrs: { "aria-label": "Edit your message" } });
+    const textarea = el("textarea", { attrs: { "aria-label": gettext("Edit your message") } });
     textarea.value = content;
-    const cancel = el("button", { className: "button", text: "Cancel", attrs: { type: "button" } });
+    const cancel = el("button", { className: "button", text: gettext("Cancel"), attrs: { type: "button" } });
     const save = el("button", {
       className: "button primary",
-      text: "Send as a new question",
+      text: gettext("Send as a new question"),
       attrs: { type: "submit" },
     });
     const form = el(
@@ -275,19 +301,19 @@ export class Thread {
     if (runId === null || runId === undefined) return null;
     let run = this.runs.get(runId);
     if (run) return run;
-    const summaryText = el("span", { className: "steps-title", text: "Waiting for the agent…" });
+    const summaryText = el("span", { className: "steps-title", text: gettext("Waiting for the agent…") });
     const spinner = el("span", { className: "spinner", attrs: { "aria-hidden": "true" } });
     const summary = el("summary", {}, spinner, summaryText);
-    const list = el("ol", { className: "step-list", attrs: { "aria-label": "Agent steps" } });
+    const list = el("ol", { className: "step-list", attrs: { "aria-label": gettext("Agent steps") } });
     const details = el("details", { className: "steps", attrs: { open: "" } }, summary, list);
     const answer = el("div", {
       className: "answer",
-      attrs: { "aria-live": "polite", "aria-busy": "true", "aria-label": "Answer" },
+      attrs: { "aria-live": "polite", "aria-busy": "true", "aria-label": gettext("Answer") },
     });
     const footer = el("div", { className: "run-footer" });
     const root = el(
       "article",
-      { className: "msg assistant", attrs: { "aria-label": "Assistant" }, dataset: { runId } },
+      { className: "msg assistant", attrs: { "aria-label": gettext("Assistant") }, dataset: { runId } },
       details,
       answer,
       footer,
@@ -333,7 +359,7 @@ export class Thread {
       run.list.append(
         el("li", {
           className: "step note",
-          text: `Picked up again after an interruption (attempt ${p.attempt}); no step is repeated.`,
+          text: interpolate(gettext("Picked up again after an interruption (attempt %s); no step is repeated."), [p.attempt]),
         }),
       );
     }
@@ -342,17 +368,17 @@ export class Thread {
 
   updateStepsTitle(run) {
     const n = run.stepCount;
-    const count = `${n} step${n === 1 ? "" : "s"}`;
+    const count = interpolate(ngettext("%s step", "%s steps", n), [n]);
     if (!run.finished) {
       const done = n ? ` · ${count}` : "";
-      let title = `Working…${done}`;
-      if (run.stopping) title = "Stopping…";
-      else if (run.liveAnswer) title = `Writing the answer…${done}`;
-      else if (run.liveThought) title = `Thinking…${done}`;
-      else if (run.status === "queued" && n === 0) title = "Waiting for the agent…";
+      let title = `${gettext("Working…")}${done}`;
+      if (run.stopping) title = gettext("Stopping…");
+      else if (run.liveAnswer) title = `${gettext("Writing the answer…")}${done}`;
+      else if (run.liveThought) title = `${gettext("Thinking…")}${done}`;
+      else if (run.status === "queued" && n === 0) title = gettext("Waiting for the agent…");
       run.summaryText.textContent = title;
     } else {
-      run.summaryText.textContent = n ? `${count}` : "No steps";
+      run.summaryText.textContent = n ? `${count}` : gettext("No steps");
     }
   }
 
@@ -370,7 +396,7 @@ export class Thread {
     // the error's code.
     const previous = run.list.lastElementChild;
     if (p.kind === "observation" && p.is_error && previous?.classList.contains("error")) {
-      item.querySelector(".badge").textContent = `error · ${previous.dataset.code || "failed"}`;
+      item.querySelector(".badge").textContent = `${gettext("error")} · ${previous.dataset.code || gettext("failed")}`;
       previous.remove();
       run.stepCount -= 1;
     }
@@ -386,32 +412,32 @@ export class Thread {
         return el(
           "li",
           { className: "step thought" },
-          el("span", { className: "step-label", text: "Thought" }),
+          el("span", { className: "step-label", text: gettext("Thought") }),
           el("span", { className: "step-text", text: p.text || "" }),
         );
       case "action":
         return el(
           "li",
           { className: "step action" },
-          el("span", { className: "step-label", text: "Action" }),
+          el("span", { className: "step-label", text: gettext("Action") }),
           el("code", { className: "tool-name", text: p.tool || "" }),
           el("pre", {
             className: "tool-input",
             text: formatToolInput(p.tool_input ?? ""),
-            attrs: { "aria-label": "Tool input" },
+            attrs: { "aria-label": gettext("Tool input") },
           }),
         );
       case "observation": {
         const item = el(
           "li",
           { className: `step observation${p.is_error ? " is-error" : ""}` },
-          el("span", { className: "step-label", text: "Observation" }),
+          el("span", { className: "step-label", text: gettext("Observation") }),
           p.tool ? el("code", { className: "tool-name", text: p.tool }) : null,
-          p.is_error ? el("span", { className: "badge", text: "error" }) : null,
+          p.is_error ? el("span", { className: "badge", text: gettext("error") }) : null,
           el("pre", { className: "observation-text", text: p.text || "" }),
         );
         if (p.truncated) {
-          item.append(el("p", { className: "muted small", text: "(cut short for the model)" }));
+          item.append(el("p", { className: "muted small", text: gettext("(cut short for the model)") }));
         }
         return item;
       }
@@ -419,7 +445,7 @@ export class Thread {
         return el(
           "li",
           { className: "step error", dataset: { code: p.code || "" } },
-          el("span", { className: "step-label", text: "Error" }),
+          el("span", { className: "step-label", text: gettext("Error") }),
           p.code ? el("code", { className: "tool-name", text: p.code }) : null,
           el("span", { className: "step-text", text: ` ${p.message || ""}` }),
         );
@@ -439,7 +465,7 @@ export class Thread {
       next.item = el(
         "li",
         { className: "step thought live", attrs: { "aria-busy": "true" } },
-        el("span", { className: "step-label", text: "Thought" }),
+        el("span", { className: "step-label", text: gettext("Thought") }),
         text,
       );
       run.list.append(next.item);
@@ -520,7 +546,7 @@ export class Thread {
       run.messageId = message.id;
       this.messages.set(message.id, run.root);
     }
-    const limitNote = LIMIT_NOTES[p.stop_reason];
+    const limitNote = LIMIT_NOTES[p.stop_reason] ? gettext(LIMIT_NOTES[p.stop_reason]) : undefined;
     if (limitNote) {
       run.list.append(el("li", { className: "step note", text: limitNote }));
     }
@@ -543,10 +569,16 @@ export class Thread {
     const prompt = Number(usage.prompt_tokens) || 0;
     const completion = Number(usage.completion_tokens) || 0;
     if (prompt || completion) {
-      const total = (prompt + completion).toLocaleString();
-      parts.push(`${total} tokens (${prompt.toLocaleString()} in, ${completion.toLocaleString()} out)`);
+      const total = (prompt + completion).toLocaleString(pageLanguage());
+      parts.push(
+        interpolate(
+          gettext("%(total)s tokens (%(prompt)s in, %(completion)s out)"),
+          { total, prompt: prompt.toLocaleString(pageLanguage()), completion: completion.toLocaleString(pageLanguage()) },
+          true,
+        ),
+      );
     }
-    if (limitNote) parts.push("stopped at a limit");
+    if (limitNote) parts.push(gettext("stopped at a limit"));
     run.footer.replaceChildren(el("span", { className: "usage", text: parts.join(" · ") }));
   }
 
@@ -554,12 +586,12 @@ export class Thread {
     const run = this.ensureRun(p.run_id);
     if (!run || run.finished) return;
     this.finish(run, "failed");
-    const text = p.message || "Something went wrong.";
+    const text = failureText(p);
     run.answer.replaceChildren(
       el(
         "p",
         { className: "run-status failed", attrs: { role: "status" } },
-        el("strong", { text: "The run failed. " }),
+        el("strong", { text: `${gettext("The run failed.")} ` }),
         el("span", { text }),
         p.code ? el("span", { className: "muted small", text: ` (${p.code})` }) : null,
       ),
@@ -580,7 +612,7 @@ export class Thread {
       run.answer.append(el("p", { className: "step-text", text: partial }));
     }
     run.answer.append(
-      el("p", { className: "run-status cancelled", attrs: { role: "status" }, text: "Stopped" }),
+      el("p", { className: "run-status cancelled", attrs: { role: "status" }, text: gettext("Stopped") }),
     );
   }
 
@@ -601,8 +633,8 @@ export class Thread {
     if (!last || !last.finished || this.activeRunIds().length) return;
     const button = el("button", {
       className: "regenerate",
-      text: "Regenerate",
-      attrs: { type: "button", title: "Ask the last question again" },
+      text: gettext("Regenerate"),
+      attrs: { type: "button", title: gettext("Ask the last question again") },
     });
     button.addEventListener("click", () => {
       button.disabled = true;
@@ -621,7 +653,7 @@ export class Thread {
       this.summaryNode = el(
         "details",
         { className: "summary-marker" },
-        el("summary", { text: "Earlier messages are summarised for the agent" }),
+        el("summary", { text: gettext("Earlier messages are summarised for the agent") }),
       );
     }
     if (this.summary && this.summaryNode) {

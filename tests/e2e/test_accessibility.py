@@ -129,6 +129,22 @@ def test_mobile_drawer_open(stack, open_tab, user, model_name):
     assert_accessible(tab)
 
 
+@pytest.mark.parametrize("view", ["desktop-light", "desktop-dark", "mobile-dark"])
+def test_user_menu_open(stack, open_tab, make_user, view):
+    """The menu with every item a staff member sees (theme, language, password, admin)."""
+    viewport, scheme = CHAT_VIEWS[view]
+    staff = make_user("staff-reader", is_staff=True)
+    tab = open_tab(staff, viewport=viewport, path="/", before_load=scheme)
+    page = tab.page
+    expect(page.locator("#user-menu[data-ready]")).to_be_attached()
+    if viewport == MOBILE:
+        page.get_by_role("button", name="Open the conversation list").click()
+    page.locator("#user-menu-button").click()
+    expect(page.get_by_role("menu", name="Account and settings")).to_be_visible()
+    expect(page.get_by_role("menuitem", name="Admin")).to_be_visible()
+    assert_accessible(tab)
+
+
 def test_archive_page(stack, open_tab, user, model_name):
     _, conversation = answered_conversation(stack, user, model_name)
     conversation_set_archived(conversation=conversation, archived=True)

@@ -33,7 +33,11 @@ def assert_nothing_ran(tab) -> None:
     page = tab.page
     assert tab.dialogs == [], f"a dialog opened: {tab.dialogs}"
     assert page.evaluate("window.__pwned") is None
-    assert page.locator("#thread img, #thread script, #thread svg, #thread iframe").count() == 0
+    assert page.locator("#thread img, #thread script, #thread iframe").count() == 0
+    # The app draws its own icons as SVG (static/js/icons.js): only those may be in the
+    # thread, and nothing of the model's <svg onload=...> survives.
+    assert page.locator("#thread svg[onload]").count() == 0
+    assert page.locator("#thread svg:not(.answer-tools > button > svg.icon)").count() == 0
     hrefs = page.locator("#thread a").evaluate_all("links => links.map(a => a.href)")
     assert all(h.startswith(("http:", "https:", "mailto:")) for h in hrefs), hrefs
     handlers = page.locator("#thread *").evaluate_all(

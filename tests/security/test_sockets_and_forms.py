@@ -30,6 +30,8 @@ PUBLIC_ROUTE_NAMES = {
     "password_reset_done",
     "password_reset_confirm",
     "password_reset_complete",
+    # The interface's translated strings, which the sign-in page may need too: no user data.
+    "javascript-catalog",
 }
 
 

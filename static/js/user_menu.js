@@ -1,0 +1,95 @@
+// The user menu at the foot of the sidebar: theme, language, change password, admin (staff),
+// sign out. A menu button with a role=menu popup, keyboard-driven like the sidebar's ⋯
+// menus. Every choice is a submit button of a real form (templates/agents/_sidebar.html);
+// a theme choice is applied at once and stored with fetch, without leaving the page.
+
+import { csrfToken } from "./dom.js";
+import { gettext } from "./i18n.js";
+
+const root = document.getElementById("user-menu");
+const button = document.getElementById("user-menu-button");
+const menu = document.getElementById("user-menu-items");
+const form = document.getElementById("preferences-form");
+
+function items() {
+  return Array.from(menu.querySelectorAll("[role=menuitem], [role=menuitemradio]"));
+}
+
+function open(focusIndex = 0) {
+  menu.hidden = false;
+  button.setAttribute("aria-expanded", "true");
+  items().at(focusIndex)?.focus();
+}
+
+function close({ focus = true } = {}) {
+  if (menu.hidden) return;
+  menu.hidden = true;
+  button.setAttribute("aria-expanded", "false");
+  if (focus) button.focus();
+}
+
+function applyTheme(theme) {
+  const html = document.documentElement;
+  html.dataset.theme = theme;
+  const scheme = document.querySelector('meta[name="color-scheme"]');
+  if (scheme) scheme.content = theme === "system" ? "light dark" : theme;
+  for (const choice of menu.querySelectorAll("[data-theme-choice]")) {
+    choice.setAttribute("aria-checked", String(choice.dataset.themeChoice === theme));
+  }
+}
+
+async function chooseTheme(theme) {
+  const before = document.documentElement.dataset.theme || "system";
+  applyTheme(theme);
+  const body = new FormData();
+  body.set("theme", theme);
+  try {
+    const response = await fetch(form.action, {
+      method: "POST",
+      credentials: "same-origin",
+      headers: { Accept: "application/json", "X-CSRFToken": csrfToken() },
+      body,
+    });
+    if (!response.ok) throw new Error(String(response.status));
+  } catch {
+    applyTheme(before);
+    const status = document.getElementById("search-status");
+    if (status) status.textContent = gettext("Could not save the theme. Try again.");
+  }
+}
+
+if (root && button && menu && form) {
+  button.addEventListener("click", () => (menu.hidden ? open() : close()));
+  button.addEventListener("keydown", (event) => {
+    if (event.key === "ArrowDown" || event.key === "ArrowUp") {
+      event.preventDefault();
+      open(event.key === "ArrowUp" ? -1 : 0);
+    }
+  });
+  menu.addEventListener("keydown", (event) => {
+    const list = items();
+    const at = list.indexOf(document.activeElement);
+    const moves = { ArrowDown: at + 1, ArrowUp: at - 1, Home: 0, End: list.length - 1 };
+    if (event.key in moves) {
+      event.preventDefault();
+      list[(moves[event.key] + list.length) % list.length].focus();
+    } else if (event.key === "Escape") {
+      event.preventDefault();
+      event.stopPropagation(); // the mobile drawer stays open
+      close();
+    } else if (event.key === "Tab") {
+      close({ focus: false });
+    }
+  });
+  menu.addEventListener("click", (event) => {
+    const choice = event.target.closest("[data-theme-choice]");
+    if (!choice) return;
+    event.preventDefault();
+    chooseTheme(choice.dataset.themeChoice);
+    close();
+  });
+  document.addEventListener("click", (event) => {
+    if (!root.contains(event.target)) close({ focus: false });
+  });
+  root.dataset.ready = "true";
+}
