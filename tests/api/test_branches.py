@@ -47,7 +47,7 @@ def branch_url(conversation_id: int) -> str:
 
 
 def test_switch_to_an_earlier_answer(api, conversation, three_answers):
-    question, (red, blue, green) = three_answers
+    question, (red, _blue, _green) = three_answers
 
     response = api.post(branch_url(conversation.pk), {"message_id": red.pk}, content_type=JSON)
 
@@ -65,7 +65,7 @@ def test_switch_to_an_earlier_answer(api, conversation, three_answers):
 
 
 def test_every_branch_on_request(api, conversation, three_answers):
-    question, answers = three_answers
+    question, _answers = three_answers
     body = api.get(f"/api/conversations/{conversation.pk}/?branches=all").json()
     assert [(m["content"], m["parent_id"], m["on_active_branch"]) for m in body["messages"]] == [
         ("A colour?", None, True),
@@ -87,7 +87,8 @@ def test_export_shows_the_active_branch_or_every_branch(api, conversation, three
     everything = json.loads(api.get(url + "?format=json&branches=all").content)
     assert [m["content"] for m in everything["messages"]] == ["A colour?", "red", "blue", "green"]
     markdown = api.get(url + "?branches=all").content.decode()
-    assert "red" in markdown and "another branch" in markdown
+    assert "red" in markdown
+    assert "another branch" in markdown
     assert "red" not in api.get(url).content.decode()
 
 
@@ -129,7 +130,7 @@ def test_a_switch_without_a_message_id_is_invalid(api, conversation, three_answe
 
 
 def test_a_send_names_the_message_it_follows(api, conversation, three_answers):
-    question, (red, _, green) = three_answers
+    _question, (red, _, _green) = three_answers
     response = api.post(
         f"/api/conversations/{conversation.pk}/messages/",
         {"content": "Why that one?", "parent_id": red.pk},

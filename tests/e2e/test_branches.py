@@ -83,7 +83,8 @@ def test_regenerate_twice_switch_between_the_answers_reload_and_continue(
     expect(page.locator(".answer")).to_have_text(["crimson-one", "the follow-up answer"])
     sent = sent_contents(stack, model_name)
     assert "crimson-one" in sent
-    assert "azure-two" not in sent and "golden-three" not in sent
+    assert "azure-two" not in sent
+    assert "golden-three" not in sent
     question = Message.objects.get(conversation=conversation, content="Why that one?")
     assert question.parent_id == first_answer.pk
     assert tab.errors == []
@@ -137,6 +138,8 @@ def test_edit_a_middle_question_then_switch_back_to_the_original_branch(
     ask(page, "And after that?")
     expect(page.locator(".answer").last).to_have_text("after the original")
     sent = sent_contents(stack, model_name)
-    assert "answer three" in sent and "Question three?" in sent
-    assert "put differently" not in sent and "answer two, edited" not in sent
+    assert "answer three" in sent
+    assert "Question three?" in sent
+    assert "put differently" not in sent
+    assert "answer two, edited" not in sent
     assert tab.errors == []

@@ -37,7 +37,7 @@ def filler(words: int) -> str:
 
 
 def append(
-    conversation: Conversation, role: str, content: str, *, parent: Message | None | str = "leaf"
+    conversation: Conversation, role: str, content: str, *, parent: Message | str | None = "leaf"
 ) -> Message:
     """A message below ``parent`` (by default the end of the active branch), which then ends
     the active branch, as sending and answering do."""

@@ -80,7 +80,7 @@ def test_regenerate_keeps_every_earlier_answer_as_a_sibling(conversation, user):
 
 
 def test_regenerate_answers_the_last_question_of_the_active_branch(conversation, user):
-    q1, a1 = turn(conversation, user, "q1", "a1")
+    _q1, a1 = turn(conversation, user, "q1", "a1")
     turn(conversation, user, "q2", "a2")
     branch_switch(conversation=conversation, user=user, message_id=a1.pk)
     # The branch through a1 still goes on with q2: regenerating answers q2 again.
@@ -89,8 +89,8 @@ def test_regenerate_answers_the_last_question_of_the_active_branch(conversation,
 
 
 def test_edit_makes_a_sibling_and_leaves_the_original_branch_whole(conversation, user):
-    q1, a1 = turn(conversation, user, "q1", "a1")
-    q2, a2 = turn(conversation, user, "q2", "a2")
+    _q1, a1 = turn(conversation, user, "q1", "a1")
+    q2, _a2 = turn(conversation, user, "q2", "a2")
     turn(conversation, user, "q3", "a3")
 
     edited = message_edit_resend(message=q2, user=user, content="q2, better")
@@ -117,7 +117,7 @@ def test_editing_the_first_question_makes_another_first_message(conversation, us
 
 
 def test_the_next_message_continues_the_branch_switched_to(conversation, user):
-    question, first = turn(conversation, user, "a colour?", "red")
+    _question, first = turn(conversation, user, "a colour?", "red")
     finish(run_regenerate(conversation=conversation, user=user), "blue")
     branch_switch(conversation=conversation, user=user, message_id=first.pk)
 
@@ -129,7 +129,7 @@ def test_the_next_message_continues_the_branch_switched_to(conversation, user):
 def test_a_send_may_name_the_message_it_follows(conversation, user):
     """The page names the end of the branch it shows, so a switch still on its way cannot
     send the question down another branch."""
-    question, first = turn(conversation, user, "a colour?", "red")
+    _question, first = turn(conversation, user, "a colour?", "red")
     second = finish(run_regenerate(conversation=conversation, user=user), "blue")
     assert leaf(conversation) == second.pk
 
@@ -148,7 +148,8 @@ def test_an_answer_does_not_take_over_after_a_switch_away(conversation, user):
 
     assert leaf(conversation) == first.pk
     assert shown(conversation) == ["a colour?", "red"]
-    assert late.parent_id == question.pk and not Message.objects.get(pk=late.pk).on_active_branch
+    assert late.parent_id == question.pk
+    assert not Message.objects.get(pk=late.pk).on_active_branch
 
 
 def test_switching_is_for_the_owner_only(conversation, user, other_user):
@@ -177,9 +178,8 @@ def test_switching_to_a_message_not_in_the_conversation_is_refused(
         branch_switch(conversation=conversation, user=user, message_id=target)
 
     assert refused.value.code == "not_found"
-    assert (
-        str(target) in refused.value.message and "not in this conversation" in refused.value.message
-    )
+    assert str(target) in refused.value.message
+    assert "not in this conversation" in refused.value.message
     assert leaf(conversation) == answer.pk
     assert list(Message.objects.order_by("id").values_list("id", "on_active_branch")) == flags
 
