@@ -45,7 +45,7 @@ from agents.profile_snapshot import ProfileSnapshot, snapshot_model_config, snap
 from agents.protocol import RefusalCode, RequestRefused, memory_summarized_frame
 from agents.ratelimit import rate_limit_hit
 from agents.react.types import ChatMessage, ChatModel
-from agents.selectors import branch_lines
+from agents.selectors import branch_lines, branch_newest_leaf
 from agents.services.defaults import default_profile
 from agents.services.usage import (
     QuotaExceeded,
@@ -108,6 +108,17 @@ def _after(branch: Sequence[HistoryMessage], summary: MemorySummary | None) -> l
     if summary is None:
         return list(branch)
     return [line for line in branch if line.id > summary.covers_through_id]
+
+
+def _continued(conversation: Conversation, leaf_id: int | None) -> int | None:
+    """The newest message below ``leaf_id`` (itself if none): the branch as it goes on now.
+
+    A summary task reads it rather than the leaf it was given, so tasks of one line of
+    conversation enqueued one after another all fold along the same, newest path, and each
+    row's cut is checked against everything already summarised on it (``_store``)."""
+    if leaf_id is None:
+        return None
+    return branch_newest_leaf(conversation=conversation, message_id=leaf_id)
 
 
 def _active_leaf_id(conversation: Conversation) -> int | None:
@@ -314,7 +325,7 @@ def _plan(
     force: bool,
     leaf_id: int | None,
 ) -> _FoldPlan | None:
-    branch = _branch(conversation, leaf_id)
+    branch = _branch(conversation, _continued(conversation, leaf_id))
     summary = _newest_summary(conversation, branch)
     text = summary.text if summary else ""
     turns = split_turns(_after(branch, summary), model=model)
@@ -349,9 +360,11 @@ def _store(
         # row lock to number their events (docs/architecture.md, invariant 3).
         if Conversation.objects.select_for_update().filter(pk=conversation.pk).first() is None:
             return None  # deleted meanwhile
-        # A branch never changes once written (messages are added below it, never moved),
-        # so the plan's branch is still right; another summariser may have cut it since.
-        newest = _newest_summary(conversation, plan.branch)
+        # Messages are only ever added below a branch, never moved: the plan's lines are
+        # still where they were. Another summariser may have cut the branch since, through
+        # them or below them (the branch has grown): then this fold is stale.
+        branch_now = _branch(conversation, _continued(conversation, plan.branch[-1].id))
+        newest = _newest_summary(conversation, branch_now)
         if (newest.pk if newest else None) != plan.base_summary_id:
             return None
         first, last = plan.lines[0], plan.lines[-1]

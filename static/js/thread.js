@@ -217,9 +217,11 @@ export class Thread {
 
   switchTo(messageId) {
     const previous = this.leaf;
+    const pressed = document.activeElement?.closest?.(".branch-switch button");
     this.leaf = this.newestBelow(messageId);
     this.layout();
     this.refreshControls();
+    if (pressed) this.focusSwitcherOf(messageId, pressed.className);
     this.onChange(this);
     Promise.resolve(this.onSwitch(messageId)).then(
       (leaf) => {
@@ -235,6 +237,16 @@ export class Thread {
         this.refreshControls();
       },
     );
+  }
+
+  // Keyboard users stay on the switcher they pressed, now drawn for the version shown.
+  focusSwitcherOf(messageId, buttonClass) {
+    const runId = this.runOfAnswer.get(messageId);
+    const article = runId !== undefined ? this.runs.get(runId)?.root : this.messages.get(messageId);
+    const bar = article?.querySelector(".branch-switch");
+    if (!bar) return;
+    const same = bar.querySelector(`.${buttonClass}`);
+    (same && !same.disabled ? same : bar.querySelector("button:not(:disabled)"))?.focus();
   }
 
   // Draw the branch: each question, then the run that answered it on this branch.
@@ -279,10 +291,25 @@ export class Thread {
     this.tailRun = shownRuns.find((run) => run.root === tail) || null;
     for (const { element } of this.pending.values()) nodes.push(element);
     if (nodes.length) this.root.querySelector("#empty-state")?.remove();
-    const empty = this.root.querySelector("#empty-state");
-    this.root.replaceChildren(...(empty ? [empty] : []), ...nodes);
+    this.place(nodes);
     this.shownRuns = shownRuns;
     this.placeSummaryMarker();
+  }
+
+  // Put `nodes` in the thread in order, moving as little as possible: a message being
+  // edited keeps its focus when a frame of another branch arrives.
+  place(nodes) {
+    const current = [...this.root.children].filter(
+      (node) => node !== this.summaryNode && node.id !== "empty-state",
+    );
+    const kept = current.findIndex((node, index) => node !== nodes[index]);
+    const prefix = kept === -1 ? current.length : kept;
+    if (prefix === current.length) {
+      this.root.append(...nodes.slice(prefix));
+      return;
+    }
+    const empty = this.root.querySelector("#empty-state");
+    this.root.replaceChildren(...(empty ? [empty] : []), ...nodes);
   }
 
   switcher(label, position, count, onPrevious, onNext) {
@@ -299,8 +326,8 @@ export class Thread {
     previous.addEventListener("click", onPrevious);
     next.addEventListener("click", onNext);
     return el(
-      "nav",
-      { className: "branch-switch", attrs: { "aria-label": label } },
+      "div",
+      { className: "branch-switch", attrs: { role: "group", "aria-label": label } },
       previous,
       el("span", { className: "branch-position", text: `${position} / ${count}` }),
       next,

@@ -64,6 +64,8 @@ def test_regenerate_twice_switch_between_the_answers_reload_and_continue(
     switch(page, reply, "Previous")
     expect(page.locator(".answer")).to_have_text(["azure-two"])
     expect(reply.locator(".branch-position")).to_have_text("2 / 3")
+    # The switcher is drawn anew for the version shown; the button pressed keeps the focus.
+    expect(reply.get_by_role("button", name="Previous version")).to_be_focused()
     switch(page, reply, "Previous")
     expect(page.locator(".answer")).to_have_text(["crimson-one"])
     expect(reply.locator(".branch-position")).to_have_text("1 / 3")
