@@ -154,3 +154,24 @@ def test_a_send_following_a_message_elsewhere_is_refused(
     assert response.status_code == 404
     assert response.json()["code"] == "not_found"
     assert not Message.objects.filter(conversation=conversation).exists()
+
+
+def test_the_chat_page_carries_the_tree_and_offers_every_version(
+    api, conversation, three_answers, settings
+):
+    settings.STORAGES = {
+        **settings.STORAGES,
+        "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"},
+    }
+    question, (red, blue, green) = three_answers
+    response = api.get(f"/c/{conversation.pk}/")
+
+    tree = response.context["state"]["tree"]
+    assert tree["active_leaf_id"] == green.pk
+    assert tree["messages"] == [
+        [question.pk, None, "user", None],
+        *([answer.pk, question.pk, "assistant", answer.run_id] for answer in (red, blue, green)),
+    ]
+    assert tree["run_triggers"] == {answer.run_id: question.pk for answer in (red, blue, green)}
+    export_all = f"/api/conversations/{conversation.pk}/export/?format=json&amp;branches=all"
+    assert export_all in response.content.decode()

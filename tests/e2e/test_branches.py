@@ -10,6 +10,7 @@ from playwright.sync_api import expect
 from agents.llm.scripted import Reply
 from agents.models import Conversation, Message
 from agents.services.conversations import conversation_create
+from tests.e2e.test_accessibility import assert_accessible, dark, light
 from tests.e2e.test_chat import ask
 
 pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
@@ -79,6 +80,10 @@ def test_regenerate_twice_switch_between_the_answers_reload_and_continue(
     expect(reply.locator(".branch-position")).to_have_text("1 / 3")
     first_answer = Message.objects.get(conversation=conversation, content="crimson-one")
     assert Conversation.objects.get(pk=conversation.pk).active_leaf_id == first_answer.pk
+    # The switcher passes axe-core in both themes (tests/e2e/test_accessibility.py).
+    for theme in (light, dark):
+        theme(page)
+        assert_accessible(tab)
 
     # The next question continues that branch: the model reads the first answer only.
     ask(page, "Why that one?")
