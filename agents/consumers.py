@@ -237,10 +237,13 @@ class ConversationConsumer(AsyncJsonWebsocketConsumer):
         profile_slug = frame.get("profile")
         if profile_slug is not None and not isinstance(profile_slug, str):
             raise RequestRefused(RefusalCode.INVALID_FIELD, _("'profile' must be a profile slug."))
+        parent_id = frame.get("parent_id")
+        if parent_id is not None:
+            parent_id = _required_int(frame, "parent_id")
         conversation = await self._conversation_or_close()
         if conversation is None:
             return
-        await self._message_send(conversation, content, client_id, profile_slug or None)
+        await self._message_send(conversation, content, client_id, profile_slug or None, parent_id)
 
     async def _cancel_run(self, frame: dict[str, Any]) -> None:
         run_id = _required_int(frame, "run_id")
@@ -405,7 +408,12 @@ class ConversationConsumer(AsyncJsonWebsocketConsumer):
 
     @_in_database_thread
     def _message_send(
-        self, conversation: Conversation, content: str, client_id: str, profile_slug: str | None
+        self,
+        conversation: Conversation,
+        content: str,
+        client_id: str,
+        profile_slug: str | None,
+        parent_id: int | None,
     ) -> None:
         user = self._signed_in_user()
         profile = None
@@ -421,6 +429,7 @@ class ConversationConsumer(AsyncJsonWebsocketConsumer):
             content=content,
             client_id=client_id,
             profile=profile,
+            parent_id=parent_id,
         )
 
     @_in_database_thread

@@ -310,6 +310,11 @@ class Conversation(models.Model):
     pinned_at = models.DateTimeField(null=True, blank=True)
     # The last seq handed out in this conversation's event log; bumped under a row lock.
     last_seq = models.PositiveBigIntegerField(default=0)
+    # The end of the branch the owner is looking at: the next message continues it, memory,
+    # search, export and the API read it (agents/services/branches.py). NULL when empty.
+    active_leaf = models.ForeignKey(
+        "Message", on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True, db_index=True)
 
@@ -322,6 +327,15 @@ class Conversation(models.Model):
 
 
 class Message(models.Model):
+    """One node of the conversation's tree.
+
+    A user message's parent is the message it follows on its branch (an answer, or a user
+    message whose run gave none); an answer's parent is the user message it answers. An edit
+    is a sibling of the message it edits and a regenerated answer a sibling of the answer,
+    so earlier versions stay. A child is always written after its parent: ids increase along
+    every branch.
+    """
+
     class Role(models.TextChoices):
         USER = "user"
         ASSISTANT = "assistant"
@@ -329,6 +343,12 @@ class Message(models.Model):
     conversation = models.ForeignKey(
         Conversation, on_delete=models.CASCADE, related_name="messages"
     )
+    parent = models.ForeignKey(
+        "self", on_delete=models.CASCADE, null=True, blank=True, related_name="children"
+    )
+    # Whether the message is on the conversation's active branch (root to ``active_leaf``),
+    # kept by the services, so search and the list read the branch without walking the tree.
+    on_active_branch = models.BooleanField(default=True, db_default=True)
     role = models.CharField(max_length=10, choices=Role.choices)
     content = models.TextField()
     # Set by the browser so a resend after a dropped socket does not create a second message.
@@ -616,9 +636,12 @@ class UsageEntry(models.Model):
 class MemorySummary(models.Model):
     """A running summary of a conversation up to and including ``covers_through``.
 
-    The newest row is the one in use; older rows stay as history. Each row folds the lines
-    after the previous row's cut into the previous text (``agents/memory/services.py``), so
-    the rows' ``covers_from``..``covers_through`` ranges tile the history without gaps.
+    It covers one path of the tree: the branch from the first message to ``covers_through``,
+    so it serves exactly the branches that pass through that message. On a branch, the row
+    with the newest cut on it is the one in use; older rows stay as history. Each row folds
+    the lines after the previous row's cut into the previous text
+    (``agents/memory/services.py``), so along a branch the rows'
+    ``covers_from``..``covers_through`` ranges tile its history without gaps.
     """
 
     conversation = models.ForeignKey(

@@ -137,6 +137,8 @@ def message_payload(message: Message) -> dict[str, Any]:
         "content": message.content,
         "client_id": message.client_id,
         "run_id": message.run_id,
+        # Where it sits in the conversation's tree (agents/models.py, Message).
+        "parent_id": message.parent_id,
         "created_at": message.created_at.isoformat(),
     }
     if message.role == Message.Role.ASSISTANT:
@@ -153,8 +155,17 @@ def message_created_payload(
     return {"message": payload}
 
 
-def run_started_payload(*, attempt: int, model: str, profile: str) -> dict[str, Any]:
-    return {"attempt": attempt, "model": model, "profile": profile}
+def run_started_payload(
+    *, attempt: int, model: str, profile: str, trigger_message_id: int | None = None
+) -> dict[str, Any]:
+    """``trigger_message_id`` is the question the run answers: where its frames belong in
+    the conversation's tree (a regenerated answer has no ``message.created`` of its own)."""
+    return {
+        "attempt": attempt,
+        "model": model,
+        "profile": profile,
+        "trigger_message_id": trigger_message_id,
+    }
 
 
 def usage_payload(run: AgentRun) -> dict[str, Any]:

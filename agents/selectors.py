@@ -6,8 +6,10 @@ The run inspector's reads at the end serve the admin, where staff read every run
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from django.contrib.auth.models import AnonymousUser, User
+from django.db import connection
 from django.db.models import Case, Count, Exists, F, OuterRef, Q, QuerySet, Subquery, Value, When
 from django.db.models.functions import Concat, Greatest, StrIndex, Substr, Upper
 from django.db.models.lookups import GreaterThan
@@ -48,7 +50,8 @@ def conversation_list(
     )
     q = q.strip()
     if q:
-        matching_messages = Message.objects.filter(content__icontains=q)
+        # Only the branch shown: earlier versions are one switch away, not search results.
+        matching_messages = Message.objects.filter(content__icontains=q, on_active_branch=True)
         conversations = conversations.filter(
             Q(title__icontains=q) | Q(pk__in=matching_messages.values("conversation_id"))
         ).annotate(match_excerpt=_match_excerpt(matching_messages, q))
@@ -102,8 +105,150 @@ def events_after(
     return events[:limit] if limit is not None else events
 
 
-def message_list(*, conversation: Conversation) -> QuerySet[Message]:
-    return Message.objects.filter(conversation=conversation).order_by("id")
+def message_list(*, conversation: Conversation, all_branches: bool = False) -> QuerySet[Message]:
+    """The messages of the conversation's active branch, oldest first; with ``all_branches``
+    every message of the tree, in the order they were written."""
+    messages = Message.objects.filter(conversation=conversation)
+    if not all_branches:
+        messages = messages.filter(on_active_branch=True)
+    return messages.order_by("id")
+
+
+# --- the message tree ------------------------------------------------------------------
+# Each message names its parent (agents/models.py); a branch is the path from a first
+# message down to a leaf. Walking it is one recursive query, on PostgreSQL and SQLite alike.
+
+
+def _message_table() -> str:
+    return connection.ops.quote_name(Message._meta.db_table)
+
+
+def _branch_rows(
+    *, conversation: Conversation, leaf_id: int | None, columns: tuple[str, ...]
+) -> list[tuple[Any, ...]]:
+    if leaf_id is None:
+        return []
+    table = _message_table()
+    quote = connection.ops.quote_name
+    # Every column the caller wants, plus the parent the walk follows.
+    walked = tuple(dict.fromkeys(("id", "parent_id", *columns)))
+    names = ", ".join(quote(name) for name in walked)
+    joined = ", ".join(f"m.{quote(name)}" for name in walked)
+    wanted = ", ".join(quote(name) for name in columns)
+    sql = f"""
+        WITH RECURSIVE branch({names}) AS (
+            SELECT {names} FROM {table} WHERE id = %s AND conversation_id = %s
+            UNION ALL
+            SELECT {joined} FROM {table} m JOIN branch b ON m.id = b.parent_id
+        )
+        SELECT {wanted} FROM branch ORDER BY id
+    """  # noqa: S608 (only names from this module are formatted in)
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [leaf_id, conversation.pk])
+        rows: list[tuple[Any, ...]] = cursor.fetchall()
+    return rows
+
+
+def branch_ids(*, conversation: Conversation, leaf_id: int | None) -> list[int]:
+    """The ids from the first message down to ``leaf_id`` (included), oldest first; empty
+    when ``leaf_id`` is None or not a message of this conversation. One query."""
+    rows = _branch_rows(conversation=conversation, leaf_id=leaf_id, columns=("id",))
+    return [row[0] for row in rows]
+
+
+def branch_lines(*, conversation: Conversation, leaf_id: int | None) -> list[tuple[int, str, str]]:
+    """``(id, role, content)`` of each message from the first down to ``leaf_id``, oldest
+    first: what memory reads of one branch, and nothing of any other. One query."""
+    rows = _branch_rows(
+        conversation=conversation, leaf_id=leaf_id, columns=("id", "role", "content")
+    )
+    return [(pk, role, content) for pk, role, content in rows]
+
+
+def branch_newest_leaf(*, conversation: Conversation, message_id: int) -> int | None:
+    """The leaf a switch to ``message_id`` shows: the newest message below it (itself if it
+    has none). Children are written after their parents, so the newest is always a leaf.
+    None when the message is not in this conversation."""
+    table = _message_table()
+    sql = f"""
+        WITH RECURSIVE below(id) AS (
+            SELECT id FROM {table} WHERE id = %s AND conversation_id = %s
+            UNION ALL
+            SELECT m.id FROM {table} m JOIN below b ON m.parent_id = b.id
+        )
+        SELECT MAX(id) FROM below
+    """  # noqa: S608 (only the table name is formatted in)
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [message_id, conversation.pk])
+        row = cursor.fetchone()
+    return row[0] if row else None
+
+
+@dataclass(frozen=True)
+class TreeNode:
+    id: int
+    parent_id: int | None
+    role: str
+    run_id: int | None
+
+
+def conversation_tree(*, conversation: Conversation) -> list[TreeNode]:
+    """Every message of the conversation as a node (no text), in the order written: what the
+    chat page needs to draw any branch from the stored frames. One query."""
+    rows = (
+        Message.objects.filter(conversation=conversation)
+        .order_by("id")
+        .values_list("id", "parent_id", "role", "run_id")
+    )
+    return [TreeNode(*row) for row in rows]
+
+
+def run_triggers(*, conversation: Conversation) -> dict[int, int]:
+    """Each run of the conversation and the user message it answers. One query."""
+    runs = AgentRun.objects.filter(conversation=conversation)
+    return dict(runs.values_list("id", "trigger_message_id"))
+
+
+@dataclass(frozen=True)
+class BranchView:
+    """What the active branch shows: its messages, and the runs drawn between them."""
+
+    message_ids: frozenset[int]
+    run_ids: frozenset[int]
+
+
+def active_branch_view(*, conversation: Conversation) -> BranchView:
+    """The active branch's messages and the runs it shows: those that wrote its answers,
+    and after a user message with no answer on the branch, its newest run if that is newer
+    than every answer it has (a failed or stopped attempt, or one still going). The chat page
+    draws the same (static/js/thread.js). Two queries."""
+    branch = list(
+        Message.objects.filter(conversation=conversation, on_active_branch=True)
+        .order_by("id")
+        .values_list("id", "role", "run_id")
+    )
+    shown = {run_id for _, role, run_id in branch if run_id is not None}
+    answered = {
+        branch[i][0] for i in range(len(branch) - 1) if branch[i + 1][1] == Message.Role.ASSISTANT
+    }
+    open_questions = [
+        pk for pk, role, _ in branch if role == Message.Role.USER and pk not in answered
+    ]
+    if open_questions:
+        newest_run: dict[int, int] = {}
+        newest_answered_run: dict[int, int] = {}
+        runs = AgentRun.objects.filter(trigger_message_id__in=open_questions).values_list(
+            "id", "trigger_message_id", "answer__id"
+        )
+        for run_id, trigger_id, answer_id in runs:
+            target = newest_answered_run if answer_id is not None else newest_run
+            target[trigger_id] = max(target.get(trigger_id, 0), run_id)
+        shown.update(
+            run_id
+            for trigger_id, run_id in newest_run.items()
+            if run_id > newest_answered_run.get(trigger_id, 0)
+        )
+    return BranchView(message_ids=frozenset(pk for pk, _, _ in branch), run_ids=frozenset(shown))
 
 
 def run_get(*, user: User | AnonymousUser, run_id: int) -> AgentRun | None:
@@ -155,7 +300,7 @@ def message_search(
     words = q.split()[:8]
     if not words or not getattr(user, "pk", None):
         return []
-    messages = Message.objects.filter(conversation__owner_id=user.pk)
+    messages = Message.objects.filter(conversation__owner_id=user.pk, on_active_branch=True)
     if exclude_conversation_id is not None:
         messages = messages.exclude(conversation_id=exclude_conversation_id)
     for word in words:

@@ -12,12 +12,15 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from django.utils.translation import gettext
 
 from agents.protocol import FrameType
 from agents.redaction import Redactor
+
+if TYPE_CHECKING:
+    from agents.selectors import BranchView
 
 
 @dataclass
@@ -39,9 +42,13 @@ class TranscriptTurn:
 
 
 def transcript(
-    frames: Iterable[dict[str, Any]], *, secrets: Sequence[str] = ()
+    frames: Iterable[dict[str, Any]],
+    *,
+    secrets: Sequence[str] = (),
+    branch: BranchView | None = None,
 ) -> list[TranscriptTurn]:
-    """The turns of a conversation, in log order, from its stored frames."""
+    """The turns of a conversation, in log order, from its stored frames; with ``branch``,
+    only the questions and runs the active branch shows (the log holds every branch)."""
     turns: list[TranscriptTurn] = []
     runs: dict[int, TranscriptTurn] = {}
 
@@ -57,8 +64,12 @@ def transcript(
     for frame in frames:
         kind = frame.get("type")
         run_id = frame.get("run_id")
+        if branch is not None and run_id is not None and run_id not in branch.run_ids:
+            run_id = None  # a run of another branch; its question is left out below
         if kind == FrameType.MESSAGE_CREATED:
             message = frame.get("message") or {}
+            if branch is not None and message.get("id") not in branch.message_ids:
+                continue
             if message.get("role") == "user":
                 turns.append(TranscriptTurn(role="user", text=blank(message.get("content", ""))))
                 if run_id is not None:

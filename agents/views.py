@@ -203,6 +203,17 @@ def _summary_marker(conversation: Conversation) -> dict[str, Any] | None:
     return {"through_message_id": summary.covers_through_id, "text": summary.text}
 
 
+def _tree(conversation: Conversation) -> dict[str, Any]:
+    return {
+        "messages": [
+            [node.id, node.parent_id, node.role, node.run_id]
+            for node in selectors.conversation_tree(conversation=conversation)
+        ],
+        "run_triggers": selectors.run_triggers(conversation=conversation),
+        "active_leaf_id": conversation.active_leaf_id,
+    }
+
+
 def _profile_for_page(
     conversation: Conversation | None, profiles: list[AgentProfile]
 ) -> AgentProfile | None:
@@ -218,6 +229,7 @@ def _conversation_urls(conversation: Conversation) -> dict[str, str]:
     return {
         "conversation": reverse("api:conversation", args=[conversation.pk]),
         "regenerate": reverse("api:conversation-regenerate", args=[conversation.pk]),
+        "branch": reverse("api:conversation-branch", args=[conversation.pk]),
         "compact": reverse("api:conversation-compact", args=[conversation.pk]),
         # The browser swaps the 0 for the message being edited or the run being stopped.
         "edit_message": reverse("api:message-edit", args=[0]),
@@ -254,6 +266,10 @@ def _render_chat(
         "conversation": _conversation_item(conversation) if conversation else None,
         "events": frames,
         "summary": _summary_marker(conversation) if conversation else None,
+        # The tree the frames are drawn into: every message's parent, each run's question,
+        # and the branch shown (static/js/thread.js). Frames written before the tree lack
+        # some of this, so it comes from the rows.
+        "tree": _tree(conversation) if conversation else None,
         # The reader's own thumbs on this conversation's answers (static/js/answer_tools.js).
         "feedback": (
             selectors.feedback_by_message(
@@ -303,7 +319,9 @@ def shared_conversation(request: HttpRequest, token: str) -> HttpResponse:
         raise Http404("No such shared conversation.")
     stored = selectors.events_after(conversation=conversation, after_seq=0)
     turns = transcript(
-        (event_frame(event) for event in stored), secrets=selectors.tool_secret_values()
+        (event_frame(event) for event in stored),
+        secrets=selectors.tool_secret_values(),
+        branch=selectors.active_branch_view(conversation=conversation),
     )
     response = render(request, "agents/shared.html", {"title": str(conversation), "turns": turns})
     # The token is the key: keep it out of Referer headers and search engines.

@@ -8,6 +8,7 @@ from django.utils import timezone
 from agents.models import AgentRun, Conversation, Message, PromptVersion
 from agents.protocol import FrameType, message_created_payload
 from agents.react.types import ActionStep, FinalAnswerStep, ObservationStep, ThoughtStep
+from agents.services.branches import branch_activate
 from agents.services.runs import event_append, run_finish, run_record_step, run_started
 
 
@@ -19,7 +20,14 @@ def finished_answer(
     profile_version: PromptVersion | None = None,
 ) -> Message:
     """One finished turn in ``conversation``; returns the answer message."""
-    asked = Message.objects.create(conversation=conversation, role="user", content=question)
+    conversation.refresh_from_db(fields=["active_leaf"])
+    asked = Message.objects.create(
+        conversation=conversation,
+        role="user",
+        content=question,
+        parent_id=conversation.active_leaf_id,
+    )
+    branch_activate(conversation=conversation, leaf_id=asked.pk)
     run = AgentRun.objects.create(
         conversation=conversation,
         trigger_message=asked,

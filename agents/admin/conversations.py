@@ -19,7 +19,7 @@ class MemorySummaryInline(ReadOnlyAdminMixin, admin.StackedInline):
     model = MemorySummary
     fields = ["text", "covers_from", "covers_through", "token_count", "model_name", "created_at"]
     extra = 0
-    verbose_name_plural = "Memory summaries (newest first; the newest is in use)"
+    verbose_name_plural = "Memory summaries (newest first; each serves branches through its cut)"
 
 
 @admin.register(Conversation)

@@ -14,8 +14,10 @@ from agents.protocol import FrameType
 EXPORT_FORMATS = ("md", "json")
 
 
-def export_data(conversation: Conversation) -> dict[str, Any]:
-    """Messages in order, each answer with the steps and usage of the run that wrote it."""
+def export_data(conversation: Conversation, *, all_branches: bool = False) -> dict[str, Any]:
+    """The active branch's messages in order (``all_branches``: every message of the tree,
+    in the order written, each naming its parent), each answer with the steps and usage of
+    the run that wrote it."""
     steps_by_run: dict[int, list[dict[str, Any]]] = {}
     usage_by_run: dict[int, dict[str, Any]] = {}
     for event in selectors.events_after(conversation=conversation, after_seq=0):
@@ -26,9 +28,11 @@ def export_data(conversation: Conversation) -> dict[str, Any]:
         elif event.type == FrameType.RUN_FINISHED:
             usage_by_run[event.run_id] = event.payload.get("usage", {})
     messages = []
-    for message in selectors.message_list(conversation=conversation):
+    for message in selectors.message_list(conversation=conversation, all_branches=all_branches):
         entry: dict[str, Any] = {
             "id": message.pk,
+            "parent_id": message.parent_id,
+            "on_active_branch": message.on_active_branch,
             "role": message.role,
             "content": message.content,
             "created_at": message.created_at.isoformat(),
@@ -44,6 +48,8 @@ def export_data(conversation: Conversation) -> dict[str, Any]:
         "created_at": conversation.created_at.isoformat(),
         "exported_at": timezone.now().isoformat(),
         "last_seq": conversation.last_seq,
+        "active_leaf_id": conversation.active_leaf_id,
+        "branches": "all" if all_branches else "active",
         "messages": messages,
     }
 
@@ -54,8 +60,16 @@ def export_json(data: dict[str, Any]) -> str:
 
 def export_markdown(data: dict[str, Any]) -> str:
     lines = [f"# {data['title']}", "", f"_Exported {data['exported_at']}_", ""]
+    every_branch = data.get("branches") == "all"
     for message in data["messages"]:
-        lines += ["## " + ("You" if message["role"] == "user" else "Assistant"), ""]
+        heading = "## " + ("You" if message["role"] == "user" else "Assistant")
+        if every_branch:
+            # Every version, in the order written: each says which message it follows.
+            follows = message["parent_id"]
+            heading += f" (message {message['id']}"
+            heading += f", after message {follows}" if follows is not None else ", first"
+            heading += ")" if message["on_active_branch"] else ", another branch)"
+        lines += [heading, ""]
         for step in message.get("steps", []):
             text = _step_markdown(step)
             if text:

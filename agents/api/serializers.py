@@ -23,10 +23,20 @@ from agents.snippets import snippet_segments
 
 class MessageSerializer(serializers.ModelSerializer):
     run_id = serializers.IntegerField(read_only=True, allow_null=True)
+    parent_id = serializers.IntegerField(read_only=True, allow_null=True)
 
     class Meta:
         model = Message
-        fields = ["id", "role", "content", "client_id", "run_id", "created_at"]
+        fields = [
+            "id",
+            "role",
+            "content",
+            "client_id",
+            "run_id",
+            "parent_id",
+            "on_active_branch",
+            "created_at",
+        ]
         read_only_fields = fields
 
 
@@ -61,6 +71,7 @@ class ConversationSerializer(serializers.ModelSerializer):
     )
 
     pinned = serializers.SerializerMethodField()
+    active_leaf_id = serializers.IntegerField(read_only=True, allow_null=True)
     has_active_run = serializers.SerializerMethodField()
     snippet = serializers.SerializerMethodField()
 
@@ -76,6 +87,7 @@ class ConversationSerializer(serializers.ModelSerializer):
             "has_active_run",
             "snippet",
             "last_seq",
+            "active_leaf_id",
             "created_at",
             "updated_at",
         ]
@@ -155,6 +167,13 @@ class ContentInput(serializers.Serializer):
 
 class MessageSendInput(ContentInput):
     profile = serializers.SlugField(required=False, allow_null=True, default=None)
+    # The message the new one follows (the end of the branch the client shows); without it,
+    # the conversation's active branch.
+    parent_id = serializers.IntegerField(min_value=1, required=False, allow_null=True, default=None)
+
+
+class BranchSwitchInput(serializers.Serializer):
+    message_id = serializers.IntegerField(min_value=1)
 
 
 class FeedbackInput(serializers.Serializer):

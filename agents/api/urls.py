@@ -24,6 +24,11 @@ urlpatterns = [
         name="conversation-regenerate",
     ),
     path(
+        "conversations/<int:conversation_id>/branch/",
+        views.ConversationBranchView.as_view(),
+        name="conversation-branch",
+    ),
+    path(
         "conversations/<int:conversation_id>/compact/",
         views.ConversationCompactView.as_view(),
         name="conversation-compact",

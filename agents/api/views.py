@@ -22,10 +22,12 @@ from rest_framework.response import Response
 from agents import selectors
 from agents.api import serializers as api
 from agents.api.export import EXPORT_FORMATS, export_data, export_json, export_markdown
+from agents.memory.selectors import summary_in_use
 from agents.memory.services import SummaryRequest, summary_request
 from agents.models import AgentProfile, AgentRun, Conversation, ConversationShare, Message
 from agents.permissions import signed_in_user
 from agents.protocol import RefusalCode, RequestRefused, event_frame
+from agents.services.branches import branch_switch
 from agents.services.conversations import (
     SendResult,
     conversation_create,
@@ -87,6 +89,10 @@ def send_result(result: SendResult) -> Response:
     )
 
 
+def _wants_all_branches(request: Request) -> bool:
+    return request.query_params.get("branches", "") == "all"
+
+
 class ConversationPagination(PageNumberPagination):
     page_size_query_param = "page_size"
     max_page_size = 200
@@ -128,9 +134,13 @@ class ConversationCollectionView(ApiView):
 class ConversationItemView(ApiView):
     def get(self, request: Request, conversation_id: int) -> Response:
         conversation = self.conversation_or_404(conversation_id)
-        messages = selectors.message_list(conversation=conversation)
+        messages = selectors.message_list(
+            conversation=conversation, all_branches=_wants_all_branches(request)
+        )
         stored = selectors.events_after(conversation=conversation, after_seq=0)
         data = api.ConversationSerializer(conversation).data
+        # The active branch (``?branches=all``: every message of the tree, each naming its
+        # parent and whether it is on the active branch).
         data["messages"] = api.MessageSerializer(messages, many=True).data
         # The same frames the socket replays, so a client can build the thread either way.
         data["events"] = [event_frame(event) for event in stored]
@@ -170,7 +180,7 @@ class ConversationExportView(ApiView):
         fmt = request.query_params.get("format", "md")
         if fmt not in EXPORT_FORMATS:
             raise ValidationError({"format": [f"Choose one of: {', '.join(EXPORT_FORMATS)}."]})
-        data = export_data(conversation)
+        data = export_data(conversation, all_branches=_wants_all_branches(request))
         if fmt == "json":
             response = HttpResponse(export_json(data), content_type="application/json")
         else:
@@ -226,8 +236,34 @@ class ConversationMessagesView(ApiView):
             content=data["content"],
             client_id=data["client_id"],
             profile=self.profile_or_none(data["profile"]),
+            parent_id=data["parent_id"],
         )
         return send_result(result)
+
+
+class ConversationBranchView(ApiView):
+    """Switch the conversation to the branch through one message (the ‹ 2 / 3 › switcher)."""
+
+    def post(self, request: Request, conversation_id: int) -> Response:
+        conversation = self.conversation_or_404(conversation_id)
+        data = self.input(api.BranchSwitchInput)
+        switched = branch_switch(
+            conversation=conversation,
+            user=signed_in_user(request.user),
+            message_id=data["message_id"],
+        )
+        summary = summary_in_use(conversation=conversation)
+        return Response(
+            {
+                "active_leaf_id": switched.leaf_id,
+                "branch": switched.branch,
+                "summary": (
+                    {"through_message_id": summary.covers_through_id, "text": summary.text}
+                    if summary
+                    else None
+                ),
+            }
+        )
 
 
 class ConversationRegenerateView(ApiView):

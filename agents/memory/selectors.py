@@ -10,10 +10,13 @@ from agents.models import Conversation, MemorySummary
 
 
 def summary_in_use(*, conversation: Conversation) -> MemorySummary | None:
-    """The summary the next run reads: the newest cut. The chat puts its marker after
-    ``covers_through`` and shows ``text`` when the marker is opened."""
+    """The summary the next run reads: the newest cut on the active branch (a summary ending
+    on another branch describes that one). The chat puts its marker after ``covers_through``
+    and shows ``text`` when the marker is opened. One query."""
     return (
-        MemorySummary.objects.filter(conversation=conversation)
+        MemorySummary.objects.filter(
+            conversation=conversation, covers_through__on_active_branch=True
+        )
         .order_by("-covers_through_id")
         .first()
     )

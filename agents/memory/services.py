@@ -6,11 +6,17 @@ Summaries form a chain: each row folds the lines after the previous row's cut in
 previous text, so row N summarises everything from the first message through its
 ``covers_through``, and the rows' ``covers_from``..``covers_through`` ranges (the lines each
 one added) tile the history.
+
+Memory follows the branch (agents/services/branches.py). A run reads the branch its question
+is on and nothing else; a summary describes the path from the first message to its
+``covers_through``, so it is used only on branches through that message, and each chain of
+summaries lies along one branch.
 """
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 
@@ -40,6 +46,7 @@ from agents.profile_snapshot import ProfileSnapshot, snapshot_model_config, snap
 from agents.protocol import RefusalCode, RequestRefused, memory_summarized_frame
 from agents.ratelimit import rate_limit_hit
 from agents.react.types import ChatMessage, ChatModel
+from agents.selectors import branch_lines, branch_newest_leaf
 from agents.services.defaults import default_profile
 from agents.services.usage import (
     QuotaExceeded,
@@ -76,25 +83,52 @@ class MemoryContext:
 # --------------------------------------------------------------------------------------
 
 
-def _history(
-    conversation: Conversation, *, after_id: int | None = None, before_id: int | None = None
-) -> list[HistoryMessage]:
-    messages = Message.objects.filter(conversation=conversation)
-    if after_id is not None:
-        messages = messages.filter(id__gt=after_id)
-    if before_id is not None:
-        messages = messages.filter(id__lt=before_id)
-    rows = messages.order_by("id").values_list("id", "role", "content")
+def _branch(conversation: Conversation, leaf_id: int | None) -> list[HistoryMessage]:
+    """The messages from the first one down to ``leaf_id``: one branch of the tree."""
+    rows = branch_lines(conversation=conversation, leaf_id=leaf_id)
     return [HistoryMessage(id=pk, role=role, content=content) for pk, role, content in rows]
 
 
 def _newest_summary(
-    conversation: Conversation, *, before_id: int | None = None
+    conversation: Conversation, branch: Sequence[HistoryMessage]
 ) -> MemorySummary | None:
-    summaries = MemorySummary.objects.filter(conversation=conversation)
-    if before_id is not None:
-        summaries = summaries.filter(covers_through_id__lt=before_id)
-    return summaries.order_by("-covers_through_id").first()
+    """The summary with the newest cut on this branch: one that ends elsewhere describes
+    another branch and is never used here."""
+    if not branch:
+        return None
+    return (
+        MemorySummary.objects.filter(
+            conversation=conversation, covers_through_id__in=[line.id for line in branch]
+        )
+        .order_by("-covers_through_id")
+        .first()
+    )
+
+
+def _after(branch: Sequence[HistoryMessage], summary: MemorySummary | None) -> list[HistoryMessage]:
+    if summary is None:
+        return list(branch)
+    return [line for line in branch if line.id > summary.covers_through_id]
+
+
+def _continued(conversation: Conversation, leaf_id: int | None) -> int | None:
+    """The newest message below ``leaf_id`` (itself if none): the branch as it goes on now.
+
+    A summary task reads it rather than the leaf it was given, so tasks of one line of
+    conversation enqueued one after another all fold along the same, newest path, and each
+    row's cut is checked against everything already summarised on it (``_store``)."""
+    if leaf_id is None:
+        return None
+    return branch_newest_leaf(conversation=conversation, message_id=leaf_id)
+
+
+def _active_leaf_id(conversation: Conversation) -> int | None:
+    """Read afresh: a run ending or a switch in another request may have moved it."""
+    return (
+        Conversation.objects.filter(pk=conversation.pk)
+        .values_list("active_leaf_id", flat=True)
+        .first()
+    )
 
 
 def memory_for_run(
@@ -104,28 +138,28 @@ def memory_for_run(
     model_name: str,
     before_message: Message | None,
 ) -> MemoryContext:
-    """The bounded past for a run answering ``before_message`` (None: the whole conversation).
+    """The bounded past for a run answering ``before_message``: the branch above it (None:
+    the conversation's active branch, as a preview shows it).
 
-    ``summary_buffer`` gives the newest summary and the turns after its cut, the oldest of
-    those left out if they would take the total over the token budget (a summary is pending,
-    or failed): the prompt stays bounded either way.
+        ``summary_buffer`` gives the newest summary and the turns after its cut, the oldest of
+        those left out if they would take the total over the token budget (a summary is pending,
+        or failed): the prompt stays bounded either way.
     """
     settings = snapshot.memory
-    before_id = before_message.pk if before_message is not None else None
+    leaf_id = (
+        before_message.parent_id if before_message is not None else conversation.active_leaf_id
+    )
+    branch = _branch(conversation, leaf_id)
 
     if settings.strategy == BUFFER:
-        history = _history(conversation, before_id=before_id)
-        return MemoryContext("", [message.as_chat() for message in history], None)
+        return MemoryContext("", [message.as_chat() for message in branch], None)
 
     if settings.strategy == WINDOW:
-        turns = split_turns(_history(conversation, before_id=before_id), model=model_name)
+        turns = split_turns(branch, model=model_name)
         return MemoryContext("", turns_to_messages(window(turns, settings.window_turns)), None)
 
-    summary = _newest_summary(conversation, before_id=before_id)
-    after_id = summary.covers_through_id if summary else None
-    turns = split_turns(
-        _history(conversation, after_id=after_id, before_id=before_id), model=model_name
-    )
+    summary = _newest_summary(conversation, branch)
+    turns = split_turns(_after(branch, summary), model=model_name)
     selection = select_summary_buffer(
         summary=summary.text if summary else "",
         turns_after_summary=turns,
@@ -147,12 +181,12 @@ def memory_for_run(
 # --------------------------------------------------------------------------------------
 
 
-def _over_budget(conversation: Conversation, settings: MemorySettings, model: str) -> bool:
-    summary = _newest_summary(conversation)
-    turns = split_turns(
-        _history(conversation, after_id=summary.covers_through_id if summary else None),
-        model=model,
-    )
+def _over_budget(
+    conversation: Conversation, settings: MemorySettings, model: str, leaf_id: int | None
+) -> bool:
+    branch = _branch(conversation, leaf_id)
+    summary = _newest_summary(conversation, branch)
+    turns = split_turns(_after(branch, summary), model=model)
     return needs_summary(
         summary=summary.text if summary else "",
         turns_after_summary=turns,
@@ -161,23 +195,33 @@ def _over_budget(conversation: Conversation, settings: MemorySettings, model: st
     )
 
 
-def _enqueue_summary(conversation_id: int, *, force: bool) -> None:
+def _enqueue_summary(conversation_id: int, *, force: bool, leaf_id: int | None) -> None:
     from agents.memory import tasks
 
-    transaction.on_commit(lambda: tasks.memory_summary_create.delay(conversation_id, force=force))
+    transaction.on_commit(
+        lambda: tasks.memory_summary_create.delay(conversation_id, force=force, leaf_id=leaf_id)
+    )
 
 
-def memory_after_run(*, conversation: Conversation, snapshot: ProfileSnapshot) -> bool:
-    """Enqueue summarising, after commit, when the conversation no longer fits its budget.
+def memory_after_run(
+    *, conversation: Conversation, snapshot: ProfileSnapshot, run: AgentRun | None = None
+) -> bool:
+    """Enqueue summarising, after commit, when the branch the run answered on (without a
+    run: the active branch) no longer fits its budget.
 
     Returns whether a task was enqueued. Only ``summary_buffer`` profiles summarise.
     """
     settings = snapshot.memory
     if settings.strategy != SUMMARY_BUFFER:
         return False
-    if not _over_budget(conversation, settings, snapshot_model_name(snapshot)):
+    leaf_id = None
+    if run is not None:
+        leaf_id = Message.objects.filter(run=run).values_list("pk", flat=True).first()
+    if leaf_id is None:
+        leaf_id = _active_leaf_id(conversation)
+    if not _over_budget(conversation, settings, snapshot_model_name(snapshot), leaf_id):
         return False
-    _enqueue_summary(conversation.pk, force=False)
+    _enqueue_summary(conversation.pk, force=False, leaf_id=leaf_id)
     return True
 
 
@@ -190,7 +234,8 @@ class SummaryRequest(StrEnum):
 
 
 def summary_request(*, conversation: Conversation, user) -> SummaryRequest:
-    """Summarise now (the ``/compact`` command or button): fold every finished turn at once.
+    """Summarise now (the ``/compact`` command or button): fold every finished turn of the
+    active branch at once.
 
     Only the owner may ask (``PermissionDenied`` otherwise). Enqueues nothing when no
     finished turn is left outside the summary, or when an earlier request is still pending.
@@ -198,10 +243,9 @@ def summary_request(*, conversation: Conversation, user) -> SummaryRequest:
     """
     if conversation.owner_id != getattr(user, "pk", None):
         raise PermissionDenied("Only the conversation's owner can summarise it.")
-    summary = _newest_summary(conversation)
-    turns = split_turns(
-        _history(conversation, after_id=summary.covers_through_id if summary else None)
-    )
+    leaf_id = _active_leaf_id(conversation)
+    branch = _branch(conversation, leaf_id)
+    turns = split_turns(_after(branch, _newest_summary(conversation, branch)))
     foldable = choose_cut(
         turns, keep_tokens=0, last_turn_closed=_last_turn_closed(conversation), keep_at_least=0
     )
@@ -223,7 +267,7 @@ def summary_request(*, conversation: Conversation, user) -> SummaryRequest:
         )
     if not cache.add(_compact_pending_key(conversation.pk), 1, timeout=COMPACT_PENDING_SECONDS):
         return SummaryRequest.ALREADY_PENDING  # another request got there first
-    _enqueue_summary(conversation.pk, force=True)
+    _enqueue_summary(conversation.pk, force=True, leaf_id=leaf_id)
     return SummaryRequest.QUEUED
 
 
@@ -268,6 +312,7 @@ class _FoldPlan:
     base_summary_id: int | None
     base_text: str
     turns: list[ConversationTurn]
+    branch: list[HistoryMessage]
 
     @property
     def lines(self) -> list[HistoryMessage]:
@@ -275,14 +320,17 @@ class _FoldPlan:
 
 
 def _plan(
-    conversation: Conversation, settings: MemorySettings, *, model: str, force: bool
+    conversation: Conversation,
+    settings: MemorySettings,
+    *,
+    model: str,
+    force: bool,
+    leaf_id: int | None,
 ) -> _FoldPlan | None:
-    summary = _newest_summary(conversation)
+    branch = _branch(conversation, _continued(conversation, leaf_id))
+    summary = _newest_summary(conversation, branch)
     text = summary.text if summary else ""
-    turns = split_turns(
-        _history(conversation, after_id=summary.covers_through_id if summary else None),
-        model=model,
-    )
+    turns = split_turns(_after(branch, summary), model=model)
     if not force and not needs_summary(
         summary=text, turns_after_summary=turns, budget=settings.token_budget, model=model
     ):
@@ -302,7 +350,7 @@ def _plan(
         used += turn.tokens
     if not folded:
         return None
-    return _FoldPlan(summary.pk if summary else None, text, folded)
+    return _FoldPlan(summary.pk if summary else None, text, folded, branch)
 
 
 def _store(
@@ -312,24 +360,22 @@ def _store(
     with transaction.atomic():
         # Held only for these few queries, never during the model call: runs take the same
         # row lock to number their events (docs/architecture.md, invariant 3).
-        Conversation.objects.select_for_update().filter(pk=conversation.pk).first()
-        newest = _newest_summary(conversation)
+        if Conversation.objects.select_for_update().filter(pk=conversation.pk).first() is None:
+            return None  # deleted meanwhile
+        # Messages are only ever added below a branch, never moved: the plan's lines are
+        # still where they were. Another summariser may have cut the branch since, through
+        # them or below them (the branch has grown): then this fold is stale.
+        branch_now = _branch(conversation, _continued(conversation, plan.branch[-1].id))
+        newest = _newest_summary(conversation, branch_now)
         if (newest.pk if newest else None) != plan.base_summary_id:
             return None
         first, last = plan.lines[0], plan.lines[-1]
-        now_in_range = Message.objects.filter(
-            conversation=conversation, id__gte=first.id, id__lte=last.id
-        ).values_list("id", flat=True)
-        if sorted(now_in_range) != [line.id for line in plan.lines]:
-            return None  # lines deleted (an edit and resend) or arrived behind the cut
-        following = (
-            Message.objects.filter(conversation=conversation, id__gt=last.id)
-            .order_by("id")
-            .values_list("role", flat=True)
-            .first()
+        answered_since = (
+            last.role == Message.Role.USER
+            and Message.objects.filter(parent_id=last.id, role=Message.Role.ASSISTANT).exists()
         )
-        if following not in (None, Message.Role.USER):
-            return None  # the folded turn got another answer meanwhile: plan it again
+        if answered_since:
+            return None  # the folded turn got its answer meanwhile: plan it again
         try:
             with transaction.atomic():
                 summary = MemorySummary.objects.create(
@@ -356,9 +402,14 @@ def _announce(summary: MemorySummary) -> None:
 
 
 def memory_summary_create(
-    *, conversation: Conversation, force: bool = False, chat_model: ChatModel | None = None
+    *,
+    conversation: Conversation,
+    force: bool = False,
+    chat_model: ChatModel | None = None,
+    leaf_id: int | None = None,
 ) -> MemorySummary | None:
-    """Fold old turns into the conversation's summary; the newest row written, or None.
+    """Fold old turns of the branch ending at ``leaf_id`` (None: the active branch) into its
+    summary; the newest row written, or None.
 
     Without ``force`` it does nothing unless the conversation is over its budget, and keeps
     the newest turns verbatim; with ``force`` (``/compact``) it folds every finished turn.
@@ -375,8 +426,10 @@ def memory_summary_create(
 
         chat_model = chat_model_for(model_config)
     model = getattr(chat_model, "model_name", "") or ""
+    if leaf_id is None:
+        leaf_id = _active_leaf_id(conversation)
 
-    if _plan(conversation, settings, model=model, force=force) is None:
+    if _plan(conversation, settings, model=model, force=force, leaf_id=leaf_id) is None:
         return None
     try:
         # Summaries count against the owner's daily quota like runs (agents/services/usage.py).
@@ -391,7 +444,15 @@ def memory_summary_create(
         logger.info("conversation %s: not summarised, its owner is over quota", conversation.pk)
         return None
     try:
-        return _fold(conversation, settings, chat_model, model=model, force=force, usage=usage)
+        return _fold(
+            conversation,
+            settings,
+            chat_model,
+            model=model,
+            force=force,
+            usage=usage,
+            leaf_id=leaf_id,
+        )
     finally:
         usage_settle(entry=usage)
 
@@ -404,10 +465,11 @@ def _fold(
     model: str,
     force: bool,
     usage: UsageEntry,
+    leaf_id: int | None,
 ) -> MemorySummary | None:
     newest = None
     for _ in range(MAX_FOLD_ROUNDS):
-        plan = _plan(conversation, settings, model=model, force=force)
+        plan = _plan(conversation, settings, model=model, force=force, leaf_id=leaf_id)
         if plan is None:
             break
         if not connection.in_atomic_block:

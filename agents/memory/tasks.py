@@ -30,13 +30,18 @@ _RETRYING = {
 }
 
 
-def _memory_summary_create(conversation_id: int, force: bool = False) -> int | None:
-    """Fold the conversation's old turns into its summary; the id of the newest row written."""
+def _memory_summary_create(
+    conversation_id: int, force: bool = False, leaf_id: int | None = None
+) -> int | None:
+    """Fold old turns of one branch (ending at ``leaf_id``; None, as tasks enqueued before
+    the tree say: the active one) into its summary; the id of the newest row written."""
     conversation = Conversation.objects.filter(pk=conversation_id).first()
     if conversation is None:
         return None  # deleted since the task was enqueued
     try:
-        summary = services.memory_summary_create(conversation=conversation, force=force)
+        summary = services.memory_summary_create(
+            conversation=conversation, force=force, leaf_id=leaf_id
+        )
     except TRANSIENT_MODEL_ERRORS:
         raise  # retried: a /compact stays pending meanwhile
     except Exception:

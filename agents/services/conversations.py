@@ -32,6 +32,7 @@ from agents.protocol import (
     message_created_payload,
 )
 from agents.ratelimit import rate_limit_hit
+from agents.services.branches import branch_activate
 from agents.services.defaults import default_profile
 from agents.services.prompt_versions import prompt_version_current
 from agents.services.runs import ACTIVE_STATUSES, event_append, run_mark_cancelled
@@ -105,14 +106,24 @@ def message_send(
     content: str,
     client_id: str | None = None,
     profile: AgentProfile | None = None,
+    parent_id: int | None = None,
 ) -> SendResult:
     """Save a user message and queue a run for it; a repeated ``client_id`` is a no-op.
 
+    The message continues the active branch, or, with ``parent_id``, the branch through that
+    message (the one the client shows), which then becomes the active one.
     Raises ``RequestRefused`` (and writes nothing) for bad content, a foreign conversation,
-    the rate limit, the daily token quota, or a run already in progress.
+    a ``parent_id`` not in this conversation, the rate limit, the daily token quota, or a
+    run already in progress.
     """
     return _send(
-        conversation=conversation, user=user, content=content, client_id=client_id, profile=profile
+        conversation=conversation,
+        user=user,
+        content=content,
+        client_id=client_id,
+        profile=profile,
+        parent_id=parent_id,
+        after_active_leaf=parent_id is None,
     )
 
 
@@ -123,8 +134,12 @@ def _send(
     content: str,
     client_id: str | None,
     profile: AgentProfile | None,
+    parent_id: int | None,
+    after_active_leaf: bool,
     edited_from: Message | None = None,
 ) -> SendResult:
+    """``after_active_leaf``: the message continues the active branch; otherwise it is a
+    child of ``parent_id`` (None: a new first message, as an edit of the first one is)."""
     _check_content(content)
     client_id = client_id or None
     with transaction.atomic():
@@ -133,13 +148,29 @@ def _send(
             existing = locked.messages.filter(client_id=client_id).first()
             if existing is not None:
                 return SendResult(message=existing, run=_run_for(existing), created=False)
+        if after_active_leaf:
+            parent_id = locked.active_leaf_id
+        elif parent_id is not None and not locked.messages.filter(pk=parent_id).exists():
+            raise RequestRefused(
+                RefusalCode.NOT_FOUND,
+                _("Message %(id)s is not in this conversation.") % {"id": parent_id},
+            )
         profile = _profile_for(conversation=locked, user=user, profile=profile)
         _check_can_start_run(conversation=locked, user=user)
+        extends_active = parent_id == locked.active_leaf_id
         message = Message.objects.create(
-            conversation=locked, role=Message.Role.USER, content=content, client_id=client_id
+            conversation=locked,
+            role=Message.Role.USER,
+            content=content,
+            client_id=client_id,
+            parent_id=parent_id,
+            on_active_branch=extends_active,
         )
+        if not extends_active:
+            branch_activate(conversation=locked, leaf_id=message.pk)
+        locked.active_leaf = message
         run = _queue_run(conversation=locked, message=message, profile=profile, user=user)
-        _touch(locked, first_message=content)
+        _touch(locked, first_message=content, fields=["active_leaf"])
         event_append(
             conversation=locked,
             run=run,
@@ -147,32 +178,44 @@ def _send(
             payload=message_created_payload(message, edited_from=edited_from),
         )
     conversation.title, conversation.last_seq = locked.title, locked.last_seq
+    conversation.active_leaf_id = locked.active_leaf_id
     return SendResult(message=message, run=run, created=True)
 
 
 def run_regenerate(*, conversation: Conversation, user: User) -> AgentRun:
-    """Queue a new run answering the conversation's latest user message again."""
+    """Queue a new run answering the active branch's latest user message again.
+
+    Its answer will be a sibling of the earlier ones, which stay; until it comes, the branch
+    ends at the question (``branch_activate``).
+    """
     with transaction.atomic():
         locked = _lock_owned(conversation=conversation, user=user)
-        message = locked.messages.filter(role=Message.Role.USER).order_by("-id").first()
+        message = (
+            locked.messages.filter(role=Message.Role.USER, on_active_branch=True)
+            .order_by("-id")
+            .first()
+        )
         if message is None:
             raise RequestRefused(
                 RefusalCode.NOTHING_TO_REGENERATE, _("There is no message to answer again.")
             )
         profile = _profile_for(conversation=locked, user=user, profile=None)
         _check_can_start_run(conversation=locked, user=user)
+        branch_activate(conversation=locked, leaf_id=message.pk)
         run = _queue_run(conversation=locked, message=message, profile=profile, user=user)
         _touch(locked)
+    conversation.active_leaf_id = locked.active_leaf_id
     return run
 
 
 def message_edit_resend(
     *, message: Message, user: User, content: str, client_id: str | None = None
 ) -> SendResult:
-    """Send an edited copy of one of the user's own messages as a new turn.
+    """Send an edited copy of one of the user's own messages: a sibling of it (same parent),
+    on a new branch that becomes the active one.
 
-    The original stays in the log (events are never rewritten); the new message's
-    ``message.created`` event names it in ``edited_from``.
+    The original and its continuation stay, one switch away; the new message's
+    ``message.created`` event names the original in ``edited_from``.
     """
     conversation = message.conversation
     if conversation.owner_id != user.pk:
@@ -185,6 +228,8 @@ def message_edit_resend(
         content=content,
         client_id=client_id,
         profile=None,
+        parent_id=message.parent_id,
+        after_active_leaf=False,
         edited_from=message,
     )
 
@@ -327,8 +372,10 @@ def _run_for(message: Message) -> AgentRun:
     return message.triggered_runs.latest("id")
 
 
-def _touch(conversation: Conversation, *, first_message: str = "") -> None:
-    fields = ["updated_at"]
+def _touch(
+    conversation: Conversation, *, first_message: str = "", fields: list[str] | None = None
+) -> None:
+    fields = ["updated_at", *(fields or [])]
     if first_message and not conversation.title:
         conversation.title = _title_from(first_message)
         fields.append("title")

@@ -242,7 +242,7 @@ def _execute(run: AgentRun, watch: _Watch, me: str) -> None:
         code = getattr(error, "code", "") or "agent_error"
         run_fail(run=run, code=code, message=str(error) or "The agent stopped.", worker_id=me)
         return
-    memory_after_run(conversation=conversation, snapshot=snapshot)
+    memory_after_run(conversation=conversation, snapshot=snapshot, run=run)
 
 
 # --------------------------------------------------------------------------------------

@@ -192,16 +192,18 @@ def run_started(
     *, run: AgentRun, model: str, profile: str, worker_id: str | None = None
 ) -> RunEvent:
     """Announce an attempt; a resumed run announces itself again with its attempt number."""
+    payload = run_started_payload(
+        attempt=run.attempts,
+        model=model,
+        profile=profile,
+        trigger_message_id=run.trigger_message_id,
+    )
     if worker_id is not None and _fenced_sql_available():
-        payload = run_started_payload(attempt=run.attempts, model=model, profile=profile)
         return _append_fenced(run, [], [(FrameType.RUN_STARTED, payload)], worker_id)[0]
     with transaction.atomic():
         _check_holder(run, worker_id)
         return event_append(
-            conversation=run.conversation,
-            run=run,
-            type=FrameType.RUN_STARTED,
-            payload=run_started_payload(attempt=run.attempts, model=model, profile=profile),
+            conversation=run.conversation, run=run, type=FrameType.RUN_STARTED, payload=payload
         )
 
 
@@ -540,9 +542,27 @@ def _lock_active(run: AgentRun, worker_id: str | None) -> AgentRun | None:
 
 
 def _save_answer(run: AgentRun, text: str) -> Message:
-    return Message.objects.create(
-        conversation_id=run.conversation_id, role=Message.Role.ASSISTANT, content=text, run=run
+    message = Message.objects.create(
+        conversation_id=run.conversation_id,
+        role=Message.Role.ASSISTANT,
+        content=text,
+        run=run,
+        parent_id=run.trigger_message_id,
     )
+    _answer_take_place(run, message)
+    return message
+
+
+def _answer_take_place(run: AgentRun, message: Message) -> None:
+    """The answer is a child of its question. It ends the active branch if the owner still
+    looks at that question; if they switched to another branch meanwhile, it waits as a
+    sibling version (agents/services/branches.py)."""
+    moved = Conversation.objects.filter(
+        pk=run.conversation_id, active_leaf_id=run.trigger_message_id
+    ).update(active_leaf_id=message.pk)
+    if not moved:
+        Message.objects.filter(pk=message.pk).update(on_active_branch=False)
+        message.on_active_branch = False
 
 
 def _end(run: AgentRun, locked: AgentRun, status: str, **fields: Any) -> None:
@@ -617,6 +637,7 @@ def _finish_fenced(
         "succeeded": Status.SUCCEEDED.value,
         "answer": step.text,
         "role": Message.Role.ASSISTANT.value,
+        "question": run.trigger_message_id,
     }
     with transaction.atomic():
         with connection.cursor() as cursor:
@@ -631,8 +652,10 @@ def _finish_fenced(
             role=Message.Role.ASSISTANT,
             content=step.text,
             run_id=run.pk,
+            parent_id=run.trigger_message_id,
             created_at=created_at,
         )
+        _answer_take_place(run, message)
         run.status, run.finished_at, run.heartbeat_at = Status.SUCCEEDED, finished_at, None
         run.started_at = started_at
         run.prompt_tokens, run.completion_tokens = prompt, completion
@@ -654,8 +677,8 @@ WITH held AS (
     RETURNING id, prompt_tokens, completion_tokens, started_at, finished_at
 ), {_calls_cte()}, {_ledger_cte()}, answer AS (
     INSERT INTO {quote(Message._meta.db_table)}
-        (conversation_id, role, content, client_id, run_id, created_at)
-    SELECT %(conv)s, %(role)s, %(answer)s, NULL, held.id, now() FROM held
+        (conversation_id, role, content, client_id, run_id, parent_id, created_at)
+    SELECT %(conv)s, %(role)s, %(answer)s, NULL, held.id, %(question)s, now() FROM held
     RETURNING id, created_at
 )
 SELECT held.prompt_tokens, held.completion_tokens, held.started_at, held.finished_at,

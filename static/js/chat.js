@@ -232,9 +232,20 @@ function startConversation() {
     onChange: () => updateComposer(),
     onRegenerate: async () => {
       try {
-        await api("POST", urls.regenerate);
+        const result = await api("POST", urls.regenerate);
+        thread.expectRun(result.run.id, result.run.trigger_message_id);
       } catch (error) {
         showNotice(interpolate(gettext("Could not regenerate: %s"), [error.message]));
+      }
+    },
+    onSwitch: async (messageId) => {
+      try {
+        const result = await api("POST", urls.branch, { message_id: messageId });
+        thread.setSummary(result.summary);
+        return result.active_leaf_id;
+      } catch (error) {
+        showNotice(interpolate(gettext("Could not switch to that version: %s"), [error.message]));
+        throw error;
       }
     },
     onEdit: async (messageId, content) => {
@@ -256,7 +267,9 @@ function startConversation() {
     stopButton.hidden = active.length === 0;
   }
 
+  thread.loadTree(state.tree);
   for (const frame of state.events || []) thread.apply(frame);
+  thread.startLive();
   thread.setSummary(state.summary);
   thread.scrollToEnd();
   updateComposer();
@@ -402,6 +415,8 @@ function startConversation() {
       content,
       client_id: clientId,
       profile: profileSelect ? profileSelect.value : undefined,
+      // The branch shown is the one the question continues (docs/protocol.md).
+      parent_id: thread.leaf ?? undefined,
     });
     input.value = "";
     autosize();

@@ -10,6 +10,13 @@
 // The words the model is writing arrive as `thought.delta` / `answer.delta` frames with a
 // segment and an offset (docs/protocol.md, "Live text"): a thought shows as a step being
 // written and is replaced by the stored step when it lands.
+//
+// A conversation is a tree (docs/architecture.md, "The message tree"): regenerated answers
+// and edited questions are siblings. The log holds every branch, so every frame is applied
+// and kept; the thread shows one branch, from the first message down to `leaf`, and a
+// ‹ 2 / 3 › switcher on each message that has siblings. The page starts with the server's
+// tree and active leaf (#chat-state `tree`); live frames then move the leaf as the server
+// does: to a new question, to the question a new run answers, and on to that run's answer.
 
 import { decorateAnswer } from "./answer_tools.js";
 import { el } from "./dom.js";
@@ -79,11 +86,23 @@ function formatToolInput(input) {
 }
 
 export class Thread {
-  constructor(root, { onChange, onRegenerate, onEdit } = {}) {
+  constructor(root, { onChange, onRegenerate, onEdit, onSwitch } = {}) {
     this.root = root;
     this.onChange = onChange || (() => {});
     this.onRegenerate = onRegenerate || (() => {});
     this.onEdit = onEdit || (() => {});
+    this.onSwitch = onSwitch || (() => {});
+    // The tree: every message's parent and role, each answer's run, each run's question.
+    this.parentOf = new Map();
+    this.roleOf = new Map();
+    this.childrenOf = new Map(); // parent id (or "root") -> child ids
+    this.runOfAnswer = new Map();
+    this.answerOfRun = new Map();
+    this.triggerOfRun = new Map();
+    this.leaf = null; // the message the shown branch ends at
+    this.tailRun = null; // the run drawn last, if the branch ends with one
+    this.live = false; // frames from now on move the leaf (the stored ones were replayed)
+    this.shownRuns = [];
     this.contiguousSeq = 0; // every seq up to this one has been applied
     this.seenAbove = new Set(); // applied seqs above it (only while a gap is open)
     this.runs = new Map();
@@ -108,6 +127,293 @@ export class Thread {
       this.seenAbove.delete(this.contiguousSeq);
     }
     return true;
+  }
+
+  // ---------------------------------------------------------------- the tree
+
+  loadTree(tree) {
+    if (!tree) return;
+    for (const [id, parentId, role, runId] of tree.messages || []) {
+      this.addNode(id, parentId, role);
+      if (runId !== null && runId !== undefined) this.linkAnswer(id, runId);
+    }
+    for (const [runId, triggerId] of Object.entries(tree.run_triggers || {})) {
+      this.triggerOfRun.set(Number(runId), triggerId);
+    }
+    this.leaf = tree.active_leaf_id ?? null;
+  }
+
+  // The stored frames are drawn: from now on frames are news, and the branch is shown.
+  startLive() {
+    this.live = true;
+    this.layout();
+    this.refreshControls();
+  }
+
+  addNode(id, parentId, role) {
+    if (id === undefined || id === null || this.roleOf.has(id)) return;
+    const parent = parentId ?? null;
+    this.parentOf.set(id, parent);
+    this.roleOf.set(id, role);
+    const key = parent === null ? "root" : parent;
+    if (!this.childrenOf.has(key)) this.childrenOf.set(key, []);
+    const children = this.childrenOf.get(key);
+    children.push(id);
+    children.sort((a, b) => a - b);
+  }
+
+  linkAnswer(messageId, runId) {
+    this.runOfAnswer.set(messageId, runId);
+    this.answerOfRun.set(runId, messageId);
+  }
+
+  // A run's question became known; a new run seen live is what the branch now waits on.
+  noteTrigger(runId, triggerId) {
+    if (runId === null || runId === undefined || triggerId === null || triggerId === undefined) {
+      return;
+    }
+    if (this.triggerOfRun.has(runId)) return;
+    this.triggerOfRun.set(runId, triggerId);
+    if (this.live && !this.answerOfRun.has(runId)) this.leaf = triggerId;
+  }
+
+  // A regenerate the server accepted: show its run under the question at once.
+  expectRun(runId, triggerId) {
+    this.noteTrigger(runId, triggerId);
+    this.ensureRun(runId);
+    this.layout();
+    this.refreshControls();
+    this.onChange(this);
+  }
+
+  branch() {
+    const path = [];
+    const seen = new Set();
+    for (let id = this.leaf; id !== null && id !== undefined && !seen.has(id); ) {
+      seen.add(id);
+      path.push(id);
+      id = this.parentOf.get(id) ?? null;
+    }
+    return path.reverse();
+  }
+
+  siblings(id) {
+    const parent = this.parentOf.get(id) ?? null;
+    const role = this.roleOf.get(id);
+    const all = this.childrenOf.get(parent === null ? "root" : parent) || [];
+    return all.filter((other) => this.roleOf.get(other) === role);
+  }
+
+  answersOf(questionId) {
+    return (this.childrenOf.get(questionId) || []).filter(
+      (id) => this.roleOf.get(id) === "assistant",
+    );
+  }
+
+  // Where a switch to `id` ends: the newest message below it (children come after parents,
+  // so the newest is a leaf), as the server decides (agents/selectors.py).
+  newestBelow(id) {
+    let newest = id;
+    const stack = [id];
+    while (stack.length) {
+      const node = stack.pop();
+      if (node > newest) newest = node;
+      stack.push(...(this.childrenOf.get(node) || []));
+    }
+    return newest;
+  }
+
+  // After a question the branch does not answer (it ends there, or goes on with another
+  // question): its newest run, if no answer of it is newer (failed, stopped, or going).
+  openRuns() {
+    const newestOpen = new Map();
+    const newestAnswered = new Map();
+    for (const runId of this.runOrder) {
+      const trigger = this.triggerOfRun.get(runId);
+      if (trigger === undefined) continue;
+      const target = this.answerOfRun.has(runId) ? newestAnswered : newestOpen;
+      target.set(trigger, Math.max(target.get(trigger) || 0, runId));
+    }
+    const open = new Map();
+    for (const [trigger, runId] of newestOpen) {
+      if (runId > (newestAnswered.get(trigger) || 0)) open.set(trigger, runId);
+    }
+    return open;
+  }
+
+  switchTo(messageId) {
+    const previous = this.leaf;
+    const pressed = document.activeElement?.closest?.(".branch-switch button");
+    this.leaf = this.newestBelow(messageId);
+    this.layout();
+    this.refreshControls();
+    if (pressed) this.focusSwitcherOf(messageId, pressed.className);
+    this.onChange(this);
+    Promise.resolve(this.onSwitch(messageId)).then(
+      (leaf) => {
+        if (typeof leaf === "number" && leaf !== this.leaf) {
+          this.leaf = leaf;
+          this.layout();
+          this.refreshControls();
+        }
+      },
+      () => {
+        this.leaf = previous; // not saved: show what the server still has
+        this.layout();
+        this.refreshControls();
+      },
+    );
+  }
+
+  // Keyboard users stay on the switcher they pressed, now drawn for the version shown.
+  focusSwitcherOf(messageId, buttonClass) {
+    const runId = this.runOfAnswer.get(messageId);
+    const article = runId !== undefined ? this.runs.get(runId)?.root : this.messages.get(messageId);
+    const bar = article?.querySelector(".branch-switch");
+    if (!bar) return;
+    const same = bar.querySelector(`.${buttonClass}`);
+    (same && !same.disabled ? same : bar.querySelector("button:not(:disabled)"))?.focus();
+  }
+
+  // Draw the branch: each question, then the run that answered it on this branch.
+  layout() {
+    if (!this.live) return;
+    const path = this.branch();
+    const open = this.openRuns();
+    const nodes = [];
+    const shownRuns = [];
+    const showRun = (runId) => {
+      const run = this.runs.get(runId);
+      if (!run) return;
+      nodes.push(run.root);
+      shownRuns.push(run);
+    };
+    path.forEach((id, index) => {
+      if (this.roleOf.get(id) === "assistant") {
+        const runId = this.runOfAnswer.get(id);
+        if (runId !== undefined) {
+          showRun(runId);
+          this.setSwitcher(this.runs.get(runId), id);
+        }
+        return;
+      }
+      const element = this.messages.get(id);
+      if (element) {
+        nodes.push(element);
+        this.setUserSwitcher(element, id);
+      }
+      const next = path[index + 1];
+      if ((next === undefined || this.roleOf.get(next) !== "assistant") && open.has(id)) {
+        const run = this.runs.get(open.get(id));
+        showRun(open.get(id));
+        if (run) this.setOpenRunSwitcher(run, id);
+      }
+    });
+    // A run whose question is not known yet (its first frame is on the way) goes last.
+    for (const runId of this.runOrder) {
+      if (!this.triggerOfRun.has(runId) && !this.answerOfRun.has(runId)) showRun(runId);
+    }
+    const tail = nodes[nodes.length - 1];
+    this.tailRun = shownRuns.find((run) => run.root === tail) || null;
+    for (const { element } of this.pending.values()) nodes.push(element);
+    if (nodes.length) this.root.querySelector("#empty-state")?.remove();
+    this.place(nodes);
+    this.shownRuns = shownRuns;
+    this.placeSummaryMarker();
+  }
+
+  // Put `nodes` in the thread in order, moving as little as possible: a message being
+  // edited keeps its focus when a frame of another branch arrives.
+  place(nodes) {
+    const current = [...this.root.children].filter(
+      (node) => node !== this.summaryNode && node.id !== "empty-state",
+    );
+    const kept = current.findIndex((node, index) => node !== nodes[index]);
+    const prefix = kept === -1 ? current.length : kept;
+    if (prefix === current.length) {
+      this.root.append(...nodes.slice(prefix));
+      return;
+    }
+    const empty = this.root.querySelector("#empty-state");
+    this.root.replaceChildren(...(empty ? [empty] : []), ...nodes);
+  }
+
+  switcher(label, position, count, onPrevious, onNext) {
+    const previous = el("button", {
+      className: "branch-previous",
+      text: "‹",
+      attrs: { type: "button", "aria-label": gettext("Previous version"), disabled: position <= 1 },
+    });
+    const next = el("button", {
+      className: "branch-next",
+      text: "›",
+      attrs: { type: "button", "aria-label": gettext("Next version"), disabled: position >= count },
+    });
+    previous.addEventListener("click", onPrevious);
+    next.addEventListener("click", onNext);
+    return el(
+      "div",
+      { className: "branch-switch", attrs: { role: "group", "aria-label": label } },
+      previous,
+      el("span", { className: "branch-position", text: `${position} / ${count}` }),
+      next,
+    );
+  }
+
+  placeSwitcher(container, bar) {
+    const old = container.querySelector(":scope > .branch-switch");
+    if (old && bar) old.replaceWith(bar);
+    else if (old) old.remove();
+    else if (bar) container.append(bar);
+  }
+
+  setUserSwitcher(article, id) {
+    const versions = this.siblings(id);
+    const at = versions.indexOf(id);
+    const bar =
+      versions.length > 1
+        ? this.switcher(
+            gettext("Versions of this question"),
+            at + 1,
+            versions.length,
+            () => this.switchTo(versions[at - 1]),
+            () => this.switchTo(versions[at + 1]),
+          )
+        : null;
+    const tools = article.querySelector(".msg-tools");
+    if (tools) this.placeSwitcher(tools, bar);
+  }
+
+  setSwitcher(run, answerId) {
+    if (!run) return;
+    const versions = this.siblings(answerId);
+    const at = versions.indexOf(answerId);
+    const bar =
+      versions.length > 1
+        ? this.switcher(
+            gettext("Versions of this answer"),
+            at + 1,
+            versions.length,
+            () => this.switchTo(versions[at - 1]),
+            () => this.switchTo(versions[at + 1]),
+          )
+        : null;
+    this.placeSwitcher(run.branchBar, bar);
+  }
+
+  // A run with no answer after answers of the same question: it is the newest version.
+  setOpenRunSwitcher(run, questionId) {
+    const answers = this.answersOf(questionId);
+    const bar = answers.length
+      ? this.switcher(
+          gettext("Versions of this answer"),
+          answers.length + 1,
+          answers.length + 1,
+          () => this.switchTo(answers[answers.length - 1]),
+          () => {},
+        )
+      : null;
+    this.placeSwitcher(run.branchBar, bar);
   }
 
   apply(frame) {
@@ -140,10 +446,17 @@ export class Thread {
         this.runCancelled(p);
         break;
       case "memory.summarized":
-        this.setSummary({ through_message_id: p.covers_through, text: p.text || "" });
+        // A summary of another branch is not this branch's memory.
+        if (this.branch().includes(p.covers_through)) {
+          this.setSummary({ through_message_id: p.covers_through, text: p.text || "" });
+        }
         break;
       default:
         return false;
+    }
+    if (this.treeChanged) {
+      this.treeChanged = false;
+      this.layout();
     }
     this.placeSummaryMarker();
     this.refreshControls();
@@ -167,7 +480,8 @@ export class Thread {
     const element = this.userBubble(content, null);
     element.classList.add("pending");
     element.dataset.clientId = clientId;
-    this.append(element);
+    this.root.querySelector("#empty-state")?.remove();
+    this.root.append(element);
     this.pending.set(clientId, { element, content });
     this.scrollToEnd();
   }
@@ -190,6 +504,7 @@ export class Thread {
     const message = p.message || {};
     const runId = p.run_id ?? message.run_id ?? null;
     if (message.role === "assistant") {
+      this.answerArrived(message, runId);
       const run = this.ensureRun(runId);
       if (run) {
         run.messageId = message.id;
@@ -199,6 +514,12 @@ export class Thread {
       return;
     }
     if (this.messages.has(message.id)) return;
+    this.addNode(message.id, message.parent_id, "user");
+    if (this.live) this.leaf = message.id;
+    if (runId !== null && runId !== undefined && !this.triggerOfRun.has(runId)) {
+      this.triggerOfRun.set(runId, message.id);
+    }
+    this.treeChanged = true;
     const pending = message.client_id && this.pending.get(message.client_id);
     let element;
     if (pending) {
@@ -208,7 +529,6 @@ export class Thread {
       this.attachUserTools(element, message.id, message.content);
     } else {
       element = this.userBubble(message.content || "", message.id);
-      this.append(element);
     }
     element.dataset.messageId = message.id;
     if (message.edited_from) {
@@ -318,9 +638,12 @@ export class Thread {
       answer,
       footer,
     );
+    const branchBar = el("div", { className: "branch-bar" });
+    root.append(branchBar);
     run = {
       id: runId,
       root,
+      branchBar,
       details,
       summaryText,
       spinner,
@@ -342,11 +665,23 @@ export class Thread {
     });
     this.runs.set(runId, run);
     this.runOrder.push(runId);
-    this.append(root);
+    this.treeChanged = true;
     return run;
   }
 
+  // An answer was stored: it joins the tree under its question, and ends the branch if the
+  // branch still ended at that question (as on the server).
+  answerArrived(message, runId) {
+    if (!message || message.id === undefined || this.roleOf.has(message.id)) return;
+    const question = message.parent_id ?? this.triggerOfRun.get(runId) ?? null;
+    this.addNode(message.id, question, "assistant");
+    if (runId !== null && runId !== undefined) this.linkAnswer(message.id, runId);
+    if (this.live && question !== null && this.leaf === question) this.leaf = message.id;
+    this.treeChanged = true;
+  }
+
   runStarted(p) {
+    this.noteTrigger(p.run_id, p.trigger_message_id);
     const run = this.ensureRun(p.run_id);
     if (!run || run.finished) return;
     run.status = "running";
@@ -545,6 +880,7 @@ export class Thread {
     if (message.id !== undefined) {
       run.messageId = message.id;
       this.messages.set(message.id, run.root);
+      this.answerArrived(message, p.run_id);
     }
     const limitNote = LIMIT_NOTES[p.stop_reason] ? gettext(LIMIT_NOTES[p.stop_reason]) : undefined;
     if (limitNote) {
@@ -601,6 +937,11 @@ export class Thread {
   runCancelled(p) {
     const run = this.ensureRun(p.run_id);
     if (!run || run.finished) return;
+    if (p.message && p.message.id !== undefined) {
+      run.messageId = p.message.id;
+      this.messages.set(p.message.id, run.root);
+      this.answerArrived(p.message, p.run_id);
+    }
     this.finish(run, "cancelled");
     const partial = p.partial_answer || run.deltaText || "";
     run.answer.replaceChildren();
@@ -622,9 +963,9 @@ export class Thread {
     return this.runOrder.filter((id) => !this.runs.get(id).finished);
   }
 
+  // The last run the shown branch draws: its Regenerate asks the branch's question again.
   lastRun() {
-    const id = this.runOrder[this.runOrder.length - 1];
-    return id === undefined ? null : this.runs.get(id);
+    return this.pending.size ? null : this.tailRun;
   }
 
   refreshControls() {
@@ -666,13 +1007,12 @@ export class Thread {
   }
 
   placeSummaryMarker() {
-    if (!this.summary || !this.summaryNode) return;
-    const after = this.messages.get(this.summary.through_message_id);
-    if (after && after.nextSibling !== this.summaryNode) after.after(this.summaryNode);
-  }
-
-  append(node) {
-    this.root.querySelector("#empty-state")?.remove();
-    this.root.append(node);
+    if (!this.summaryNode) return;
+    const after = this.summary && this.messages.get(this.summary.through_message_id);
+    if (!after || !after.isConnected) {
+      this.summaryNode.remove(); // its message is not on the branch shown
+      return;
+    }
+    if (after.nextSibling !== this.summaryNode) after.after(this.summaryNode);
   }
 }

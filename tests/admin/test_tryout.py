@@ -9,8 +9,9 @@ from django.test import AsyncClient
 from django.urls import reverse
 
 from agents.llm.scripted import Fail, Reply
-from agents.models import AgentProfile, Conversation, MemorySummary, Message, ToolConfig
+from agents.models import AgentProfile, Conversation, MemorySummary, ToolConfig
 from tests.admin.conftest import page_text
+from tests.tree import continue_branch
 
 
 @pytest.fixture
@@ -125,12 +126,8 @@ def test_try_it_reports_a_failing_model(staff_client, scripted_server, scripted_
 @pytest.mark.django_db
 def test_preview_fills_memory_from_a_conversation(staff_client, profile, user):
     conversation = Conversation.objects.create(owner=user, title="Trip")
-    first = Message.objects.create(
-        conversation=conversation, role="user", content="I live in Lyon."
-    )
-    summarised = Message.objects.create(
-        conversation=conversation, role="assistant", content="Noted: Lyon."
-    )
+    first = continue_branch(conversation, "user", "I live in Lyon.")
+    summarised = continue_branch(conversation, "assistant", "Noted: Lyon.")
     MemorySummary.objects.create(
         conversation=conversation,
         text="The user lives in Lyon.",
@@ -138,8 +135,8 @@ def test_preview_fills_memory_from_a_conversation(staff_client, profile, user):
         covers_through=summarised,
         token_count=6,
     )
-    Message.objects.create(conversation=conversation, role="user", content="Next week: Rome.")
-    Message.objects.create(conversation=conversation, role="assistant", content="Enjoy Rome!")
+    continue_branch(conversation, "user", "Next week: Rome.")
+    continue_branch(conversation, "assistant", "Enjoy Rome!")
     url = reverse("admin:agents_agentprofile_preview", args=[profile.pk])
 
     body = page_text(
@@ -197,8 +194,8 @@ def profile_viewer(client, make_user):
 
 def _conversation_with(owner, secret_line: str) -> Conversation:
     conversation = Conversation.objects.create(owner=owner, title="Private")
-    Message.objects.create(conversation=conversation, role="user", content=secret_line)
-    Message.objects.create(conversation=conversation, role="assistant", content="Noted.")
+    continue_branch(conversation, "user", secret_line)
+    continue_branch(conversation, "assistant", "Noted.")
     return conversation
 
 

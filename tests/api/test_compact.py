@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from agents.models import AgentRun, MemorySummary, Message
+from agents.services.branches import branch_activate
 from agents.services.conversations import conversation_create, message_send
 from chatsite.celery import app as celery_app
 from tests.usage import spend
@@ -25,9 +26,14 @@ def compact_url(conversation_id: int) -> str:
 def finished_turn(conversation, user, question: str, answer: str) -> None:
     sent = message_send(conversation=conversation, user=user, content=question)
     AgentRun.objects.filter(pk=sent.run.pk).update(status=AgentRun.Status.SUCCEEDED)
-    Message.objects.create(
-        conversation=conversation, role=Message.Role.ASSISTANT, content=answer, run=sent.run
+    answered = Message.objects.create(
+        conversation=conversation,
+        role=Message.Role.ASSISTANT,
+        content=answer,
+        run=sent.run,
+        parent=sent.message,
     )
+    branch_activate(conversation=conversation, leaf_id=answered.pk)
 
 
 def test_compact_folds_the_finished_turns_into_a_stored_summary(

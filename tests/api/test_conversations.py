@@ -41,6 +41,7 @@ def test_list_shows_only_my_conversations_newest_first(api, user, other_user):
         "has_active_run",
         "snippet",
         "last_seq",
+        "active_leaf_id",
         "created_at",
         "updated_at",
     }
@@ -145,6 +146,8 @@ def test_get_includes_messages_and_stored_events(api, user, conversation):
             "content": "hello",
             "client_id": "h",
             "run_id": None,
+            "parent_id": None,
+            "on_active_branch": True,
             "created_at": body["messages"][0]["created_at"],
         }
     ]

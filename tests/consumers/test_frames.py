@@ -106,6 +106,35 @@ def test_message_send_with_a_profile_slug(user, conversation):
     assert AgentRun.objects.get(conversation=conversation).profile_version.profile == profile
 
 
+def test_message_send_continues_the_branch_the_client_names(user, conversation):
+    """The page sends the end of the branch it shows as ``parent_id`` (docs/protocol.md)."""
+    from agents.react.types import FinalAnswerStep
+    from agents.services.runs import run_finish
+
+    first = message_send(conversation=conversation, user=user, content="q1")
+    AgentRun.objects.filter(pk=first.run.pk).update(status=AgentRun.Status.RUNNING)
+    first.run.refresh_from_db()
+    answer = run_finish(run=first.run, step=FinalAnswerStep(text="a1"))
+    assert answer is not None
+    cookie = session_cookie(user)
+
+    async def body():
+        communicator = socket(conversation.pk, cookie=cookie, after_seq=conversation.last_seq + 3)
+        assert (await communicator.connect())[0]
+        frame = {"type": "message.send", "content": "q1, again", "client_id": "c-2"}
+        await send(communicator, {**frame, "parent_id": first.message.pk})
+        created = await receive(communicator)
+        await communicator.disconnect()
+        return created
+
+    created = run(body)
+    assert created["type"] == "message.created"
+    assert created["message"]["parent_id"] == first.message.pk
+    conversation.refresh_from_db()
+    assert conversation.active_leaf_id == created["message"]["id"]
+    assert not Message.objects.get(pk=answer.pk).on_active_branch
+
+
 # ---- bad frames ----------------------------------------------------------------------------
 
 MAX_CHARS = 16000
@@ -138,6 +167,10 @@ SEND = {"type": "message.send", "client_id": "a"}
         ({**SEND, "content": " \n\t "}, "empty"),
         ({**SEND, "content": "x" * (MAX_CHARS + 1)}, "too_long"),
         ({**SEND, "content": "hi", "profile": "no-such"}, "profile_not_allowed"),
+        ({**SEND, "content": "hi", "parent_id": "7"}, "invalid_field"),
+        ({**SEND, "content": "hi", "parent_id": -1}, "invalid_field"),
+        ({**SEND, "content": "hi", "parent_id": True}, "invalid_field"),
+        ({**SEND, "content": "hi", "parent_id": 999_999_999}, "not_found"),
         ({"type": "run.cancel"}, "invalid_field"),
         ({"type": "run.cancel", "run_id": "12"}, "invalid_field"),
         ({"type": "run.cancel", "run_id": True}, "invalid_field"),

@@ -186,10 +186,10 @@ def test_enter_sends_the_edit_box(stack, open_tab, user, model_name):
     editor.press("Shift+Enter")  # a new line, not a send
     editor.type("Quickly.")
     editor.press("Enter")
-    expect(page.locator(".msg.user .bubble")).to_have_text(
-        ["What is 2 + 2?", "What is 3 + 3?\nQuickly."]
-    )
-    expect(page.locator(".answer")).to_have_text(["four", "six"])
+    # The edit is a new version of the question: it replaces the original on screen.
+    expect(page.locator(".msg.user .bubble")).to_have_text(["What is 3 + 3?\nQuickly."])
+    expect(page.locator(".msg.user .branch-position")).to_have_text("2 / 2")
+    expect(page.locator(".answer")).to_have_text(["six"])
 
 
 def test_signing_out_in_another_tab_stops_the_chat_from_reconnecting(

@@ -11,6 +11,7 @@ from agents.llm.scripted import ScriptedServer
 from agents.memory.testing import summariser_policy
 from agents.models import AgentProfile, Conversation, MemorySummary, Message, ModelConfig
 from agents.profile_snapshot import ProfileSnapshot
+from agents.services.branches import branch_activate
 from chatsite.celery import app as celery_app
 from tests.isolation import private_cache_prefix
 
@@ -35,23 +36,31 @@ def filler(words: int) -> str:
     return " ".join(f"word{next(_words)}" for _ in range(words))
 
 
+def append(
+    conversation: Conversation, role: str, content: str, *, parent: Message | str | None = "leaf"
+) -> Message:
+    """A message below ``parent`` (by default the end of the active branch), which then ends
+    the active branch, as sending and answering do."""
+    conversation.refresh_from_db(fields=["active_leaf"])
+    parent_id = conversation.active_leaf_id if parent == "leaf" else getattr(parent, "pk", None)
+    message = Message.objects.create(
+        conversation=conversation, role=role, content=content, parent_id=parent_id
+    )
+    branch_activate(conversation=conversation, leaf_id=message.pk)
+    return message
+
+
 def add_turn(conversation: Conversation, question: str, answer: str | None = "") -> list[Message]:
     """A user message and (unless ``answer`` is None) the assistant's answer to it."""
-    messages = [Message.objects.create(conversation=conversation, role="user", content=question)]
+    messages = [append(conversation, "user", question)]
     if answer is not None:
-        messages.append(
-            Message.objects.create(
-                conversation=conversation, role="assistant", content=answer or filler(8)
-            )
-        )
+        messages.append(append(conversation, "assistant", answer or filler(8)))
     return messages
 
 
 def ask(conversation: Conversation, question: str = "") -> Message:
     """The user message that triggers the next run (no answer yet)."""
-    return Message.objects.create(
-        conversation=conversation, role="user", content=question or filler(5)
-    )
+    return append(conversation, "user", question or filler(5))
 
 
 @pytest.fixture(autouse=True)

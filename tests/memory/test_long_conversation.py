@@ -7,10 +7,9 @@ import pytest
 
 from agents.llm.tokens import count_message_tokens
 from agents.memory.services import memory_after_run, memory_for_run
-from agents.models import Message
 from agents.profile_snapshot import ProfileSnapshot
 from agents.react.prompt import PromptConfig, react_messages, tools_messages
-from tests.memory.conftest import assert_summaries_tile_the_history, filler
+from tests.memory.conftest import append, assert_summaries_tile_the_history, filler
 
 pytestmark = pytest.mark.django_db
 
@@ -49,9 +48,7 @@ def test_a_hundred_turns_stay_in_budget_and_keep_early_facts(
     sizes = []
 
     for turn in range(1, 101):
-        question = Message.objects.create(
-            conversation=conversation, role="user", content=FACTS.get(turn, filler(25))
-        )
+        question = append(conversation, "user", FACTS.get(turn, filler(25)))
         context = memory_for_run(
             conversation=conversation,
             snapshot=snapshot,
@@ -71,7 +68,7 @@ def test_a_hundred_turns_stay_in_budget_and_keep_early_facts(
             assert rendered <= BUDGET + SLACK, (turn, mode, rendered)
         assert sizes[-1] <= BUDGET + SLACK, (turn, sizes[-1])
 
-        Message.objects.create(conversation=conversation, role="assistant", content=filler(30))
+        append(conversation, "assistant", filler(30))
         with django_capture_on_commit_callbacks(execute=True):
             memory_after_run(conversation=conversation, snapshot=snapshot)
 

@@ -13,7 +13,13 @@ from agents.models import AgentRun, MemorySummary, Message, RunEvent
 from agents.profile_snapshot import ProfileSnapshot
 from agents.react.errors import ModelBadResponse, ModelUnavailable
 from agents.react.types import ActionStep, ObservationStep, step_to_event
-from tests.memory.conftest import add_turn, ask, assert_summaries_tile_the_history, filler
+from tests.memory.conftest import (
+    add_turn,
+    append,
+    ask,
+    assert_summaries_tile_the_history,
+    filler,
+)
 
 pytestmark = pytest.mark.django_db
 
@@ -145,9 +151,8 @@ def test_a_tool_heavy_turn_is_folded_or_kept_whole(conversation, profiled, summa
         RunEvent.objects.create(
             conversation=conversation, run=run, seq=seq, type="step", payload=step_to_event(step)
         )
-    answer = Message.objects.create(
-        conversation=conversation, role="assistant", run=run, content="84, then 42. " * 40
-    )
+    answer = append(conversation, "assistant", "84, then 42. " * 40)
+    Message.objects.filter(pk=answer.pk).update(run=run)
     for _ in range(3):
         add_turn(conversation, filler(25), filler(25))
 
