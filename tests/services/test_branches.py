@@ -242,7 +242,7 @@ def test_existing_conversations_migrate_as_one_branch(user):
         ]
     ]
     empty = Conversation.objects.create(owner=user)
-    migration = importlib.import_module("agents.migrations.0008_message_tree")
+    migration = importlib.import_module("agents.migrations.0009_message_tree")
 
     migration.existing_conversations_as_one_branch(apps, None)
 
