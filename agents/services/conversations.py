@@ -198,7 +198,8 @@ def run_cancel(*, run: AgentRun, user: User) -> AgentRun:
         raise RequestRefused(RefusalCode.NOT_FOUND, "No such run.")
     with transaction.atomic():
         locked = AgentRun.objects.select_for_update().get(pk=run.pk)
-        if locked.status == AgentRun.Status.QUEUED:
+        if locked.status in (AgentRun.Status.QUEUED, *AgentRun.PAUSED_STATUSES):
+            # Queued or paused: no worker holds it, so it ends here.
             run_mark_cancelled(run=locked, partial_answer="")
         elif locked.status == AgentRun.Status.RUNNING and locked.cancel_requested_at is None:
             locked.cancel_requested_at = timezone.now()
@@ -244,6 +245,11 @@ def _check_can_start_run(*, conversation: Conversation, user: User) -> None:
     if conversation.runs.filter(status__in=ACTIVE_STATUSES).exists():
         raise RequestRefused(
             RefusalCode.RUN_IN_PROGRESS, "Wait for the current answer, or stop it."
+        )
+    if conversation.runs.filter(status__in=AgentRun.PAUSED_STATUSES).exists():
+        raise RequestRefused(
+            RefusalCode.RUN_IN_PROGRESS,
+            "The agent is waiting for you: approve or deny its call, continue it, or stop it.",
         )
     try:
         usage_check_quota(user_id=user.pk)

@@ -38,8 +38,25 @@ from agents import events
 from agents.live import LiveText
 from agents.llm.errors import public_failure_message
 from agents.models import AgentRun
-from agents.react.errors import AgentError, ModelError, RunCancelled
-from agents.react.types import FinalAnswerStep, ModelCallRecord, Step, ThoughtStep
+from agents.react.errors import (
+    AgentError,
+    AwaitingApproval,
+    BudgetExhausted,
+    ModelError,
+    RunCancelled,
+)
+from agents.react.types import (
+    ApprovalRequestStep,
+    FinalAnswerStep,
+    ModelCallRecord,
+    Step,
+    ThoughtStep,
+)
+from agents.services.approvals import (
+    approvals_expire,
+    run_pause_for_approval,
+    run_stop_at_budget,
+)
 from agents.services.runs import (
     RunLost,
     run_claim,
@@ -72,6 +89,8 @@ def runs_rescue(*, enqueue: Callable[[int], None]) -> list[int]:
     interval = settings.AGENT_SWEEP_INTERVAL_SECONDS
     if not cache.add("chat:sweep-lock", worker_id(), timeout=max(1, int(interval * 0.8))):
         return []
+    # Pauses nobody decided in time end as declined, and their runs go on.
+    approvals_expire()
     rescued = []
     for run_id in runs_needing_rescue(queued_for_seconds=settings.AGENT_QUEUED_RESCUE_SECONDS):
         if cache.add(
@@ -130,8 +149,11 @@ def run_execute(*, run_id: int) -> None:
     if run is None:
         return  # finished, cancelled, or held by a live worker
     try:
-        if run.attempts > settings.AGENT_MAX_ATTEMPTS:
-            message = f"The run was interrupted {run.attempts - 1} times and was given up."
+        # Resuming after a pause the owner ended is not an interruption.
+        if run.attempts - run.resumes > settings.AGENT_MAX_ATTEMPTS:
+            message = (
+                f"The run was interrupted {run.attempts - run.resumes - 1} times and was given up."
+            )
             run_fail(run=run, code="too_many_attempts", message=message, worker_id=me)
             return
         if run.profile_version is None:
@@ -199,6 +221,7 @@ def _execute(run: AgentRun, watch: _Watch, me: str) -> None:
         on_answer_delta=on_answer_delta,
         on_answer_reset=on_answer_reset,
         on_thought_delta=live_text.thought_delta,
+        budget_grants=run.budget_grants,
     )
     steps = executor.run(
         run.trigger_message.content,
@@ -213,10 +236,15 @@ def _execute(run: AgentRun, watch: _Watch, me: str) -> None:
     # in one transaction. Every other step may be followed by a tool or a model call, so it
     # is stored (and shown) before the engine goes on.
     pending: list[Step] = []
+    # Calls the engine asks a person about: stored with the pause, when it raises.
+    approval_requests: list[ApprovalRequestStep] = []
     try:
         for step in live_text.track(steps):
             if watch.lost:
                 return  # another worker took the run over; it writes from here on
+            if isinstance(step, ApprovalRequestStep):
+                approval_requests.append(step)
+                continue
             if isinstance(step, ModelCallRecord | ThoughtStep):
                 pending.append(step)
                 continue
@@ -230,6 +258,17 @@ def _execute(run: AgentRun, watch: _Watch, me: str) -> None:
         if not watch.lost:
             _store_pending(run, pending, me)
             run_mark_cancelled(run=run, partial_answer="".join(answer_so_far), worker_id=me)
+        return
+    except AwaitingApproval:
+        _store_pending(run, pending, me)
+        # The worker is freed: the run waits in the database, not in this thread.
+        run_pause_for_approval(run=run, requests=approval_requests, worker_id=me)
+        return
+    except BudgetExhausted as error:
+        _store_pending(run, pending, me)
+        run_stop_at_budget(
+            run=run, limit=error.limit, message=str(error), tool=error.tool, worker_id=me
+        )
         return
     except ModelError as error:
         _store_pending(run, pending, me)
