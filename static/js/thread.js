@@ -53,8 +53,12 @@ function formatToolInput(input) {
 }
 
 export class Thread {
-  constructor(root, { onChange, onRegenerate, onEdit } = {}) {
+  constructor(root, { onChange, onRegenerate, onEdit, onDecide, onContinue } = {}) {
     this.root = root;
+    // Approval before side effects and Continue after a budget (docs/protocol.md).
+    this.onDecide = onDecide || (() => {});
+    this.onContinue = onContinue || (() => {});
+    this.approvals = new Map(); // approval id -> {item, buttons, runId}
     this.onChange = onChange || (() => {});
     this.onRegenerate = onRegenerate || (() => {});
     this.onEdit = onEdit || (() => {});
@@ -112,6 +116,18 @@ export class Thread {
         break;
       case "run.cancelled":
         this.runCancelled(p);
+        break;
+      case "approval.requested":
+        this.approvalRequested(p);
+        break;
+      case "approval.decided":
+        this.approvalDecided(p);
+        break;
+      case "run.budget_reached":
+        this.budgetReached(p);
+        break;
+      case "run.continued":
+        this.runContinued(p);
         break;
       case "memory.summarized":
         this.setSummary({ through_message_id: p.covers_through, text: p.text || "" });
@@ -324,7 +340,10 @@ export class Thread {
     const run = this.ensureRun(p.run_id);
     if (!run || run.finished) return;
     run.status = "running";
-    if (p.attempt > 1) {
+    // After a pause the owner ended (a decision, a Continue) nothing was interrupted.
+    const afterPause = run.resumedByPerson;
+    run.resumedByPerson = false;
+    if (p.attempt > 1 && !afterPause) {
       // What an interrupted attempt was writing will be written again.
       this.dropLiveThought(run);
       run.liveAnswer = null;
@@ -349,6 +368,8 @@ export class Thread {
       if (run.stopping) title = "Stopping…";
       else if (run.liveAnswer) title = `Writing the answer…${done}`;
       else if (run.liveThought) title = `Thinking…${done}`;
+      else if (run.status === "awaiting_approval") title = `Waiting for your approval${done}`;
+      else if (run.status === "out_of_budget") title = `Stopped at its budget${done}`;
       else if (run.status === "queued" && n === 0) title = "Waiting for the agent…";
       run.summaryText.textContent = title;
     } else {
@@ -502,6 +523,14 @@ export class Thread {
     run.finished = true;
     run.status = status;
     run.stopping = false;
+    // A paused run that ended (stopped) takes no decision and no Continue any more.
+    for (const entry of this.approvals.values()) {
+      if (entry.runId === run.id && entry.item.classList.contains("pending")) {
+        entry.buttons.remove();
+        entry.item.classList.remove("pending");
+      }
+    }
+    run.continueNote?.querySelector("button")?.remove();
     this.dropLiveThought(run);
     run.liveAnswer = null;
     run.spinner.remove();
@@ -584,7 +613,125 @@ export class Thread {
     );
   }
 
+  // ---------------------------------------------------------------- pauses
+
+  // The run waits for the owner to approve or deny one tool call (approval.requested).
+  approvalRequested(p) {
+    const run = this.ensureRun(p.run_id);
+    if (!run || run.finished || this.approvals.has(p.approval_id)) return;
+    this.dropLiveThought(run);
+    run.status = "awaiting_approval";
+    const reason = el("input", {
+      className: "approval-reason",
+      attrs: { type: "text", maxlength: "2000", "aria-label": "Reason for denying (optional)", placeholder: "Reason (optional)" },
+    });
+    const approve = el("button", { className: "button primary approve", text: "Approve", attrs: { type: "button" } });
+    const deny = el("button", { className: "button deny", text: "Deny", attrs: { type: "button" } });
+    const buttons = el("div", { className: "approval-buttons" }, approve, deny, reason);
+    const status = el("p", { className: "approval-status", attrs: { role: "status" } });
+    const item = el(
+      "li",
+      { className: "step approval pending", dataset: { approvalId: p.approval_id } },
+      el("span", { className: "step-label", text: "Approval needed" }),
+      el("code", { className: "tool-name", text: p.tool || "" }),
+      el("pre", { className: "tool-input", text: formatToolInput(p.tool_input ?? ""), attrs: { "aria-label": "Tool input" } }),
+      buttons,
+      status,
+    );
+    const decide = (approved) => {
+      approve.disabled = true;
+      deny.disabled = true;
+      Promise.resolve(this.onDecide(p.approval_id, approved, approved ? "" : reason.value.trim())).catch(() => {
+        approve.disabled = false;
+        deny.disabled = false;
+      });
+    };
+    approve.addEventListener("click", () => decide(true));
+    deny.addEventListener("click", () => decide(false));
+    reason.addEventListener("keydown", (event) => {
+      if (event.key === "Enter" && !event.isComposing) {
+        event.preventDefault();
+        decide(false);
+      }
+    });
+    this.approvals.set(p.approval_id, { item, buttons, status, runId: run.id });
+    run.list.append(item);
+    run.details.hidden = false;
+    run.details.open = true;
+    this.updateStepsTitle(run);
+  }
+
+  // A decision (here, in another tab, or the expiry): the buttons give way to what it was.
+  approvalDecided(p) {
+    const run = this.ensureRun(p.run_id);
+    const entry = this.approvals.get(p.approval_id);
+    if (entry) {
+      entry.buttons.remove();
+      entry.item.classList.remove("pending");
+      entry.item.classList.add(p.approved ? "approved" : "declined");
+      let text = p.approved ? "Approved" : p.decision === "expired" ? "Declined: nobody decided in time" : "Denied";
+      if (p.decided_by) text += ` by ${p.decided_by}`;
+      if (!p.approved && p.reason && p.decision !== "expired") text += ` (reason: ${p.reason})`;
+      entry.status.textContent = text;
+    }
+    if (run && !run.finished) {
+      if (![...this.approvals.values()].some((a) => a.runId === run.id && a.item.classList.contains("pending"))) {
+        run.status = "queued";
+        run.resumedByPerson = true;
+      }
+      this.updateStepsTitle(run);
+    }
+  }
+
+  // The run stopped at a budget: say which, and offer to go on (run.budget_reached).
+  budgetReached(p) {
+    const run = this.ensureRun(p.run_id);
+    if (!run || run.finished) return;
+    this.dropLiveThought(run);
+    run.status = "out_of_budget";
+    const steps = Number(p.continue_steps) || 0;
+    const label = steps ? `Continue (+${steps} step${steps === 1 ? "" : "s"})` : "Continue";
+    const button = el("button", { className: "button primary continue-run", text: label, attrs: { type: "button" } });
+    button.addEventListener("click", () => {
+      button.disabled = true;
+      Promise.resolve(this.onContinue(run.id)).catch(() => {
+        button.disabled = false;
+      });
+    });
+    run.continueNote?.remove();
+    run.continueNote = el(
+      "li",
+      { className: "step note budget" },
+      el("span", { text: p.message || "The run reached its budget." }),
+      " ",
+      button,
+    );
+    run.list.append(run.continueNote);
+    run.details.hidden = false;
+    run.details.open = true;
+    this.updateStepsTitle(run);
+  }
+
+  runContinued(p) {
+    const run = this.ensureRun(p.run_id);
+    if (!run || run.finished) return;
+    run.continueNote?.querySelector("button")?.remove();
+    run.continueNote?.append(el("span", { className: "muted small", text: " Continued." }));
+    run.continueNote = null;
+    run.status = "queued";
+    run.resumedByPerson = true;
+    this.updateStepsTitle(run);
+  }
+
   // ---------------------------------------------------------------- the rest
+
+  // Runs a worker is on now: not finished and not paused for the owner.
+  workingRunIds() {
+    return this.activeRunIds().filter((id) => {
+      const status = this.runs.get(id).status;
+      return status !== "awaiting_approval" && status !== "out_of_budget";
+    });
+  }
 
   activeRunIds() {
     return this.runOrder.filter((id) => !this.runs.get(id).finished);
