@@ -16,7 +16,7 @@ class CountingServer:
         server = self
 
         class Handler(BaseHTTPRequestHandler):
-            def do_GET(self) -> None:  # noqa: N802 - the name http.server calls
+            def do_GET(self) -> None:
                 with server._lock:
                     server.paths.append(self.path)
                     number = len(server.paths)
@@ -32,7 +32,9 @@ class CountingServer:
 
         self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.port = self.httpd.server_address[1]
-        threading.Thread(target=self.httpd.serve_forever, name="counting-server", daemon=True).start()
+        serve = threading.Thread(target=self.httpd.serve_forever, name="counting-server")
+        serve.daemon = True
+        serve.start()
 
     @property
     def calls(self) -> int:

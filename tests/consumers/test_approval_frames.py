@@ -5,27 +5,12 @@ from __future__ import annotations
 
 import pytest
 
-from agents.models import AgentRun, Message, ToolApproval
-from agents.react.types import ApprovalRequestStep
-from agents.services.approvals import run_pause_for_approval
+from agents.models import AgentRun
 from agents.services.conversations import conversation_create
-from agents.services.runs import run_claim
 from tests.consumers.sockets import QUIET_SECONDS, receive, run, send, session_cookie, socket
+from tests.paused import paused_run
 
 pytestmark = pytest.mark.django_db(transaction=True)
-
-
-def paused_run(conversation) -> tuple[AgentRun, ToolApproval]:
-    """A run of ``conversation`` paused before a ``send_mail`` call, as a worker leaves it."""
-    message = Message.objects.create(conversation=conversation, role="user", content="Mail Bob")
-    agent_run = AgentRun.objects.create(conversation=conversation, trigger_message=message)
-    held = run_claim(run_id=agent_run.pk, worker_id="worker:1")
-    request = ApprovalRequestStep(
-        tool="send_mail", call_id="call-1", tool_input={"to": "bob@example.com"}
-    )
-    [approval] = run_pause_for_approval(run=held, requests=[request], worker_id="worker:1")
-    conversation.refresh_from_db()
-    return agent_run, approval
 
 
 def test_a_pending_request_replays_and_the_owners_decision_goes_out_live(user, conversation):

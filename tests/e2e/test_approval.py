@@ -27,9 +27,7 @@ def tickets():
 
 
 def _file_ticket(tool: str, title: str = "Broken printer") -> Reply:
-    return Reply(
-        f'Thought: I will file it.\nAction: {tool}\nAction Input: {{"title": "{title}"}}'
-    )
+    return Reply(f'Thought: I will file it.\nAction: {tool}\nAction Input: {{"title": "{title}"}}')
 
 
 def _start(stack, open_tab, user, model_name, tickets, *, needs_approval=True, **profile):
@@ -97,9 +95,7 @@ def test_deny_never_reaches_the_tool_and_the_model_reads_why(
     assert (approval.decision, approval.decided_by) == ("declined", user)
 
 
-def test_a_reload_while_paused_shows_the_request_again(
-    stack, open_tab, user, model_name, tickets
-):
+def test_a_reload_while_paused_shows_the_request_again(stack, open_tab, user, model_name, tickets):
     tab, tool = _start(stack, open_tab, user, model_name, tickets)
     page = tab.page
     _paused(page, tool)

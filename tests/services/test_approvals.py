@@ -39,9 +39,7 @@ def scripted_profile(scripted_model, guarded_tool):
         config = ModelConfig.objects.create(
             name=name, base_url=scripted_model.base_url, model=name, max_retries=0
         )
-        profile = AgentProfile.objects.create(
-            name=name, slug=name, model_config=config, **fields
-        )
+        profile = AgentProfile.objects.create(name=name, slug=name, model_config=config, **fields)
         profile.tools.set([guarded_tool])
         return profile, name
 
@@ -204,9 +202,7 @@ def test_a_paused_run_blocks_a_new_send_and_can_be_stopped(user, scripted_profil
     run, _ = _paused_run(user, scripted_profile)
 
     with pytest.raises(RequestRefused) as refused:
-        message_send(
-            conversation=run.conversation, user=user, content="hello?", client_id="c-1"
-        )
+        message_send(conversation=run.conversation, user=user, content="hello?", client_id="c-1")
     assert refused.value.code == RefusalCode.RUN_IN_PROGRESS
 
     run_cancel(run=run, user=user)
@@ -222,7 +218,7 @@ def test_the_sweep_declines_pauses_older_than_the_setting(
     user, scripted_profile, scripted_model, settings
 ):
     settings.CHAT_APPROVAL_EXPIRES_AFTER = 3600
-    run, model = _paused_run(user, scripted_profile, Reply(FINAL))
+    run, _ = _paused_run(user, scripted_profile, Reply(FINAL))
     approval = ToolApproval.objects.get(run=run)
 
     assert approvals_expire() == []  # a fresh pause is left alone
@@ -293,9 +289,7 @@ def test_a_tool_call_budget_stops_before_the_call_and_continue_runs_it_once(
     assert len(scripted_model.requests(model)) == 3
 
 
-def test_continue_is_refused_for_a_run_not_stopped_at_a_budget(
-    user, other_user, scripted_profile
-):
+def test_continue_is_refused_for_a_run_not_stopped_at_a_budget(user, other_user, scripted_profile):
     run, _ = _paused_run(user, scripted_profile)
 
     with pytest.raises(RequestRefused) as not_stopped:
