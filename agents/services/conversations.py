@@ -242,14 +242,18 @@ def _check_can_start_run(*, conversation: Conversation, user: User) -> None:
 
     The quota is checked again, under a lock, when ``_queue_run`` reserves the run's share.
     """
-    if conversation.runs.filter(status__in=ACTIVE_STATUSES).exists():
-        raise RequestRefused(
-            RefusalCode.RUN_IN_PROGRESS, "Wait for the current answer, or stop it."
-        )
-    if conversation.runs.filter(status__in=AgentRun.PAUSED_STATUSES).exists():
+    # A paused run (waiting for an approval or a Continue) blocks sends as a running one does.
+    unfinished = (*ACTIVE_STATUSES, *AgentRun.PAUSED_STATUSES)
+    status = conversation.runs.filter(status__in=unfinished).values_list("status", flat=True)
+    blocking = status.first()
+    if blocking in AgentRun.PAUSED_STATUSES:
         raise RequestRefused(
             RefusalCode.RUN_IN_PROGRESS,
             "The agent is waiting for you: approve or deny its call, continue it, or stop it.",
+        )
+    if blocking is not None:
+        raise RequestRefused(
+            RefusalCode.RUN_IN_PROGRESS, "Wait for the current answer, or stop it."
         )
     try:
         usage_check_quota(user_id=user.pk)
