@@ -139,7 +139,9 @@ def runs_hand_back(*, enqueue: Callable[[int], None]) -> list[int]:
 
 def run_execute(*, run_id: int) -> None:
     """Drive one run to its end in this thread, or return at once if it is not ours."""
-    if _monitor.holds(run_id):
+    # A run paused and resumed at once (an approval decided within moments) can arrive
+    # while the thread that paused it is still leaving: wait for that, briefly.
+    if not _monitor.wait_until_free(run_id, timeout=settings.AGENT_HEARTBEAT_INTERVAL_SECONDS):
         # A thread of this process still drives the run and only its heartbeat lagged (the
         # database was unreachable): the claim would succeed under the same worker id and
         # start a second copy writing the same steps.
@@ -315,6 +317,7 @@ class _Watch:
 class _RunMonitor:
     def __init__(self) -> None:
         self._lock = threading.Lock()
+        self._released = threading.Condition(self._lock)
         self._watches: dict[int, _Watch] = {}
         self._thread: threading.Thread | None = None
 
@@ -326,6 +329,12 @@ class _RunMonitor:
         """Whether a thread of this process is driving the run right now."""
         with self._lock:
             return run_id in self._watches
+
+    def wait_until_free(self, run_id: int, *, timeout: float) -> bool:
+        """Whether no thread of this process drives the run, waiting up to ``timeout`` for
+        one that is leaving it."""
+        with self._released:
+            return self._released.wait_for(lambda: run_id not in self._watches, timeout)
 
     @contextlib.contextmanager
     def watch(self, run_id: int) -> Iterator[_Watch]:
@@ -345,6 +354,7 @@ class _RunMonitor:
             with self._lock:
                 self._watches.pop(run_id, None)
                 forget_interrupt(watch.thread)
+                self._released.notify_all()
 
     def interrupt(self, watch: _Watch) -> None:
         """Interrupt the watch's thread, only while it still drives the watch's run: the

@@ -302,3 +302,39 @@ def test_continue_is_refused_for_a_run_not_stopped_at_a_budget(user, other_user,
     run.refresh_from_db()
     assert (run.status, run.budget_grants) == (AgentRun.Status.AWAITING_APPROVAL, 0)
     run_cancel(run=run, user=user)
+
+
+def test_a_run_resumed_while_its_pausing_thread_is_still_leaving_is_not_dropped(
+    user, scripted_profile, scripted_model, monkeypatch
+):
+    import threading
+
+    from agents.services.execution import _monitor
+
+    run, _ = _paused_run(user, scripted_profile, Reply(FINAL))
+    approval = ToolApproval.objects.get(run=run)
+    approval_decide(approval_id=approval.pk, user=user, approve=True)
+    # The thread that paused the run has not left its watch yet when the resumed task comes.
+    entered, waiting = threading.Event(), threading.Event()
+    wait_until_free = _monitor.wait_until_free
+
+    def resumed_task_waits(run_id: int, *, timeout: float) -> bool:
+        waiting.set()
+        return wait_until_free(run_id, timeout=30)
+
+    monkeypatch.setattr(_monitor, "wait_until_free", resumed_task_waits)
+
+    def pausing_thread() -> None:
+        with _monitor.watch(run.pk):
+            entered.set()
+            assert waiting.wait(30)
+
+    holder = threading.Thread(target=pausing_thread)
+    holder.start()
+    assert entered.wait(30)
+    run_execute(run.pk)  # waits for the pausing thread to leave, then runs
+    holder.join(30)
+
+    run.refresh_from_db()
+    assert run.status == AgentRun.Status.SUCCEEDED
+    assert _observations(run) == ["42"]
