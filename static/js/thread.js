@@ -531,6 +531,7 @@ export class Thread {
       }
     }
     run.continueNote?.querySelector("button")?.remove();
+    run.root.classList.remove("paused");
     this.dropLiveThought(run);
     run.liveAnswer = null;
     run.spinner.remove();
@@ -621,6 +622,7 @@ export class Thread {
     if (!run || run.finished || this.approvals.has(p.approval_id)) return;
     this.dropLiveThought(run);
     run.status = "awaiting_approval";
+    run.root.classList.add("paused");
     const reason = el("input", {
       className: "approval-reason",
       attrs: { type: "text", maxlength: "2000", "aria-label": "Reason for denying (optional)", placeholder: "Reason (optional)" },
@@ -678,6 +680,7 @@ export class Thread {
       if (![...this.approvals.values()].some((a) => a.runId === run.id && a.item.classList.contains("pending"))) {
         run.status = "queued";
         run.resumedByPerson = true;
+        run.root.classList.remove("paused");
       }
       this.updateStepsTitle(run);
     }
@@ -689,6 +692,7 @@ export class Thread {
     if (!run || run.finished) return;
     this.dropLiveThought(run);
     run.status = "out_of_budget";
+    run.root.classList.add("paused");
     const steps = Number(p.continue_steps) || 0;
     const label = steps ? `Continue (+${steps} step${steps === 1 ? "" : "s"})` : "Continue";
     const button = el("button", { className: "button primary continue-run", text: label, attrs: { type: "button" } });
@@ -720,6 +724,7 @@ export class Thread {
     run.continueNote = null;
     run.status = "queued";
     run.resumedByPerson = true;
+    run.root.classList.remove("paused");
     this.updateStepsTitle(run);
   }
 

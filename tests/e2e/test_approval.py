@@ -12,6 +12,7 @@ from playwright.sync_api import expect
 from agents.llm.scripted import Reply
 from agents.models import AgentRun, ToolApproval
 from tests.counting_server import CountingServer
+from tests.e2e.test_accessibility import assert_accessible, dark, light
 from tests.e2e.test_chat import ask
 
 pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
@@ -56,6 +57,11 @@ def _run() -> AgentRun:
     return AgentRun.objects.get()
 
 
+def _ended(stack) -> AgentRun:
+    """The run once its end is stored (the answer shows while it streams, a moment before)."""
+    return stack.wait_for_run(_run().pk)
+
+
 def test_approve_runs_the_call_once(stack, open_tab, user, model_name, tickets):
     tab, tool = _start(stack, open_tab, user, model_name, tickets)
     page = tab.page
@@ -88,6 +94,7 @@ def test_deny_never_reaches_the_tool_and_the_model_reads_why(
     expect(request.locator(".approval-status")).to_contain_text("Denied by")
     expect(request.locator(".approval-status")).to_contain_text("It was fixed this morning")
     expect(page.locator(".step.observation pre")).to_contain_text("declined")
+    _ended(stack)
     assert tickets.calls == 0
     told = stack.model.requests(model_name)[1]["messages"][-1]["content"]
     assert "It was fixed this morning" in told
@@ -104,6 +111,10 @@ def test_a_reload_while_paused_shows_the_request_again(stack, open_tab, user, mo
 
     request = _paused(page, tool)
     expect(request.get_by_role("button", name="Approve")).to_be_enabled()
+    # The request with its buttons and reason box, in both themes.
+    for theme in (light, dark):
+        theme(page)
+        assert_accessible(tab)
     request.get_by_role("button", name="Approve").click()
     expect(page.locator(".msg.assistant .answer")).to_have_text("All done.")
     assert tickets.calls == 1
@@ -139,8 +150,8 @@ def test_a_worker_killed_while_paused_leaves_the_call_to_the_next_one(
     request.get_by_role("button", name="Approve").click()
 
     expect(page.locator(".msg.assistant .answer")).to_have_text("All done.")
+    run = _ended(stack)
     assert tickets.calls == 1
-    run = _run()
     assert (run.status, run.attempts, run.resumes) == ("succeeded", paused_by + 1, 1)
 
 
@@ -156,12 +167,13 @@ def test_a_run_at_its_step_budget_offers_continue_and_finishes(
     expect(page.locator(".step.note.budget")).to_contain_text("budget of 1 steps")
     assert _run().status == AgentRun.Status.OUT_OF_BUDGET
     assert tickets.calls == 1
+    assert_accessible(tab)
 
     button.click()
 
     expect(page.locator(".msg.assistant .answer")).to_have_text("All done.")
     expect(page.get_by_role("button", name=re.compile("Continue"))).to_have_count(0)
+    run = _ended(stack)
     assert tickets.calls == 1  # the same run went on: the tool did not run again
-    run = _run()
     assert (run.status, run.budget_grants) == ("succeeded", 1)
     assert len(stack.model.requests(model_name)) == 2
