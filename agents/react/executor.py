@@ -19,6 +19,16 @@ replies have been used, or ``max_execution_time`` has passed (checked before eac
 call), one last call without tools asks for the final answer, and the ``FinalAnswerStep``'s
 ``stop_reason`` names the limit.
 
+Pauses for a person: before a batch of tool calls starts, a call to a tool with
+``needs_approval`` whose arguments are valid and that has no ``ApprovalDecisionStep`` among
+the prior steps gets an ``ApprovalRequestStep`` (one per such call, never twice), and then
+``AwaitingApproval`` is raised: nothing of the batch has run. Run again with the decisions in
+``prior_steps``, an approved call runs once and a declined one becomes an ``ErrorStep``
+(``declined``) and its observation, with the person's reason. ``AgentConfig.budget``
+(``RunBudget``) stops a run with ``BudgetExhausted`` before a model call once the steps or
+tokens are used up, or before a batch that would pass a tool's number of calls; run again
+with a larger budget, it goes on from the stored steps.
+
 Cancellation: ``should_cancel`` is asked before every model call and every tool call, while
 waiting for a tool, and while a reply streams in; when it says yes, ``RunCancelled`` is
 raised. A tool call already running is abandoned, and told through its ``CallInterrupt``
@@ -336,7 +346,8 @@ class AgentExecutor:
         call whose observation is missing is run again. If they already end with a final
         answer, that answer is yielded again and nothing else happens.
 
-        Raises ``RunCancelled`` or a ``ModelError``.
+        Raises ``RunCancelled`` or a ``ModelError``; pauses with ``AwaitingApproval`` or
+        ``BudgetExhausted`` (see the module's docstring).
         """
         transcript = transcript_from_steps(prior_steps)
         if transcript.final is not None:
