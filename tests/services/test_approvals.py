@@ -338,3 +338,37 @@ def test_a_run_resumed_while_its_pausing_thread_is_still_leaving_is_not_dropped(
     run.refresh_from_db()
     assert run.status == AgentRun.Status.SUCCEEDED
     assert _observations(run) == ["42"]
+
+
+def test_two_tabs_deciding_at_once_get_one_decision(user, scripted_profile):
+    import threading
+
+    from django.db import connection
+
+    run, _ = _paused_run(user, scripted_profile)
+    approval = ToolApproval.objects.get(run=run)
+    start = threading.Barrier(2)
+    outcomes: list[str] = []
+
+    def tab(approve: bool) -> None:
+        start.wait(30)
+        try:
+            approval_decide(approval_id=approval.pk, user=user, approve=approve)
+            outcomes.append("approved" if approve else "declined")
+        except RequestRefused as refused:
+            outcomes.append(refused.code)
+        finally:
+            connection.close()
+
+    tabs = [threading.Thread(target=tab, args=(approve,)) for approve in (True, False)]
+    for thread in tabs:
+        thread.start()
+    for thread in tabs:
+        thread.join(30)
+
+    approval.refresh_from_db()
+    assert sorted(outcomes) == sorted([approval.decision, "already_decided"])
+    assert run.events.filter(type="approval.decided").count() == 1
+    run.refresh_from_db()
+    assert (run.status, run.resumes) == (AgentRun.Status.QUEUED, 1)
+    run_cancel(run=run, user=user)
