@@ -43,6 +43,7 @@ from agents.protocol import (
     pong_frame,
 )
 from agents.ratelimit import rate_limit_hit
+from agents.services.approvals import approval_decide, run_continue
 from agents.services.conversations import message_send, run_cancel
 from agents.socket_drain import SCOPE_KEY, SocketDrain
 
@@ -203,6 +204,10 @@ class ConversationConsumer(AsyncJsonWebsocketConsumer):
             await self._send_message(frame)
         elif kind == FrameType.RUN_CANCEL:
             await self._cancel_run(frame)
+        elif kind == FrameType.APPROVAL_DECIDE:
+            await self._decide_approval(frame)
+        elif kind == FrameType.RUN_CONTINUE:
+            await self._continue_run(frame)
         elif kind == FrameType.RESUME:
             after_seq = _required_int(frame, "after_seq")
             if not await self._count_resume():
@@ -248,6 +253,21 @@ class ConversationConsumer(AsyncJsonWebsocketConsumer):
     async def _cancel_run(self, frame: dict[str, Any]) -> None:
         run_id = _required_int(frame, "run_id")
         if not await self._run_cancel(run_id):
+            raise RequestRefused(RefusalCode.NOT_FOUND, _("No such run in this conversation."))
+
+    async def _decide_approval(self, frame: dict[str, Any]) -> None:
+        approval_id = _required_int(frame, "approval_id")
+        approve = frame.get("approve")
+        if not isinstance(approve, bool):
+            raise RequestRefused(RefusalCode.INVALID_FIELD, _("'approve' must be true or false."))
+        reason = frame.get("reason", "")
+        if not isinstance(reason, str):
+            raise RequestRefused(RefusalCode.INVALID_FIELD, _("'reason' must be a string."))
+        await self._approval_decide(approval_id, approve, reason)
+
+    async def _continue_run(self, frame: dict[str, Any]) -> None:
+        run_id = _required_int(frame, "run_id")
+        if not await self._run_continue(run_id):
             raise RequestRefused(RefusalCode.NOT_FOUND, _("No such run in this conversation."))
 
     # ---- server → client ---------------------------------------------------------------
@@ -439,6 +459,23 @@ class ConversationConsumer(AsyncJsonWebsocketConsumer):
         if run is None or run.conversation_id != self.conversation_id:
             return False
         run_cancel(run=run, user=user)
+        return True
+
+    @_in_database_thread
+    def _approval_decide(self, approval_id: int, approve: bool, reason: str) -> None:
+        user = self._signed_in_user()
+        approval = selectors.approval_get(user=user, approval_id=approval_id)
+        if approval is None or approval.run.conversation_id != self.conversation_id:
+            raise RequestRefused(RefusalCode.NOT_FOUND, _("No such approval request here."))
+        approval_decide(approval_id=approval_id, user=user, approve=approve, reason=reason)
+
+    @_in_database_thread
+    def _run_continue(self, run_id: int) -> bool:
+        user = self._signed_in_user()
+        run: AgentRun | None = selectors.run_get(user=user, run_id=run_id)
+        if run is None or run.conversation_id != self.conversation_id:
+            return False
+        run_continue(run=run, user=user)
         return True
 
 

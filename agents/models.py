@@ -98,6 +98,13 @@ class ToolConfig(models.Model):
     return_direct = models.BooleanField(
         default=False, help_text="Return the tool's output as the final answer."
     )
+    needs_approval = models.BooleanField(
+        default=False,
+        help_text=(
+            "The run pauses before each call until the conversation's owner approves or "
+            "denies it in the chat. For tools that change something (send, file, write)."
+        ),
+    )
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
@@ -203,6 +210,20 @@ def validate_suggested_prompts(text: str) -> None:
         )
 
 
+def validate_tool_call_budget(value: object) -> None:
+    if not isinstance(value, dict) or not all(
+        isinstance(name, str)
+        and isinstance(limit, int)
+        and not isinstance(limit, bool)
+        and limit >= 1
+        for name, limit in value.items()
+    ):
+        raise ValidationError(
+            "Give a JSON object of tool names and whole numbers of at least 1, "
+            'e.g. {"send_mail": 2}.'
+        )
+
+
 class AgentProfile(models.Model):
     class Mode(models.TextChoices):
         REACT = "react", "ReAct text"
@@ -248,6 +269,32 @@ class AgentProfile(models.Model):
     )
     memory_window_turns = models.PositiveSmallIntegerField(default=6)
     memory_token_budget = models.PositiveIntegerField(default=2000)
+    # Per-run budgets: reaching one stops the run (out_of_budget) and the chat offers
+    # Continue, which resumes the same run with each budget raised by its own size again.
+    budget_steps = models.PositiveSmallIntegerField(
+        null=True,
+        blank=True,
+        validators=[MinValueValidator(1)],
+        help_text=(
+            "Steps per run before it stops and offers Continue (each Continue allows this many "
+            "more). Empty: no step budget. Max iterations stays the ceiling."
+        ),
+    )
+    budget_tokens = models.PositiveIntegerField(
+        null=True,
+        blank=True,
+        validators=[MinValueValidator(1)],
+        help_text="Tokens per run before it stops and offers Continue. Empty: no token budget.",
+    )
+    budget_tool_calls = models.JSONField(
+        default=dict,
+        blank=True,
+        validators=[validate_tool_call_budget],
+        help_text=(
+            'Calls per run for each named tool, e.g. {"send_mail": 2}; the run stops before '
+            "one more and offers Continue. Empty: no limit."
+        ),
+    )
     allowed_groups = models.ManyToManyField(
         Group, blank=True, help_text="Empty: every signed-in user may use this profile."
     )
@@ -486,8 +533,13 @@ class AgentRun(models.Model):
         SUCCEEDED = "succeeded"
         FAILED = "failed"
         CANCELLED = "cancelled"
+        # Paused, holding no worker: waiting for the owner to approve or deny a tool call,
+        # or stopped at a budget until the owner continues it (docs/architecture.md).
+        AWAITING_APPROVAL = "awaiting_approval"
+        OUT_OF_BUDGET = "out_of_budget"
 
     TERMINAL_STATUSES = (Status.SUCCEEDED, Status.FAILED, Status.CANCELLED)
+    PAUSED_STATUSES = (Status.AWAITING_APPROVAL, Status.OUT_OF_BUDGET)
 
     conversation = models.ForeignKey(Conversation, on_delete=models.CASCADE, related_name="runs")
     trigger_message = models.ForeignKey(
@@ -502,9 +554,14 @@ class AgentRun(models.Model):
     model_name = models.CharField(max_length=200, blank=True)
     mode = models.CharField(max_length=10, default="react")
     status = models.CharField(
-        max_length=10, choices=Status.choices, default=Status.QUEUED, db_index=True
+        max_length=20, choices=Status.choices, default=Status.QUEUED, db_index=True
     )
     attempts = models.PositiveSmallIntegerField(default=0)
+    # Attempts that followed a pause the owner ended (an approval decided, a Continue):
+    # they are not interruptions, so AGENT_MAX_ATTEMPTS does not count them.
+    resumes = models.PositiveSmallIntegerField(default=0)
+    # How many times the owner pressed Continue: each adds the profile's budgets once more.
+    budget_grants = models.PositiveSmallIntegerField(default=0)
     worker_id = models.CharField(max_length=200, blank=True)
     heartbeat_at = models.DateTimeField(null=True, blank=True)
     cancel_requested_at = models.DateTimeField(null=True, blank=True)
@@ -539,6 +596,47 @@ class AgentRun(models.Model):
         if self.started_at and self.finished_at:
             return (self.finished_at - self.started_at).total_seconds()
         return None
+
+
+class ToolApproval(models.Model):
+    """One tool call a run paused for, and the one decision on it.
+
+    The decision is taken by a conditional UPDATE (``decision`` still empty), so of two
+    tabs deciding at once exactly one wins (agents/services/approvals.py).
+    """
+
+    class Decision(models.TextChoices):
+        PENDING = "", "Pending"
+        APPROVED = "approved", "Approved"
+        DECLINED = "declined", "Declined"
+        EXPIRED = "expired", "Expired (declined)"
+
+    run = models.ForeignKey(AgentRun, on_delete=models.CASCADE, related_name="approvals")
+    call_id = models.CharField(max_length=200)
+    tool = models.CharField(max_length=64)
+    tool_input = models.JSONField(default=dict, blank=True)
+    requested_at = models.DateTimeField(default=timezone.now, db_index=True)
+    decision = models.CharField(
+        max_length=10, choices=Decision.choices, default=Decision.PENDING, blank=True
+    )
+    reason = models.TextField(blank=True)
+    decided_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        related_name="+",
+    )
+    decided_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["requested_at", "pk"]
+        constraints = [
+            models.UniqueConstraint(fields=["run", "call_id"], name="one_approval_per_call")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.tool} ({self.get_decision_display()})"
 
 
 class RunEvent(models.Model):

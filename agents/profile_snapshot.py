@@ -46,6 +46,10 @@ class ProfileSnapshot:
     max_execution_time: float = _ENGINE_DEFAULTS.max_execution_time
     memory: MemorySettings = field(default_factory=MemorySettings)
     suggested_prompts: tuple[str, ...] = ()  # the empty chat's starting points
+    # Per-run budgets that stop a run with Continue (None / empty: no budget).
+    budget_steps: int | None = None
+    budget_tokens: int | None = None
+    budget_tool_calls: Mapping[str, int] = field(default_factory=dict)
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> ProfileSnapshot:
@@ -78,6 +82,9 @@ class ProfileSnapshot:
             max_execution_time=reader.number("max_execution_time") or cls.max_execution_time,
             memory=memory,
             suggested_prompts=tuple(reader.items("suggested_prompts", str)),
+            budget_steps=reader.integer("budget_steps") or None,
+            budget_tokens=reader.integer("budget_tokens") or None,
+            budget_tool_calls=_tool_call_budget(data.get("budget_tool_calls")),
         )
 
     @classmethod
@@ -119,7 +126,25 @@ def profile_snapshot(profile: AgentProfile) -> dict[str, Any]:
     # before they existed, so adding the field wrote no new version of every profile.
     if profile.suggestions:
         snapshot["suggested_prompts"] = profile.suggestions
+    # The same for budgets: only a profile that sets one gets a new version for it.
+    if profile.budget_steps:
+        snapshot["budget_steps"] = profile.budget_steps
+    if profile.budget_tokens:
+        snapshot["budget_tokens"] = profile.budget_tokens
+    if profile.budget_tool_calls:
+        snapshot["budget_tool_calls"] = dict(profile.budget_tool_calls)
     return snapshot
+
+
+def _tool_call_budget(value: Any) -> dict[str, int]:
+    if value is None:
+        return {}
+    if not isinstance(value, dict) or not all(
+        isinstance(name, str) and isinstance(limit, int) and not isinstance(limit, bool)
+        for name, limit in value.items()
+    ):
+        raise SnapshotInvalid("'budget_tool_calls' must map tool names to whole numbers")
+    return {name: limit for name, limit in value.items() if limit >= 1}
 
 
 class _Reader:

@@ -9,12 +9,13 @@ answers); this module only says what they look like.
 from __future__ import annotations
 
 import math
+from datetime import timedelta
 from enum import StrEnum
 from typing import Any
 
 from django.conf import settings
 
-from agents.models import AgentRun, MemorySummary, Message, RunEvent
+from agents.models import AgentRun, MemorySummary, Message, RunEvent, ToolApproval
 from agents.rendering import render_markdown
 
 
@@ -26,6 +27,8 @@ class FrameType(StrEnum):
     RUN_CANCEL = "run.cancel"
     RESUME = "resume"
     PING = "ping"
+    APPROVAL_DECIDE = "approval.decide"
+    RUN_CONTINUE = "run.continue"
     # Server → client, stored in the log with a ``seq``.
     MESSAGE_CREATED = "message.created"
     RUN_STARTED = "run.started"
@@ -33,6 +36,11 @@ class FrameType(StrEnum):
     RUN_FINISHED = "run.finished"
     RUN_FAILED = "run.failed"
     RUN_CANCELLED = "run.cancelled"
+    # The run paused for a person (docs/protocol.md, "Approval and budgets").
+    APPROVAL_REQUESTED = "approval.requested"
+    APPROVAL_DECIDED = "approval.decided"
+    RUN_BUDGET_REACHED = "run.budget_reached"
+    RUN_CONTINUED = "run.continued"
     # Server → client, ephemeral (no ``seq``); the live text ones are built in agents/live.py.
     THOUGHT_DELTA = "thought.delta"
     ANSWER_DELTA = "answer.delta"
@@ -69,6 +77,9 @@ class RefusalCode(StrEnum):
     # The sign-in that opened the socket ended (socket only; it then closes with 4401).
     SIGNED_OUT = "signed_out"
     NOT_RATEABLE = "not_rateable"
+    # Approval and Continue: already decided (another tab won), or the run is not paused so.
+    ALREADY_DECIDED = "already_decided"
+    NOT_PAUSED = "not_paused"
 
 
 class RequestRefused(Exception):
@@ -194,6 +205,47 @@ def run_cancelled_payload(*, partial_answer: str, message: Message | None) -> di
         "partial_answer": partial_answer,
         "message": message_payload(message) if message else None,
     }
+
+
+def approval_requested_payload(approval: ToolApproval) -> dict[str, Any]:
+    """The exact call a run paused for; ``kind`` lets a resumed run read it as a step."""
+    return {
+        "kind": "approval_request",
+        "approval_id": approval.pk,
+        "call_id": approval.call_id,
+        "tool": approval.tool,
+        "tool_input": approval.tool_input,
+        "requested_at": approval.requested_at.isoformat(),
+        "expires_at": (
+            approval.requested_at + timedelta(seconds=settings.CHAT_APPROVAL_EXPIRES_AFTER)
+        ).isoformat(),
+    }
+
+
+def approval_decided_payload(approval: ToolApproval) -> dict[str, Any]:
+    """The one decision on a request; ``approved`` and ``reason`` are what the engine reads."""
+    decided_by = approval.decided_by
+    return {
+        "kind": "approval_decision",
+        "approval_id": approval.pk,
+        "call_id": approval.call_id,
+        "tool": approval.tool,
+        "decision": approval.decision,
+        "approved": approval.decision == ToolApproval.Decision.APPROVED,
+        "reason": approval.reason,
+        "decided_by": decided_by.get_username() if decided_by is not None else "",
+        "decided_at": approval.decided_at.isoformat() if approval.decided_at else None,
+    }
+
+
+def run_budget_reached_payload(
+    *, limit: str, message: str, tool: str, continue_steps: int | None
+) -> dict[str, Any]:
+    return {"limit": limit, "message": message, "tool": tool, "continue_steps": continue_steps}
+
+
+def run_continued_payload(*, budget_grants: int, continued_by: str) -> dict[str, Any]:
+    return {"budget_grants": budget_grants, "continued_by": continued_by}
 
 
 def answer_delta_frame(*, run_id: int | None, text: str) -> dict[str, Any]:

@@ -16,7 +16,7 @@ from agents.llm.client import interrupt_model_call
 from agents.llm.factory import chat_model_for, misconfigured
 from agents.models import ToolConfig
 from agents.profile_snapshot import ProfileSnapshot, snapshot_model_config
-from agents.react.executor import AgentConfig, AgentExecutor
+from agents.react.executor import AgentConfig, AgentExecutor, RunBudget
 from agents.react.prompt import PromptConfig
 from agents.react.types import ChatModel, ThoughtDelta
 from agents.tools.registry import build_tools
@@ -33,8 +33,12 @@ def build_executor(
     on_answer_delta: Callable[[str], None] | None = None,
     on_answer_reset: Callable[[], None] | None = None,
     on_thought_delta: Callable[[ThoughtDelta], None] | None = None,
+    budget_grants: int = 0,
 ) -> AgentExecutor:
     """An ``AgentExecutor`` for the profile version ``snapshot``.
+
+    ``budget_grants`` is how many times the run's owner pressed Continue: each adds the
+    profile's budgets once more.
 
     A model endpoint that is gone or unusable does not raise here: the run's first model
     call raises ``ModelError`` (code ``model_misconfigured``), like any model failure.
@@ -50,6 +54,7 @@ def build_executor(
         on_answer_reset=on_answer_reset,
         on_thought_delta=on_thought_delta,
         supports_tool_calling=snapshot_supports_tool_calling(snapshot),
+        budget_grants=budget_grants,
     )
 
 
@@ -65,13 +70,16 @@ def executor_for(
     on_answer_reset: Callable[[], None] | None = None,
     on_thought_delta: Callable[[ThoughtDelta], None] | None = None,
     supports_tool_calling: bool = False,
+    budget_grants: int = 0,
 ) -> AgentExecutor:
     """The executor for ``snapshot`` with the model and tool rows already chosen."""
     return AgentExecutor(
         model=model,
         tools=build_tools(tool_configs, user=user, conversation=conversation),
         prompt=prompt_config(snapshot),
-        config=agent_config(snapshot, supports_tool_calling=supports_tool_calling),
+        config=agent_config(
+            snapshot, supports_tool_calling=supports_tool_calling, budget_grants=budget_grants
+        ),
         should_cancel=should_cancel,
         on_answer_delta=on_answer_delta,
         on_answer_reset=on_answer_reset,
@@ -121,12 +129,27 @@ def prompt_config(snapshot: ProfileSnapshot) -> PromptConfig:
     )
 
 
-def agent_config(snapshot: ProfileSnapshot, *, supports_tool_calling: bool = False) -> AgentConfig:
+def agent_config(
+    snapshot: ProfileSnapshot, *, supports_tool_calling: bool = False, budget_grants: int = 0
+) -> AgentConfig:
     return AgentConfig(
         max_iterations=snapshot.max_iterations,
         max_execution_time=snapshot.max_execution_time,
         temperature=snapshot.temperature,
         supports_tool_calling=supports_tool_calling,
+        budget=run_budget(snapshot, budget_grants=budget_grants),
+    )
+
+
+def run_budget(snapshot: ProfileSnapshot, *, budget_grants: int = 0) -> RunBudget | None:
+    """The profile's budgets, each times one plus the Continues granted; None if it has none."""
+    if not (snapshot.budget_steps or snapshot.budget_tokens or snapshot.budget_tool_calls):
+        return None
+    times = 1 + budget_grants
+    return RunBudget(
+        steps=snapshot.budget_steps * times if snapshot.budget_steps else None,
+        tokens=snapshot.budget_tokens * times if snapshot.budget_tokens else None,
+        tool_calls={name: limit * times for name, limit in snapshot.budget_tool_calls.items()},
     )
 
 

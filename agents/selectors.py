@@ -23,6 +23,7 @@ from agents.models import (
     Message,
     ModelCall,
     RunEvent,
+    ToolApproval,
     ToolConfig,
     UserPreference,
 )
@@ -257,6 +258,20 @@ def run_get(*, user: User | AnonymousUser, run_id: int) -> AgentRun | None:
         .select_related("conversation")
         .first()
     )
+
+
+def approval_get(*, user: User | AnonymousUser, approval_id: int) -> ToolApproval | None:
+    """A paused tool call of one of the user's runs."""
+    return (
+        ToolApproval.objects.filter(pk=approval_id, run__conversation__owner_id=user.pk)
+        .select_related("run")
+        .first()
+    )
+
+
+def run_approvals(*, run: AgentRun) -> QuerySet[ToolApproval]:
+    """The calls a run paused for and who decided what, for the run inspector (staff)."""
+    return run.approvals.select_related("decided_by").order_by("requested_at", "pk")
 
 
 def message_get(*, user: User | AnonymousUser, message_id: int) -> Message | None:

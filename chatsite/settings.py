@@ -198,6 +198,8 @@ AGENT_CANCEL_POLL_SECONDS = env.float("AGENT_CANCEL_POLL_SECONDS", default=0.25)
 # Every worker sweeps for runs no one holds; a queued run this old lost its broker message.
 AGENT_SWEEP_INTERVAL_SECONDS = env.float("AGENT_SWEEP_INTERVAL_SECONDS", default=2.0)
 AGENT_QUEUED_RESCUE_SECONDS = env.float("AGENT_QUEUED_RESCUE_SECONDS", default=120.0)
+# A run paused for approval that long is ended as declined by the sweeper (seconds; 24 h).
+CHAT_APPROVAL_EXPIRES_AFTER = env.int("CHAT_APPROVAL_EXPIRES_AFTER", default=24 * 3600)
 CHAT_MAX_MESSAGE_CHARS = env.int("CHAT_MAX_MESSAGE_CHARS", default=16000)
 CHAT_MAX_FRAME_BYTES = env.int("CHAT_MAX_FRAME_BYTES", default=65536)
 CHAT_SENDS_PER_MINUTE = env.int("CHAT_SENDS_PER_MINUTE", default=20)

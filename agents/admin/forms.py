@@ -146,6 +146,9 @@ class AgentProfileForm(forms.ModelForm):
             "tools",
             "max_iterations",
             "max_execution_time",
+            "budget_steps",
+            "budget_tokens",
+            "budget_tool_calls",
             "memory_strategy",
             "memory_window_turns",
             "memory_token_budget",
@@ -243,6 +246,7 @@ class ToolConfigForm(forms.ModelForm):
             "enabled",
             "timeout_seconds",
             "return_direct",
+            "needs_approval",
         ]
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:

@@ -90,7 +90,19 @@ class AgentProfileAdmin(ExtraPagesAdmin):
                 "and label set. Unknown or missing variables are refused on save.",
             },
         ),
-        ("Tools and limits", {"fields": ["tools", "max_iterations", "max_execution_time"]}),
+        (
+            "Tools and limits",
+            {
+                "fields": [
+                    "tools",
+                    "max_iterations",
+                    "max_execution_time",
+                    "budget_steps",
+                    "budget_tokens",
+                    "budget_tool_calls",
+                ]
+            },
+        ),
         (
             "Memory",
             {"fields": ["memory_strategy", "memory_window_turns", "memory_token_budget"]},

@@ -16,7 +16,7 @@ from django.utils.html import format_html
 from agents.admin.forms import UsageRangeForm
 from agents.admin.pages import ReadOnlyAdminMixin, display_messages, pretty
 from agents.models import AgentRun
-from agents.selectors import model_call_list, run_event_list
+from agents.selectors import model_call_list, run_approvals, run_event_list
 from agents.services.usage import usage_by_user_day
 
 
@@ -160,4 +160,8 @@ def _inspector_context(run: AgentRun) -> dict[str, Any]:
         }
         for call in model_call_list(run=run)
     ]
-    return {"run_events": events, "model_calls": calls}
+    approvals = [
+        {"approval": approval, "tool_input": pretty(approval.tool_input)}
+        for approval in run_approvals(run=run)
+    ]
+    return {"run_events": events, "model_calls": calls, "run_approvals": approvals}

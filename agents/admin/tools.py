@@ -24,8 +24,16 @@ from agents.tools.registry import tool_kinds
 @admin.register(ToolConfig)
 class ToolConfigAdmin(ExtraPagesAdmin):
     form = ToolConfigForm
-    list_display = ["name", "kind", "enabled", "return_direct", "timeout_seconds", "secrets_state"]
-    list_filter = ["kind", "enabled"]
+    list_display = [
+        "name",
+        "kind",
+        "enabled",
+        "return_direct",
+        "needs_approval",
+        "timeout_seconds",
+        "secrets_state",
+    ]
+    list_filter = ["kind", "enabled", "needs_approval"]
     search_fields = ["name", "description"]
     change_form_template = "admin/agents/toolconfig/change_form.html"
     change_list_template = "admin/agents/toolconfig/change_list.html"
@@ -34,7 +42,7 @@ class ToolConfigAdmin(ExtraPagesAdmin):
         (None, {"fields": ["name", "kind", "description", "enabled"]}),
         ("Configuration", {"fields": ["config"]}),
         ("Secrets (write-only)", {"fields": ["secrets", "clear_secrets"]}),
-        ("Behaviour", {"fields": ["timeout_seconds", "return_direct"]}),
+        ("Behaviour", {"fields": ["timeout_seconds", "return_direct", "needs_approval"]}),
     ]
 
     @admin.display(description="Secrets")

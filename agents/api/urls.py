@@ -55,5 +55,11 @@ urlpatterns = [
         name="message-feedback",
     ),
     path("runs/<int:run_id>/cancel/", views.RunCancelView.as_view(), name="run-cancel"),
+    path("runs/<int:run_id>/continue/", views.RunContinueView.as_view(), name="run-continue"),
+    path(
+        "approvals/<int:approval_id>/decide/",
+        views.ApprovalDecideView.as_view(),
+        name="approval-decide",
+    ),
     path("profiles/", views.ProfileListView.as_view(), name="profiles"),
 ]

@@ -26,7 +26,8 @@ from agents.memory.selectors import summary_in_use
 from agents.memory.services import SummaryRequest, summary_request
 from agents.models import AgentProfile, AgentRun, Conversation, ConversationShare, Message
 from agents.permissions import signed_in_user
-from agents.protocol import RefusalCode, RequestRefused, event_frame
+from agents.protocol import RefusalCode, RequestRefused, approval_decided_payload, event_frame
+from agents.services.approvals import approval_decide, run_continue
 from agents.services.branches import branch_switch
 from agents.services.conversations import (
     SendResult,
@@ -342,6 +343,35 @@ class RunCancelView(ApiView):
         if run is None:
             raise NotFound("No such run.")
         run = run_cancel(run=run, user=signed_in_user(request.user))
+        return Response({"run": api.RunSerializer(run).data})
+
+
+class ApprovalDecideView(ApiView):
+    """``{"approve": true|false, "reason": "..."}``: the owner's decision on a paused call."""
+
+    def post(self, request: Request, approval_id: int) -> Response:
+        data = request.data if isinstance(request.data, dict) else {}
+        approve = data.get("approve")
+        if not isinstance(approve, bool):
+            raise RequestRefused(RefusalCode.INVALID_FIELD, _("'approve' must be true or false."))
+        reason = data.get("reason", "")
+        if not isinstance(reason, str):
+            raise RequestRefused(RefusalCode.INVALID_FIELD, _("'reason' must be a string."))
+        approval = approval_decide(
+            approval_id=approval_id,
+            user=signed_in_user(request.user),
+            approve=approve,
+            reason=reason,
+        )
+        return Response({"approval": approval_decided_payload(approval)})
+
+
+class RunContinueView(ApiView):
+    def post(self, request: Request, run_id: int) -> Response:
+        run: AgentRun | None = selectors.run_get(user=request.user, run_id=run_id)
+        if run is None:
+            raise NotFound("No such run.")
+        run = run_continue(run=run, user=signed_in_user(request.user))
         return Response({"run": api.RunSerializer(run).data})
 
 

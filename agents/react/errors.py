@@ -30,6 +30,35 @@ class RunCancelled(AgentError):
     code = "cancelled"
 
 
+class AwaitingApproval(AgentError):
+    """The run paused before a tool call that needs a person's approval.
+
+    Raised after the ``ApprovalRequestStep`` s of the pending calls were yielded; the run goes
+    on from its stored steps once an ``ApprovalDecisionStep`` for each of them is among them.
+    """
+
+    code = "awaiting_approval"
+
+    def __init__(self, call_ids: list[str]) -> None:
+        super().__init__(f"waiting for approval of {', '.join(call_ids)}")
+        self.call_ids = list(call_ids)
+
+
+class BudgetExhausted(AgentError):
+    """The run reached one of its budgets (``RunBudget``): steps, tokens, or calls of a tool.
+
+    Nothing of the step that would have gone over was started; the run can go on from its
+    stored steps with a larger budget.
+    """
+
+    code = "budget_exhausted"
+
+    def __init__(self, limit: str, message: str, *, tool: str = "") -> None:
+        super().__init__(message)
+        self.limit = limit  # "steps" | "tokens" | "tool_calls"
+        self.tool = tool
+
+
 class ParseError(AgentError):
     """The model's text does not follow the ReAct format.
 

@@ -19,6 +19,16 @@ replies have been used, or ``max_execution_time`` has passed (checked before eac
 call), one last call without tools asks for the final answer, and the ``FinalAnswerStep``'s
 ``stop_reason`` names the limit.
 
+Pauses for a person: before a batch of tool calls starts, a call to a tool with
+``needs_approval`` whose arguments are valid and that has no ``ApprovalDecisionStep`` among
+the prior steps gets an ``ApprovalRequestStep`` (one per such call, never twice), and then
+``AwaitingApproval`` is raised: nothing of the batch has run. Run again with the decisions in
+``prior_steps``, an approved call runs once and a declined one becomes an ``ErrorStep``
+(``declined``) and its observation, with the person's reason. ``AgentConfig.budget``
+(``RunBudget``) stops a run with ``BudgetExhausted`` before a model call once the steps or
+tokens are used up, or before a batch that would pass a tool's number of calls; run again
+with a larger budget, it goes on from the stored steps.
+
 Cancellation: ``should_cancel`` is asked before every model call and every tool call, while
 waiting for a tool, and while a reply streams in; when it says yes, ``RunCancelled`` is
 raised. A tool call already running is abandoned, and told through its ``CallInterrupt``
@@ -70,11 +80,11 @@ import json
 import queue
 import threading
 import time
-from collections.abc import Callable, Generator, Iterator, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Generator, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
 
 from agents.react import jsontext
-from agents.react.errors import ParseError, RunCancelled
+from agents.react.errors import AwaitingApproval, BudgetExhausted, ParseError, RunCancelled
 from agents.react.labels import LIMIT_REASONS, LabelSet
 from agents.react.parser import (
     AnswerStream,
@@ -102,6 +112,7 @@ from agents.react.transcript import (
 )
 from agents.react.types import (
     ActionStep,
+    ApprovalRequestStep,
     ChatMessage,
     ChatModel,
     Completion,
@@ -124,6 +135,16 @@ PARSE_ERRORS_BEFORE_NATIVE = 3
 
 
 @dataclass(frozen=True)
+class RunBudget:
+    """Limits of one run that stop it (``BudgetExhausted``) rather than end it: the caller may
+    raise them and run again from the stored steps. ``None`` or a missing tool: no limit."""
+
+    steps: int | None = None
+    tokens: int | None = None
+    tool_calls: Mapping[str, int] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
 class AgentConfig:
     max_iterations: int = 15
     max_execution_time: float = 300.0
@@ -132,6 +153,7 @@ class AgentConfig:
     # The model supports native tool calling: a ReAct run that keeps breaking the format
     # goes on in native mode (set by the runtime from the model's configuration).
     supports_tool_calling: bool = False
+    budget: RunBudget | None = None
 
     def __post_init__(self) -> None:
         if self.max_iterations < 1:
@@ -324,7 +346,8 @@ class AgentExecutor:
         call whose observation is missing is run again. If they already end with a final
         answer, that answer is yielded again and nothing else happens.
 
-        Raises ``RunCancelled`` or a ``ModelError``.
+        Raises ``RunCancelled`` or a ``ModelError``; pauses with ``AwaitingApproval`` or
+        ``BudgetExhausted`` (see the module's docstring).
         """
         transcript = transcript_from_steps(prior_steps)
         if transcript.final is not None:
@@ -361,6 +384,7 @@ class AgentExecutor:
             if limit is not None:
                 yield from self._final_call(state, limit)
                 return
+            self._check_budget(state)
             if state.prompt.mode == "react":
                 final = yield from self._react_iteration(state)
             else:
@@ -368,6 +392,57 @@ class AgentExecutor:
             if final is not None:
                 yield final
                 return
+
+    def _check_budget(self, state: _Run) -> None:
+        """Before a model call: stop at the step or token budget (max_iterations, checked
+        first, stays the ceiling that ends the run with an answer)."""
+        budget = self.config.budget
+        if budget is None:
+            return
+        if budget.steps is not None and len(state.transcript.turns) >= budget.steps:
+            raise BudgetExhausted("steps", f"The run used its budget of {budget.steps} steps.")
+        used = state.transcript.prompt_tokens + state.transcript.completion_tokens
+        if budget.tokens is not None and used >= budget.tokens:
+            raise BudgetExhausted(
+                "tokens", f"The run used {used} tokens of its budget of {budget.tokens}."
+            )
+
+    def _hold_before_tools(self, state: _Run, runs: Sequence[ToolRun]) -> Iterator[Step]:
+        """Before a batch of calls starts (none of it runs otherwise): stop at a tool's call
+        budget, or ask for approval of the calls that need it and have no decision yet."""
+        transcript = state.transcript
+        budget = self.config.budget
+        planned: dict[str, int] = {}
+        waiting: list[tuple[ToolRun, Tool]] = []
+        for run in runs:
+            tool = self._resolve(run.action.tool)
+            if tool is None:
+                continue
+            decision = transcript.decisions.get(run.action.call_id)
+            if decision is not None and not decision.approved:
+                continue  # declined: it will not run, so it costs nothing
+            limit = budget.tool_calls.get(tool.name) if budget is not None else None
+            if limit is not None:
+                planned[tool.name] = planned.get(tool.name, transcript.calls_run(tool.name)) + 1
+                if planned[tool.name] > limit:
+                    message = f"The run used its budget of {limit} calls of {tool.name}."
+                    raise BudgetExhausted("tool_calls", message, tool=tool.name)
+            if not tool.needs_approval or decision is not None:
+                continue
+            try:
+                tool.coerce_input(self._tool_input(run.action.tool_input, state.prompt.mode))
+            except ToolInputError:
+                continue  # the model is told its input is wrong; nobody is asked
+            waiting.append((run, tool))
+        if not waiting:
+            return
+        for run, tool in waiting:
+            if run.action.call_id not in transcript.approval_requested:
+                transcript.approval_requested.add(run.action.call_id)
+                yield ApprovalRequestStep(
+                    tool=tool.name, call_id=run.action.call_id, tool_input=run.action.tool_input
+                )
+        raise AwaitingApproval([run.action.call_id for run, _ in waiting])
 
     def _limit_reached(self, state: _Run) -> StopReason | None:
         if len(state.transcript.turns) >= self.config.max_iterations:
@@ -661,11 +736,12 @@ class AgentExecutor:
     def _run_tools(self, state: _Run, runs: Sequence[ToolRun], outcome: _Outcome) -> Iterator[Step]:
         """Start every call of the batch (each after a cancellation check), then report
         each one's observation in order."""
+        yield from self._hold_before_tools(state, runs)
         started: list[tuple[ToolRun, Tool | None, _ToolCall | ErrorStep]] = []
         try:
             for run in runs:
                 self._check_cancel()
-                tool, prepared = self._start_tool(run.action, state.prompt.mode)
+                tool, prepared = self._start_tool(run.action, state)
                 started.append((run, tool, prepared))
             yield from self._report_tools(started, outcome)
         except BaseException:
@@ -707,17 +783,23 @@ class AgentExecutor:
         return self._by_name.get(name) or self._by_folded_name.get(name.strip().casefold())
 
     def _start_tool(
-        self, action: ActionStep, mode: str
+        self, action: ActionStep, state: _Run
     ) -> tuple[Tool | None, _ToolCall | ErrorStep]:
         tool = self._resolve(action.tool)
         if tool is None:
             message = self.labels.unknown_tool.format(name=action.tool, tool_names=self._tool_names)
             return None, ErrorStep(code="unknown_tool", message=message)
         try:
-            arguments = tool.coerce_input(self._tool_input(action.tool_input, mode))
+            arguments = tool.coerce_input(self._tool_input(action.tool_input, state.prompt.mode))
         except ToolInputError as error:
             message = self.labels.invalid_arguments.format(name=tool.name, error=error)
             return tool, ErrorStep(code="invalid_arguments", message=message)
+        decision = state.transcript.decisions.get(action.call_id)
+        if decision is not None and not decision.approved:
+            reason = decision.reason.strip()
+            said = self.labels.declined_reason.format(reason=reason) if reason else ""
+            message = self.labels.tool_declined.format(name=tool.name, reason=said)
+            return tool, ErrorStep(code="declined", message=message)
         return tool, _ToolCall(tool, arguments)
 
     def _tool_input(self, tool_input: str | JsonDict, mode: str) -> str | JsonDict:

@@ -39,6 +39,9 @@ class LabelSet:
     summary_heading: str
     user_name: str
     assistant_name: str
+    # The observation of a call the user declined (approval before side effects).
+    tool_declined: str = "The user declined this call to {name}; it was not run.{reason}"
+    declined_reason: str = " Their reason: {reason}"
 
     def label(self, role: str) -> str:
         return str(getattr(self, role))
@@ -125,6 +128,8 @@ CHINESE = LabelSet(
     summary_heading="之前对话的摘要：",
     user_name="用户",
     assistant_name="助手",
+    tool_declined="用户拒绝了对 {name} 的这次调用，它没有运行。{reason}",
+    declined_reason="理由：{reason}",
 )
 
 LABEL_SETS: dict[str, LabelSet] = {ENGLISH.code: ENGLISH, CHINESE.code: CHINESE}

@@ -115,6 +115,8 @@ class Tool:
     description: str = ""
     return_direct: bool = False
     timeout_seconds: float = 30.0
+    # A person approves each call before it runs (the engine pauses the run to ask).
+    needs_approval: bool = False
 
     def run(self, *args: Any, **kwargs: Any) -> str:
         raise NotImplementedError(f"{type(self).__name__} must implement run()")

@@ -16,6 +16,8 @@ from agents.react import jsontext
 from agents.react.labels import LabelSet
 from agents.react.types import (
     ActionStep,
+    ApprovalDecisionStep,
+    ApprovalRequestStep,
     ChatMessage,
     ErrorStep,
     FinalAnswerStep,
@@ -60,10 +62,27 @@ class Transcript:
     last_error: ErrorStep | None = None  # of the last unusable reply
     parse_errors: int = 0
     mode_switch: ModeSwitchStep | None = None
+    # Approval before side effects: the calls a person was asked about, and their decisions.
+    approval_requested: set[str] = field(default_factory=set)
+    decisions: dict[str, ApprovalDecisionStep] = field(default_factory=dict)
 
     @property
     def action_count(self) -> int:
         return sum(len(turn.runs) for turn in self.turns)
+
+    def calls_run(self, tool: str) -> int:
+        """How many calls to ``tool`` ran (have an observation) and were not declined."""
+        return sum(
+            1
+            for turn in self.turns
+            for run in turn.runs
+            if run.action.tool == tool
+            and run.observation is not None
+            and (
+                run.action.call_id not in self.decisions
+                or self.decisions[run.action.call_id].approved
+            )
+        )
 
 
 def transcript_from_steps(steps: Iterable[Step]) -> Transcript:
@@ -100,6 +119,10 @@ def transcript_from_steps(steps: Iterable[Step]) -> Transcript:
             transcript.parse_errors += step.code == "parse_error"
         elif isinstance(step, ModeSwitchStep):
             transcript.mode_switch = step
+        elif isinstance(step, ApprovalRequestStep):
+            transcript.approval_requested.add(step.call_id)
+        elif isinstance(step, ApprovalDecisionStep):
+            transcript.decisions[step.call_id] = step
         elif isinstance(step, FinalAnswerStep):
             transcript.final = step
     transcript.model_calls = max(transcript.model_calls, len(turns))

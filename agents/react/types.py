@@ -147,6 +147,28 @@ class ModeSwitchStep:
 
 
 @dataclass(frozen=True)
+class ApprovalRequestStep:
+    """A tool call that waits for a person's decision before it runs (the tool is marked
+    ``needs_approval``). Yielded just before the engine raises ``AwaitingApproval``."""
+
+    tool: str
+    call_id: str
+    tool_input: str | JsonDict
+    kind: Literal["approval_request"] = "approval_request"
+
+
+@dataclass(frozen=True)
+class ApprovalDecisionStep:
+    """The decision on an ``ApprovalRequestStep``, handed back in ``prior_steps``: an approved
+    call runs once, a declined one becomes an observation saying so (with the reason)."""
+
+    call_id: str
+    approved: bool
+    reason: str = ""
+    kind: Literal["approval_decision"] = "approval_decision"
+
+
+@dataclass(frozen=True)
 class ModelCallRecord:
     """The exact request and response of one model call (stored for the inspector, not sent)."""
 
@@ -170,6 +192,8 @@ Step = (
     | FinalAnswerStep
     | ModeSwitchStep
     | ModelCallRecord
+    | ApprovalRequestStep
+    | ApprovalDecisionStep
 )
 
 _STEP_CLASSES: dict[str, type] = {
@@ -180,6 +204,8 @@ _STEP_CLASSES: dict[str, type] = {
     "final_answer": FinalAnswerStep,
     "mode_switch": ModeSwitchStep,
     "model_call": ModelCallRecord,
+    "approval_request": ApprovalRequestStep,
+    "approval_decision": ApprovalDecisionStep,
 }
 
 

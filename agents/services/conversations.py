@@ -244,7 +244,8 @@ def run_cancel(*, run: AgentRun, user: User) -> AgentRun:
         raise RequestRefused(RefusalCode.NOT_FOUND, _("No such run."))
     with transaction.atomic():
         locked = AgentRun.objects.select_for_update().get(pk=run.pk)
-        if locked.status == AgentRun.Status.QUEUED:
+        if locked.status in (AgentRun.Status.QUEUED, *AgentRun.PAUSED_STATUSES):
+            # Queued or paused: no worker holds it, so it ends here.
             run_mark_cancelled(run=locked, partial_answer="")
         elif locked.status == AgentRun.Status.RUNNING and locked.cancel_requested_at is None:
             locked.cancel_requested_at = timezone.now()
@@ -288,7 +289,16 @@ def _check_can_start_run(*, conversation: Conversation, user: User) -> None:
 
     The quota is checked again, under a lock, when ``_queue_run`` reserves the run's share.
     """
-    if conversation.runs.filter(status__in=ACTIVE_STATUSES).exists():
+    # A paused run (waiting for an approval or a Continue) blocks sends as a running one does.
+    unfinished = (*ACTIVE_STATUSES, *AgentRun.PAUSED_STATUSES)
+    status = conversation.runs.filter(status__in=unfinished).values_list("status", flat=True)
+    blocking = status.first()
+    if blocking in AgentRun.PAUSED_STATUSES:
+        raise RequestRefused(
+            RefusalCode.RUN_IN_PROGRESS,
+            _("The agent is waiting for you: approve or deny its call, continue it, or stop it."),
+        )
+    if blocking is not None:
         raise RequestRefused(
             RefusalCode.RUN_IN_PROGRESS, _("Wait for the current answer, or stop it.")
         )

@@ -38,8 +38,25 @@ from agents import events
 from agents.live import LiveText
 from agents.llm.errors import public_failure_message
 from agents.models import AgentRun
-from agents.react.errors import AgentError, ModelError, RunCancelled
-from agents.react.types import FinalAnswerStep, ModelCallRecord, Step, ThoughtStep
+from agents.react.errors import (
+    AgentError,
+    AwaitingApproval,
+    BudgetExhausted,
+    ModelError,
+    RunCancelled,
+)
+from agents.react.types import (
+    ApprovalRequestStep,
+    FinalAnswerStep,
+    ModelCallRecord,
+    Step,
+    ThoughtStep,
+)
+from agents.services.approvals import (
+    approvals_expire,
+    run_pause_for_approval,
+    run_stop_at_budget,
+)
 from agents.services.runs import (
     RunLost,
     run_claim,
@@ -72,6 +89,8 @@ def runs_rescue(*, enqueue: Callable[[int], None]) -> list[int]:
     interval = settings.AGENT_SWEEP_INTERVAL_SECONDS
     if not cache.add("chat:sweep-lock", worker_id(), timeout=max(1, int(interval * 0.8))):
         return []
+    # Pauses nobody decided in time end as declined, and their runs go on.
+    approvals_expire()
     rescued = []
     for run_id in runs_needing_rescue(queued_for_seconds=settings.AGENT_QUEUED_RESCUE_SECONDS):
         if cache.add(
@@ -120,7 +139,9 @@ def runs_hand_back(*, enqueue: Callable[[int], None]) -> list[int]:
 
 def run_execute(*, run_id: int) -> None:
     """Drive one run to its end in this thread, or return at once if it is not ours."""
-    if _monitor.holds(run_id):
+    # A run paused and resumed at once (an approval decided within moments) can arrive
+    # while the thread that paused it is still leaving: wait for that, briefly.
+    if not _monitor.wait_until_free(run_id, timeout=settings.AGENT_HEARTBEAT_INTERVAL_SECONDS):
         # A thread of this process still drives the run and only its heartbeat lagged (the
         # database was unreachable): the claim would succeed under the same worker id and
         # start a second copy writing the same steps.
@@ -130,8 +151,11 @@ def run_execute(*, run_id: int) -> None:
     if run is None:
         return  # finished, cancelled, or held by a live worker
     try:
-        if run.attempts > settings.AGENT_MAX_ATTEMPTS:
-            message = f"The run was interrupted {run.attempts - 1} times and was given up."
+        # Resuming after a pause the owner ended is not an interruption.
+        if run.attempts - run.resumes > settings.AGENT_MAX_ATTEMPTS:
+            message = (
+                f"The run was interrupted {run.attempts - run.resumes - 1} times and was given up."
+            )
             run_fail(run=run, code="too_many_attempts", message=message, worker_id=me)
             return
         if run.profile_version is None:
@@ -199,6 +223,7 @@ def _execute(run: AgentRun, watch: _Watch, me: str) -> None:
         on_answer_delta=on_answer_delta,
         on_answer_reset=on_answer_reset,
         on_thought_delta=live_text.thought_delta,
+        budget_grants=run.budget_grants,
     )
     steps = executor.run(
         run.trigger_message.content,
@@ -213,10 +238,15 @@ def _execute(run: AgentRun, watch: _Watch, me: str) -> None:
     # in one transaction. Every other step may be followed by a tool or a model call, so it
     # is stored (and shown) before the engine goes on.
     pending: list[Step] = []
+    # Calls the engine asks a person about: stored with the pause, when it raises.
+    approval_requests: list[ApprovalRequestStep] = []
     try:
         for step in live_text.track(steps):
             if watch.lost:
                 return  # another worker took the run over; it writes from here on
+            if isinstance(step, ApprovalRequestStep):
+                approval_requests.append(step)
+                continue
             if isinstance(step, ModelCallRecord | ThoughtStep):
                 pending.append(step)
                 continue
@@ -230,6 +260,17 @@ def _execute(run: AgentRun, watch: _Watch, me: str) -> None:
         if not watch.lost:
             _store_pending(run, pending, me)
             run_mark_cancelled(run=run, partial_answer="".join(answer_so_far), worker_id=me)
+        return
+    except AwaitingApproval:
+        _store_pending(run, pending, me)
+        # The worker is freed: the run waits in the database, not in this thread.
+        run_pause_for_approval(run=run, requests=approval_requests, worker_id=me)
+        return
+    except BudgetExhausted as error:
+        _store_pending(run, pending, me)
+        run_stop_at_budget(
+            run=run, limit=error.limit, message=str(error), tool=error.tool, worker_id=me
+        )
         return
     except ModelError as error:
         _store_pending(run, pending, me)
@@ -276,6 +317,7 @@ class _Watch:
 class _RunMonitor:
     def __init__(self) -> None:
         self._lock = threading.Lock()
+        self._released = threading.Condition(self._lock)
         self._watches: dict[int, _Watch] = {}
         self._thread: threading.Thread | None = None
 
@@ -287,6 +329,12 @@ class _RunMonitor:
         """Whether a thread of this process is driving the run right now."""
         with self._lock:
             return run_id in self._watches
+
+    def wait_until_free(self, run_id: int, *, timeout: float) -> bool:
+        """Whether no thread of this process drives the run, waiting up to ``timeout`` for
+        one that is leaving it."""
+        with self._released:
+            return self._released.wait_for(lambda: run_id not in self._watches, timeout)
 
     @contextlib.contextmanager
     def watch(self, run_id: int) -> Iterator[_Watch]:
@@ -306,6 +354,7 @@ class _RunMonitor:
             with self._lock:
                 self._watches.pop(run_id, None)
                 forget_interrupt(watch.thread)
+                self._released.notify_all()
 
     def interrupt(self, watch: _Watch) -> None:
         """Interrupt the watch's thread, only while it still drives the watch's run: the

@@ -12,7 +12,7 @@ from agents.crypto import SecretUnreadable
 from agents.models import McpServer, ToolConfig
 from agents.redaction import redact
 from agents.services.tools import write_only_values_merged
-from agents.tools.builtin.mcp_tool import endpoint_for
+from agents.tools.builtin.mcp_tool import endpoint_for, needs_approval_by_default
 from agents.tools.mcp_client import McpUnavailable, RemoteTool, list_tools
 
 
@@ -95,6 +95,9 @@ def mcp_tools_enable(
                     "annotations": remote.annotations,
                 },
                 timeout_seconds=timeout_seconds,
+                # A tool the server says may change something waits for the user's approval
+                # (staff can untick it in the tool's admin page).
+                needs_approval=needs_approval_by_default(remote.annotations),
             )
             tool_config.full_clean()
             tool_config.save()

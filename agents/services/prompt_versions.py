@@ -76,6 +76,9 @@ def prompt_version_restore(*, version: PromptVersion, user: User | None = None) 
     profile.memory_window_turns = snapshot.memory.window_turns
     profile.memory_token_budget = snapshot.memory.token_budget
     profile.suggested_prompts = "\n".join(snapshot.suggested_prompts)
+    profile.budget_steps = snapshot.budget_steps
+    profile.budget_tokens = snapshot.budget_tokens
+    profile.budget_tool_calls = dict(snapshot.budget_tool_calls)
 
     profile.model_config = snapshot_model_config(snapshot)
     missing_model_config = snapshot.model_config_id is not None and profile.model_config is None

@@ -209,9 +209,9 @@ def run_started(
 
 def run_stored_steps(*, run: AgentRun) -> list[dict[str, Any]]:
     """The payloads of the steps already stored for this run, in order (for resuming)."""
-    return list(
-        run.events.filter(type=FrameType.STEP).order_by("seq").values_list("payload", flat=True)
-    )
+    # Approval requests and decisions are steps to the engine too (agents/services/approvals.py).
+    kinds = (FrameType.STEP, FrameType.APPROVAL_REQUESTED, FrameType.APPROVAL_DECIDED)
+    return list(run.events.filter(type__in=kinds).order_by("seq").values_list("payload", flat=True))
 
 
 def run_prior_steps(*, run: AgentRun) -> list[Step]:

@@ -48,6 +48,7 @@ class ConfiguredTool(Tool):
         secrets: Mapping[str, str] | None = None,
         timeout_seconds: float | None = None,
         return_direct: bool = False,
+        needs_approval: bool = False,
         user: Any = None,
         conversation: Any = None,
     ) -> None:
@@ -59,6 +60,7 @@ class ConfiguredTool(Tool):
         if timeout_seconds is not None:
             self.timeout_seconds = float(timeout_seconds)
         self.return_direct = return_direct
+        self.needs_approval = needs_approval
         self.user = user
         self.conversation = conversation
 

@@ -111,6 +111,7 @@ def build_tool(tool_config: ToolConfig, *, user: Any, conversation: Any = None) 
         secrets=secrets,
         timeout_seconds=tool_config.timeout_seconds,
         return_direct=tool_config.return_direct,
+        needs_approval=tool_config.needs_approval,
         user=user,
         conversation=conversation,
     )

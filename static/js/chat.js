@@ -230,6 +230,12 @@ function startConversation() {
 
   const thread = new Thread(threadRoot, {
     onChange: () => updateComposer(),
+    onDecide: (approvalId, approve, reason) => {
+      socket.send({ type: "approval.decide", approval_id: approvalId, approve, reason });
+    },
+    onContinue: (runId) => {
+      socket.send({ type: "run.continue", run_id: runId });
+    },
     onRegenerate: async () => {
       try {
         const result = await api("POST", urls.regenerate);
@@ -374,8 +380,8 @@ function startConversation() {
     if (!(silentMs > 0)) return;
     window.setInterval(() => {
       const now = Date.now();
-      if (!thread.activeRunIds().length) {
-        lastFrameAt = now; // measure the silence from when a run is in progress
+      if (!thread.workingRunIds().length) {
+        lastFrameAt = now; // measure the silence from when a run is in progress (not paused)
         return;
       }
       if (now - lastFrameAt < silentMs) return;

@@ -85,9 +85,34 @@ function formatToolInput(input) {
   }
 }
 
+// What became of a call that waited for approval, in the page's language.
+function approvalOutcome(p) {
+  if (p.decision === "expired") return gettext("Declined: nobody decided in time");
+  if (p.approved) {
+    return p.decided_by ? interpolate(gettext("Approved by %s"), [p.decided_by]) : gettext("Approved");
+  }
+  let text = p.decided_by ? interpolate(gettext("Denied by %s"), [p.decided_by]) : gettext("Denied");
+  if (p.reason) text += ` ${interpolate(gettext("(reason: %s)"), [p.reason])}`;
+  return text;
+}
+
+// The engine's reason is English; the page says it by the limit's kind.
+function budgetReachedText(p) {
+  if (p.limit === "steps") return gettext("The run used its budget of steps.");
+  if (p.limit === "tokens") return gettext("The run used its budget of tokens.");
+  if (p.limit === "tool_calls" && p.tool) {
+    return interpolate(gettext("The run used its budget of calls to %s."), [p.tool]);
+  }
+  return gettext("The run reached its budget.");
+}
+
 export class Thread {
-  constructor(root, { onChange, onRegenerate, onEdit, onSwitch } = {}) {
+  constructor(root, { onChange, onRegenerate, onEdit, onSwitch, onDecide, onContinue } = {}) {
     this.root = root;
+    // Approval before side effects and Continue after a budget (docs/protocol.md).
+    this.onDecide = onDecide || (() => {});
+    this.onContinue = onContinue || (() => {});
+    this.approvals = new Map(); // approval id -> {item, buttons, runId}
     this.onChange = onChange || (() => {});
     this.onRegenerate = onRegenerate || (() => {});
     this.onEdit = onEdit || (() => {});
@@ -445,6 +470,18 @@ export class Thread {
       case "run.cancelled":
         this.runCancelled(p);
         break;
+      case "approval.requested":
+        this.approvalRequested(p);
+        break;
+      case "approval.decided":
+        this.approvalDecided(p);
+        break;
+      case "run.budget_reached":
+        this.budgetReached(p);
+        break;
+      case "run.continued":
+        this.runContinued(p);
+        break;
       case "memory.summarized":
         // A summary of another branch is not this branch's memory.
         if (this.branch().includes(p.covers_through)) {
@@ -685,7 +722,10 @@ export class Thread {
     const run = this.ensureRun(p.run_id);
     if (!run || run.finished) return;
     run.status = "running";
-    if (p.attempt > 1) {
+    // After a pause the owner ended (a decision, a Continue) nothing was interrupted.
+    const afterPause = run.resumedByPerson;
+    run.resumedByPerson = false;
+    if (p.attempt > 1 && !afterPause) {
       // What an interrupted attempt was writing will be written again.
       this.dropLiveThought(run);
       run.liveAnswer = null;
@@ -710,6 +750,8 @@ export class Thread {
       if (run.stopping) title = gettext("Stopping…");
       else if (run.liveAnswer) title = `${gettext("Writing the answer…")}${done}`;
       else if (run.liveThought) title = `${gettext("Thinking…")}${done}`;
+      else if (run.status === "awaiting_approval") title = `${gettext("Waiting for your approval")}${done}`;
+      else if (run.status === "out_of_budget") title = `${gettext("Stopped at its budget")}${done}`;
       else if (run.status === "queued" && n === 0) title = gettext("Waiting for the agent…");
       run.summaryText.textContent = title;
     } else {
@@ -863,6 +905,15 @@ export class Thread {
     run.finished = true;
     run.status = status;
     run.stopping = false;
+    // A paused run that ended (stopped) takes no decision and no Continue any more.
+    for (const entry of this.approvals.values()) {
+      if (entry.runId === run.id && entry.item.classList.contains("pending")) {
+        entry.buttons.remove();
+        entry.item.classList.remove("pending");
+      }
+    }
+    run.continueNote?.querySelector("button")?.remove();
+    run.root.classList.remove("paused");
     this.dropLiveThought(run);
     run.liveAnswer = null;
     run.spinner.remove();
@@ -957,7 +1008,128 @@ export class Thread {
     );
   }
 
+  // ---------------------------------------------------------------- pauses
+
+  // The run waits for the owner to approve or deny one tool call (approval.requested).
+  approvalRequested(p) {
+    const run = this.ensureRun(p.run_id);
+    if (!run || run.finished || this.approvals.has(p.approval_id)) return;
+    this.dropLiveThought(run);
+    run.status = "awaiting_approval";
+    run.root.classList.add("paused");
+    const reason = el("input", {
+      className: "approval-reason",
+      attrs: { type: "text", maxlength: "2000", "aria-label": gettext("Reason for denying (optional)"), placeholder: gettext("Reason (optional)") },
+    });
+    const approve = el("button", { className: "button primary approve", text: gettext("Approve"), attrs: { type: "button" } });
+    const deny = el("button", { className: "button deny", text: gettext("Deny"), attrs: { type: "button" } });
+    const buttons = el("div", { className: "approval-buttons" }, approve, deny, reason);
+    const status = el("p", { className: "approval-status", attrs: { role: "status" } });
+    const item = el(
+      "li",
+      { className: "step approval pending", dataset: { approvalId: p.approval_id } },
+      el("span", { className: "step-label", text: gettext("Approval needed") }),
+      el("code", { className: "tool-name", text: p.tool || "" }),
+      el("pre", { className: "tool-input", text: formatToolInput(p.tool_input ?? ""), attrs: { "aria-label": gettext("Tool input") } }),
+      buttons,
+      status,
+    );
+    const decide = (approved) => {
+      approve.disabled = true;
+      deny.disabled = true;
+      Promise.resolve(this.onDecide(p.approval_id, approved, approved ? "" : reason.value.trim())).catch(() => {
+        approve.disabled = false;
+        deny.disabled = false;
+      });
+    };
+    approve.addEventListener("click", () => decide(true));
+    deny.addEventListener("click", () => decide(false));
+    reason.addEventListener("keydown", (event) => {
+      if (event.key === "Enter" && !event.isComposing) {
+        event.preventDefault();
+        decide(false);
+      }
+    });
+    this.approvals.set(p.approval_id, { item, buttons, status, runId: run.id });
+    run.list.append(item);
+    run.details.hidden = false;
+    run.details.open = true;
+    this.updateStepsTitle(run);
+  }
+
+  // A decision (here, in another tab, or the expiry): the buttons give way to what it was.
+  approvalDecided(p) {
+    const run = this.ensureRun(p.run_id);
+    const entry = this.approvals.get(p.approval_id);
+    if (entry) {
+      entry.buttons.remove();
+      entry.item.classList.remove("pending");
+      entry.item.classList.add(p.approved ? "approved" : "declined");
+      entry.status.textContent = approvalOutcome(p);
+    }
+    if (run && !run.finished) {
+      if (![...this.approvals.values()].some((a) => a.runId === run.id && a.item.classList.contains("pending"))) {
+        run.status = "queued";
+        run.resumedByPerson = true;
+        run.root.classList.remove("paused");
+      }
+      this.updateStepsTitle(run);
+    }
+  }
+
+  // The run stopped at a budget: say which, and offer to go on (run.budget_reached).
+  budgetReached(p) {
+    const run = this.ensureRun(p.run_id);
+    if (!run || run.finished) return;
+    this.dropLiveThought(run);
+    run.status = "out_of_budget";
+    run.root.classList.add("paused");
+    const steps = Number(p.continue_steps) || 0;
+    const label = steps
+      ? interpolate(ngettext("Continue (+%s step)", "Continue (+%s steps)", steps), [steps])
+      : gettext("Continue");
+    const button = el("button", { className: "button primary continue-run", text: label, attrs: { type: "button" } });
+    button.addEventListener("click", () => {
+      button.disabled = true;
+      Promise.resolve(this.onContinue(run.id)).catch(() => {
+        button.disabled = false;
+      });
+    });
+    run.continueNote?.remove();
+    run.continueNote = el(
+      "li",
+      { className: "step note budget" },
+      el("span", { text: budgetReachedText(p) }),
+      " ",
+      button,
+    );
+    run.list.append(run.continueNote);
+    run.details.hidden = false;
+    run.details.open = true;
+    this.updateStepsTitle(run);
+  }
+
+  runContinued(p) {
+    const run = this.ensureRun(p.run_id);
+    if (!run || run.finished) return;
+    run.continueNote?.querySelector("button")?.remove();
+    run.continueNote?.append(el("span", { className: "muted small", text: ` ${gettext("Continued.")}` }));
+    run.continueNote = null;
+    run.status = "queued";
+    run.resumedByPerson = true;
+    run.root.classList.remove("paused");
+    this.updateStepsTitle(run);
+  }
+
   // ---------------------------------------------------------------- the rest
+
+  // Runs a worker is on now: not finished and not paused for the owner.
+  workingRunIds() {
+    return this.activeRunIds().filter((id) => {
+      const status = this.runs.get(id).status;
+      return status !== "awaiting_approval" && status !== "out_of_budget";
+    });
+  }
 
   activeRunIds() {
     return this.runOrder.filter((id) => !this.runs.get(id).finished);

@@ -155,3 +155,39 @@ def test_usage_range_form_reports_bad_dates(staff_client):
     response = staff_client.get(reverse("admin:agents_agentrun_usage"), {"since": "yesterday"})
     assert response.status_code == 200
     assert "Enter a valid date" in page_text(response)
+
+
+@pytest.mark.django_db
+def test_the_inspector_shows_who_decided_what_and_when(
+    staff_client, user, priced_model, version, make_finished_run
+):
+    from agents.models import ToolApproval
+
+    run = make_finished_run(owner=user, profile_version=version, model_config=priced_model)
+    decided_at = timezone.make_aware(datetime.datetime(2026, 11, 24, 9, 30, 5))
+    ToolApproval.objects.create(
+        run=run,
+        call_id="call-1",
+        tool="send_mail",
+        tool_input={"to": "boss@example.com"},
+        decision="declined",
+        reason="Not to the boss",
+        decided_by=user,
+        decided_at=decided_at,
+    )
+    ToolApproval.objects.create(
+        run=run, call_id="call-2", tool="file_ticket", tool_input="printer", decision="expired",
+        decided_at=decided_at,
+    )  # fmt: skip
+
+    body = page_text(staff_client.get(reverse("admin:agents_agentrun_change", args=[run.pk])))
+
+    assert "Approvals (2)" in body
+    assert "send_mail" in body
+    assert "boss@example.com" in body
+    assert "Declined" in body
+    assert "Not to the boss" in body
+    assert "alice" in body
+    assert "2026-11-24 09:30:05" in body
+    assert "Expired (declined)" in body
+    assert "(nobody: the sweeper)" in body

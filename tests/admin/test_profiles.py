@@ -191,3 +191,23 @@ def test_restore_reports_a_model_endpoint_that_is_gone(staff_client):
     assert "The model endpoint of that version no longer exists" in page_text(response)
     profile.refresh_from_db()
     assert profile.model_config is None
+
+
+@pytest.mark.django_db
+def test_budgets_are_saved_in_the_version_and_bad_ones_are_form_errors(staff_client, tool):
+    response = staff_client.post(
+        reverse("admin:agents_agentprofile_add"),
+        profile_form_data(budget_steps="3", budget_tool_calls='{"capitals": 0}'),
+    )
+    assert response.status_code == 200
+    assert "Give a JSON object of tool names and whole numbers of at least 1" in page_text(response)
+    assert not AgentProfile.objects.filter(slug="geographer").exists()
+
+    profile = _add(
+        staff_client, budget_steps="3", budget_tokens="5000", budget_tool_calls='{"capitals": 2}'
+    )
+
+    snapshot = profile.versions.order_by("-number").first().snapshot
+    assert snapshot["budget_steps"] == 3
+    assert snapshot["budget_tokens"] == 5000
+    assert snapshot["budget_tool_calls"] == {"capitals": 2}

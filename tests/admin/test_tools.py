@@ -216,3 +216,14 @@ def test_secrets_saved_under_another_secret_key_can_be_entered_again(staff_clien
 
     tool.refresh_from_db()
     assert tool.get_secrets() == {"API_TOKEN": "new-value-5678"}
+
+
+@pytest.mark.django_db
+def test_needs_approval_is_set_in_the_admin(staff_client):
+    response = staff_client.post(
+        reverse("admin:agents_toolconfig_add"), _tool_data(needs_approval="on")
+    )
+    assert response.status_code == 302, page_text(response)
+    assert ToolConfig.objects.get(name="capitals").needs_approval is True
+    listing = page_text(staff_client.get(reverse("admin:agents_toolconfig_changelist")))
+    assert "Needs approval" in listing

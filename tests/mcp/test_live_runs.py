@@ -47,11 +47,14 @@ def _enable(server: McpServer, *remote_names: str, timeout: float = 10) -> None:
     discovery = mcp_server_discover(server=server)
     assert discovery.error == ""
     by_name = {tool.name: tool for tool in discovery.tools}
-    mcp_tools_enable(
+    enabled = mcp_tools_enable(
         server=server,
         choices=[(by_name[name], f"mcp_{name}") for name in remote_names],
         timeout_seconds=timeout,
     )
+    # Tools without a read-only hint wait for approval by default; these runs are about the
+    # calls themselves (approval has its own tests in tests/e2e/test_approval.py).
+    ToolConfig.objects.filter(pk__in=[row.pk for row in enabled]).update(needs_approval=False)
 
 
 def test_a_chat_run_calls_an_mcp_tool_and_no_secret_leaks(

@@ -66,6 +66,12 @@ def test_annotations_are_kept_on_each_tool_and_say_which_need_approval(
     # No hint at all: not read-only as far as anyone knows.
     assert needs_approval_by_default(annotations["refuse"]) is True
     assert needs_approval_by_default({"readOnlyHint": True, "destructiveHint": True}) is True
+    # Enabling the tools made exactly those wait for approval (staff may change it later).
+    assert {name: row.needs_approval for name, row in enabled.items()} == {
+        "add": False,
+        "send_mail": True,
+        "refuse": True,
+    }
 
 
 def test_a_call_over_http_returns_the_text_and_reuses_the_session(mcp_http_server, make_server):
