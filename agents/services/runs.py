@@ -144,7 +144,8 @@ def run_claim(*, run_id: int, worker_id: str) -> AgentRun | None:
     )
     if not claimed:
         return None
-    related = ("conversation", "trigger_message", "profile_version")
+    # The owner too: the run's tools act for them (one join instead of a query later).
+    related = ("conversation__owner", "trigger_message", "profile_version")
     return AgentRun.objects.select_related(*related).get(pk=run_id)
 
 
