@@ -245,6 +245,10 @@ class _Flusher:
             if id(live) in self._scheduled:
                 return
             self._scheduled[id(live)] = when
+            # The thread sleeps until the earliest time due: it needs waking only when this
+            # one comes sooner. Waking it for every delta costs the model loop a thread
+            # switch per held-back delta under load.
+            sooner = not self._due or when < self._due[0][0]
             heapq.heappush(self._due, (when, next(self._order), live))
             if self._thread is None or self._pid != os.getpid() or not self._thread.is_alive():
                 self._pid = os.getpid()
@@ -252,7 +256,8 @@ class _Flusher:
                     target=self._loop, name="chatsite-live-flush", daemon=True
                 )
                 self._thread.start()
-            self._lock.notify()
+            elif sooner:
+                self._lock.notify()
 
     def forget(self, live: LiveText) -> None:
         with self._lock:

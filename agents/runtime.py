@@ -14,7 +14,7 @@ from typing import Any
 from agents.llm.client import forget_interrupt as forget_model_interrupt
 from agents.llm.client import interrupt_model_call
 from agents.llm.factory import chat_model_for, misconfigured
-from agents.models import ToolConfig
+from agents.models import ModelConfig, ToolConfig
 from agents.profile_snapshot import ProfileSnapshot, snapshot_model_config
 from agents.react.executor import AgentConfig, AgentExecutor, RunBudget
 from agents.react.prompt import PromptConfig
@@ -43,9 +43,10 @@ def build_executor(
     A model endpoint that is gone or unusable does not raise here: the run's first model
     call raises ``ModelError`` (code ``model_misconfigured``), like any model failure.
     """
+    model_config = snapshot_model_config(snapshot)  # read once: the model and its abilities
     return executor_for(
         snapshot=snapshot,
-        model=snapshot_chat_model(snapshot),
+        model=_chat_model(snapshot, model_config),
         tool_configs=snapshot_tool_configs(snapshot),
         user=user,
         conversation=conversation,
@@ -53,7 +54,7 @@ def build_executor(
         on_answer_delta=on_answer_delta,
         on_answer_reset=on_answer_reset,
         on_thought_delta=on_thought_delta,
-        supports_tool_calling=snapshot_supports_tool_calling(snapshot),
+        supports_tool_calling=bool(model_config and model_config.supports_tool_calling),
         budget_grants=budget_grants,
     )
 
@@ -101,7 +102,10 @@ def forget_interrupt(thread: int) -> None:
 
 
 def snapshot_chat_model(snapshot: ProfileSnapshot) -> ChatModel:
-    model_config = snapshot_model_config(snapshot)
+    return _chat_model(snapshot, snapshot_model_config(snapshot))
+
+
+def _chat_model(snapshot: ProfileSnapshot, model_config: ModelConfig | None) -> ChatModel:
     if model_config is None and snapshot.model_config_id is not None:
         return misconfigured(
             f"The model endpoint of profile {snapshot.slug or '?'!r} "
@@ -151,10 +155,3 @@ def run_budget(snapshot: ProfileSnapshot, *, budget_grants: int = 0) -> RunBudge
         tokens=snapshot.budget_tokens * times if snapshot.budget_tokens else None,
         tool_calls={name: limit * times for name, limit in snapshot.budget_tool_calls.items()},
     )
-
-
-def snapshot_supports_tool_calling(snapshot: ProfileSnapshot) -> bool:
-    """Whether the snapshot's model endpoint is marked as supporting native tool calls (a
-    ReAct run may then switch to native mode after repeated parse errors)."""
-    model_config = snapshot_model_config(snapshot)
-    return bool(model_config and model_config.supports_tool_calling)

@@ -44,6 +44,7 @@ import openai
 
 from agents.llm.errors import endpoint_secrets, redacted_model_error
 from agents.llm.tokens import count_message_tokens, count_tokens
+from agents.llm.transport import asyncio_transport
 from agents.react.errors import (
     ModelAuthError,
     ModelBadResponse,
@@ -607,5 +608,7 @@ def _sdk_client(base_url: str, api_key: str, pid: int) -> openai.AsyncOpenAI:
         base_url=base_url,
         api_key=api_key,
         max_retries=0,
-        http_client=openai.DefaultAsyncHttpxClient(limits=CONNECTION_LIMITS),
+        http_client=openai.DefaultAsyncHttpxClient(
+            limits=CONNECTION_LIMITS, transport=asyncio_transport(limits=CONNECTION_LIMITS)
+        ),
     )

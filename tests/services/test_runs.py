@@ -35,6 +35,7 @@ from agents.services.runs import (
     run_record_steps,
     run_started,
     run_stored_steps,
+    runs_cancel_requested,
     runs_needing_rescue,
 )
 from tests.group import GroupListener
@@ -66,6 +67,30 @@ def test_a_stale_heartbeat_lets_another_worker_take_over(queued_run, settings):
     # The first worker has lost it: its heartbeat no longer touches the run.
     assert run_heartbeat(run_ids=[queued_run.pk], worker_id="w1") == set()
     assert run_heartbeat(run_ids=[queued_run.pk], worker_id="w2") == {queued_run.pk}
+
+
+def test_the_heartbeat_moves_only_for_runs_the_worker_holds(queued_run, conversation, user):
+    run_claim(run_id=queued_run.pk, worker_id="w1")
+    before = AgentRun.objects.get(pk=queued_run.pk).heartbeat_at
+    second = conversation_create(owner=user, profile=conversation.profile)
+    other = message_send(conversation=second, user=user, content="again").run
+    unknown = other.pk + 1000
+
+    assert run_heartbeat(run_ids=[queued_run.pk, other.pk, unknown], worker_id="w1") == {
+        queued_run.pk
+    }
+    assert AgentRun.objects.get(pk=queued_run.pk).heartbeat_at > before
+    assert AgentRun.objects.get(pk=other.pk).heartbeat_at is None
+
+
+def test_cancel_requests_are_found_among_the_runs_asked_about(queued_run, conversation, user):
+    second = conversation_create(owner=user, profile=conversation.profile)
+    other = message_send(conversation=second, user=user, content="again").run
+    AgentRun.objects.filter(pk=other.pk).update(cancel_requested_at=timezone.now())
+
+    assert runs_cancel_requested(run_ids=[queued_run.pk, other.pk]) == {other.pk}
+    assert runs_cancel_requested(run_ids=[queued_run.pk]) == set()
+    assert runs_cancel_requested(run_ids=[]) == set()
 
 
 def test_a_queued_run_left_too_long_needs_rescue(queued_run):

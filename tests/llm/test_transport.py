@@ -1,0 +1,113 @@
+"""The model client's network layer (agents/llm/transport.py) on real sockets."""
+
+from __future__ import annotations
+
+import json
+import socket
+import struct
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+
+from agents.llm.client import OpenAIChatModel
+from agents.react.errors import ModelTimeout, ModelUnavailable
+
+QUESTION = [{"role": "user", "content": "hi"}]
+
+
+def _stream_body(text: str) -> bytes:
+    chunk = {"choices": [{"index": 0, "delta": {"content": text}, "finish_reason": "stop"}]}
+    return b"data: " + json.dumps(chunk).encode() + b"\n\ndata: [DONE]\n\n"
+
+
+class _ClosesAfterEachReply(BaseHTTPRequestHandler):
+    """Answers with keep-alive headers, then closes the connection anyway (as a server's
+    idle timeout does): the client has to notice before it reuses the connection."""
+
+    protocol_version = "HTTP/1.1"
+    connections: list[tuple[str, int]] = []
+
+    def log_message(self, format, *args):
+        pass
+
+    def do_POST(self):
+        self.rfile.read(int(self.headers["Content-Length"]))
+        type(self).connections.append(self.client_address)
+        body = _stream_body(f"reply {len(type(self).connections)}")
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+        self.wfile.flush()
+        self.close_connection = True
+
+
+@pytest.fixture
+def closing_server():
+    _ClosesAfterEachReply.connections = []
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _ClosesAfterEachReply)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_address[1]}/v1"
+    server.shutdown()
+    server.server_close()
+
+
+def test_a_connection_the_server_closed_is_not_reused(closing_server):
+    # No retries: a request sent on the dead connection would fail the call.
+    model = OpenAIChatModel(base_url=closing_server, api_key="k", model="m", max_retries=0)
+
+    first = model.complete(QUESTION)
+    second = model.complete(QUESTION)
+
+    assert (first.text, second.text) == ("reply 1", "reply 2")
+    assert len(_ClosesAfterEachReply.connections) == 2
+
+
+def test_a_server_that_accepts_and_never_answers_times_out():
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(8)
+    try:
+        port = listener.getsockname()[1]
+        model = OpenAIChatModel(
+            base_url=f"http://127.0.0.1:{port}/v1",
+            api_key="k",
+            model="m",
+            deadline_seconds=0.5,
+            max_retries=0,
+        )
+        with pytest.raises(ModelTimeout):
+            model.complete(QUESTION)
+    finally:
+        listener.close()
+
+
+def test_a_connection_reset_before_the_reply_is_unavailable():
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(8)
+
+    def reset_each() -> None:
+        while True:
+            try:
+                conn, _ = listener.accept()
+            except OSError:
+                return
+            conn.recv(65536)
+            # Linger on, for 0 s: close sends an RST, not a FIN.
+            conn.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+            conn.close()
+
+    threading.Thread(target=reset_each, daemon=True).start()
+    try:
+        port = listener.getsockname()[1]
+        model = OpenAIChatModel(
+            base_url=f"http://127.0.0.1:{port}/v1", api_key="k", model="m", max_retries=1
+        )
+        with pytest.raises(ModelUnavailable, match="cannot reach"):
+            model.complete(QUESTION)
+    finally:
+        listener.close()
