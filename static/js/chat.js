@@ -280,6 +280,26 @@ function startConversation() {
   thread.scrollToEnd();
   updateComposer();
 
+  // A question asked while the agent is still answering waits here, shown as pending, until
+  // the run ends: the server would refuse it (one run at a time), and it continues the answer
+  // being written, whose message the page only learns when the run ends. A paused run does
+  // not hold it back: the server then says why it cannot start.
+  const heldSends = [];
+  function releaseHeldSends() {
+    if (gone) return;
+    while (heldSends.length && !thread.workingRunIds().length) {
+      const { clientId, content, profile } = heldSends.shift();
+      socket.send({
+        type: "message.send",
+        content,
+        client_id: clientId,
+        profile,
+        // The branch shown is the one the question continues (docs/protocol.md).
+        parent_id: thread.leaf ?? undefined,
+      });
+    }
+  }
+
   let lastFrameAt = Date.now(); // of the last frame other than a pong; see watchForSilence
   function onFrame(frame) {
     if (frame.type === "pong") return;
@@ -299,6 +319,7 @@ function startConversation() {
     }
     thread.apply(frame);
     if (frame.type === "message.created" && conversation.untitled) refreshTitle();
+    if (heldSends.length) releaseHeldSends();
   }
 
   // The first message names an untitled conversation on the server; show the name it got.
@@ -416,14 +437,8 @@ function startConversation() {
     }
     const clientId = newClientId();
     thread.addPending(clientId, content);
-    socket.send({
-      type: "message.send",
-      content,
-      client_id: clientId,
-      profile: profileSelect ? profileSelect.value : undefined,
-      // The branch shown is the one the question continues (docs/protocol.md).
-      parent_id: thread.leaf ?? undefined,
-    });
+    heldSends.push({ clientId, content, profile: profileSelect ? profileSelect.value : undefined });
+    releaseHeldSends();
     input.value = "";
     autosize();
     updateCharCount();

@@ -277,9 +277,12 @@ export class Thread {
     Promise.resolve(this.onSwitch(messageId)).then(
       (leaf) => {
         if (typeof leaf === "number" && leaf !== this.leaf) {
+          // The server knew more of the branch (an answer whose frame is still on its way).
+          const stillPressed = document.activeElement?.closest?.(".branch-switch button");
           this.leaf = leaf;
           this.layout();
           this.refreshControls();
+          if (stillPressed) this.focusSwitcherOf(messageId, stillPressed.className);
         }
       },
       () => {

@@ -11,7 +11,7 @@ import pytest
 from playwright.sync_api import expect
 
 from agents.llm.scripted import Gate, Reply
-from agents.models import AgentRun, Conversation
+from agents.models import AgentRun, Conversation, Message
 from agents.services.conversations import conversation_create
 from tests.e2e.conftest import MOBILE, WAIT_MS
 
@@ -265,10 +265,18 @@ def test_regenerate_and_edit_a_past_question(stack, open_tab, user, model_name):
     assert tab.errors == []
 
 
-def test_a_second_question_during_a_run_is_refused_politely(stack, open_tab, user, model_name):
+def test_a_second_question_during_a_run_waits_for_the_answer_and_follows_it(
+    stack, open_tab, user, model_name
+):
+    """The server takes one run at a time. A question asked while the agent is answering stays
+    on the page, shown as pending, and goes once the run ends: then it continues from the
+    answer just written, which the page only knew as a message at the run's end."""
     profile = stack.profile(model_name, tools=("calculator",))
     final_answer = Gate()
-    stack.model.script(model_name, calculator_script(gate=final_answer))
+    stack.model.script(
+        model_name,
+        [*calculator_script(gate=final_answer), Reply("Thought: Easy.\nFinal Answer: **6**")],
+    )
     conversation = conversation_create(owner=user, profile=profile)
     tab = open_tab(user, path=f"/c/{conversation.pk}/")
     page = tab.page
@@ -276,13 +284,20 @@ def test_a_second_question_during_a_run_is_refused_politely(stack, open_tab, use
     expect(page.locator(".step.thought")).to_be_visible()
 
     ask(page, "And 3 + 3?")
-    expect(page.get_by_role("alert")).to_have_text("Wait for the current answer, or stop it.")
-    # The refused text comes back to the box; nothing was added to the thread.
-    expect(page.get_by_label("Message", exact=True)).to_have_value("And 3 + 3?")
-    expect(page.locator(".msg.user")).to_have_count(1)
+    expect(page.locator(".msg.user.pending .bubble")).to_have_text("And 3 + 3?")
+    expect(page.get_by_label("Message", exact=True)).to_have_value("")
+    assert Message.objects.filter(conversation=conversation, role="user").count() == 1
     assert not AgentRun.objects.get(conversation=conversation).is_terminal
+
     final_answer.open()
-    expect(page.locator(".answer strong")).to_have_text("4")
+    expect(page.locator(".answer strong")).to_have_text(["4", "6"])
+    expect(page.locator(".msg.user.pending")).to_have_count(0)
+    expect(page.get_by_role("alert")).to_be_hidden()
+    first_answer = Message.objects.get(
+        conversation=conversation, role="assistant", content__contains="4"
+    )
+    second = Message.objects.get(conversation=conversation, content="And 3 + 3?")
+    assert second.parent_id == first_answer.pk
     assert tab.errors == []
 
 
