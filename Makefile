@@ -6,7 +6,7 @@ PYTEST_ARGS ?=
 PORT   ?= 8000
 
 .DEFAULT_GOAL := help
-.PHONY: help deps run test test-fast lint format migrations browser bench clean messages translations gettext
+.PHONY: help deps run test test-fast lint format migrations browser bench clean messages translations gettext screenshots cjk-font
 
 help:  ## List the targets
 	@grep -E '^[a-z-]+:.*##' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
@@ -60,6 +60,14 @@ gettext:  ## Install Debian's gettext (msgfmt) if it is missing
 	@command -v msgfmt >/dev/null 2>&1 || { \
 	  echo "gettext is missing: installing Debian's package"; \
 	  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq gettext) >/dev/null; }
+
+cjk-font:  ## Install a Chinese font (Debian's WenQuanYi Micro Hei) if none is installed
+	@fc-list :lang=zh | grep -q . || { \
+	  echo "no Chinese font: installing Debian's fonts-wqy-microhei"; \
+	  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq fonts-wqy-microhei) >/dev/null; }
+
+screenshots: deps browser gettext cjk-font  ## Retake the README's screenshots (bench/screenshots.py)
+	$(PY) -m chatsite.embedded $(PY) bench/screenshots.py $(PYTEST_ARGS)
 
 bench: deps  ## Run the benchmarks in bench/ (see docs/performance.md)
 	@echo "see docs/performance.md for each script's command"

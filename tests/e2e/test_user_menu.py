@@ -123,6 +123,21 @@ def test_switching_to_chinese_is_remembered_across_reload_sign_out_and_another_b
     assert tab.errors == []
 
 
+def test_the_menu_opens_above_its_button_with_every_item_inside_it(stack, open_tab, user):
+    # At the foot of the sidebar the menu must open upwards; a top left set by the general
+    # .menu-items rule once squeezed it to its padding, the items spilling out below.
+    tab = open_tab(user)
+    page = tab.page
+    menu = open_user_menu(page)
+    button = page.locator("#user-menu-button").bounding_box()
+    box = menu.bounding_box()
+    assert box["y"] + box["height"] <= button["y"]
+    for item in (menu.locator("[role=menuitemradio]").first, menu.locator("#sign-out")):
+        inside = item.bounding_box()
+        assert box["y"] <= inside["y"]
+        assert inside["y"] + inside["height"] <= box["y"] + box["height"]
+
+
 def test_the_menu_works_from_the_keyboard(stack, open_tab, user):
     page = open_tab(user).page
     expect(page.locator("#user-menu[data-ready]")).to_be_attached()
