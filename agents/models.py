@@ -17,6 +17,7 @@ from django.db import models
 from django.db.models import F, Q
 from django.utils import timezone
 from django.utils.text import format_lazy
+from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 
 from agents.crypto import decrypt_json, decrypt_text, encrypt_json, encrypt_text
@@ -475,7 +476,7 @@ class Conversation(models.Model):
         indexes = [models.Index(fields=["owner", "archived", "-updated_at"])]
 
     def __str__(self) -> str:
-        return self.title or f"Conversation {self.pk}"
+        return self.title or gettext("Conversation %(number)s") % {"number": self.pk}
 
 
 class Message(models.Model):
