@@ -202,11 +202,11 @@ class VersionRestoreForm(forms.Form):
 def describe_stored_secrets(tool_config: ToolConfig) -> str:
     """The names of a tool's stored secrets (never their values), for pages."""
     if not tool_config.secrets_encrypted:
-        return "none"
+        return gettext("none")
     try:
-        return ", ".join(tool_config.secret_names) or "none"
+        return ", ".join(tool_config.secret_names) or gettext("none")
     except SecretUnreadable:
-        return "unreadable (SECRET_KEY changed since they were saved): enter them again"
+        return gettext("unreadable (SECRET_KEY changed since they were saved): enter them again")
 
 
 class IndentedJSONField(forms.JSONField):
@@ -490,5 +490,5 @@ def new_tool_name_error(name: str, *, chosen: set[str]) -> str | None:
     except forms.ValidationError as exc:
         return " ".join(exc.messages)
     if name in chosen or ToolConfig.objects.filter(name=name).exists():
-        return f"A tool named {name} exists: choose another."
+        return gettext("A tool named %(name)s exists: choose another.") % {"name": name}
     return None

@@ -43,11 +43,11 @@ def _runs_program(server: McpServer | None) -> bool:
 def describe_headers(server: McpServer) -> str:
     """The names of the stored headers, never their values."""
     if not server.headers_encrypted:
-        return "none"
+        return gettext("none")
     try:
-        return ", ".join(sorted(server.get_headers())) or "none"
+        return ", ".join(sorted(server.get_headers())) or gettext("none")
     except SecretUnreadable:
-        return "unreadable (SECRET_KEY changed since they were saved): enter them again"
+        return gettext("unreadable (SECRET_KEY changed since they were saved): enter them again")
 
 
 class McpServerForm(forms.ModelForm):
@@ -220,7 +220,9 @@ class McpServerAdmin(ExtraPagesAdmin):
     @admin.display(description=_("Tools enabled from it"))
     def enabled_tools(self, obj: McpServer) -> str:
         enabled = mcp_server_tools(server=obj)
-        return ", ".join(f"{local} ({remote})" for remote, local in enabled.items()) or "none"
+        return ", ".join(f"{local} ({remote})" for remote, local in enabled.items()) or gettext(
+            "none"
+        )
 
     def get_form(self, request: HttpRequest, obj: Any = None, change: bool = False, **kwargs: Any):
         form_class = super().get_form(request, obj, change, **kwargs)

@@ -10,6 +10,7 @@ from django.db.models import QuerySet
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.urls import URLPattern
 from django.utils import timezone
+from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 
 from agents.admin.forms import ModelConfigForm
@@ -67,11 +68,11 @@ class ModelConfigAdmin(ExtraPagesAdmin):
 
     @admin.display(description=_("Endpoint"))
     def endpoint(self, obj: ModelConfig) -> str:
-        return obj.base_url or "built-in demo model"
+        return obj.base_url or gettext("built-in demo model")
 
     @admin.display(description=_("API key"))
     def api_key_state(self, obj: ModelConfig) -> str:
-        return "set" if obj.has_api_key else "not set"
+        return gettext("set") if obj.has_api_key else gettext("not set")
 
     @admin.display(description=_("Prompt / completion price"))
     def prices(self, obj: ModelConfig) -> str:

@@ -125,7 +125,7 @@ class OperationsForm(forms.Form):
                 "operation": operation,
                 "enable": self[f"op_{index}"],
                 "name": self[f"opname_{index}"],
-                "auth": ", ".join(_style_label(s) for s in operation.schemes) or "none",
+                "auth": ", ".join(_style_label(s) for s in operation.schemes) or gettext("none"),
             }
             for index, operation in enumerate(self.found)
         ]
@@ -159,10 +159,10 @@ class OperationsForm(forms.Form):
 
 def _style_label(scheme: SecurityScheme) -> str:
     if scheme.style == "api_key_header":
-        return f"API key in header {scheme.parameter}"
+        return gettext("API key in header %(name)s") % {"name": scheme.parameter}
     if scheme.style == "api_key_query":
-        return f"API key in query parameter {scheme.parameter}"
-    return "bearer token"
+        return gettext("API key in query parameter %(name)s") % {"name": scheme.parameter}
+    return gettext("bearer token")
 
 
 @sensitive_post_parameters()
