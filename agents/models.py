@@ -16,6 +16,8 @@ from django.core.validators import MinValueValidator, RegexValidator
 from django.db import models
 from django.db.models import F, Q
 from django.utils import timezone
+from django.utils.text import format_lazy
+from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 
 from agents.crypto import decrypt_json, decrypt_text, encrypt_json, encrypt_text
@@ -28,28 +30,43 @@ from agents.crypto import decrypt_json, decrypt_text, encrypt_json, encrypt_text
 class ModelConfig(models.Model):
     """An OpenAI-compatible endpoint. An empty ``base_url`` means the offline demo model."""
 
-    name = models.CharField(max_length=100, unique=True)
+    name = models.CharField(_("name"), max_length=100, unique=True)
     base_url = models.URLField(
-        blank=True, help_text="e.g. https://api.openai.com/v1 or http://localhost:11434/v1"
+        _("base url"),
+        blank=True,
+        help_text=_("e.g. https://api.openai.com/v1 or http://localhost:11434/v1"),
     )
-    model = models.CharField(max_length=200, help_text="The model name the endpoint expects.")
-    api_key_encrypted = models.TextField(blank=True, editable=False)
-    default_temperature = models.FloatField(default=0.0)
-    context_window = models.PositiveIntegerField(default=8192)
-    request_timeout_seconds = models.FloatField(default=120.0, validators=[MinValueValidator(1)])
-    max_retries = models.PositiveSmallIntegerField(default=3)
+    model = models.CharField(
+        _("model"), max_length=200, help_text=_("The model name the endpoint expects.")
+    )
+    api_key_encrypted = models.TextField(_("api key encrypted"), blank=True, editable=False)
+    default_temperature = models.FloatField(_("default temperature"), default=0.0)
+    context_window = models.PositiveIntegerField(_("context window"), default=8192)
+    request_timeout_seconds = models.FloatField(
+        _("request timeout seconds"), default=120.0, validators=[MinValueValidator(1)]
+    )
+    max_retries = models.PositiveSmallIntegerField(_("max retries"), default=3)
     supports_tool_calling = models.BooleanField(
+        _("supports tool calling"),
         default=False,
-        help_text="The endpoint accepts OpenAI tool calls: a ReAct run that breaks the format "
-        "three times goes on in native tool-calling mode.",
+        help_text=_(
+            "The endpoint accepts OpenAI tool calls: a ReAct run that breaks the format "
+            "three times goes on in native tool-calling mode."
+        ),
     )
     # Prices are per million tokens, in whatever currency the operator bills in.
-    prompt_price_per_million = models.DecimalField(max_digits=10, decimal_places=4, default=0)
-    completion_price_per_million = models.DecimalField(max_digits=10, decimal_places=4, default=0)
-    created_at = models.DateTimeField(auto_now_add=True)
-    updated_at = models.DateTimeField(auto_now=True)
+    prompt_price_per_million = models.DecimalField(
+        _("prompt price per million"), max_digits=10, decimal_places=4, default=0
+    )
+    completion_price_per_million = models.DecimalField(
+        _("completion price per million"), max_digits=10, decimal_places=4, default=0
+    )
+    created_at = models.DateTimeField(_("created at"), auto_now_add=True)
+    updated_at = models.DateTimeField(_("updated at"), auto_now=True)
 
     class Meta:
+        verbose_name = _("model config")
+        verbose_name_plural = _("model configs")
         ordering = ["name"]
 
     def __str__(self) -> str:
@@ -76,7 +93,7 @@ class ModelConfig(models.Model):
 
 tool_name_validator = RegexValidator(
     r"^[A-Za-z][A-Za-z0-9_]{0,63}$",
-    "Tool names start with a letter and use only letters, digits and underscores.",
+    _("Tool names start with a letter and use only letters, digits and underscores."),
 )
 
 
@@ -84,31 +101,41 @@ class ToolConfig(models.Model):
     """A configured instance of a registered tool kind (see ``agents/tools/registry.py``)."""
 
     name = models.CharField(
+        _("name"),
         max_length=64,
         unique=True,
         validators=[tool_name_validator],
-        help_text="The name the model sees and calls.",
+        help_text=_("The name the model sees and calls."),
     )
-    kind = models.CharField(max_length=64)
-    description = models.TextField(help_text="What the model reads to decide when to call it.")
-    config = models.JSONField(default=dict, blank=True)
-    secrets_encrypted = models.TextField(blank=True, editable=False)
-    enabled = models.BooleanField(default=True)
-    timeout_seconds = models.FloatField(default=30.0, validators=[MinValueValidator(0.1)])
+    kind = models.CharField(_("kind"), max_length=64)
+    description = models.TextField(
+        _("description"), help_text=_("What the model reads to decide when to call it.")
+    )
+    config = models.JSONField(_("config"), default=dict, blank=True)
+    secrets_encrypted = models.TextField(_("secrets encrypted"), blank=True, editable=False)
+    enabled = models.BooleanField(_("enabled"), default=True)
+    timeout_seconds = models.FloatField(
+        _("timeout seconds"), default=30.0, validators=[MinValueValidator(0.1)]
+    )
     return_direct = models.BooleanField(
-        default=False, help_text="Return the tool's output as the final answer."
+        _("return direct"),
+        default=False,
+        help_text=_("Return the tool's output as the final answer."),
     )
     needs_approval = models.BooleanField(
+        _("needs approval"),
         default=False,
-        help_text=(
+        help_text=_(
             "The run pauses before each call until the conversation's owner approves or "
             "denies it in the chat. For tools that change something (send, file, write)."
         ),
     )
-    created_at = models.DateTimeField(auto_now_add=True)
-    updated_at = models.DateTimeField(auto_now=True)
+    created_at = models.DateTimeField(_("created at"), auto_now_add=True)
+    updated_at = models.DateTimeField(_("updated at"), auto_now=True)
 
     class Meta:
+        verbose_name = _("tool config")
+        verbose_name_plural = _("tool configs")
         ordering = ["name"]
 
     def __str__(self) -> str:
@@ -133,36 +160,50 @@ class McpServer(models.Model):
     """
 
     class Transport(models.TextChoices):
-        HTTP = "http", "Streamable HTTP"
-        STDIO = "stdio", "stdio (a program on the worker's machine)"
+        HTTP = "http", _("Streamable HTTP")
+        STDIO = "stdio", _("stdio (a program on the worker's machine)")
 
     class State(models.TextChoices):
-        UNKNOWN = "unknown", "Not contacted yet"
-        UP = "up", "Up"
-        DOWN = "down", "Down"
+        UNKNOWN = "unknown", _("Not contacted yet")
+        UP = "up", _("Up")
+        DOWN = "down", _("Down")
 
-    name = models.CharField(max_length=100, unique=True)
-    transport = models.CharField(max_length=10, choices=Transport.choices, default=Transport.HTTP)
-    url = models.URLField(blank=True, help_text="Streamable HTTP: the endpoint, e.g. …/mcp")
-    headers_encrypted = models.TextField(blank=True, editable=False)
-    command = models.CharField(max_length=500, blank=True, help_text="stdio: the program to run.")
-    args = models.JSONField(default=list, blank=True, help_text="stdio: its arguments, a list.")
+    name = models.CharField(_("name"), max_length=100, unique=True)
+    transport = models.CharField(
+        _("transport"), max_length=10, choices=Transport.choices, default=Transport.HTTP
+    )
+    url = models.URLField(
+        _("url"), blank=True, help_text=_("Streamable HTTP: the endpoint, e.g. …/mcp")
+    )
+    headers_encrypted = models.TextField(_("headers encrypted"), blank=True, editable=False)
+    command = models.CharField(
+        _("command"), max_length=500, blank=True, help_text=_("stdio: the program to run.")
+    )
+    args = models.JSONField(
+        _("args"), default=list, blank=True, help_text=_("stdio: its arguments, a list.")
+    )
     timeout_seconds = models.FloatField(
+        _("timeout seconds"),
         default=15.0,
         validators=[MinValueValidator(0.5)],
-        help_text="For connecting and discovering; a call uses its tool's timeout.",
+        help_text=_("For connecting and discovering; a call uses its tool's timeout."),
     )
-    state = models.CharField(max_length=10, choices=State.choices, default=State.UNKNOWN)
-    last_error = models.TextField(blank=True)
-    last_contact_at = models.DateTimeField(null=True, blank=True)
+    state = models.CharField(
+        _("state"), max_length=10, choices=State.choices, default=State.UNKNOWN
+    )
+    last_error = models.TextField(_("last error"), blank=True)
+    last_contact_at = models.DateTimeField(_("last contact at"), null=True, blank=True)
     # What the last "Discover" listed: [{name, description, input_schema, annotations}].
-    discovered_tools = models.JSONField(default=list, blank=True, editable=False)
-    created_at = models.DateTimeField(auto_now_add=True)
-    updated_at = models.DateTimeField(auto_now=True)
+    discovered_tools = models.JSONField(
+        _("discovered tools"), default=list, blank=True, editable=False
+    )
+    created_at = models.DateTimeField(_("created at"), auto_now_add=True)
+    updated_at = models.DateTimeField(_("updated at"), auto_now=True)
 
     class Meta:
+        verbose_name = _("MCP server")
+        verbose_name_plural = _("MCP servers")
         ordering = ["name"]
-        verbose_name = "MCP server"
 
     def __str__(self) -> str:
         return self.name
@@ -171,11 +212,11 @@ class McpServer(models.Model):
         from django.core.exceptions import ValidationError
 
         if self.transport == self.Transport.HTTP and not self.url:
-            raise ValidationError({"url": "A streamable HTTP server needs its URL."})
+            raise ValidationError({"url": _("A streamable HTTP server needs its URL.")})
         if self.transport == self.Transport.STDIO and not self.command:
-            raise ValidationError({"command": "A stdio server needs the command to run."})
+            raise ValidationError({"command": _("A stdio server needs the command to run.")})
         if not isinstance(self.args, list) or not all(isinstance(a, str) for a in self.args):
-            raise ValidationError({"args": "The arguments are a JSON list of strings."})
+            raise ValidationError({"args": _("The arguments are a JSON list of strings.")})
 
     def set_headers(self, values: dict[str, str]) -> None:
         self.headers_encrypted = encrypt_json(values)
@@ -201,12 +242,15 @@ def suggested_prompt_lines(text: str) -> list[str]:
 def validate_suggested_prompts(text: str) -> None:
     lines = suggested_prompt_lines(text)
     if len(lines) > SUGGESTED_PROMPTS_MAX:
-        raise ValidationError(f"At most {SUGGESTED_PROMPTS_MAX} suggestions, one per line.")
+        raise ValidationError(
+            _("At most %(count)d suggestions, one per line."),
+            params={"count": SUGGESTED_PROMPTS_MAX},
+        )
     too_long = [line for line in lines if len(line) > SUGGESTED_PROMPT_MAX_CHARS]
     if too_long:
         raise ValidationError(
-            f"Each suggestion has at most {SUGGESTED_PROMPT_MAX_CHARS} characters; "
-            f"this one is longer: {too_long[0][:60]}…"
+            _("Each suggestion has at most %(count)d characters; this one is longer: %(start)s…"),
+            params={"count": SUGGESTED_PROMPT_MAX_CHARS, "start": too_long[0][:60]},
         )
 
 
@@ -219,90 +263,127 @@ def validate_tool_call_budget(value: object) -> None:
         for name, limit in value.items()
     ):
         raise ValidationError(
-            "Give a JSON object of tool names and whole numbers of at least 1, "
-            'e.g. {"send_mail": 2}.'
+            _(
+                "Give a JSON object of tool names and whole numbers of at least 1, "
+                'e.g. {"send_mail": 2}.'
+            )
         )
 
 
 class AgentProfile(models.Model):
     class Mode(models.TextChoices):
-        REACT = "react", "ReAct text"
-        TOOLS = "tools", "Native tool calling"
+        REACT = "react", _("ReAct text")
+        TOOLS = "tools", _("Native tool calling")
 
     class LabelSet(models.TextChoices):
-        ENGLISH = "en", "English"
-        CHINESE = "zh", "Chinese"
+        ENGLISH = "en", _("English")
+        CHINESE = "zh", _("Chinese")
 
     class MemoryStrategy(models.TextChoices):
-        BUFFER = "buffer", "Whole history"
-        WINDOW = "window", "Last k turns"
-        SUMMARY_BUFFER = "summary_buffer", "Summary + recent turns"
+        BUFFER = "buffer", _("Whole history")
+        WINDOW = "window", _("Last k turns")
+        SUMMARY_BUFFER = "summary_buffer", _("Summary + recent turns")
 
-    name = models.CharField(max_length=100)
-    slug = models.SlugField(unique=True)
-    description = models.TextField(blank=True, help_text="Shown in the chat's agent picker.")
+    name = models.CharField(_("name"), max_length=100)
+    slug = models.SlugField(_("slug"), unique=True)
+    description = models.TextField(
+        _("description"), blank=True, help_text=_("Shown in the chat's agent picker.")
+    )
     suggested_prompts = models.TextField(
+        _("suggested prompts"),
         blank=True,
         validators=[validate_suggested_prompts],
-        help_text=(
-            f"Starting points shown on an empty chat, one per line (at most "
-            f"{SUGGESTED_PROMPTS_MAX}); a click sends one. Saved with the profile's version."
+        help_text=format_lazy(
+            _(
+                "Starting points shown on an empty chat, one per line (at most {count}); "
+                "a click sends one. Saved with the profile's version."
+            ),
+            count=SUGGESTED_PROMPTS_MAX,
         ),
     )
-    mode = models.CharField(max_length=10, choices=Mode.choices, default=Mode.REACT)
+    mode = models.CharField(_("mode"), max_length=10, choices=Mode.choices, default=Mode.REACT)
     model_config = models.ForeignKey(
-        ModelConfig, on_delete=models.PROTECT, null=True, blank=True, related_name="profiles"
+        ModelConfig,
+        verbose_name=_("model config"),
+        on_delete=models.PROTECT,
+        null=True,
+        blank=True,
+        related_name="profiles",
     )
-    temperature = models.FloatField(null=True, blank=True, help_text="Empty: the model's default.")
+    temperature = models.FloatField(
+        _("temperature"), null=True, blank=True, help_text=_("Empty: the model's default.")
+    )
     system_prompt = models.TextField(
-        blank=True, help_text="Empty: the default template for the mode and label set."
+        _("system prompt"),
+        blank=True,
+        help_text=_("Empty: the default template for the mode and label set."),
     )
-    label_set = models.CharField(max_length=4, choices=LabelSet.choices, default=LabelSet.ENGLISH)
-    few_shot_examples = models.TextField(blank=True)
-    tools = models.ManyToManyField(ToolConfig, blank=True, related_name="profiles")
-    max_iterations = models.PositiveSmallIntegerField(default=15, validators=[MinValueValidator(1)])
+    label_set = models.CharField(
+        _("label set"), max_length=4, choices=LabelSet.choices, default=LabelSet.ENGLISH
+    )
+    few_shot_examples = models.TextField(_("few shot examples"), blank=True)
+    tools = models.ManyToManyField(
+        ToolConfig, verbose_name=_("tools"), blank=True, related_name="profiles"
+    )
+    max_iterations = models.PositiveSmallIntegerField(
+        _("max iterations"), default=15, validators=[MinValueValidator(1)]
+    )
     max_execution_time = models.FloatField(
-        default=300.0, validators=[MinValueValidator(1)], help_text="Seconds."
+        _("max execution time"),
+        default=300.0,
+        validators=[MinValueValidator(1)],
+        help_text=_("Seconds."),
     )
     memory_strategy = models.CharField(
-        max_length=20, choices=MemoryStrategy.choices, default=MemoryStrategy.SUMMARY_BUFFER
+        _("memory strategy"),
+        max_length=20,
+        choices=MemoryStrategy.choices,
+        default=MemoryStrategy.SUMMARY_BUFFER,
     )
-    memory_window_turns = models.PositiveSmallIntegerField(default=6)
-    memory_token_budget = models.PositiveIntegerField(default=2000)
+    memory_window_turns = models.PositiveSmallIntegerField(_("memory window turns"), default=6)
+    memory_token_budget = models.PositiveIntegerField(_("memory token budget"), default=2000)
     # Per-run budgets: reaching one stops the run (out_of_budget) and the chat offers
     # Continue, which resumes the same run with each budget raised by its own size again.
     budget_steps = models.PositiveSmallIntegerField(
+        _("budget steps"),
         null=True,
         blank=True,
         validators=[MinValueValidator(1)],
-        help_text=(
+        help_text=_(
             "Steps per run before it stops and offers Continue (each Continue allows this many "
             "more). Empty: no step budget. Max iterations stays the ceiling."
         ),
     )
     budget_tokens = models.PositiveIntegerField(
+        _("budget tokens"),
         null=True,
         blank=True,
         validators=[MinValueValidator(1)],
-        help_text="Tokens per run before it stops and offers Continue. Empty: no token budget.",
+        help_text=_("Tokens per run before it stops and offers Continue. Empty: no token budget."),
     )
     budget_tool_calls = models.JSONField(
+        _("budget tool calls"),
         default=dict,
         blank=True,
         validators=[validate_tool_call_budget],
-        help_text=(
+        help_text=_(
             'Calls per run for each named tool, e.g. {"send_mail": 2}; the run stops before '
             "one more and offers Continue. Empty: no limit."
         ),
     )
     allowed_groups = models.ManyToManyField(
-        Group, blank=True, help_text="Empty: every signed-in user may use this profile."
+        Group,
+        verbose_name=_("allowed groups"),
+        blank=True,
+        help_text=_("Empty: every signed-in user may use this profile."),
     )
-    is_default = models.BooleanField(default=False)
-    created_at = models.DateTimeField(auto_now_add=True)
-    updated_at = models.DateTimeField(auto_now=True)
+    is_default = models.BooleanField(_("is default"), default=False)
+    created_at = models.DateTimeField(_("created at"), auto_now_add=True)
+    updated_at = models.DateTimeField(_("updated at"), auto_now=True)
 
     class Meta:
+        verbose_name = _("agent profile")
+        verbose_name_plural = _("agent profiles")
         ordering = ["name"]
         constraints = [
             models.UniqueConstraint(
@@ -321,15 +402,25 @@ class AgentProfile(models.Model):
 class PromptVersion(models.Model):
     """An immutable snapshot of a profile, written on every save. Runs point at one."""
 
-    profile = models.ForeignKey(AgentProfile, on_delete=models.CASCADE, related_name="versions")
-    number = models.PositiveIntegerField()
-    snapshot = models.JSONField(help_text="Everything the engine needs from the profile.")
-    created_by = models.ForeignKey(
-        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True
+    profile = models.ForeignKey(
+        AgentProfile, verbose_name=_("profile"), on_delete=models.CASCADE, related_name="versions"
     )
-    created_at = models.DateTimeField(auto_now_add=True)
+    number = models.PositiveIntegerField(_("number"))
+    snapshot = models.JSONField(
+        _("snapshot"), help_text=_("Everything the engine needs from the profile.")
+    )
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        verbose_name=_("created by"),
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+    )
+    created_at = models.DateTimeField(_("created at"), auto_now_add=True)
 
     class Meta:
+        verbose_name = _("prompt version")
+        verbose_name_plural = _("prompt versions")
         ordering = ["profile", "-number"]
         constraints = [
             models.UniqueConstraint(fields=["profile", "number"], name="unique_prompt_version")
@@ -346,31 +437,46 @@ class PromptVersion(models.Model):
 
 class Conversation(models.Model):
     owner = models.ForeignKey(
-        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="conversations"
+        settings.AUTH_USER_MODEL,
+        verbose_name=_("owner"),
+        on_delete=models.CASCADE,
+        related_name="conversations",
     )
-    title = models.CharField(max_length=200, blank=True)
+    title = models.CharField(_("title"), max_length=200, blank=True)
     profile = models.ForeignKey(
-        AgentProfile, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+        AgentProfile,
+        verbose_name=_("profile"),
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        related_name="+",
     )
-    archived = models.BooleanField(default=False)
+    archived = models.BooleanField(_("archived"), default=False)
     # Pinned conversations head the sidebar, most recently pinned first; NULL when not pinned.
-    pinned_at = models.DateTimeField(null=True, blank=True)
+    pinned_at = models.DateTimeField(_("pinned at"), null=True, blank=True)
     # The last seq handed out in this conversation's event log; bumped under a row lock.
-    last_seq = models.PositiveBigIntegerField(default=0)
+    last_seq = models.PositiveBigIntegerField(_("last seq"), default=0)
     # The end of the branch the owner is looking at: the next message continues it, memory,
     # search, export and the API read it (agents/services/branches.py). NULL when empty.
     active_leaf = models.ForeignKey(
-        "Message", on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+        "Message",
+        verbose_name=_("active leaf"),
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        related_name="+",
     )
-    created_at = models.DateTimeField(auto_now_add=True)
-    updated_at = models.DateTimeField(auto_now=True, db_index=True)
+    created_at = models.DateTimeField(_("created at"), auto_now_add=True)
+    updated_at = models.DateTimeField(_("updated at"), auto_now=True, db_index=True)
 
     class Meta:
+        verbose_name = _("conversation")
+        verbose_name_plural = _("conversations")
         ordering = ["-updated_at"]
         indexes = [models.Index(fields=["owner", "archived", "-updated_at"])]
 
     def __str__(self) -> str:
-        return self.title or f"Conversation {self.pk}"
+        return self.title or gettext("Conversation %(number)s") % {"number": self.pk}
 
 
 class Message(models.Model):
@@ -384,30 +490,45 @@ class Message(models.Model):
     """
 
     class Role(models.TextChoices):
-        USER = "user"
-        ASSISTANT = "assistant"
+        USER = "user", _("User")
+        ASSISTANT = "assistant", _("Assistant")
 
     conversation = models.ForeignKey(
-        Conversation, on_delete=models.CASCADE, related_name="messages"
+        Conversation,
+        verbose_name=_("conversation"),
+        on_delete=models.CASCADE,
+        related_name="messages",
     )
     parent = models.ForeignKey(
-        "self", on_delete=models.CASCADE, null=True, blank=True, related_name="children"
+        "self",
+        verbose_name=_("parent"),
+        on_delete=models.CASCADE,
+        null=True,
+        blank=True,
+        related_name="children",
     )
     # Whether the message is on the conversation's active branch (root to ``active_leaf``),
     # kept by the services, so search and the list read the branch without walking the tree.
-    on_active_branch = models.BooleanField(default=True, db_default=True)
-    role = models.CharField(max_length=10, choices=Role.choices)
-    content = models.TextField()
+    on_active_branch = models.BooleanField(_("on active branch"), default=True, db_default=True)
+    role = models.CharField(_("role"), max_length=10, choices=Role.choices)
+    content = models.TextField(_("content"))
     # Set by the browser so a resend after a dropped socket does not create a second message.
     # NULL rather than "" so the conditional unique constraint ignores messages without one.
-    client_id = models.CharField(max_length=64, null=True, blank=True)  # noqa: DJ001
+    client_id = models.CharField(_("client id"), max_length=64, null=True, blank=True)  # noqa: DJ001
     # The run that produced an assistant message.
     run = models.OneToOneField(
-        "AgentRun", on_delete=models.SET_NULL, null=True, blank=True, related_name="answer"
+        "AgentRun",
+        verbose_name=_("run"),
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        related_name="answer",
     )
-    created_at = models.DateTimeField(auto_now_add=True)
+    created_at = models.DateTimeField(_("created at"), auto_now_add=True)
 
     class Meta:
+        verbose_name = _("message")
+        verbose_name_plural = _("messages")
         ordering = ["id"]
         constraints = [
             models.UniqueConstraint(
@@ -437,12 +558,21 @@ class UserPreference(models.Model):
         DARK = "dark", _("Dark")
 
     user = models.OneToOneField(
-        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="preference"
+        settings.AUTH_USER_MODEL,
+        verbose_name=_("user"),
+        on_delete=models.CASCADE,
+        related_name="preference",
     )
     # Empty: the browser's Accept-Language decides.
-    language = models.CharField(max_length=16, blank=True, choices=settings.LANGUAGES)
-    theme = models.CharField(max_length=8, choices=Theme.choices, default=Theme.SYSTEM)
-    updated_at = models.DateTimeField(auto_now=True)
+    language = models.CharField(
+        _("language"), max_length=16, blank=True, choices=settings.LANGUAGES
+    )
+    theme = models.CharField(_("theme"), max_length=8, choices=Theme.choices, default=Theme.SYSTEM)
+    updated_at = models.DateTimeField(_("updated at"), auto_now=True)
+
+    class Meta:
+        verbose_name = _("user preference")
+        verbose_name_plural = _("user preferences")
 
     def __str__(self) -> str:
         return f"Preferences of user {self.user_id}"
@@ -461,29 +591,45 @@ class AnswerFeedback(models.Model):
     """
 
     class Rating(models.TextChoices):
-        UP = "up", "Thumbs up"
-        DOWN = "down", "Thumbs down"
+        UP = "up", _("Thumbs up")
+        DOWN = "down", _("Thumbs down")
 
     COMMENT_MAX_CHARS = 2000
 
-    message = models.ForeignKey(Message, on_delete=models.CASCADE, related_name="feedback")
-    user = models.ForeignKey(
-        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="answer_feedback"
+    message = models.ForeignKey(
+        Message, verbose_name=_("message"), on_delete=models.CASCADE, related_name="feedback"
     )
-    rating = models.CharField(max_length=4, choices=Rating.choices)
-    comment = models.TextField(blank=True, max_length=COMMENT_MAX_CHARS)
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        verbose_name=_("user"),
+        on_delete=models.CASCADE,
+        related_name="answer_feedback",
+    )
+    rating = models.CharField(_("rating"), max_length=4, choices=Rating.choices)
+    comment = models.TextField(_("comment"), blank=True, max_length=COMMENT_MAX_CHARS)
     profile = models.ForeignKey(
-        AgentProfile, on_delete=models.SET_NULL, null=True, blank=True, related_name="feedback"
+        AgentProfile,
+        verbose_name=_("profile"),
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        related_name="feedback",
     )
     prompt_version = models.ForeignKey(
-        PromptVersion, on_delete=models.SET_NULL, null=True, blank=True, related_name="feedback"
+        PromptVersion,
+        verbose_name=_("prompt version"),
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        related_name="feedback",
     )
-    created_at = models.DateTimeField(auto_now_add=True)
-    updated_at = models.DateTimeField(auto_now=True, db_index=True)
+    created_at = models.DateTimeField(_("created at"), auto_now_add=True)
+    updated_at = models.DateTimeField(_("updated at"), auto_now=True, db_index=True)
 
     class Meta:
+        verbose_name = _("answer feedback")
+        verbose_name_plural = _("answer feedback")
         ordering = ["-updated_at"]
-        verbose_name_plural = "answer feedback"
         constraints = [
             models.UniqueConstraint(fields=["message", "user"], name="one_feedback_per_answer"),
             models.CheckConstraint(condition=Q(rating__in=["up", "down"]), name="feedback_rating"),
@@ -501,12 +647,21 @@ def new_share_token() -> str:
 class ConversationShare(models.Model):
     """A read-only link to one conversation. Revoking keeps the row and closes the link."""
 
-    conversation = models.ForeignKey(Conversation, on_delete=models.CASCADE, related_name="shares")
-    token = models.CharField(max_length=64, unique=True, default=new_share_token, editable=False)
-    created_at = models.DateTimeField(auto_now_add=True)
-    revoked_at = models.DateTimeField(null=True, blank=True)
+    conversation = models.ForeignKey(
+        Conversation,
+        verbose_name=_("conversation"),
+        on_delete=models.CASCADE,
+        related_name="shares",
+    )
+    token = models.CharField(
+        _("token"), max_length=64, unique=True, default=new_share_token, editable=False
+    )
+    created_at = models.DateTimeField(_("created at"), auto_now_add=True)
+    revoked_at = models.DateTimeField(_("revoked at"), null=True, blank=True)
 
     class Meta:
+        verbose_name = _("conversation share")
+        verbose_name_plural = _("conversation shares")
         ordering = ["-created_at"]
         constraints = [
             models.UniqueConstraint(
@@ -528,55 +683,72 @@ class ConversationShare(models.Model):
 
 class AgentRun(models.Model):
     class Status(models.TextChoices):
-        QUEUED = "queued"
-        RUNNING = "running"
-        SUCCEEDED = "succeeded"
-        FAILED = "failed"
-        CANCELLED = "cancelled"
+        QUEUED = "queued", _("Queued")
+        RUNNING = "running", _("Running")
+        SUCCEEDED = "succeeded", _("Succeeded")
+        FAILED = "failed", _("Failed")
+        CANCELLED = "cancelled", _("Cancelled")
         # Paused, holding no worker: waiting for the owner to approve or deny a tool call,
         # or stopped at a budget until the owner continues it (docs/architecture.md).
-        AWAITING_APPROVAL = "awaiting_approval"
-        OUT_OF_BUDGET = "out_of_budget"
+        AWAITING_APPROVAL = "awaiting_approval", _("Awaiting approval")
+        OUT_OF_BUDGET = "out_of_budget", _("Out of budget")
 
     TERMINAL_STATUSES = (Status.SUCCEEDED, Status.FAILED, Status.CANCELLED)
     PAUSED_STATUSES = (Status.AWAITING_APPROVAL, Status.OUT_OF_BUDGET)
 
-    conversation = models.ForeignKey(Conversation, on_delete=models.CASCADE, related_name="runs")
+    conversation = models.ForeignKey(
+        Conversation, verbose_name=_("conversation"), on_delete=models.CASCADE, related_name="runs"
+    )
     trigger_message = models.ForeignKey(
-        Message, on_delete=models.CASCADE, related_name="triggered_runs"
+        Message,
+        verbose_name=_("trigger message"),
+        on_delete=models.CASCADE,
+        related_name="triggered_runs",
     )
     profile_version = models.ForeignKey(
-        PromptVersion, on_delete=models.PROTECT, null=True, blank=True, related_name="runs"
+        PromptVersion,
+        verbose_name=_("profile version"),
+        on_delete=models.PROTECT,
+        null=True,
+        blank=True,
+        related_name="runs",
     )
     model_config = models.ForeignKey(
-        ModelConfig, on_delete=models.SET_NULL, null=True, blank=True, related_name="runs"
+        ModelConfig,
+        verbose_name=_("model config"),
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        related_name="runs",
     )
-    model_name = models.CharField(max_length=200, blank=True)
-    mode = models.CharField(max_length=10, default="react")
+    model_name = models.CharField(_("model name"), max_length=200, blank=True)
+    mode = models.CharField(_("mode"), max_length=10, default="react")
     status = models.CharField(
-        max_length=20, choices=Status.choices, default=Status.QUEUED, db_index=True
+        _("status"), max_length=20, choices=Status.choices, default=Status.QUEUED, db_index=True
     )
-    attempts = models.PositiveSmallIntegerField(default=0)
+    attempts = models.PositiveSmallIntegerField(_("attempts"), default=0)
     # Attempts that followed a pause the owner ended (an approval decided, a Continue):
     # they are not interruptions, so AGENT_MAX_ATTEMPTS does not count them.
-    resumes = models.PositiveSmallIntegerField(default=0)
+    resumes = models.PositiveSmallIntegerField(_("resumes"), default=0)
     # How many times the owner pressed Continue: each adds the profile's budgets once more.
-    budget_grants = models.PositiveSmallIntegerField(default=0)
-    worker_id = models.CharField(max_length=200, blank=True)
-    heartbeat_at = models.DateTimeField(null=True, blank=True)
-    cancel_requested_at = models.DateTimeField(null=True, blank=True)
-    prompt_tokens = models.PositiveIntegerField(default=0)
-    completion_tokens = models.PositiveIntegerField(default=0)
-    created_at = models.DateTimeField(auto_now_add=True, db_index=True)
-    started_at = models.DateTimeField(null=True, blank=True)
-    finished_at = models.DateTimeField(null=True, blank=True)
-    error_code = models.CharField(max_length=64, blank=True)
+    budget_grants = models.PositiveSmallIntegerField(_("budget grants"), default=0)
+    worker_id = models.CharField(_("worker id"), max_length=200, blank=True)
+    heartbeat_at = models.DateTimeField(_("heartbeat at"), null=True, blank=True)
+    cancel_requested_at = models.DateTimeField(_("cancel requested at"), null=True, blank=True)
+    prompt_tokens = models.PositiveIntegerField(_("prompt tokens"), default=0)
+    completion_tokens = models.PositiveIntegerField(_("completion tokens"), default=0)
+    created_at = models.DateTimeField(_("created at"), auto_now_add=True, db_index=True)
+    started_at = models.DateTimeField(_("started at"), null=True, blank=True)
+    finished_at = models.DateTimeField(_("finished at"), null=True, blank=True)
+    error_code = models.CharField(_("error code"), max_length=64, blank=True)
     # What the user is shown (a plain reason and a reference) and, for staff only, the
     # technical detail without secrets (agents/llm/errors.py).
-    error_message = models.TextField(blank=True)
-    error_detail = models.TextField(blank=True)
+    error_message = models.TextField(_("error message"), blank=True)
+    error_detail = models.TextField(_("error detail"), blank=True)
 
     class Meta:
+        verbose_name = _("agent run")
+        verbose_name_plural = _("agent runs")
         ordering = ["-id"]
         indexes = [models.Index(fields=["status", "heartbeat_at"])]
 
@@ -606,30 +778,35 @@ class ToolApproval(models.Model):
     """
 
     class Decision(models.TextChoices):
-        PENDING = "", "Pending"
-        APPROVED = "approved", "Approved"
-        DECLINED = "declined", "Declined"
-        EXPIRED = "expired", "Expired (declined)"
+        PENDING = "", _("Pending")
+        APPROVED = "approved", _("Approved")
+        DECLINED = "declined", _("Declined")
+        EXPIRED = "expired", _("Expired (declined)")
 
-    run = models.ForeignKey(AgentRun, on_delete=models.CASCADE, related_name="approvals")
-    call_id = models.CharField(max_length=200)
-    tool = models.CharField(max_length=64)
-    tool_input = models.JSONField(default=dict, blank=True)
-    requested_at = models.DateTimeField(default=timezone.now, db_index=True)
-    decision = models.CharField(
-        max_length=10, choices=Decision.choices, default=Decision.PENDING, blank=True
+    run = models.ForeignKey(
+        AgentRun, verbose_name=_("run"), on_delete=models.CASCADE, related_name="approvals"
     )
-    reason = models.TextField(blank=True)
+    call_id = models.CharField(_("call id"), max_length=200)
+    tool = models.CharField(_("tool"), max_length=64)
+    tool_input = models.JSONField(_("tool input"), default=dict, blank=True)
+    requested_at = models.DateTimeField(_("requested at"), default=timezone.now, db_index=True)
+    decision = models.CharField(
+        _("decision"), max_length=10, choices=Decision.choices, default=Decision.PENDING, blank=True
+    )
+    reason = models.TextField(_("reason"), blank=True)
     decided_by = models.ForeignKey(
         settings.AUTH_USER_MODEL,
+        verbose_name=_("decided by"),
         on_delete=models.SET_NULL,
         null=True,
         blank=True,
         related_name="+",
     )
-    decided_at = models.DateTimeField(null=True, blank=True)
+    decided_at = models.DateTimeField(_("decided at"), null=True, blank=True)
 
     class Meta:
+        verbose_name = _("tool approval")
+        verbose_name_plural = _("tool approvals")
         ordering = ["requested_at", "pk"]
         constraints = [
             models.UniqueConstraint(fields=["run", "call_id"], name="one_approval_per_call")
@@ -642,16 +819,28 @@ class ToolApproval(models.Model):
 class RunEvent(models.Model):
     """The durable log a browser replays from. ``seq`` strictly increases per conversation."""
 
-    conversation = models.ForeignKey(Conversation, on_delete=models.CASCADE, related_name="events")
-    run = models.ForeignKey(
-        AgentRun, on_delete=models.CASCADE, null=True, blank=True, related_name="events"
+    conversation = models.ForeignKey(
+        Conversation,
+        verbose_name=_("conversation"),
+        on_delete=models.CASCADE,
+        related_name="events",
     )
-    seq = models.PositiveBigIntegerField()
-    type = models.CharField(max_length=32)
-    payload = models.JSONField(default=dict)
-    created_at = models.DateTimeField(auto_now_add=True)
+    run = models.ForeignKey(
+        AgentRun,
+        verbose_name=_("run"),
+        on_delete=models.CASCADE,
+        null=True,
+        blank=True,
+        related_name="events",
+    )
+    seq = models.PositiveBigIntegerField(_("seq"))
+    type = models.CharField(_("type"), max_length=32)
+    payload = models.JSONField(_("payload"), default=dict)
+    created_at = models.DateTimeField(_("created at"), auto_now_add=True)
 
     class Meta:
+        verbose_name = _("run event")
+        verbose_name_plural = _("run events")
         ordering = ["conversation", "seq"]
         constraints = [
             models.UniqueConstraint(fields=["conversation", "seq"], name="unique_seq_per_conv")
@@ -664,19 +853,23 @@ class RunEvent(models.Model):
 class ModelCall(models.Model):
     """One request to the model and what came back, for the run inspector."""
 
-    run = models.ForeignKey(AgentRun, on_delete=models.CASCADE, related_name="model_calls")
-    index = models.PositiveIntegerField()
-    request_messages = models.JSONField()
-    request_options = models.JSONField(default=dict)
-    response_text = models.TextField(blank=True)
-    response_tool_calls = models.JSONField(default=list, blank=True)
-    prompt_tokens = models.PositiveIntegerField(default=0)
-    completion_tokens = models.PositiveIntegerField(default=0)
-    duration_ms = models.PositiveIntegerField(default=0)
-    error = models.TextField(blank=True)
-    created_at = models.DateTimeField(auto_now_add=True)
+    run = models.ForeignKey(
+        AgentRun, verbose_name=_("run"), on_delete=models.CASCADE, related_name="model_calls"
+    )
+    index = models.PositiveIntegerField(_("index"))
+    request_messages = models.JSONField(_("request messages"))
+    request_options = models.JSONField(_("request options"), default=dict)
+    response_text = models.TextField(_("response text"), blank=True)
+    response_tool_calls = models.JSONField(_("response tool calls"), default=list, blank=True)
+    prompt_tokens = models.PositiveIntegerField(_("prompt tokens"), default=0)
+    completion_tokens = models.PositiveIntegerField(_("completion tokens"), default=0)
+    duration_ms = models.PositiveIntegerField(_("duration ms"), default=0)
+    error = models.TextField(_("error"), blank=True)
+    created_at = models.DateTimeField(_("created at"), auto_now_add=True)
 
     class Meta:
+        verbose_name = _("model call")
+        verbose_name_plural = _("model calls")
         ordering = ["run", "index"]
         constraints = [
             models.UniqueConstraint(fields=["run", "index"], name="unique_model_call_index")
@@ -695,26 +888,35 @@ class UsageEntry(models.Model):
     """
 
     class Kind(models.TextChoices):
-        RUN = "run"
-        SUMMARY = "summary"
+        RUN = "run", _("Run")
+        SUMMARY = "summary", _("Summary")
 
-    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
-    kind = models.CharField(max_length=10, choices=Kind.choices)
-    run_id = models.PositiveBigIntegerField(null=True, blank=True, unique=True)
-    conversation_id = models.PositiveBigIntegerField(null=True, blank=True)
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, verbose_name=_("user"), on_delete=models.CASCADE, related_name="+"
+    )
+    kind = models.CharField(_("kind"), max_length=10, choices=Kind.choices)
+    run_id = models.PositiveBigIntegerField(_("run id"), null=True, blank=True, unique=True)
+    conversation_id = models.PositiveBigIntegerField(_("conversation id"), null=True, blank=True)
     model_config = models.ForeignKey(
-        ModelConfig, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+        ModelConfig,
+        verbose_name=_("model config"),
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        related_name="+",
     )
     # Held against the quota while the run or summary is going, less what it has used so far.
-    reserved_tokens = models.PositiveIntegerField(default=0)
-    prompt_tokens = models.PositiveIntegerField(default=0)
-    completion_tokens = models.PositiveIntegerField(default=0)
+    reserved_tokens = models.PositiveIntegerField(_("reserved tokens"), default=0)
+    prompt_tokens = models.PositiveIntegerField(_("prompt tokens"), default=0)
+    completion_tokens = models.PositiveIntegerField(_("completion tokens"), default=0)
     # The tokens count towards the day the run or summary started.
-    created_at = models.DateTimeField(default=timezone.now)
+    created_at = models.DateTimeField(_("created at"), default=timezone.now)
     # A summary's reservation ends here; a run's ends when the run does.
-    settled_at = models.DateTimeField(null=True, blank=True)
+    settled_at = models.DateTimeField(_("settled at"), null=True, blank=True)
 
     class Meta:
+        verbose_name = _("usage entry")
+        verbose_name_plural = _("usage entries")
         ordering = ["-id"]
         indexes = [models.Index(fields=["user", "created_at"]), models.Index(fields=["created_at"])]
 
@@ -743,28 +945,35 @@ class MemorySummary(models.Model):
     """
 
     conversation = models.ForeignKey(
-        Conversation, on_delete=models.CASCADE, related_name="summaries"
+        Conversation,
+        verbose_name=_("conversation"),
+        on_delete=models.CASCADE,
+        related_name="summaries",
     )
-    text = models.TextField()
+    text = models.TextField(_("text"))
     covers_from = models.ForeignKey(
         Message,
+        verbose_name=_("covers from"),
         on_delete=models.CASCADE,
         related_name="+",
         null=True,
         blank=True,
-        help_text="The first message this summary added to the previous one.",
+        help_text=_("The first message this summary added to the previous one."),
     )
     covers_through = models.ForeignKey(
         Message,
+        verbose_name=_("covers through"),
         on_delete=models.CASCADE,
         related_name="+",
-        help_text="The last message summarised: the end of a turn.",
+        help_text=_("The last message summarised: the end of a turn."),
     )
-    token_count = models.PositiveIntegerField(default=0)
-    model_name = models.CharField(max_length=200, blank=True)
-    created_at = models.DateTimeField(auto_now_add=True)
+    token_count = models.PositiveIntegerField(_("token count"), default=0)
+    model_name = models.CharField(_("model name"), max_length=200, blank=True)
+    created_at = models.DateTimeField(_("created at"), auto_now_add=True)
 
     class Meta:
+        verbose_name = _("memory summary")
+        verbose_name_plural = _("memory summaries")
         ordering = ["conversation", "-id"]
         constraints = [
             models.UniqueConstraint(
@@ -785,16 +994,22 @@ class MemorySummary(models.Model):
 
 
 class KnowledgeDocument(models.Model):
-    title = models.CharField(max_length=200)
-    source_file = models.FileField(upload_to="knowledge/", blank=True)
-    text = models.TextField(blank=True, help_text="Extracted text; filled from the file.")
-    collection = models.SlugField(
-        default="default", help_text="A knowledge_search tool searches one collection."
+    title = models.CharField(_("title"), max_length=200)
+    source_file = models.FileField(_("source file"), upload_to="knowledge/", blank=True)
+    text = models.TextField(
+        _("text"), blank=True, help_text=_("Extracted text; filled from the file.")
     )
-    created_at = models.DateTimeField(auto_now_add=True)
-    updated_at = models.DateTimeField(auto_now=True)
+    collection = models.SlugField(
+        _("collection"),
+        default="default",
+        help_text=_("A knowledge_search tool searches one collection."),
+    )
+    created_at = models.DateTimeField(_("created at"), auto_now_add=True)
+    updated_at = models.DateTimeField(_("updated at"), auto_now=True)
 
     class Meta:
+        verbose_name = _("knowledge document")
+        verbose_name_plural = _("knowledge documents")
         ordering = ["title"]
 
     def __str__(self) -> str:
@@ -802,11 +1017,18 @@ class KnowledgeDocument(models.Model):
 
 
 class KnowledgeChunk(models.Model):
-    document = models.ForeignKey(KnowledgeDocument, on_delete=models.CASCADE, related_name="chunks")
-    position = models.PositiveIntegerField()
-    text = models.TextField()
+    document = models.ForeignKey(
+        KnowledgeDocument,
+        verbose_name=_("document"),
+        on_delete=models.CASCADE,
+        related_name="chunks",
+    )
+    position = models.PositiveIntegerField(_("position"))
+    text = models.TextField(_("text"))
 
     class Meta:
+        verbose_name = _("knowledge chunk")
+        verbose_name_plural = _("knowledge chunks")
         ordering = ["document", "position"]
         constraints = [
             models.UniqueConstraint(fields=["document", "position"], name="unique_chunk_position")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from django.contrib.auth.models import AnonymousUser, User
 from django.core.exceptions import PermissionDenied
+from django.utils.translation import gettext as _
 
 from agents.models import Conversation
 
@@ -12,7 +13,7 @@ def signed_in_user(user: User | AnonymousUser) -> User:
     """The request's user once sign-in is required (``login_required``, DRF's
     ``IsAuthenticated``); an anonymous one here is refused, never passed on to a service."""
     if isinstance(user, AnonymousUser) or not user.is_authenticated:
-        raise PermissionDenied("Sign in first.")
+        raise PermissionDenied(_("Sign in first."))
     return user
 
 

@@ -10,17 +10,64 @@ already redact their own output.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from django.utils.translation import gettext
+from django.utils.translation import gettext, gettext_noop
 
 from agents.protocol import FrameType
 from agents.redaction import Redactor
 
 if TYPE_CHECKING:
     from agents.selectors import BranchView
+
+
+# A failed run's message is stored in English by the worker (agents/llm/errors.py); like the
+# chat page (static/js/thread.js), the shared page says it in its own language by the code,
+# keeping the reference staff look up. Where the page is English the stored words stay.
+FAILURE_REASONS = {
+    "model_auth": gettext_noop(
+        "The AI model service did not accept this site's credentials. "
+        "The site's staff can fix this."
+    ),
+    "model_misconfigured": gettext_noop(
+        "The AI model is not set up correctly. The site's staff can fix this."
+    ),
+    "model_quota": gettext_noop(
+        "The AI model service has used up this site's quota. The site's staff can fix this."
+    ),
+    "model_rate_limited": gettext_noop(
+        "The AI model service is too busy right now. Please try again in a little while."
+    ),
+    "model_unavailable": gettext_noop(
+        "The AI model service could not be reached. Please try again in a little while."
+    ),
+    "model_timeout": gettext_noop(
+        "The AI model took too long to answer. Please try again in a little while."
+    ),
+    "model_bad_response": gettext_noop(
+        "The AI model sent an answer that could not be used. Please try again in a little while."
+    ),
+    "too_many_attempts": gettext_noop("The run was interrupted too many times and was given up."),
+    "no_profile": gettext_noop("The agent this run used was deleted."),
+    "internal_error": gettext_noop("The agent stopped because of an internal error."),
+    "run_timeout": gettext_noop("The run took too long and was stopped."),
+}
+_REFERENCE = re.compile(r"\(Reference: ([^)]+?)\.\)")
+
+
+def failure_note(code: str, stored: str) -> str:
+    """A failed run's reason in the active language, with the stored message's reference."""
+    reason = FAILURE_REASONS.get(code)
+    translated = gettext(reason) if reason else ""
+    if not translated or translated == reason:
+        return stored or gettext("The run failed.")
+    reference = _REFERENCE.search(stored)
+    if reference is None:
+        return translated
+    return f"{translated} " + gettext("(Reference: %s.)") % reference[1]
 
 
 @dataclass
@@ -85,7 +132,9 @@ def transcript(
         elif kind == FrameType.RUN_FAILED:
             turn = run_turn(run_id)
             turn.status = "failed"
-            turn.note = blank(frame.get("message") or gettext("The run failed."))
+            turn.note = blank(
+                failure_note(str(frame.get("code") or ""), str(frame.get("message") or ""))
+            )
         elif kind == FrameType.RUN_CANCELLED:
             turn = run_turn(run_id)
             turn.status = "cancelled"

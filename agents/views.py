@@ -67,7 +67,7 @@ password_change_done = auth_views.PasswordChangeDoneView.as_view()
 
 def signup(request: HttpRequest) -> HttpResponse:
     if not settings.CHAT_SIGNUP_ENABLED:
-        raise Http404("Sign-up is switched off.")
+        raise Http404(_("Sign-up is switched off."))
     if request.user.is_authenticated:
         return redirect("chat")
     form: UserCreationForm[User] = UserCreationForm(request.POST or None)
@@ -100,7 +100,7 @@ def _needs_email(view: Callable[..., HttpResponseBase]) -> Callable[..., HttpRes
     @wraps(view)
     def wrapped(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponseBase:
         if not settings.EMAIL_BACKEND:
-            raise Http404("Password reset needs email, which is not configured.")
+            raise Http404(_("Password reset needs email, which is not configured."))
         return view(request, *args, **kwargs)
 
     return wrapped
@@ -178,7 +178,7 @@ SIDEBAR_LIMIT = 200
 def _conversation_or_404(request: HttpRequest, conversation_id: int) -> Conversation:
     conversation = selectors.conversation_get(user=request.user, conversation_id=conversation_id)
     if conversation is None:
-        raise Http404("No such conversation.")
+        raise Http404(_("No such conversation."))
     return conversation
 
 
@@ -316,7 +316,7 @@ def shared_conversation(request: HttpRequest, token: str) -> HttpResponse:
         return redirect_to_login(request.get_full_path())
     conversation = selectors.shared_conversation_get(token=token)
     if conversation is None:
-        raise Http404("No such shared conversation.")
+        raise Http404(_("No such shared conversation."))
     stored = selectors.events_after(conversation=conversation, after_seq=0)
     turns = transcript(
         (event_frame(event) for event in stored),

@@ -4,9 +4,13 @@ makes shares public; a revoked or unknown link is a 404; nothing else of the own
 from __future__ import annotations
 
 import pytest
+from django.utils import timezone
 
-from agents.models import ConversationShare, RunEvent, ToolConfig
+from agents.models import AgentRun, ConversationShare, Message, RunEvent, ToolConfig
+from agents.protocol import FrameType, message_created_payload
+from agents.services.branches import branch_activate
 from agents.services.conversations import conversation_create
+from agents.services.runs import event_append, run_fail
 from agents.services.shares import share_create, share_revoke
 from tests.answers import finished_answer
 
@@ -97,3 +101,50 @@ def test_an_unknown_token_is_a_404(client, other_user, shared):
     client.force_login(other_user)
     assert client.get(f"/s/{shared.token[:-1]}x/").status_code == 404
     assert ConversationShare.objects.count() == 1
+
+
+@pytest.fixture
+def failed_share(user):
+    """A shared conversation whose only run failed, with the message the worker stores."""
+    conversation = conversation_create(owner=user, title="A run that failed")
+    asked = Message.objects.create(conversation=conversation, role="user", content="Hello?")
+    branch_activate(conversation=conversation, leaf_id=asked.pk)
+    run = AgentRun.objects.create(
+        conversation=conversation,
+        trigger_message=asked,
+        status=AgentRun.Status.RUNNING,
+        attempts=1,
+        started_at=timezone.now(),
+    )
+    event_append(
+        conversation=conversation,
+        run=run,
+        type=FrameType.MESSAGE_CREATED,
+        payload=message_created_payload(asked),
+    )
+    assert run_fail(
+        run=run,
+        code="model_timeout",
+        message="The AI model took too long to answer. (Reference: R-7F3A.)",
+    )
+    share, _ = share_create(conversation=conversation)
+    return share
+
+
+def test_a_failed_runs_reason_is_said_in_english_as_stored(client, other_user, failed_share):
+    client.force_login(other_user)
+    text = client.get(f"/s/{failed_share.token}/").content.decode()
+    assert "The run failed." in text
+    assert "The AI model took too long to answer. (Reference: R-7F3A.)" in text
+
+
+def test_a_failed_runs_reason_is_translated_by_its_code_keeping_the_reference(
+    client, other_user, failed_share
+):
+    client.force_login(other_user)
+    response = client.get(f"/s/{failed_share.token}/", HTTP_ACCEPT_LANGUAGE="zh-CN,zh;q=0.9")
+    text = response.content.decode()
+    assert "运行失败。" in text
+    assert "AI 模型的回答耗时过长。请稍后再试。 （参考编号：R-7F3A。）" in text
+    assert "took too long" not in text
+    assert "(Reference:" not in text

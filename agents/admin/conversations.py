@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from django.contrib import admin
+from django.utils.translation import gettext_lazy as _
 
 from agents.admin.pages import ReadOnlyAdminMixin
 from agents.models import Conversation, MemorySummary, Message
@@ -19,7 +20,7 @@ class MemorySummaryInline(ReadOnlyAdminMixin, admin.StackedInline):
     model = MemorySummary
     fields = ["text", "covers_from", "covers_through", "token_count", "model_name", "created_at"]
     extra = 0
-    verbose_name_plural = "Memory summaries (newest first; each serves branches through its cut)"
+    verbose_name_plural = _("Memory summaries (newest first; each serves branches through its cut)")
 
 
 @admin.register(Conversation)

@@ -10,6 +10,8 @@ from django.shortcuts import get_object_or_404
 from django.template.response import TemplateResponse
 from django.urls import URLPattern, path
 from django.utils.html import format_html
+from django.utils.translation import gettext
+from django.utils.translation import gettext_lazy as _
 
 from agents import selectors
 from agents.admin.pages import ReadOnlyAdminMixin, change_url
@@ -27,15 +29,15 @@ class AnswerFeedbackAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
     fields = ["rating", "comment", "answer", "profile", "prompt_version", "user", "updated_at"]
     change_list_template = "admin/agents/answerfeedback/change_list.html"
 
-    @admin.display(description="Comment")
+    @admin.display(description=_("Comment"))
     def short_comment(self, obj: AnswerFeedback) -> str:
         return obj.comment[:80] + ("…" if len(obj.comment) > 80 else "")
 
-    @admin.display(description="Version", ordering="prompt_version__number")
+    @admin.display(description=_("Version"), ordering="prompt_version__number")
     def version(self, obj: AnswerFeedback) -> str:
         return f"v{obj.prompt_version.number}" if obj.prompt_version else "—"
 
-    @admin.display(description="Answer")
+    @admin.display(description=_("Answer"))
     def answer(self, obj: AnswerFeedback) -> str:
         return format_html("<pre>{}</pre>", obj.message.content)
 
@@ -51,7 +53,11 @@ class AnswerFeedbackAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
         if not self.has_view_permission(request):
             raise PermissionDenied
         profile = get_object_or_404(AgentProfile, pk=profile_id) if profile_id else None
-        title = f"Feedback on {profile.name} by version" if profile else "Feedback by version"
+        title = (
+            gettext("Feedback on %(name)s by version") % {"name": profile.name}
+            if profile
+            else gettext("Feedback by version")
+        )
         context = {
             **self.admin_site.each_context(request),
             "opts": self.model._meta,

@@ -15,6 +15,8 @@ from typing import Any
 from django import forms
 from django.contrib.auth.models import User
 from django.utils import timezone
+from django.utils.translation import gettext
+from django.utils.translation import gettext_lazy as _
 
 from agents.crypto import SecretUnreadable
 from agents.models import (
@@ -57,22 +59,24 @@ class WriteOnlyPasswordInput(forms.PasswordInput):
 
 class ModelConfigForm(forms.ModelForm):
     base_url = forms.URLField(
-        label="Base URL",
+        label=_("Base URL"),
         required=False,
         assume_scheme="https",
         widget=forms.URLInput(attrs={"class": "vURLField"}),
-        help_text="e.g. https://api.openai.com/v1 or http://localhost:11434/v1. "
-        "Empty: the settings' OPENAI_* endpoint, or the offline demo model.",
+        help_text=_(
+            "e.g. https://api.openai.com/v1 or http://localhost:11434/v1. "
+            "Empty: the settings' OPENAI_* endpoint, or the offline demo model."
+        ),
     )
     api_key = forms.CharField(
-        label="API key",
+        label=_("API key"),
         required=False,
         strip=True,
         widget=WriteOnlyPasswordInput(),
-        help_text="Leave empty to keep the current key.",
+        help_text=_("Leave empty to keep the current key."),
     )
     clear_api_key = forms.BooleanField(
-        label="Clear the stored API key", required=False, help_text="Remove the key entirely."
+        label=_("Clear the stored API key"), required=False, help_text=_("Remove the key entirely.")
     )
 
     class Meta:
@@ -94,14 +98,19 @@ class ModelConfigForm(forms.ModelForm):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        state = "set" if self.instance.has_api_key else "not set"
-        self.fields["api_key"].help_text = f"Currently {state}. Leave empty to keep it as it is."
+        self.fields["api_key"].help_text = (
+            gettext("Currently set. Leave empty to keep it as it is.")
+            if self.instance.has_api_key
+            else gettext("Currently not set. Leave empty to keep it as it is.")
+        )
 
     def clean(self) -> dict[str, Any]:
         super().clean()
         cleaned = self.cleaned_data
         if cleaned.get("clear_api_key") and cleaned.get("api_key"):
-            self.add_error("clear_api_key", "Either enter a new key or clear it, not both.")
+            self.add_error(
+                "clear_api_key", gettext("Either enter a new key or clear it, not both.")
+            )
         return cleaned
 
     def save(self, commit: bool = True) -> ModelConfig:
@@ -125,9 +134,9 @@ class AgentProfileForm(forms.ModelForm):
     # Not the model field: making a profile the default moves the flag from the old default
     # (services.profiles.profile_save) instead of failing the one-default constraint.
     make_default = forms.BooleanField(
-        label="Default profile",
+        label=_("Default profile"),
         required=False,
-        help_text="New conversations use this profile. Ticking it unticks the old default.",
+        help_text=_("New conversations use this profile. Ticking it unticks the old default."),
     )
 
     class Meta:
@@ -193,11 +202,11 @@ class VersionRestoreForm(forms.Form):
 def describe_stored_secrets(tool_config: ToolConfig) -> str:
     """The names of a tool's stored secrets (never their values), for pages."""
     if not tool_config.secrets_encrypted:
-        return "none"
+        return gettext("none")
     try:
-        return ", ".join(tool_config.secret_names) or "none"
+        return ", ".join(tool_config.secret_names) or gettext("none")
     except SecretUnreadable:
-        return "unreadable (SECRET_KEY changed since they were saved): enter them again"
+        return gettext("unreadable (SECRET_KEY changed since they were saved): enter them again")
 
 
 class IndentedJSONField(forms.JSONField):
@@ -221,18 +230,18 @@ class ToolConfigForm(forms.ModelForm):
     config = IndentedJSONField(
         required=False,
         widget=forms.Textarea(attrs={"rows": 12, "class": "vLargeTextField"}),
-        help_text="JSON, checked against the kind's schema (listed at the bottom of the page).",
+        help_text=_("JSON, checked against the kind's schema (listed at the bottom of the page)."),
     )
     secrets = forms.CharField(
-        label="Secrets",
+        label=_("Secrets"),
         required=False,
         widget=WriteOnlyTextarea(attrs={"rows": 3, "autocomplete": "off", "spellcheck": "false"}),
-        help_text=(
+        help_text=_(
             "One NAME=value per line; refer to them in the config as {secret:NAME}. "
             "Leave empty to keep the stored secrets; NAME= with nothing after it removes one."
         ),
     )
-    clear_secrets = forms.BooleanField(label="Remove all stored secrets", required=False)
+    clear_secrets = forms.BooleanField(label=_("Remove all stored secrets"), required=False)
 
     class Meta:
         model = ToolConfig
@@ -258,11 +267,13 @@ class ToolConfigForm(forms.ModelForm):
             assert isinstance(kind_field, forms.ChoiceField)
             kind_field.choices = [
                 *_kind_choices(),
-                (current, f"{current} (no longer registered)"),
+                (current, gettext("%(kind)s (no longer registered)") % {"kind": current}),
             ]
         self.fields["secrets"].help_text = (
-            f"Stored secrets: {describe_stored_secrets(self.instance)}. "
-            + self.fields["secrets"].help_text
+            gettext("Stored secrets: %(names)s.")
+            % {"names": describe_stored_secrets(self.instance)}
+            + " "
+            + str(self.fields["secrets"].help_text)
         )
 
     def clean_config(self) -> Any:
@@ -279,11 +290,16 @@ class ToolConfigForm(forms.ModelForm):
             name = name.strip()
             # Messages name the line, never echo it: it may hold the secret.
             if not sep:
-                raise forms.ValidationError(f"Line {number} is not NAME=value.")
+                raise forms.ValidationError(
+                    gettext("Line %(number)d is not NAME=value.") % {"number": number}
+                )
             if not _SECRET_NAME.match(name):
                 raise forms.ValidationError(
-                    f"Line {number}: secret names use capital letters, digits and underscores "
-                    "and start with a letter."
+                    gettext(
+                        "Line %(number)d: secret names use capital letters, digits and "
+                        "underscores and start with a letter."
+                    )
+                    % {"number": number}
                 )
             entered[name] = value.strip()
         return entered
@@ -333,15 +349,15 @@ class KnowledgeDocumentForm(forms.ModelForm):
         super().clean()
         cleaned = self.cleaned_data
         if not cleaned.get("source_file") and not (cleaned.get("text") or "").strip():
-            raise forms.ValidationError("Upload a file (.txt, .md or .pdf) or paste the text.")
+            raise forms.ValidationError(_("Upload a file (.txt, .md or .pdf) or paste the text."))
         return cleaned
 
 
 class TestToolForm(forms.Form):
     sample_input = forms.CharField(
-        label="Sample input",
+        label=_("Sample input"),
         widget=forms.Textarea(attrs={"rows": 4, "class": "vLargeTextField"}),
-        help_text="What the model would send as the Action Input: text, or a JSON object.",
+        help_text=_("What the model would send as the Action Input: text, or a JSON object."),
     )
 
     def clean_sample_input(self) -> str | dict[str, Any]:
@@ -351,7 +367,7 @@ class TestToolForm(forms.Form):
                 parsed = json.loads(text)
             except json.JSONDecodeError as exc:
                 raise forms.ValidationError(
-                    f"This looks like JSON but is not valid: {exc}"
+                    gettext("This looks like JSON but is not valid: %(error)s") % {"error": exc}
                 ) from None
             if isinstance(parsed, dict):
                 return parsed
@@ -365,27 +381,29 @@ class TestToolForm(forms.Form):
 
 class PreviewForm(forms.Form):
     question = forms.CharField(
-        initial="What can you help me with?",
+        initial=_("What can you help me with?"),
         widget=forms.Textarea(attrs={"rows": 2, "class": "vLargeTextField"}),
     )
     conversation = forms.IntegerField(
-        label="Memory from conversation",
+        label=_("Memory from conversation"),
         required=False,
         min_value=1,
-        help_text="A conversation id (your own, or any if you may view conversations): its "
-        "memory, chosen by this profile's memory settings, replaces the two fields below.",
+        help_text=_(
+            "A conversation id (your own, or any if you may view conversations): its "
+            "memory, chosen by this profile's memory settings, replaces the two fields below."
+        ),
     )
     memory_summary = forms.CharField(
-        label="Memory summary",
+        label=_("Memory summary"),
         required=False,
         widget=forms.Textarea(attrs={"rows": 3, "class": "vLargeTextField"}),
-        help_text="A summary of earlier turns, as the memory would supply it.",
+        help_text=_("A summary of earlier turns, as the memory would supply it."),
     )
     history = forms.CharField(
-        label="Earlier turns",
+        label=_("Earlier turns"),
         required=False,
         widget=forms.Textarea(attrs={"rows": 4, "class": "vLargeTextField"}),
-        help_text='One turn per line, starting "user:" or "assistant:".',
+        help_text=_('One turn per line, starting "user:" or "assistant:".'),
     )
 
     def __init__(self, *args: Any, user: User, **kwargs: Any) -> None:
@@ -399,7 +417,9 @@ class PreviewForm(forms.Form):
         conversation = Conversation.objects.filter(pk=conversation_id).first()
         # One the user may not read looks like one that does not exist.
         if conversation is None or not can_read_conversation(self.user, conversation):
-            raise forms.ValidationError(f"There is no conversation {conversation_id}.")
+            raise forms.ValidationError(
+                gettext("There is no conversation %(id)s.") % {"id": conversation_id}
+            )
         return conversation
 
     def clean_history(self) -> list[dict[str, str]]:
@@ -411,7 +431,8 @@ class PreviewForm(forms.Form):
             role = role.strip().lower()
             if not sep or role not in ("user", "assistant"):
                 raise forms.ValidationError(
-                    f'Line {number} must start with "user:" or "assistant:".'
+                    gettext('Line %(number)d must start with "user:" or "assistant:".')
+                    % {"number": number}
                 )
             turns.append({"role": role, "content": content.strip()})
         return turns
@@ -426,7 +447,7 @@ class UsageRangeForm(forms.Form):
     until = forms.DateField(
         required=False,
         widget=forms.DateInput(attrs={"type": "date"}),
-        help_text="Inclusive.",
+        help_text=_("Inclusive."),
     )
 
     def date_range(self) -> tuple[datetime.datetime, datetime.datetime]:
@@ -469,5 +490,5 @@ def new_tool_name_error(name: str, *, chosen: set[str]) -> str | None:
     except forms.ValidationError as exc:
         return " ".join(exc.messages)
     if name in chosen or ToolConfig.objects.filter(name=name).exists():
-        return f"A tool named {name} exists: choose another."
+        return gettext("A tool named %(name)s exists: choose another.") % {"name": name}
     return None

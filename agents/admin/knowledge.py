@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from django.contrib import admin, messages
 from django.db.models import Count
+from django.utils.translation import gettext, ngettext
+from django.utils.translation import gettext_lazy as _
 
 from agents.admin.forms import KnowledgeDocumentForm
 from agents.models import KnowledgeDocument
@@ -25,7 +27,7 @@ class KnowledgeDocumentAdmin(admin.ModelAdmin):
     def get_queryset(self, request):
         return super().get_queryset(request).annotate(_chunk_count=Count("chunks"))
 
-    @admin.display(description="Chunks", ordering="_chunk_count")
+    @admin.display(description=_("Chunks"), ordering="_chunk_count")
     def chunk_count(self, obj: KnowledgeDocument) -> int:
         return obj._chunk_count  # type: ignore[attr-defined]  # annotated in get_queryset
 
@@ -36,10 +38,21 @@ class KnowledgeDocumentAdmin(admin.ModelAdmin):
         except (KnowledgeIngestError, OSError) as exc:
             # The form checked a new upload; this is a stored file gone bad. Keep the edit.
             self.message_user(
-                request, f"{obj.title} was saved but could not be indexed: {exc}", messages.ERROR
+                request,
+                gettext("%(title)s was saved but could not be indexed: %(error)s")
+                % {"title": obj.title, "error": exc},
+                messages.ERROR,
             )
             return
-        self.message_user(request, f"{obj.title}: indexed as {chunks} passage(s).")
+        self.message_user(
+            request,
+            ngettext(
+                "%(title)s: indexed as %(count)d passage.",
+                "%(title)s: indexed as %(count)d passages.",
+                chunks,
+            )
+            % {"title": obj.title, "count": chunks},
+        )
 
     def delete_model(self, request, obj):
         knowledge_document_delete(document=obj)

@@ -12,6 +12,8 @@ from django.core.exceptions import PermissionDenied
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.template.response import TemplateResponse
 from django.urls import URLPattern, reverse
+from django.utils.translation import gettext
+from django.utils.translation import gettext_lazy as _
 
 from agents.admin.forms import WriteOnlyTextarea, new_tool_name_error, suggested_tool_name
 from agents.admin.pages import ExtraPagesAdmin, change_url, pretty
@@ -41,35 +43,35 @@ def _runs_program(server: McpServer | None) -> bool:
 def describe_headers(server: McpServer) -> str:
     """The names of the stored headers, never their values."""
     if not server.headers_encrypted:
-        return "none"
+        return gettext("none")
     try:
-        return ", ".join(sorted(server.get_headers())) or "none"
+        return ", ".join(sorted(server.get_headers())) or gettext("none")
     except SecretUnreadable:
-        return "unreadable (SECRET_KEY changed since they were saved): enter them again"
+        return gettext("unreadable (SECRET_KEY changed since they were saved): enter them again")
 
 
 class McpServerForm(forms.ModelForm):
     headers = forms.CharField(
-        label="Headers",
+        label=_("Headers"),
         required=False,
         widget=WriteOnlyTextarea(attrs={"rows": 3, "autocomplete": "off", "spellcheck": "false"}),
-        help_text=(
+        help_text=_(
             "One Name: value per line, sent with every request (e.g. Authorization: Bearer …). "
             "Write-only: leave empty to keep the stored ones; Name: with nothing after it "
             "removes one."
         ),
     )
-    clear_headers = forms.BooleanField(label="Remove all stored headers", required=False)
+    clear_headers = forms.BooleanField(label=_("Remove all stored headers"), required=False)
     url = forms.URLField(
         required=False,
         assume_scheme="https",
-        help_text="Streamable HTTP: the endpoint, e.g. https://tools.example.com/mcp",
+        help_text=_("Streamable HTTP: the endpoint, e.g. https://tools.example.com/mcp"),
     )
     args = forms.JSONField(
         required=False,
         initial=list,
         widget=forms.Textarea(attrs={"rows": 2, "class": "vLargeTextField"}),
-        help_text='stdio: the arguments as a JSON list, e.g. ["server.py", "--quiet"].',
+        help_text=_('stdio: the arguments as a JSON list, e.g. ["server.py", "--quiet"].'),
     )
 
     class Meta:
@@ -81,8 +83,9 @@ class McpServerForm(forms.ModelForm):
         super().__init__(*args, **kwargs)
         self.user = user
         self.fields["headers"].help_text = (
-            f"Stored headers: {describe_headers(self.instance)}. "
-            + self.fields["headers"].help_text
+            gettext("Stored headers: %(names)s.") % {"names": describe_headers(self.instance)}
+            + " "
+            + str(self.fields["headers"].help_text)
         )
 
     def clean_args(self) -> list[Any]:
@@ -97,7 +100,9 @@ class McpServerForm(forms.ModelForm):
             name, sep, value = line.partition(":")
             # Messages name the line, never echo it: it may hold the secret.
             if not sep or not _HEADER_NAME.match(name.strip()):
-                raise forms.ValidationError(f"Line {number} is not Name: value.")
+                raise forms.ValidationError(
+                    gettext("Line %(number)d is not Name: value.") % {"number": number}
+                )
             entered[name.strip()] = value.strip()
         return entered
 
@@ -107,8 +112,10 @@ class McpServerForm(forms.ModelForm):
         was_stdio = self.instance.pk and self.instance.transport == McpServer.Transport.STDIO
         if (runs_program or was_stdio) and not may_run_programs(self.user):
             raise forms.ValidationError(
-                "Only a superuser may create or change a stdio server: it runs a program on "
-                "the worker's machine."
+                _(
+                    "Only a superuser may create or change a stdio server: it runs a program "
+                    "on the worker's machine."
+                )
             )
         return cleaned
 
@@ -128,7 +135,7 @@ class EnableToolsForm(forms.Form):
     """One checkbox and one name per discovered tool; names are checked for clashes."""
 
     timeout_seconds = forms.FloatField(
-        initial=30.0, min_value=0.1, help_text="Each call's timeout, in seconds."
+        initial=30.0, min_value=0.1, help_text=_("Each call's timeout, in seconds.")
     )
 
     def __init__(
@@ -140,14 +147,16 @@ class EnableToolsForm(forms.Form):
         for index, tool in enumerate(tools):
             already = enabled.get(tool.name)
             self.fields[f"enable_{index}"] = forms.BooleanField(
-                required=False, disabled=already is not None, label=f"Enable {tool.name}"
+                required=False,
+                disabled=already is not None,
+                label=gettext("Enable %(name)s") % {"name": tool.name},
             )
             self.fields[f"name_{index}"] = forms.CharField(
                 max_length=64,
                 required=False,
                 initial=already or suggested_tool_name(tool.name, taken),
                 disabled=already is not None,
-                label=f"Tool name for {tool.name}",
+                label=gettext("Tool name for %(name)s") % {"name": tool.name},
             )
 
     def rows(self) -> list[dict[str, Any]]:
@@ -177,7 +186,7 @@ class EnableToolsForm(forms.Form):
                 continue
             chosen.append((tool, name))
         if not chosen and not self.errors:
-            raise forms.ValidationError("Tick at least one tool to enable.")
+            raise forms.ValidationError(_("Tick at least one tool to enable."))
         cleaned["chosen"] = chosen
         return cleaned
 
@@ -193,25 +202,27 @@ class McpServerAdmin(ExtraPagesAdmin):
     sensitive_post_fields = ("headers",)
     fieldsets = [
         (None, {"fields": ["name", "transport", "timeout_seconds"]}),
-        ("Streamable HTTP", {"fields": ["url", "headers", "clear_headers"]}),
-        ("stdio (superusers only)", {"fields": ["command", "args"]}),
-        ("State", {"fields": ["state", "last_error", "last_contact_at", "enabled_tools"]}),
+        (_("Streamable HTTP"), {"fields": ["url", "headers", "clear_headers"]}),
+        (_("stdio (superusers only)"), {"fields": ["command", "args"]}),
+        (_("State"), {"fields": ["state", "last_error", "last_contact_at", "enabled_tools"]}),
     ]
 
-    @admin.display(description="URL or command")
+    @admin.display(description=_("URL or command"))
     def target(self, obj: McpServer) -> str:
         if obj.transport == McpServer.Transport.STDIO:
             return " ".join([obj.command, *map(str, obj.args or [])])
         return obj.url
 
-    @admin.display(description="Headers")
+    @admin.display(description=_("Headers"))
     def headers_state(self, obj: McpServer) -> str:
         return describe_headers(obj)
 
-    @admin.display(description="Tools enabled from it")
+    @admin.display(description=_("Tools enabled from it"))
     def enabled_tools(self, obj: McpServer) -> str:
         enabled = mcp_server_tools(server=obj)
-        return ", ".join(f"{local} ({remote})" for remote, local in enabled.items()) or "none"
+        return ", ".join(f"{local} ({remote})" for remote, local in enabled.items()) or gettext(
+            "none"
+        )
 
     def get_form(self, request: HttpRequest, obj: Any = None, change: bool = False, **kwargs: Any):
         form_class = super().get_form(request, obj, change, **kwargs)
@@ -259,11 +270,15 @@ class McpServerAdmin(ExtraPagesAdmin):
             )
             names = ", ".join(tool.name for tool in created)
             messages.success(
-                request, f"Enabled {names}. Put them on agent profiles to let agents use them."
+                request,
+                gettext("Enabled %(names)s. Put them on agent profiles to let agents use them.")
+                % {"names": names},
             )
             return HttpResponseRedirect(reverse("admin:agents_toolconfig_changelist"))
         context = {
-            **self.page_context(request, server, f"Discover: {server.name}"),
+            **self.page_context(
+                request, server, gettext("Discover: %(name)s") % {"name": server.name}
+            ),
             "server": server,
             "discovery": discovery,
             "form": form,

@@ -10,6 +10,8 @@ from django.db.models import QuerySet
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.urls import URLPattern
 from django.utils import timezone
+from django.utils.translation import gettext
+from django.utils.translation import gettext_lazy as _
 
 from agents.admin.forms import ModelConfigForm
 from agents.admin.pages import ExtraPagesAdmin, change_url
@@ -31,9 +33,9 @@ class ModelConfigAdmin(ExtraPagesAdmin):
     sensitive_post_fields = ("api_key",)
     fieldsets = [
         (None, {"fields": ["name", "base_url", "model"]}),
-        ("API key (write-only)", {"fields": ["api_key", "clear_api_key"]}),
+        (_("API key (write-only)"), {"fields": ["api_key", "clear_api_key"]}),
         (
-            "Behaviour",
+            _("Behaviour"),
             {
                 "fields": [
                     "default_temperature",
@@ -45,7 +47,7 @@ class ModelConfigAdmin(ExtraPagesAdmin):
             },
         ),
         (
-            "Prices per million tokens",
+            _("Prices per million tokens"),
             {"fields": ["prompt_price_per_million", "completion_price_per_million"]},
         ),
     ]
@@ -64,19 +66,19 @@ class ModelConfigAdmin(ExtraPagesAdmin):
         }
         return super().changelist_view(request, extra_context=context)
 
-    @admin.display(description="Endpoint")
+    @admin.display(description=_("Endpoint"))
     def endpoint(self, obj: ModelConfig) -> str:
-        return obj.base_url or "built-in demo model"
+        return obj.base_url or gettext("built-in demo model")
 
-    @admin.display(description="API key")
+    @admin.display(description=_("API key"))
     def api_key_state(self, obj: ModelConfig) -> str:
-        return "set" if obj.has_api_key else "not set"
+        return gettext("set") if obj.has_api_key else gettext("not set")
 
-    @admin.display(description="Prompt / completion price")
+    @admin.display(description=_("Prompt / completion price"))
     def prices(self, obj: ModelConfig) -> str:
         return f"{obj.prompt_price_per_million:g} / {obj.completion_price_per_million:g}"
 
-    @admin.action(description="Check connection", permissions=["change"])
+    @admin.action(description=_("Check connection"), permissions=["change"])
     def check_connection(self, request: HttpRequest, queryset: QuerySet[ModelConfig]) -> None:
         for model_config in queryset:
             self._report_check(request, model_config)

@@ -13,6 +13,8 @@ from django.core.exceptions import PermissionDenied
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.template.response import TemplateResponse
 from django.urls import reverse
+from django.utils.translation import gettext
+from django.utils.translation import gettext_lazy as _
 from django.views.decorators.debug import sensitive_post_parameters
 
 from agents.admin.forms import WriteOnlyPasswordInput, new_tool_name_error, suggested_tool_name
@@ -35,20 +37,24 @@ class OpenApiDocumentForm(forms.Form):
         widget=forms.Textarea(
             attrs={"rows": 14, "class": "vLargeTextField", "spellcheck": "false"}
         ),
-        help_text="The OpenAPI 3 document, JSON or YAML. Or upload it below.",
+        help_text=_("The OpenAPI 3 document, JSON or YAML. Or upload it below."),
     )
-    document_file = forms.FileField(required=False, label="…or upload it")
+    document_file = forms.FileField(required=False, label=_("…or upload it"))
     server_url = forms.URLField(
         assume_scheme="https",
-        help_text="Where the API is, e.g. https://api.example.com/v1 (the document's own "
-        "servers are not trusted; an operation that names an absolute server of its own "
-        "is checked like this one).",
+        help_text=_(
+            "Where the API is, e.g. https://api.example.com/v1 (the document's own "
+            "servers are not trusted; an operation that names an absolute server of its own "
+            "is checked like this one)."
+        ),
     )
     allow_hosts = forms.CharField(
         required=False,
         widget=forms.Textarea(attrs={"rows": 2}),
-        help_text="Internal hosts these tools may reach, one per line (host or host:port). "
-        "Any other private, loopback or link-local address is refused.",
+        help_text=_(
+            "Internal hosts these tools may reach, one per line (host or host:port). "
+            "Any other private, loopback or link-local address is refused."
+        ),
     )
     timeout_seconds = forms.FloatField(initial=10.0, min_value=0.1, max_value=300)
 
@@ -63,14 +69,16 @@ class OpenApiDocumentForm(forms.Form):
         text = cleaned.get("document") or ""
         if upload is not None:
             if upload.size > MAX_DOCUMENT_BYTES:
-                raise forms.ValidationError(f"The document is over {MAX_DOCUMENT_BYTES} bytes.")
+                raise forms.ValidationError(
+                    gettext("The document is over %(limit)d bytes.") % {"limit": MAX_DOCUMENT_BYTES}
+                )
             text = upload.read().decode("utf-8", errors="replace")
             # Shown again on the next step, so the upload need not be repeated.
             shown = self.data.copy()  # type: ignore[attr-defined]
             shown["document"] = text
             self.data = shown
         if not text.strip():
-            raise forms.ValidationError("Paste the document or upload it.")
+            raise forms.ValidationError(_("Paste the document or upload it."))
         try:
             cleaned["parsed"] = read_document(text)
         except OpenApiDocumentError as exc:
@@ -94,14 +102,14 @@ class OperationsForm(forms.Form):
                 max_length=64,
                 required=False,
                 initial=suggested_tool_name(operation.tool_name, taken),
-                label=f"Tool name for {operation.key}",
+                label=gettext("Tool name for %(name)s") % {"name": operation.key},
             )
         for scheme in self.schemes():
             self.fields[f"secret_{scheme.secret_name}"] = forms.CharField(
                 required=False,
                 widget=WriteOnlyPasswordInput(),
                 label=f"{scheme.key} ({_style_label(scheme)})",
-                help_text="Stored encrypted on each tool that uses it; never shown again.",
+                help_text=_("Stored encrypted on each tool that uses it; never shown again."),
             )
 
     def schemes(self) -> list[SecurityScheme]:
@@ -117,7 +125,7 @@ class OperationsForm(forms.Form):
                 "operation": operation,
                 "enable": self[f"op_{index}"],
                 "name": self[f"opname_{index}"],
-                "auth": ", ".join(_style_label(s) for s in operation.schemes) or "none",
+                "auth": ", ".join(_style_label(s) for s in operation.schemes) or gettext("none"),
             }
             for index, operation in enumerate(self.found)
         ]
@@ -140,7 +148,7 @@ class OperationsForm(forms.Form):
             names.add(name)
             chosen.append(ImportChoice(operation=operation, tool_name=name))
         if not chosen and not self.errors:
-            raise forms.ValidationError("Tick at least one operation to import.")
+            raise forms.ValidationError(_("Tick at least one operation to import."))
         cleaned["chosen"] = chosen
         cleaned["secrets"] = {
             scheme.secret_name: cleaned.get(f"secret_{scheme.secret_name}") or ""
@@ -151,10 +159,10 @@ class OperationsForm(forms.Form):
 
 def _style_label(scheme: SecurityScheme) -> str:
     if scheme.style == "api_key_header":
-        return f"API key in header {scheme.parameter}"
+        return gettext("API key in header %(name)s") % {"name": scheme.parameter}
     if scheme.style == "api_key_query":
-        return f"API key in query parameter {scheme.parameter}"
-    return "bearer token"
+        return gettext("API key in query parameter %(name)s") % {"name": scheme.parameter}
+    return gettext("bearer token")
 
 
 @sensitive_post_parameters()
@@ -183,13 +191,17 @@ def openapi_import_view(request: HttpRequest, *, model_admin: ModelAdmin) -> Htt
             else:
                 names = ", ".join(tool.name for tool in created)
                 messages.success(
-                    request, f"Imported {names}. Put them on agent profiles to let agents use them."
+                    request,
+                    gettext(
+                        "Imported %(names)s. Put them on agent profiles to let agents use them."
+                    )
+                    % {"names": names},
                 )
                 return HttpResponseRedirect(reverse("admin:agents_toolconfig_changelist"))
     context = {
         **model_admin.admin_site.each_context(request),
         "opts": model_admin.model._meta,
-        "title": "Import an OpenAPI document",
+        "title": gettext("Import an OpenAPI document"),
         "document_form": document_form,
         "operations_form": operations_form,
         "import_error": error,

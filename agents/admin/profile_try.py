@@ -18,6 +18,7 @@ from django.core.handlers.asgi import ASGIRequest
 from django.http import HttpRequest, HttpResponseBase, StreamingHttpResponse
 from django.template.loader import render_to_string
 from django.template.response import TemplateResponse
+from django.utils.translation import gettext
 
 from agents.admin.forms import TryItForm
 from agents.admin.pages import ExtraPagesAdmin, display_messages, pretty
@@ -44,7 +45,9 @@ def page(
     """GET: the question form. POST: the same page, streamed, one step as it happens."""
     form = TryItForm(request.POST or None)
     context = {
-        **model_admin.page_context(request, profile, f"Try it: {profile.name}"),
+        **model_admin.page_context(
+            request, profile, gettext("Try it: %(name)s") % {"name": profile.name}
+        ),
         "form": form,
         "steps_marker": STEPS_MARKER,
         "streaming": request.method == "POST" and form.is_valid(),

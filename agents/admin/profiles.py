@@ -13,6 +13,8 @@ from django.shortcuts import get_object_or_404
 from django.template.response import TemplateResponse
 from django.urls import URLPattern, reverse
 from django.utils.html import format_html
+from django.utils.translation import gettext
+from django.utils.translation import gettext_lazy as _
 
 from agents.admin.forms import AgentProfileForm, PreviewForm, VersionRestoreForm
 from agents.admin.pages import (
@@ -42,7 +44,7 @@ class PromptVersionInline(admin.TabularInline):
     max_num = 0
     can_delete = False
     show_change_link = False
-    verbose_name_plural = "Versions (newest first; every save writes one)"
+    verbose_name_plural = _("Versions (newest first; every save writes one)")
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[PromptVersion]:
         return super().get_queryset(request).select_related("created_by").order_by("-number")
@@ -50,7 +52,7 @@ class PromptVersionInline(admin.TabularInline):
     @admin.display(description="")
     def compare(self, obj: PromptVersion) -> str:
         url = reverse("admin:agents_agentprofile_version", args=[obj.profile_id, obj.number])
-        return format_html('<a href="{}">diff and restore</a>', url)
+        return format_html('<a href="{}">{}</a>', url, gettext("diff and restore"))
 
     def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return False
@@ -80,10 +82,10 @@ class AgentProfileAdmin(ExtraPagesAdmin):
     change_form_template = "admin/agents/agentprofile/change_form.html"
     fieldsets = [
         (None, {"fields": ["name", "slug", "description", "make_default", "allowed_groups"]}),
-        ("Starting points", {"fields": ["suggested_prompts"]}),
-        ("Model", {"fields": ["mode", "model_config", "temperature"]}),
+        (_("Starting points"), {"fields": ["suggested_prompts"]}),
+        (_("Model"), {"fields": ["mode", "model_config", "temperature"]}),
         (
-            "Prompt",
+            _("Prompt"),
             {
                 "fields": ["system_prompt", "label_set", "few_shot_examples"],
                 "description": "Leave the template empty to use the default for the mode "
@@ -91,7 +93,7 @@ class AgentProfileAdmin(ExtraPagesAdmin):
             },
         ),
         (
-            "Tools and limits",
+            _("Tools and limits"),
             {
                 "fields": [
                     "tools",
@@ -104,7 +106,7 @@ class AgentProfileAdmin(ExtraPagesAdmin):
             },
         ),
         (
-            "Memory",
+            _("Memory"),
             {"fields": ["memory_strategy", "memory_window_turns", "memory_token_budget"]},
         ),
     ]
@@ -112,19 +114,19 @@ class AgentProfileAdmin(ExtraPagesAdmin):
     def get_queryset(self, request: HttpRequest) -> QuerySet[AgentProfile]:
         return super().get_queryset(request).annotate(_tool_count=Count("tools", distinct=True))
 
-    @admin.display(description="Tools", ordering="_tool_count")
+    @admin.display(description=_("Tools"), ordering="_tool_count")
     def tool_count(self, obj: AgentProfile) -> int:
         return int(obj._tool_count)  # type: ignore[attr-defined]  # annotated in get_queryset
 
-    @admin.display(description="Version")
+    @admin.display(description=_("Version"))
     def latest(self, obj: AgentProfile) -> str:
         number = obj.versions.order_by("-number").values_list("number", flat=True).first()
         return f"v{number}" if number else "—"
 
-    @admin.display(description="Feedback")
+    @admin.display(description=_("Feedback"))
     def feedback(self, obj: AgentProfile) -> str:
         url = reverse("admin:agents_answerfeedback_profile_stats", args=[obj.pk])
-        return format_html('<a href="{}">by version</a>', url)
+        return format_html('<a href="{}">{}</a>', url, gettext("by version"))
 
     def change_form_context(self) -> dict[str, Any]:
         # The default templates, to copy from when writing a custom one.
@@ -188,7 +190,9 @@ class AgentProfileAdmin(ExtraPagesAdmin):
                 "problems": result.problems,
             }
         context = {
-            **self.page_context(request, profile, f"Preview: {profile.name}"),
+            **self.page_context(
+                request, profile, gettext("Preview: %(name)s") % {"name": profile.name}
+            ),
             "form": form,
             "preview": preview,
         }
@@ -203,7 +207,9 @@ class AgentProfileAdmin(ExtraPagesAdmin):
         profile = self._get_for_view(request, object_id)
         versions = list(profile.versions.select_related("created_by").order_by("-number"))
         context = {
-            **self.page_context(request, profile, f"Versions of {profile.name}"),
+            **self.page_context(
+                request, profile, gettext("Versions of %(name)s") % {"name": profile.name}
+            ),
             "versions": versions,
             "can_restore": self.has_change_permission(request, profile),
         }
@@ -214,7 +220,11 @@ class AgentProfileAdmin(ExtraPagesAdmin):
         version = get_object_or_404(PromptVersion, profile=profile, number=number)
         latest = profile.versions.order_by("-number").values_list("number", flat=True).first()
         context = {
-            **self.page_context(request, profile, f"{profile.name}: version {number}"),
+            **self.page_context(
+                request,
+                profile,
+                gettext("%(name)s: version %(number)d") % {"name": profile.name, "number": number},
+            ),
             "version": version,
             "diff": prompt_version_diff(version=version),
             "snapshot_json": pretty(version.snapshot),
@@ -233,20 +243,26 @@ class AgentProfileAdmin(ExtraPagesAdmin):
             )
         result = prompt_version_restore(version=version, user=signed_in_user(request.user))
         profile.refresh_from_db()
-        text = f"Restored version {number} as version {result.version.number}."
+        text = gettext("Restored version %(old)d as version %(new)d.") % {
+            "old": number,
+            "new": result.version.number,
+        }
         self.log_change(request, profile, [{"changed": {"fields": ["restored", text]}}])
         self.message_user(request, text, messages.SUCCESS)
         if result.missing_tools:
             self.message_user(
                 request,
-                "These tools no longer exist and were left out: " + ", ".join(result.missing_tools),
+                gettext("These tools no longer exist and were left out: %(names)s")
+                % {"names": ", ".join(result.missing_tools)},
                 messages.WARNING,
             )
         if result.missing_model_config:
             self.message_user(
                 request,
-                "The model endpoint of that version no longer exists; the profile now uses the "
-                "default model.",
+                gettext(
+                    "The model endpoint of that version no longer exists; the profile now uses "
+                    "the default model."
+                ),
                 messages.WARNING,
             )
         return HttpResponseRedirect(change_url(profile))
@@ -261,11 +277,11 @@ class PromptVersionAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
     list_select_related = ["profile", "created_by"]
     fields = ["profile", "number", "created_by", "created_at", "snapshot_pretty", "compare"]
 
-    @admin.display(description="Snapshot")
+    @admin.display(description=_("Snapshot"))
     def snapshot_pretty(self, obj: PromptVersion) -> str:
         return format_html("<pre>{}</pre>", pretty(obj.snapshot))
 
-    @admin.display(description="Diff")
+    @admin.display(description=_("Diff"))
     def compare(self, obj: PromptVersion) -> str:
         url = reverse("admin:agents_agentprofile_version", args=[obj.profile_id, obj.number])
-        return format_html('<a href="{}">diff against previous</a>', url)
+        return format_html('<a href="{}">{}</a>', url, gettext("diff against previous"))

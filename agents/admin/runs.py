@@ -12,6 +12,8 @@ from django.http import HttpRequest, HttpResponse
 from django.template.response import TemplateResponse
 from django.urls import URLPattern, path, reverse
 from django.utils.html import format_html
+from django.utils.translation import gettext
+from django.utils.translation import gettext_lazy as _
 
 from agents.admin.forms import UsageRangeForm
 from agents.admin.pages import ReadOnlyAdminMixin, display_messages, pretty
@@ -61,7 +63,7 @@ class AgentRunAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
             },
         ),
         (
-            "Timing and tokens",
+            _("Timing and tokens"),
             {
                 "fields": [
                     "created_at",
@@ -77,26 +79,26 @@ class AgentRunAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
                 ]
             },
         ),
-        ("Error", {"fields": ["error_code", "error_message", "error_detail"]}),
+        (_("Error"), {"fields": ["error_code", "error_message", "error_detail"]}),
     ]
 
-    @admin.display(description="User", ordering="conversation__owner__username")
+    @admin.display(description=_("User"), ordering="conversation__owner__username")
     def owner(self, obj: AgentRun) -> str:
         return obj.conversation.owner.get_username()
 
-    @admin.display(description="Profile")
+    @admin.display(description=_("Profile"))
     def profile(self, obj: AgentRun) -> str:
         return str(obj.profile_version) if obj.profile_version else "—"
 
-    @admin.display(description="Conversation")
+    @admin.display(description=_("Conversation"))
     def conversation_link(self, obj: AgentRun) -> str:
         url = reverse("admin:agents_conversation_change", args=[obj.conversation_id])
         return format_html('<a href="{}">{}</a>', url, obj.conversation)
 
-    @admin.display(description="Duration")
+    @admin.display(description=_("Duration"))
     def duration(self, obj: AgentRun) -> str:
         seconds = obj.duration_seconds
-        return f"{seconds:.2f} s" if seconds is not None else "—"
+        return gettext("%(seconds).2f s") % {"seconds": seconds} if seconds is not None else "—"
 
     def change_view(
         self,
@@ -129,7 +131,7 @@ class AgentRunAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
         context = {
             **self.admin_site.each_context(request),
             "opts": self.model._meta,
-            "title": "Usage per user and day",
+            "title": gettext("Usage per user and day"),
             "form": form,
             "rows": rows,
             "totals": totals,

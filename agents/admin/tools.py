@@ -11,6 +11,8 @@ from django.contrib import admin
 from django.http import HttpRequest, HttpResponse
 from django.template.response import TemplateResponse
 from django.urls import URLPattern, path
+from django.utils.translation import gettext
+from django.utils.translation import gettext_lazy as _
 
 from agents.admin.forms import TestToolForm, ToolConfigForm, describe_stored_secrets
 from agents.admin.openapi import openapi_import_view
@@ -40,12 +42,12 @@ class ToolConfigAdmin(ExtraPagesAdmin):
     sensitive_post_fields = ("secrets",)
     fieldsets = [
         (None, {"fields": ["name", "kind", "description", "enabled"]}),
-        ("Configuration", {"fields": ["config"]}),
-        ("Secrets (write-only)", {"fields": ["secrets", "clear_secrets"]}),
-        ("Behaviour", {"fields": ["timeout_seconds", "return_direct", "needs_approval"]}),
+        (_("Configuration"), {"fields": ["config"]}),
+        (_("Secrets (write-only)"), {"fields": ["secrets", "clear_secrets"]}),
+        (_("Behaviour"), {"fields": ["timeout_seconds", "return_direct", "needs_approval"]}),
     ]
 
-    @admin.display(description="Secrets")
+    @admin.display(description=_("Secrets"))
     def secrets_state(self, obj: ToolConfig) -> str:
         return describe_stored_secrets(obj)
 
@@ -81,7 +83,9 @@ class ToolConfigAdmin(ExtraPagesAdmin):
                 user=signed_in_user(request.user),
             )
         context = {
-            **self.page_context(request, tool_config, f"Test tool: {tool_config.name}"),
+            **self.page_context(
+                request, tool_config, gettext("Test tool: %(name)s") % {"name": tool_config.name}
+            ),
             "form": form,
             "result": result,
         }

@@ -6,6 +6,7 @@ Output serializers only read; every write goes through a service in the view.
 from __future__ import annotations
 
 from django.urls import reverse
+from django.utils.translation import gettext as _
 from rest_framework import serializers
 
 from agents import selectors
@@ -153,7 +154,7 @@ class ConversationUpdateInput(serializers.Serializer):
 
     def validate(self, attrs):
         if not attrs:
-            raise serializers.ValidationError("Send 'title', 'archived' or both.")
+            raise serializers.ValidationError(_("Send 'title', 'archived' or both."))
         return attrs
 
 

@@ -52,13 +52,13 @@ class ApiView(GenericAPIView):
             user=self.request.user, conversation_id=conversation_id
         )
         if conversation is None:
-            raise NotFound("No such conversation.")
+            raise NotFound(_("No such conversation."))
         return conversation
 
     def message_or_404(self, message_id: int) -> Message:
         message = selectors.message_get(user=self.request.user, message_id=message_id)
         if message is None:
-            raise NotFound("No such message.")
+            raise NotFound(_("No such message."))
         return message
 
     def profile_or_none(self, slug: str | None) -> AgentProfile | None:
@@ -180,7 +180,13 @@ class ConversationExportView(ApiView):
         conversation = self.conversation_or_404(conversation_id)
         fmt = request.query_params.get("format", "md")
         if fmt not in EXPORT_FORMATS:
-            raise ValidationError({"format": [f"Choose one of: {', '.join(EXPORT_FORMATS)}."]})
+            raise ValidationError(
+                {
+                    "format": [
+                        _("Choose one of: %(formats)s.") % {"formats": ", ".join(EXPORT_FORMATS)}
+                    ]
+                }
+            )
         data = export_data(conversation, all_branches=_wants_all_branches(request))
         if fmt == "json":
             response = HttpResponse(export_json(data), content_type="application/json")
@@ -318,7 +324,7 @@ class MessageFeedbackView(ApiView):
             user=signed_in_user(request.user), message=self.message_or_404(message_id)
         )
         if feedback is None:
-            raise NotFound("No feedback on this answer yet.")
+            raise NotFound(_("No feedback on this answer yet."))
         return Response(api.FeedbackSerializer(feedback).data)
 
     def put(self, request: Request, message_id: int) -> Response:
@@ -341,7 +347,7 @@ class RunCancelView(ApiView):
     def post(self, request: Request, run_id: int) -> Response:
         run: AgentRun | None = selectors.run_get(user=request.user, run_id=run_id)
         if run is None:
-            raise NotFound("No such run.")
+            raise NotFound(_("No such run."))
         run = run_cancel(run=run, user=signed_in_user(request.user))
         return Response({"run": api.RunSerializer(run).data})
 
@@ -370,7 +376,7 @@ class RunContinueView(ApiView):
     def post(self, request: Request, run_id: int) -> Response:
         run: AgentRun | None = selectors.run_get(user=request.user, run_id=run_id)
         if run is None:
-            raise NotFound("No such run.")
+            raise NotFound(_("No such run."))
         run = run_continue(run=run, user=signed_in_user(request.user))
         return Response({"run": api.RunSerializer(run).data})
 

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from django.conf import settings
+from django.utils.translation import gettext
 
 from agents.crypto import SecretUnreadable
 from agents.llm.factory import chat_model_for, is_demo_model
@@ -52,29 +53,59 @@ def check_connection(model_config: ModelConfig) -> ConnectionCheck:
         )
     except SecretUnreadable:
         return ConnectionCheck(
-            False, "The stored API key cannot be decrypted (SECRET_KEY changed); enter it again."
+            False,
+            gettext("The stored API key cannot be decrypted (SECRET_KEY changed); enter it again."),
         )
     except ModelAuthError:
-        return ConnectionCheck(False, f"Authentication failed: {where} rejected the API key.")
+        return ConnectionCheck(
+            False,
+            gettext("Authentication failed: %(where)s rejected the API key.") % {"where": where},
+        )
     except ModelTimeout:
         seconds = f"{probe.request_timeout_seconds:g}"
-        return ConnectionCheck(False, f"Timed out: {where} did not answer within {seconds} s.")
+        return ConnectionCheck(
+            False,
+            gettext("Timed out: %(where)s did not answer within %(seconds)s s.")
+            % {"where": where, "seconds": seconds},
+        )
     except ModelQuotaError:
-        return ConnectionCheck(False, f"{where} says the account has no quota left.")
+        return ConnectionCheck(
+            False, gettext("%(where)s says the account has no quota left.") % {"where": where}
+        )
     except ModelRateLimited:
-        return ConnectionCheck(False, f"{where} is rate limiting requests; try again later.")
+        return ConnectionCheck(
+            False,
+            gettext("%(where)s is rate limiting requests; try again later.") % {"where": where},
+        )
     except ModelUnavailable as exc:
         if exc.status_code:
             return ConnectionCheck(
-                False, f"{where} answered with HTTP {exc.status_code}: {short_error(exc)}"
+                False,
+                gettext("%(where)s answered with HTTP %(status)s: %(error)s")
+                % {"where": where, "status": exc.status_code, "error": short_error(exc)},
             )
-        return ConnectionCheck(False, f"Could not connect to {where}: {short_error(exc)}")
+        return ConnectionCheck(
+            False,
+            gettext("Could not connect to %(where)s: %(error)s")
+            % {"where": where, "error": short_error(exc)},
+        )
     except ModelError as exc:
-        status = f" (HTTP {exc.status_code})" if exc.status_code else ""
-        return ConnectionCheck(False, f"{where} answered with an error{status}: {short_error(exc)}")
+        if exc.status_code:
+            return ConnectionCheck(
+                False,
+                gettext("%(where)s answered with an error (HTTP %(status)s): %(error)s")
+                % {"where": where, "status": exc.status_code, "error": short_error(exc)},
+            )
+        return ConnectionCheck(
+            False,
+            gettext("%(where)s answered with an error: %(error)s")
+            % {"where": where, "error": short_error(exc)},
+        )
     latency_ms = round((time.monotonic() - started) * 1000)
     return ConnectionCheck(
-        True, f"OK: {chat_model.model_name} at {where} answered in {latency_ms} ms."
+        True,
+        gettext("OK: %(model)s at %(where)s answered in %(ms)s ms.")
+        % {"model": chat_model.model_name, "where": where, "ms": latency_ms},
     )
 
 
@@ -82,8 +113,8 @@ def _endpoint_description(model_config: ModelConfig) -> str:
     if model_config.base_url:
         return model_config.base_url
     if is_demo_model(model_config):
-        return "the built-in demo model"
-    return settings.OPENAI_BASE_URL or "the OpenAI API (OPENAI_* settings)"
+        return gettext("the built-in demo model")
+    return settings.OPENAI_BASE_URL or gettext("the OpenAI API (OPENAI_* settings)")
 
 
 def short_error(exc: Exception, limit: int = 300) -> str:

@@ -242,7 +242,7 @@ def summary_request(*, conversation: Conversation, user) -> SummaryRequest:
     Raises ``RequestRefused`` (``rate_limited``, ``quota_exceeded``) past the user's limits.
     """
     if conversation.owner_id != getattr(user, "pk", None):
-        raise PermissionDenied("Only the conversation's owner can summarise it.")
+        raise PermissionDenied(gettext("Only the conversation's owner can summarise it."))
     leaf_id = _active_leaf_id(conversation)
     branch = _branch(conversation, leaf_id)
     turns = split_turns(_after(branch, _newest_summary(conversation, branch)))

@@ -60,10 +60,11 @@ function framePayload(frame) {
 
 function formatDuration(ms) {
   if (typeof ms !== "number" || Number.isNaN(ms)) return "";
-  if (ms < 1000) return `${Math.round(ms)} ms`;
-  if (ms < 60000) return `${(ms / 1000).toFixed(1)} s`;
+  if (ms < 1000) return interpolate(gettext("%s ms"), [Math.round(ms)]);
+  if (ms < 60000) return interpolate(gettext("%s s"), [(ms / 1000).toFixed(1)]);
   const minutes = Math.floor(ms / 60000);
-  return `${minutes} min ${Math.round((ms % 60000) / 1000)} s`;
+  const seconds = Math.round((ms % 60000) / 1000);
+  return interpolate(gettext("%(minutes)s min %(seconds)s s"), { minutes, seconds }, true);
 }
 
 // Live text by offset: the new text, or null when the frame brings nothing new.
