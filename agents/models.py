@@ -610,6 +610,8 @@ class ToolApproval(models.Model):
         APPROVED = "approved", "Approved"
         DECLINED = "declined", "Declined"
         EXPIRED = "expired", "Expired (declined)"
+        # The run was stopped while it waited: the call never ran and nobody decided it.
+        CANCELLED = "cancelled", "Run stopped before a decision"
 
     run = models.ForeignKey(AgentRun, on_delete=models.CASCADE, related_name="approvals")
     call_id = models.CharField(max_length=200)
