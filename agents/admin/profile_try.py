@@ -143,7 +143,7 @@ def _paused_fragment(request: ApprovalRequestStep) -> str:
 
 def _budget_fragment(message: str) -> str:
     return render_to_string(
-        "admin/agents/agentprofile/try_step.html", {"kind": "note", "step": {"message": message}}
+        "admin/agents/agentprofile/try_step.html", {"kind": "budget", "step": {"message": message}}
     )
 
 
