@@ -251,9 +251,11 @@ def test_deny_tells_the_agent_and_the_call_never_runs():
     types = [frame["type"] for frame in frames]
     assert types[-1] == "run.finished"
     decided = [frame for frame in frames if frame["type"] == "approval.decided"]
-    assert decided and all(frame["approved"] is False for frame in decided)
+    assert decided
+    assert all(frame["approved"] is False for frame in decided)
     observations = [f["text"] for f in frames if f.get("kind") == "observation"]
-    assert observations and all("declined" in text for text in observations)
+    assert observations
+    assert all("declined" in text for text in observations)
     assert "114" not in " ".join(observations)
 
 
