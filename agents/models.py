@@ -782,6 +782,8 @@ class ToolApproval(models.Model):
         APPROVED = "approved", _("Approved")
         DECLINED = "declined", _("Declined")
         EXPIRED = "expired", _("Expired (declined)")
+        # The run was stopped while it waited: the call never ran and nobody decided it.
+        CANCELLED = "cancelled", _("Run stopped before a decision")
 
     run = models.ForeignKey(
         AgentRun, verbose_name=_("run"), on_delete=models.CASCADE, related_name="approvals"

@@ -192,3 +192,96 @@ def test_the_process_exits_non_zero_with_one_line_and_no_traceback():
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1
     assert "cannot reach http://127.0.0.1:9/v1" in lines[0]
+
+
+class _Terminal(StringIO):
+    """Typed answers, as from a person at a terminal."""
+
+    def isatty(self) -> bool:
+        return True
+
+
+def _calculator_needs_approval() -> None:
+    ensure_defaults()
+    ToolConfig.objects.filter(name="calculator").update(needs_approval=True)
+
+
+@pytest.mark.django_db
+def test_a_call_that_needs_approval_stops_with_how_to_decide(monkeypatch):
+    _calculator_needs_approval()
+    monkeypatch.setattr(sys, "stdin", StringIO(""))
+
+    out, err = StringIO(), StringIO()
+    with pytest.raises(CommandError) as stopped:
+        call_command("ask", QUESTION, stdout=out, stderr=err)
+
+    assert str(stopped.value) == (
+        "The agent wants to call calculator (28+10)*3, which needs approval. "
+        "Run again with --approve to let it or --deny to refuse it."
+    )
+    assert "[needs approval] calculator (28+10)*3" in out.getvalue()
+    assert "Observation:" not in out.getvalue()
+
+
+@pytest.mark.django_db
+def test_approve_runs_the_call_once_and_the_run_goes_on():
+    _calculator_needs_approval()
+
+    out, _ = ask(QUESTION, "--approve")
+
+    assert_in_order(
+        out,
+        "Action: calculator",
+        "[needs approval] calculator (28+10)*3",
+        "[approved]",
+        "Observation: 114",
+        "Final Answer: The answer is 114",
+    )
+    assert out.count("Observation: 114") == 1
+    assert out.count("[needs approval]") == 1
+
+
+@pytest.mark.django_db
+def test_deny_tells_the_agent_and_the_call_never_runs():
+    _calculator_needs_approval()
+
+    out, _ = ask(QUESTION, "--deny", "--json")
+
+    frames = [json.loads(line) for line in out.splitlines()]
+    types = [frame["type"] for frame in frames]
+    assert types[-1] == "run.finished"
+    decided = [frame for frame in frames if frame["type"] == "approval.decided"]
+    assert decided
+    assert all(frame["approved"] is False for frame in decided)
+    observations = [f["text"] for f in frames if f.get("kind") == "observation"]
+    assert observations
+    assert all("declined" in text for text in observations)
+    assert "114" not in " ".join(observations)
+
+
+@pytest.mark.django_db
+def test_at_a_terminal_the_command_asks(monkeypatch):
+    _calculator_needs_approval()
+    monkeypatch.setattr(sys, "stdin", _Terminal("y\n"))
+
+    out, err = ask(QUESTION)
+
+    assert "The agent wants to call calculator (28+10)*3, which needs approval." in err
+    assert "Approve? [y/N]" in err
+    assert "Observation: 114" in out
+
+
+@pytest.mark.django_db
+def test_a_budget_ends_the_command_with_its_reason():
+    ensure_defaults()
+    AgentProfile.objects.update(budget_steps=1)
+
+    out, err = StringIO(), StringIO()
+    with pytest.raises(CommandError) as stopped:
+        call_command("ask", QUESTION, stdout=out, stderr=err)
+
+    assert str(stopped.value).startswith(
+        "The run stopped at its budget: The run used its budget of 1 steps."
+    )
+    assert "Observation: 114" in out.getvalue()
+    assert "Final Answer" not in out.getvalue()

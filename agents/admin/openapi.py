@@ -19,7 +19,12 @@ from django.views.decorators.debug import sensitive_post_parameters
 
 from agents.admin.forms import WriteOnlyPasswordInput, new_tool_name_error, suggested_tool_name
 from agents.models import ToolConfig
-from agents.services.openapi import ImportChoice, ImportRefused, openapi_tools_import
+from agents.services.openapi import (
+    ImportChoice,
+    ImportRefused,
+    needs_approval_by_default,
+    openapi_tools_import,
+)
 from agents.tools.openapi import (
     OpenApiDocumentError,
     Operation,
@@ -104,6 +109,11 @@ class OperationsForm(forms.Form):
                 initial=suggested_tool_name(operation.tool_name, taken),
                 label=gettext("Tool name for %(name)s") % {"name": operation.key},
             )
+            self.fields[f"opapproval_{index}"] = forms.BooleanField(
+                required=False,
+                initial=needs_approval_by_default(operation),
+                label=gettext("Needs approval: %(operation)s") % {"operation": operation.key},
+            )
         for scheme in self.schemes():
             self.fields[f"secret_{scheme.secret_name}"] = forms.CharField(
                 required=False,
@@ -125,6 +135,7 @@ class OperationsForm(forms.Form):
                 "operation": operation,
                 "enable": self[f"op_{index}"],
                 "name": self[f"opname_{index}"],
+                "needs_approval": self[f"opapproval_{index}"],
                 "auth": ", ".join(_style_label(s) for s in operation.schemes) or gettext("none"),
             }
             for index, operation in enumerate(self.found)
@@ -146,7 +157,13 @@ class OperationsForm(forms.Form):
                 self.add_error(f"opname_{index}", error)
                 continue
             names.add(name)
-            chosen.append(ImportChoice(operation=operation, tool_name=name))
+            chosen.append(
+                ImportChoice(
+                    operation=operation,
+                    tool_name=name,
+                    needs_approval=bool(cleaned.get(f"opapproval_{index}")),
+                )
+            )
         if not chosen and not self.errors:
             raise forms.ValidationError(_("Tick at least one operation to import."))
         cleaned["chosen"] = chosen

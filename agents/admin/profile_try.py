@@ -26,8 +26,8 @@ from agents.llm.check import short_error
 from agents.models import AgentProfile, PromptVersion
 from agents.permissions import signed_in_user
 from agents.profile_snapshot import ProfileSnapshot
-from agents.react.errors import AgentError, ModelError
-from agents.react.types import ModelCallRecord, Step, step_to_event
+from agents.react.errors import AgentError, AwaitingApproval, BudgetExhausted, ModelError
+from agents.react.types import ApprovalRequestStep, ModelCallRecord, Step, step_to_event
 from agents.redaction import redact
 from agents.runtime import build_executor
 from agents.services.prompt_versions import prompt_version_ensure
@@ -80,10 +80,24 @@ def page(
 
 def _run_fragments(version: PromptVersion, *, user: Any, question: str) -> Iterator[str]:
     started = time.monotonic()
+    waiting: list[ApprovalRequestStep] = []
     try:
         executor = build_executor(snapshot=ProfileSnapshot.from_version(version), user=user)
         for step in executor.run(question):
-            yield _step_fragment(step)
+            if isinstance(step, ApprovalRequestStep):
+                waiting.append(step)
+            else:
+                yield _step_fragment(step)
+    except AwaitingApproval as exc:
+        # Nobody can approve here (the run is not stored), so the page stops and says so.
+        for request in waiting:
+            if request.call_id in exc.call_ids:
+                yield _paused_fragment(request)
+    except BudgetExhausted as exc:
+        yield _budget_fragment(
+            gettext("%(reason)s In a chat its owner can press Continue; Try it stops here.")
+            % {"reason": exc}
+        )
     except ModelError as exc:
         yield _error_fragment(f"The model failed ({exc.code}): {short_error(exc, 1000)}")
     except AgentError as exc:
@@ -108,6 +122,31 @@ def _step_fragment(step: Step) -> str:
         tool_input = payload["tool_input"]
         context["tool_input"] = tool_input if isinstance(tool_input, str) else pretty(tool_input)
     return render_to_string("admin/agents/agentprofile/try_step.html", context)
+
+
+def _paused_fragment(request: ApprovalRequestStep) -> str:
+    tool_input = request.tool_input
+    return render_to_string(
+        "admin/agents/agentprofile/try_step.html",
+        {
+            "kind": "approval_request",
+            "step": {
+                "message": gettext(
+                    "The agent wants to call %(tool)s, which needs approval. Try it does not "
+                    "run such calls; in a chat with this profile its owner approves or "
+                    "denies it."
+                )
+                % {"tool": request.tool},
+            },
+            "tool_input": tool_input if isinstance(tool_input, str) else pretty(tool_input),
+        },
+    )
+
+
+def _budget_fragment(message: str) -> str:
+    return render_to_string(
+        "admin/agents/agentprofile/try_step.html", {"kind": "budget", "step": {"message": message}}
+    )
 
 
 def _error_fragment(message: str) -> str:

@@ -6,7 +6,8 @@ and an ``approval.requested`` event) or the budget it reached (``run.budget_reac
 owner's decision or Continue puts the run back in the queue, and the worker that claims it
 resumes from its stored steps as after a crash (docs/architecture.md): the engine finds the
 decision among its prior steps, runs an approved call once and tells the model about a
-declined one. The sweeper ends pauses older than ``CHAT_APPROVAL_EXPIRES_AFTER`` as declined.
+declined one. The sweeper ends pauses older than ``CHAT_APPROVAL_EXPIRES_AFTER``: a call
+nobody decided as declined (the run goes on), a run stopped at a budget as stopped.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from datetime import datetime, timedelta
 from django.conf import settings
 from django.contrib.auth.models import User
 from django.db import transaction
-from django.db.models import F
+from django.db.models import F, Max, Q
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
@@ -33,7 +34,7 @@ from agents.protocol import (
     run_continued_payload,
 )
 from agents.react.types import ApprovalRequestStep
-from agents.services.runs import RunLost, event_append, events_append
+from agents.services.runs import RunLost, event_append, events_append, run_mark_cancelled
 
 logger = logging.getLogger(__name__)
 
@@ -152,7 +153,7 @@ def approval_decide(
     decided = _decide(approval, decision=decision, reason=reason.strip(), user=user)
     if decided is None:
         approval.refresh_from_db()
-        if approval.decision:
+        if approval.decision and approval.decision != Decision.CANCELLED:
             raise RequestRefused(
                 RefusalCode.ALREADY_DECIDED,
                 _("This call was already approved.")
@@ -191,6 +192,18 @@ def _decide(
         if not run.approvals.filter(decision=Decision.PENDING).exists():
             _requeue(run)
     return approval
+
+
+def approvals_cancel(*, run: AgentRun, user: User | None) -> list[int]:
+    """Close, as ``cancelled``, the requests a run stopped while paused still waited on, so
+    the run inspector says the call never ran and nobody decided it. Called in the
+    transaction that cancels the run, under its row lock; returns the closed ids."""
+    pending = list(run.approvals.filter(decision=Decision.PENDING).values_list("pk", flat=True))
+    if pending:
+        ToolApproval.objects.filter(pk__in=pending, decision=Decision.PENDING).update(
+            decision=Decision.CANCELLED, decided_by=user, decided_at=timezone.now()
+        )
+    return pending
 
 
 def run_continue(*, run: AgentRun, user: User) -> AgentRun:
@@ -258,3 +271,36 @@ def approvals_expire(*, now: datetime | None = None) -> list[int]:
     if expired:
         logger.info("expired approval requests %s", expired)
     return expired
+
+
+def budget_pauses_expire(*, now: datetime | None = None) -> list[int]:
+    """Stop every run that has waited at a budget for longer than
+    ``CHAT_APPROVAL_EXPIRES_AFTER``, as its owner's Stop would (``run.cancelled``): its
+    quota reservation goes back and its conversation is no longer blocked by a pause
+    nobody will continue. Returns the ids of the runs it stopped."""
+    cutoff = (now or timezone.now()) - timedelta(seconds=settings.CHAT_APPROVAL_EXPIRES_AFTER)
+    stale = (
+        AgentRun.objects.filter(status=Status.OUT_OF_BUDGET)
+        .annotate(
+            stopped_at=Max(
+                "events__created_at", filter=Q(events__type=FrameType.RUN_BUDGET_REACHED)
+            )
+        )
+        .filter(stopped_at__lt=cutoff)
+        .values_list("pk", flat=True)
+    )
+    stopped = []
+    for run_id in stale:
+        with transaction.atomic():
+            # A Continue may have got there first: only a run still stopped at its budget.
+            locked = (
+                AgentRun.objects.select_for_update()
+                .select_related("conversation")
+                .filter(pk=run_id, status=Status.OUT_OF_BUDGET)
+                .first()
+            )
+            if locked is not None and run_mark_cancelled(run=locked, partial_answer=""):
+                stopped.append(run_id)
+    if stopped:
+        logger.info("stopped runs that waited at a budget too long %s", stopped)
+    return stopped

@@ -32,6 +32,7 @@ from agents.protocol import (
     message_created_payload,
 )
 from agents.ratelimit import rate_limit_hit
+from agents.services.approvals import approvals_cancel
 from agents.services.branches import branch_activate
 from agents.services.defaults import default_profile
 from agents.services.prompt_versions import prompt_version_current
@@ -246,6 +247,8 @@ def run_cancel(*, run: AgentRun, user: User) -> AgentRun:
         locked = AgentRun.objects.select_for_update().get(pk=run.pk)
         if locked.status in (AgentRun.Status.QUEUED, *AgentRun.PAUSED_STATUSES):
             # Queued or paused: no worker holds it, so it ends here.
+            if locked.status == AgentRun.Status.AWAITING_APPROVAL:
+                approvals_cancel(run=locked, user=user)
             run_mark_cancelled(run=locked, partial_answer="")
         elif locked.status == AgentRun.Status.RUNNING and locked.cancel_requested_at is None:
             locked.cancel_requested_at = timezone.now()

@@ -54,6 +54,7 @@ from agents.react.types import (
 )
 from agents.services.approvals import (
     approvals_expire,
+    budget_pauses_expire,
     run_pause_for_approval,
     run_stop_at_budget,
 )
@@ -89,8 +90,10 @@ def runs_rescue(*, enqueue: Callable[[int], None]) -> list[int]:
     interval = settings.AGENT_SWEEP_INTERVAL_SECONDS
     if not cache.add("chat:sweep-lock", worker_id(), timeout=max(1, int(interval * 0.8))):
         return []
-    # Pauses nobody decided in time end as declined, and their runs go on.
+    # Pauses nobody decided in time end as declined, and their runs go on; runs nobody
+    # continued past a budget in time end as stopped.
     approvals_expire()
+    budget_pauses_expire()
     rescued = []
     for run_id in runs_needing_rescue(queued_for_seconds=settings.AGENT_QUEUED_RESCUE_SECONDS):
         if cache.add(

@@ -20,10 +20,21 @@ class ImportRefused(ValueError):
     """An operation cannot become a tool; the message names it and says why."""
 
 
+# Methods that only read; any other (POST, PUT, PATCH, DELETE) may change something.
+READ_ONLY_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
+
+
+def needs_approval_by_default(operation: Operation) -> bool:
+    """An operation whose method may change something pauses for its owner's approval
+    unless staff say otherwise, as an MCP tool not marked read-only does."""
+    return operation.method.upper() not in READ_ONLY_METHODS
+
+
 @dataclass(frozen=True)
 class ImportChoice:
     operation: Operation
     tool_name: str
+    needs_approval: bool | None = None  # None: by the operation's method
 
 
 def openapi_tools_import(
@@ -63,6 +74,11 @@ def openapi_tools_import(
                 description=operation.description,
                 config=config,
                 timeout_seconds=timeout_seconds,
+                needs_approval=(
+                    needs_approval_by_default(operation)
+                    if choice.needs_approval is None
+                    else choice.needs_approval
+                ),
             )
             needed = {scheme.secret_name for scheme in operation.schemes}
             tool.set_secrets({name: secrets[name] for name in needed if secrets.get(name)})

@@ -914,6 +914,7 @@ export class Thread {
       if (entry.runId === run.id && entry.item.classList.contains("pending")) {
         entry.buttons.remove();
         entry.item.classList.remove("pending");
+        entry.status.textContent = gettext("Stopped before a decision: the call did not run");
       }
     }
     run.continueNote?.querySelector("button")?.remove();

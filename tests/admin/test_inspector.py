@@ -191,3 +191,18 @@ def test_the_inspector_shows_who_decided_what_and_when(
     assert "2026-11-24 09:30:05" in body
     assert "Expired (declined)" in body
     assert "(nobody: the sweeper)" in body
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_inspector_says_when_a_run_was_stopped_before_a_decision(staff_client, user):
+    from agents.services.conversations import conversation_create, run_cancel
+    from tests.paused import paused_run
+
+    run, _ = paused_run(conversation_create(owner=user, title="Mail"))
+    run_cancel(run=run, user=user)
+
+    body = page_text(staff_client.get(reverse("admin:agents_agentrun_change", args=[run.pk])))
+
+    assert "send_mail" in body
+    assert "Run stopped before a decision" in body
+    assert "Pending" not in body

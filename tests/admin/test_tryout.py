@@ -235,3 +235,50 @@ def test_preview_uses_any_conversation_with_the_view_conversation_permission(
     body = page_text(client.post(url, {"question": "Hi", "conversation": conversation.pk}))
 
     assert "Please remember my flight on Friday." in body
+
+
+@pytest.mark.django_db
+def test_try_it_says_a_call_needs_approval_instead_of_failing(
+    staff_client, scripted_server, scripted_endpoint, profile, capitals
+):
+    ToolConfig.objects.filter(pk=capitals.pk).update(needs_approval=True)
+    scripted_server.script(
+        scripted_endpoint.model,
+        [Reply("Thought: I should look it up.\nAction: capitals\nAction Input: France")],
+    )
+    url = reverse("admin:agents_agentprofile_try", args=[profile.pk])
+
+    body = page_text(staff_client.post(url, {"question": "Capital of France?"}))
+
+    assert "Needs approval: the run stops here" in body
+    assert "The agent wants to call capitals, which needs approval." in body
+    assert "France" in body
+    assert "Observation from capitals" not in body  # the call did not run
+    assert "Run failed" not in body
+    assert "awaiting_approval" not in body
+    assert "Finished in" in body
+
+
+@pytest.mark.django_db
+def test_try_it_says_the_run_reached_its_budget(
+    staff_client, scripted_server, scripted_endpoint, profile
+):
+    AgentProfile.objects.filter(pk=profile.pk).update(budget_steps=1)
+    scripted_server.script(
+        scripted_endpoint.model,
+        [
+            Reply("Thought: I should look it up.\nAction: capitals\nAction Input: France"),
+            Reply("Thought: I know it now.\nFinal Answer: The capital is Paris."),
+        ],
+    )
+    url = reverse("admin:agents_agentprofile_try", args=[profile.pk])
+
+    body = page_text(staff_client.post(url, {"question": "Capital of France?"}))
+
+    assert "Observation from capitals" in body
+    assert "Budget reached: the run stops here" in body
+    assert "The run used its budget of 1 steps." in body
+    assert "In a chat its owner can press Continue; Try it stops here." in body
+    assert "Run failed" not in body
+    assert "budget_exhausted" not in body
+    assert len(scripted_server.requests(scripted_endpoint.model)) == 1

@@ -177,3 +177,49 @@ def test_a_run_at_its_step_budget_offers_continue_and_finishes(
     assert tickets.calls == 1  # the same run went on: the tool did not run again
     assert (run.status, run.budget_grants) == ("succeeded", 1)
     assert len(stack.model.requests(model_name)) == 2
+
+
+def test_stop_while_paused_closes_the_request_and_frees_the_chat(
+    stack, open_tab, user, model_name, tickets
+):
+    tab, tool = _start(stack, open_tab, user, model_name, tickets)
+    page = tab.page
+    request = _paused(page, tool)
+
+    page.get_by_role("button", name="Stop").click()
+
+    expect(page.locator(".run-status.cancelled")).to_have_text("Stopped")
+    status = "Stopped before a decision: the call did not run"
+    expect(request.locator(".approval-status")).to_have_text(status)
+    expect(request.get_by_role("button")).to_have_count(0)
+    page.reload()
+    expect(page.locator(".step.approval .approval-status")).to_have_text(status)
+    assert tickets.calls == 0
+    approval = ToolApproval.objects.get()
+    assert (approval.decision, approval.decided_by) == ("cancelled", user)
+    assert not tab.errors
+
+
+def test_a_run_left_at_its_budget_is_stopped_by_the_sweep(
+    stack, open_tab, user, model_name, tickets
+):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from agents.services.approvals import budget_pauses_expire
+
+    tab, _ = _start(
+        stack, open_tab, user, model_name, tickets, needs_approval=False, budget_steps=1
+    )
+    page = tab.page
+    expect(page.get_by_role("button", name="Continue (+1 step)")).to_be_visible()
+
+    a_week_later = timezone.now() + timedelta(days=7)
+    assert budget_pauses_expire(now=a_week_later) == [_run().pk]
+
+    expect(page.locator(".run-status.cancelled")).to_have_text("Stopped")
+    expect(page.get_by_role("button", name=re.compile("Continue"))).to_have_count(0)
+    ask(page, "Thanks, that is enough.")  # the conversation takes messages again
+    expect(page.locator(".msg.user")).to_have_count(2)
+    assert tickets.calls == 1

@@ -4,6 +4,7 @@ them against a local API (checking what it received), and refusing private addre
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 import yaml
@@ -241,3 +242,61 @@ def test_the_admin_shows_why_a_document_is_invalid(staff_client):
     )
 
     assert "not a valid OpenAPI document" in page_text(response)
+
+
+def test_operations_that_change_something_need_approval_by_default(pet_api):
+    made = _import(pet_api, "listPets", "createPet", "getPet")
+
+    assert made["createPet"].needs_approval is True  # POST
+    assert made["listPets"].needs_approval is False  # GET
+    assert made["getPet"].needs_approval is False
+
+
+def test_staff_may_switch_the_default_off_or_on_at_import(pet_api):
+    found = {op.tool_name: op for op in operations(read_document(json.dumps(pet_api_document())))}
+
+    made = openapi_tools_import(
+        choices=[
+            ImportChoice(operation=found["createPet"], tool_name="add", needs_approval=False),
+            ImportChoice(operation=found["listPets"], tool_name="list", needs_approval=True),
+        ],
+        server_url=_base(pet_api),
+        allow_hosts=[f"127.0.0.1:{pet_api.server_address[1]}"],
+        secrets={},
+        timeout_seconds=5,
+    )
+
+    assert {tool.name: tool.needs_approval for tool in made} == {"add": False, "list": True}
+
+
+def test_the_admin_form_starts_with_the_method_default_and_keeps_the_choice(staff_client, pet_api):
+    url = reverse("admin:agents_toolconfig_import_openapi")
+    first = {
+        "document": json.dumps(pet_api_document()),
+        "server_url": _base(pet_api),
+        "allow_hosts": f"127.0.0.1:{pet_api.server_address[1]}",
+        "timeout_seconds": "5",
+    }
+
+    html = staff_client.post(url, first).content.decode()
+
+    boxes = re.findall(r'<input type="checkbox" name="opapproval_(\d)"[^>]*>', html)
+    assert boxes == ["0", "1", "2", "3"]
+    ticked = re.findall(r'<input type="checkbox" name="opapproval_(\d)"[^>]*checked[^>]*>', html)
+    assert ticked == ["1"]  # POST /pets only; the GETs start unticked
+    assert "can change something (POST, PUT, PATCH, DELETE)" in html
+
+    second = {
+        **first,
+        "step": "operations",
+        "op_0": "on",
+        "opname_0": "list_pets",
+        "opapproval_0": "on",
+        "op_1": "on",
+        "opname_1": "add_pet",  # its box left unticked: staff switched the default off
+        "opname_2": "getPet",
+        "opname_3": "internalStats",
+    }
+    assert staff_client.post(url, second).status_code == 302
+    made = dict(ToolConfig.objects.filter(kind="openapi").values_list("name", "needs_approval"))
+    assert made == {"list_pets": True, "add_pet": False}

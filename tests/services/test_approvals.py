@@ -12,7 +12,12 @@ from django.utils import timezone
 from agents.llm.scripted import Reply
 from agents.models import AgentProfile, AgentRun, Message, ModelConfig, ToolApproval, ToolConfig
 from agents.protocol import RefusalCode, RequestRefused
-from agents.services.approvals import approval_decide, approvals_expire, run_continue
+from agents.services.approvals import (
+    approval_decide,
+    approvals_expire,
+    budget_pauses_expire,
+    run_continue,
+)
 from agents.services.conversations import conversation_create, message_send, run_cancel
 from agents.services.runs import runs_needing_rescue
 from agents.tasks import run_execute
@@ -209,9 +214,28 @@ def test_a_paused_run_blocks_a_new_send_and_can_be_stopped(user, scripted_profil
     run.refresh_from_db()
     assert run.status == AgentRun.Status.CANCELLED
     approval = ToolApproval.objects.get(run=run)
+    # Closed with its own outcome, not left pending: nobody decided and the call never ran.
+    assert (approval.decision, approval.decided_by) == ("cancelled", user)
+    assert approval.decided_at is not None
+    assert approval.get_decision_display() == "Run stopped before a decision"
     with pytest.raises(RequestRefused) as late:
         approval_decide(approval_id=approval.pk, user=user, approve=True)
     assert late.value.code == RefusalCode.NOT_PAUSED
+    approval.refresh_from_db()
+    assert approval.decision == "cancelled"
+    assert run.events.filter(type="approval.decided").count() == 0
+    assert _observations(run) == []
+
+
+def test_stopping_a_run_after_its_decision_leaves_the_decision_as_it_was(user, scripted_profile):
+    run, _ = _paused_run(user, scripted_profile)
+    approval = ToolApproval.objects.get(run=run)
+    approval_decide(approval_id=approval.pk, user=user, approve=False, reason="no")
+
+    run_cancel(run=run, user=user)  # queued again by the decision: stopped before it resumes
+
+    approval.refresh_from_db()
+    assert (approval.decision, approval.reason) == ("declined", "no")
 
 
 def test_the_sweep_declines_pauses_older_than_the_setting(
@@ -287,6 +311,52 @@ def test_a_tool_call_budget_stops_before_the_call_and_continue_runs_it_once(
     assert run.status == AgentRun.Status.SUCCEEDED
     assert _observations(run) == ["42", "2"]
     assert len(scripted_model.requests(model)) == 3
+
+
+def _stopped_at_budget(user, scripted_profile, guarded_tool) -> AgentRun:
+    ToolConfig.objects.filter(pk=guarded_tool.pk).update(needs_approval=False)
+    profile, _ = scripted_profile(Reply(ADD), Reply(FINAL), budget_steps=1)
+    run = _queued_run(user, profile)
+    run_execute(run.pk)
+    run.refresh_from_db()
+    assert run.status == AgentRun.Status.OUT_OF_BUDGET
+    return run
+
+
+def test_the_sweep_stops_a_run_left_at_its_budget_longer_than_the_setting(
+    user, scripted_profile, guarded_tool, settings
+):
+    settings.CHAT_APPROVAL_EXPIRES_AFTER = 3600
+    run = _stopped_at_budget(user, scripted_profile, guarded_tool)
+    reached = run.events.get(type="run.budget_reached")
+
+    assert budget_pauses_expire() == []  # a fresh stop waits for Continue
+    later = reached.created_at + timedelta(seconds=3601)
+    assert budget_pauses_expire(now=later) == [run.pk]
+    assert budget_pauses_expire(now=later) == []  # once
+
+    run.refresh_from_db()
+    assert run.status == AgentRun.Status.CANCELLED
+    assert run.finished_at is not None
+    assert _types(run)[-1] == "run.cancelled"
+    assert _observations(run) == ["42"]  # what it did stays
+    with pytest.raises(RequestRefused) as late:
+        run_continue(run=run, user=user)
+    assert late.value.code == RefusalCode.NOT_PAUSED
+    # The conversation is free again: the next message starts a run.
+    message_send(conversation=run.conversation, user=user, content="next", client_id="c-2")
+
+
+def test_the_sweep_leaves_a_run_that_was_continued(user, scripted_profile, guarded_tool, settings):
+    settings.CHAT_APPROVAL_EXPIRES_AFTER = 3600
+    run = _stopped_at_budget(user, scripted_profile, guarded_tool)
+    reached = run.events.get(type="run.budget_reached")
+    run_continue(run=run, user=user)
+
+    assert budget_pauses_expire(now=reached.created_at + timedelta(seconds=3601)) == []
+    run.refresh_from_db()
+    assert run.status == AgentRun.Status.QUEUED
+    run_cancel(run=run, user=user)
 
 
 def test_continue_is_refused_for_a_run_not_stopped_at_a_budget(user, other_user, scripted_profile):

@@ -4,11 +4,17 @@ With ``--json`` every line is one JSON object shaped like the websocket frames o
 (``run.started``, ``step``, ``answer.delta``, ``run.finished`` / ``run.failed``; see
 docs/protocol.md), so a script can read it. A model that cannot be reached or is not
 configured ends the command with a one-line reason and a non-zero exit code.
+
+A call to a tool that needs approval is asked about at the terminal ("Approve? [y/N]"), or
+decided for every such call by ``--approve`` / ``--deny``; without a terminal and without
+either flag the command stops and says which call waited. A run that reaches one of its
+profile's budgets stops with the reason (Continue is the chat's).
 """
 
 from __future__ import annotations
 
 import json
+import sys
 import time
 from collections.abc import Callable
 from datetime import UTC, datetime
@@ -21,10 +27,18 @@ from agents.llm.factory import is_demo_model
 from agents.models import AgentProfile
 from agents.profile_snapshot import ProfileSnapshot, SnapshotInvalid, snapshot_model_config
 from agents.protocol import FrameType, answer_delta_frame, run_failed_payload
-from agents.react.errors import AgentError, ModelError, RunCancelled
+from agents.react.errors import (
+    AgentError,
+    AwaitingApproval,
+    BudgetExhausted,
+    ModelError,
+    RunCancelled,
+)
 from agents.react.labels import LabelSet, label_set
 from agents.react.types import (
     ActionStep,
+    ApprovalDecisionStep,
+    ApprovalRequestStep,
     ChatMessage,
     ChatModel,
     Completion,
@@ -56,6 +70,18 @@ class Command(BaseCommand):
             "--mode",
             choices=("react", "tools"),
             help="ReAct text or native tool calling (default: the profile's).",
+        )
+        decide = parser.add_mutually_exclusive_group()
+        decide.add_argument(
+            "--approve",
+            action="store_true",
+            help="Approve every call to a tool that needs approval (default: ask, if there "
+            "is a terminal).",
+        )
+        decide.add_argument(
+            "--deny",
+            action="store_true",
+            help="Deny every call to a tool that needs approval; the agent is told so.",
         )
         parser.add_argument(
             "--json",
@@ -100,9 +126,27 @@ class Command(BaseCommand):
             raise CommandError(f"Profile {profile.slug!r} cannot run: {exc}") from exc
 
         output.started(question=question, model=model.model_name, profile=profile.slug, demo=demo)
+        steps: list[Step] = []
         try:
-            for step in executor.run(question):
-                output.step(step)
+            while True:
+                try:
+                    # After a decision the engine goes on from the steps so far, as a worker
+                    # resumes a stored run: nothing already done runs again.
+                    for step in executor.run(question, prior_steps=_prior(steps)):
+                        steps.append(step)
+                        output.step(step)
+                    return
+                except AwaitingApproval as exc:
+                    for request in _requests(steps, exc.call_ids):
+                        decision = self._decide(request, options)
+                        steps.append(decision)
+                        output.step(decision)
+        except BudgetExhausted as exc:
+            output.failed(exc.code, str(exc))
+            raise CommandError(
+                f"The run stopped at its budget: {_one_line(exc)} Raise the profile's budget "
+                "to let it go further (in the chat, Continue does that for one run)."
+            ) from exc
         except ModelError as exc:
             output.failed(exc.code, str(exc))
             raise CommandError(f"The model failed ({exc.code}): {_one_line(exc)}") from exc
@@ -112,6 +156,42 @@ class Command(BaseCommand):
         except AgentError as exc:
             output.failed(exc.code, str(exc))
             raise CommandError(f"The agent stopped ({exc.code}): {_one_line(exc)}") from exc
+
+    def _decide(
+        self, request: ApprovalRequestStep, options: dict[str, Any]
+    ) -> ApprovalDecisionStep:
+        """The decision on one call: from ``--approve`` / ``--deny``, else asked at the
+        terminal; with neither, the command stops and says how to decide."""
+        call = f"{request.tool} {_shown_input(request.tool_input)}"
+        if options["approve"] or options["deny"]:
+            approved = bool(options["approve"])
+        elif sys.stdin.isatty():
+            self.stderr.write(f"The agent wants to call {call}, which needs approval.")
+            self.stderr.write("Approve? [y/N] ", ending="")
+            self.stderr.flush()
+            approved = sys.stdin.readline().strip().lower() in ("y", "yes")
+        else:
+            raise CommandError(
+                f"The agent wants to call {call}, which needs approval. Run again with "
+                "--approve to let it or --deny to refuse it."
+            )
+        reason = "" if approved else "Denied at the command line."
+        return ApprovalDecisionStep(call_id=request.call_id, approved=approved, reason=reason)
+
+
+def _prior(steps: list[Step]) -> list[Step]:
+    """Model calls first, then the steps, as ``run_prior_steps`` hands a resumed run."""
+    calls = [step for step in steps if isinstance(step, ModelCallRecord)]
+    return calls + [step for step in steps if not isinstance(step, ModelCallRecord)]
+
+
+def _requests(steps: list[Step], call_ids: list[str]) -> list[ApprovalRequestStep]:
+    waiting = set(call_ids)
+    return [s for s in steps if isinstance(s, ApprovalRequestStep) and s.call_id in waiting]
+
+
+def _shown_input(tool_input: Any) -> str:
+    return tool_input if isinstance(tool_input, str) else json.dumps(tool_input, ensure_ascii=False)
 
 
 def _profile(slug: str | None) -> AgentProfile:
@@ -212,6 +292,26 @@ class JsonLines:
                 }
             )
             return
+        if isinstance(step, ApprovalRequestStep):
+            self._emit(
+                {
+                    "type": FrameType.APPROVAL_REQUESTED,
+                    "call_id": step.call_id,
+                    "tool": step.tool,
+                    "tool_input": step.tool_input,
+                }
+            )
+            return
+        if isinstance(step, ApprovalDecisionStep):
+            self._emit(
+                {
+                    "type": FrameType.APPROVAL_DECIDED,
+                    "call_id": step.call_id,
+                    "approved": step.approved,
+                    "reason": step.reason,
+                }
+            )
+            return
         self._emit({**step_to_event(step), "type": FrameType.STEP})
 
     def failed(self, code: str, message: str) -> None:
@@ -295,6 +395,10 @@ class Terminal:
             self._line("observation", step.text)
         elif isinstance(step, ErrorStep):
             self.stream.write(f"[{step.code}] {step.message}")
+        elif isinstance(step, ApprovalRequestStep):
+            self.stream.write(f"[needs approval] {step.tool} {_shown_input(step.tool_input)}")
+        elif isinstance(step, ApprovalDecisionStep):
+            self.stream.write("[approved]" if step.approved else f"[denied] {step.reason}")
         elif isinstance(step, FinalAnswerStep):
             self._final(step)
 
