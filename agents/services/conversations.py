@@ -8,10 +8,12 @@ version, and the ``message.created`` event. The Celery task is enqueued only aft
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from django.conf import settings
 from django.contrib.auth.models import User
 from django.db import transaction
+from django.db.models import Exists, OuterRef, Subquery
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
@@ -39,6 +41,13 @@ from agents.services.runs import ACTIVE_STATUSES, event_append, run_mark_cancell
 from agents.services.usage import QuotaExceeded, usage_check_quota, usage_reserve
 
 TITLE_CHARS = 60
+
+
+class ConversationGone(RequestRefused):
+    """The conversation is not there (deleted, or never this user's): nothing was written."""
+
+    def __init__(self) -> None:
+        super().__init__(RefusalCode.NOT_FOUND, _("No such conversation."))
 
 
 @dataclass(frozen=True)
@@ -144,19 +153,24 @@ def _send(
     client_id = client_id or None
     with transaction.atomic():
         locked = _lock_owned(conversation=conversation, user=user)
-        if client_id is not None:
-            existing = locked.messages.filter(client_id=client_id).first()
-            if existing is not None:
-                return SendResult(message=existing, run=_run_for(existing), created=False)
+        check_parent = not after_active_leaf and parent_id is not None
+        seen = _read_under_lock(
+            conversation=locked,
+            client_id=client_id,
+            parent_id=parent_id if check_parent else None,
+        )
+        if seen.existing_id is not None:
+            existing = Message.objects.get(pk=seen.existing_id)
+            return SendResult(message=existing, run=_run_for(existing), created=False)
         if after_active_leaf:
             parent_id = locked.active_leaf_id
-        elif parent_id is not None and not locked.messages.filter(pk=parent_id).exists():
+        elif check_parent and not seen.parent_found:
             raise RequestRefused(
                 RefusalCode.NOT_FOUND,
                 _("Message %(id)s is not in this conversation.") % {"id": parent_id},
             )
         profile = _profile_for(conversation=locked, user=user, profile=profile)
-        _check_can_start_run(conversation=locked, user=user)
+        _check_can_start_run(blocking=seen.blocking_status, user=user)
         extends_active = parent_id == locked.active_leaf_id
         message = Message.objects.create(
             conversation=locked,
@@ -200,7 +214,8 @@ def run_regenerate(*, conversation: Conversation, user: User) -> AgentRun:
                 RefusalCode.NOTHING_TO_REGENERATE, _("There is no message to answer again.")
             )
         profile = _profile_for(conversation=locked, user=user, profile=None)
-        _check_can_start_run(conversation=locked, user=user)
+        seen = _read_under_lock(conversation=locked, client_id=None, parent_id=None)
+        _check_can_start_run(blocking=seen.blocking_status, user=user)
         branch_activate(conversation=locked, leaf_id=message.pk)
         run = _queue_run(conversation=locked, message=message, profile=profile, user=user)
         _touch(locked)
@@ -280,19 +295,51 @@ def _lock_owned(*, conversation: Conversation, user: User) -> Conversation:
         .first()
     )
     if locked is None:
-        raise RequestRefused(RefusalCode.NOT_FOUND, _("No such conversation."))
+        raise ConversationGone
     return locked
 
 
-def _check_can_start_run(*, conversation: Conversation, user: User) -> None:
-    """Checks in order of what the user can do about them: wait for the run, then limits.
+@dataclass(frozen=True)
+class _UnderLock:
+    existing_id: int | None  # the message already sent with this client_id
+    parent_found: bool  # the parent asked for is a message of this conversation
+    blocking_status: str | None  # the status of a run that keeps a new one from starting
 
-    The quota is checked again, under a lock, when ``_queue_run`` reserves the run's share.
+
+def _read_under_lock(
+    *, conversation: Conversation, client_id: str | None, parent_id: int | None
+) -> _UnderLock:
+    """What a send must know of the conversation's messages and runs, in one statement.
+
+    Read after the row lock is taken, not in the locking statement: on PostgreSQL a
+    statement that waited for the lock still reads with the snapshot it started with, and
+    would not see the message or the run that the send it waited for had just committed.
     """
     # A paused run (waiting for an approval or a Continue) blocks sends as a running one does.
     unfinished = (*ACTIVE_STATUSES, *AgentRun.PAUSED_STATUSES)
-    status = conversation.runs.filter(status__in=unfinished).values_list("status", flat=True)
-    blocking = status.first()
+    runs = AgentRun.objects.filter(conversation=OuterRef("pk"), status__in=unfinished)
+    reads: dict[str, Any] = {"blocking": Subquery(runs.order_by("-id").values("status")[:1])}
+    messages = Message.objects.filter(conversation=OuterRef("pk"))
+    if client_id is not None:
+        reads["existing"] = Subquery(
+            messages.filter(client_id=client_id).order_by("id").values("pk")[:1]
+        )
+    if parent_id is not None:
+        reads["parent_found"] = Exists(messages.filter(pk=parent_id))
+    row = Conversation.objects.filter(pk=conversation.pk).values(**reads).get()
+    return _UnderLock(
+        existing_id=row.get("existing"),
+        parent_found=bool(row.get("parent_found")),
+        blocking_status=row["blocking"],
+    )
+
+
+def _check_can_start_run(*, blocking: str | None, user: User) -> None:
+    """Checks in order of what the user can do about them: wait for the run, then limits.
+
+    ``blocking``: the status of an unfinished run of the conversation (``_read_under_lock``).
+    The quota is checked again, under a lock, when ``_queue_run`` reserves the run's share.
+    """
     if blocking in AgentRun.PAUSED_STATUSES:
         raise RequestRefused(
             RefusalCode.RUN_IN_PROGRESS,
