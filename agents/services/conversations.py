@@ -184,12 +184,13 @@ def _send(
             branch_activate(conversation=locked, leaf_id=message.pk)
         locked.active_leaf = message
         run = _queue_run(conversation=locked, message=message, profile=profile, user=user)
-        _touch(locked, first_message=content, fields=["active_leaf"])
+        # The conversation's own changes go with the seq bump: one UPDATE of its row.
         event_append(
             conversation=locked,
             run=run,
             type=FrameType.MESSAGE_CREATED,
             payload=message_created_payload(message, edited_from=edited_from),
+            conversation_fields=_touched(locked, first_message=content, fields=["active_leaf"]),
         )
     conversation.title, conversation.last_seq = locked.title, locked.last_seq
     conversation.active_leaf_id = locked.active_leaf_id
@@ -286,11 +287,11 @@ def _check_content(content: str) -> None:
 
 
 def _lock_owned(*, conversation: Conversation, user: User) -> Conversation:
-    # The profile comes in the same query (a send reads it next); only the conversation's
-    # row is locked.
+    # The profile and its model endpoint come in the same query (a send reads them next);
+    # only the conversation's row is locked.
     locked = (
         Conversation.objects.select_for_update(of=("self",))
-        .select_related("profile")
+        .select_related("profile__model_config")
         .filter(pk=conversation.pk, owner_id=user.pk)
         .first()
     )
@@ -402,7 +403,10 @@ def _queue_run(
 ) -> AgentRun:
     version = prompt_version_current(profile=profile)
     snapshot = ProfileSnapshot.from_version(version)
-    model_config = snapshot_model_config(snapshot)
+    if snapshot.model_config_id is not None and snapshot.model_config_id == profile.model_config_id:
+        model_config = profile.model_config  # read with the profile (select_related)
+    else:
+        model_config = snapshot_model_config(snapshot)
     run = AgentRun.objects.create(
         conversation=conversation,
         trigger_message=message,
@@ -429,14 +433,24 @@ def _run_for(message: Message) -> AgentRun:
     return message.triggered_runs.latest("id")
 
 
-def _touch(
-    conversation: Conversation, *, first_message: str = "", fields: list[str] | None = None
-) -> None:
-    fields = ["updated_at", *(fields or [])]
+def _touch(conversation: Conversation) -> None:
+    conversation.save(update_fields=["updated_at"])
+
+
+def _touched(
+    conversation: Conversation, *, first_message: str, fields: list[str]
+) -> dict[str, Any]:
+    """What ``save(update_fields=...)`` would write for a turn: the activity time, the
+    ``fields`` named, and the title from the first message if there is none yet."""
+    conversation.updated_at = timezone.now()
     if first_message and not conversation.title:
         conversation.title = _title_from(first_message)
-        fields.append("title")
-    conversation.save(update_fields=fields)
+        fields = [*fields, "title"]
+    meta = Conversation._meta
+    return {
+        name: getattr(conversation, meta.get_field(name).attname)
+        for name in ["updated_at", *fields]
+    }
 
 
 def _title_from(content: str) -> str:

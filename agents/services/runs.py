@@ -12,7 +12,7 @@ from __future__ import annotations
 import functools
 import json
 import logging
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import timedelta
 from typing import Any, NamedTuple
 
@@ -56,10 +56,20 @@ class RunLost(Exception):
 
 
 def event_append(
-    *, conversation: Conversation, run: AgentRun | None, type: FrameType, payload: dict[str, Any]
+    *,
+    conversation: Conversation,
+    run: AgentRun | None,
+    type: FrameType,
+    payload: dict[str, Any],
+    conversation_fields: Mapping[str, Any] | None = None,
 ) -> RunEvent:
     """Append one event to the conversation's log; see ``events_append``."""
-    return events_append(conversation=conversation, run=run, items=[(type, payload)])[0]
+    return events_append(
+        conversation=conversation,
+        run=run,
+        items=[(type, payload)],
+        conversation_fields=conversation_fields,
+    )[0]
 
 
 def events_append(
@@ -67,18 +77,21 @@ def events_append(
     conversation: Conversation,
     run: AgentRun | None,
     items: Sequence[tuple[FrameType, dict[str, Any]]],
+    conversation_fields: Mapping[str, Any] | None = None,
 ) -> list[RunEvent]:
     """Append events (``(type, payload)`` pairs, in order) to the conversation's log, and
     publish them together once the transaction commits.
 
     The conversation row stays locked from the ``last_seq`` bump to commit, so concurrent
     appends take turns and ``seq`` increases by exactly one per event (no gaps, no repeats).
+    ``conversation_fields`` (field name → value) are written to the conversation's row in
+    the same statement as the bump, saving the caller an UPDATE of its own.
 
     Called inside a caller's transaction it adds no savepoint (two round trips per call):
     an error here rolls back the caller's whole transaction, which is what every caller does.
     """
     with transaction.atomic(savepoint=False):
-        last = _bump_seq(conversation.pk, by=len(items))
+        last = _bump_seq(conversation.pk, by=len(items), assign=conversation_fields or {})
         conversation.last_seq = last
         first = last - len(items) + 1
         appended = RunEvent.objects.bulk_create(
@@ -91,8 +104,9 @@ def events_append(
     return appended
 
 
-def _bump_seq(conversation_id: int, *, by: int) -> int:
-    """Add ``by`` to the conversation's ``last_seq`` and read it back in one statement.
+def _bump_seq(conversation_id: int, *, by: int, assign: Mapping[str, Any]) -> int:
+    """Add ``by`` to the conversation's ``last_seq`` and read it back in one statement,
+    setting the fields in ``assign`` too.
 
     Every stored event goes through here, so the ORM's UPDATE-then-SELECT cost a second round
     trip per append; ``UPDATE ... RETURNING`` (PostgreSQL, SQLite 3.35+) locks the row the same
@@ -102,11 +116,17 @@ def _bump_seq(conversation_id: int, *, by: int) -> int:
     table = quote(Conversation._meta.db_table)
     column = quote(str(Conversation._meta.get_field("last_seq").column))
     key = quote(str(Conversation._meta.pk.column))
+    sets = [f"{column} = {column} + %s"]
+    values: list[Any] = [by]
+    for name, value in assign.items():
+        field = Conversation._meta.get_field(name)
+        sets.append(f"{quote(str(field.column))} = %s")
+        values.append(field.get_db_prep_save(value, connection))
     # Only quoted names from the model's own metadata are formatted in; values are parameters.
     with connection.cursor() as cursor:
         cursor.execute(
-            f"UPDATE {table} SET {column} = {column} + %s WHERE {key} = %s RETURNING {column}",  # noqa: S608
-            [by, conversation_id],
+            f"UPDATE {table} SET {', '.join(sets)} WHERE {key} = %s RETURNING {column}",  # noqa: S608
+            [*values, conversation_id],
         )
         row = cursor.fetchone()
     if row is None:
