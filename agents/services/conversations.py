@@ -8,12 +8,12 @@ version, and the ``message.created`` event. The Celery task is enqueued only aft
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from django.conf import settings
 from django.contrib.auth.models import User
 from django.db import transaction
-from django.db.models import Exists, OuterRef, Subquery
+from django.db.models import Exists, Field, OuterRef, Subquery
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
@@ -327,7 +327,9 @@ def _read_under_lock(
         )
     if parent_id is not None:
         reads["parent_found"] = Exists(messages.filter(pk=parent_id))
-    row = Conversation.objects.filter(pk=conversation.pk).values(**reads).get()
+    row = cast(
+        dict[str, Any], Conversation.objects.filter(pk=conversation.pk).values(**reads).get()
+    )
     return _UnderLock(
         existing_id=row.get("existing"),
         parent_found=bool(row.get("parent_found")),
@@ -446,9 +448,10 @@ def _touched(
     if first_message and not conversation.title:
         conversation.title = _title_from(first_message)
         fields = [*fields, "title"]
-    meta = Conversation._meta
     return {
-        name: getattr(conversation, meta.get_field(name).attname)
+        name: getattr(
+            conversation, cast("Field[Any, Any]", Conversation._meta.get_field(name)).attname
+        )
         for name in ["updated_at", *fields]
     }
 

@@ -14,7 +14,7 @@ import json
 import logging
 from collections.abc import Mapping, Sequence
 from datetime import timedelta
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, cast
 
 from django.conf import settings
 from django.db import connection, models, transaction
@@ -172,7 +172,7 @@ def _bump_clause(assign: Mapping[str, Any]) -> tuple[str, list[Any]]:
     sets = [f"{column} = {column} + %s"]
     values: list[Any] = []
     for name, value in assign.items():
-        field = Conversation._meta.get_field(name)
+        field = cast("models.Field[Any, Any]", Conversation._meta.get_field(name))
         sets.append(f"{quote(str(field.column))} = %s")
         values.append(field.get_db_prep_save(value, connection))
     return f"UPDATE {table} SET {', '.join(sets)} WHERE {key} = %s", values  # noqa: S608
