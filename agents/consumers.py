@@ -44,7 +44,7 @@ from agents.protocol import (
 )
 from agents.ratelimit import rate_limit_hit
 from agents.services.approvals import approval_decide, run_continue
-from agents.services.conversations import message_send, run_cancel
+from agents.services.conversations import ConversationGone, message_send, run_cancel
 from agents.socket_drain import SCOPE_KEY, SocketDrain
 
 # Events read from the database per page of a replay; the socket drains between pages.
@@ -245,10 +245,12 @@ class ConversationConsumer(AsyncJsonWebsocketConsumer):
         parent_id = frame.get("parent_id")
         if parent_id is not None:
             parent_id = _required_int(frame, "parent_id")
-        conversation = await self._conversation_or_close()
-        if conversation is None:
-            return
-        await self._message_send(conversation, content, client_id, profile_slug or None, parent_id)
+        # No read of the conversation first: the send locks its row anyway, and finds there
+        # whether another tab deleted it.
+        try:
+            await self._message_send(content, client_id, profile_slug or None, parent_id)
+        except ConversationGone:
+            await self._close_gone()
 
     async def _cancel_run(self, frame: dict[str, Any]) -> None:
         run_id = _required_int(frame, "run_id")
@@ -368,11 +370,12 @@ class ConversationConsumer(AsyncJsonWebsocketConsumer):
         """The conversation, re-read so a deletion in another tab closes this socket."""
         conversation = await self._conversation()
         if conversation is None:
-            await self.send_json(
-                error_frame(RefusalCode.NOT_FOUND, _("This conversation is gone."))
-            )
-            await self.close(code=CLOSE_NOT_FOUND)
+            await self._close_gone()
         return conversation
+
+    async def _close_gone(self) -> None:
+        await self.send_json(error_frame(RefusalCode.NOT_FOUND, _("This conversation is gone.")))
+        await self.close(code=CLOSE_NOT_FOUND)
 
     # ---- database ----------------------------------------------------------------------
 
@@ -429,7 +432,6 @@ class ConversationConsumer(AsyncJsonWebsocketConsumer):
     @_in_database_thread
     def _message_send(
         self,
-        conversation: Conversation,
         content: str,
         client_id: str,
         profile_slug: str | None,
@@ -444,7 +446,9 @@ class ConversationConsumer(AsyncJsonWebsocketConsumer):
                     RefusalCode.PROFILE_NOT_ALLOWED, _("That agent is not available to you.")
                 )
         message_send(
-            conversation=conversation,
+            # Only its id is read: message_send locks the row, owned by this user, or raises
+            # ConversationGone.
+            conversation=Conversation(pk=self.conversation_id, owner_id=user.pk),
             user=user,
             content=content,
             client_id=client_id,

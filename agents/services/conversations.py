@@ -8,10 +8,12 @@ version, and the ``message.created`` event. The Celery task is enqueued only aft
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any, cast
 
 from django.conf import settings
 from django.contrib.auth.models import User
 from django.db import transaction
+from django.db.models import Exists, Field, OuterRef, Subquery
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
@@ -40,6 +42,13 @@ from agents.services.runs import ACTIVE_STATUSES, event_append, run_mark_cancell
 from agents.services.usage import QuotaExceeded, usage_check_quota, usage_reserve
 
 TITLE_CHARS = 60
+
+
+class ConversationGone(RequestRefused):
+    """The conversation is not there (deleted, or never this user's): nothing was written."""
+
+    def __init__(self) -> None:
+        super().__init__(RefusalCode.NOT_FOUND, _("No such conversation."))
 
 
 @dataclass(frozen=True)
@@ -145,19 +154,24 @@ def _send(
     client_id = client_id or None
     with transaction.atomic():
         locked = _lock_owned(conversation=conversation, user=user)
-        if client_id is not None:
-            existing = locked.messages.filter(client_id=client_id).first()
-            if existing is not None:
-                return SendResult(message=existing, run=_run_for(existing), created=False)
+        check_parent = not after_active_leaf and parent_id is not None
+        seen = _read_under_lock(
+            conversation=locked,
+            client_id=client_id,
+            parent_id=parent_id if check_parent else None,
+        )
+        if seen.existing_id is not None:
+            existing = Message.objects.get(pk=seen.existing_id)
+            return SendResult(message=existing, run=_run_for(existing), created=False)
         if after_active_leaf:
             parent_id = locked.active_leaf_id
-        elif parent_id is not None and not locked.messages.filter(pk=parent_id).exists():
+        elif check_parent and not seen.parent_found:
             raise RequestRefused(
                 RefusalCode.NOT_FOUND,
                 _("Message %(id)s is not in this conversation.") % {"id": parent_id},
             )
         profile = _profile_for(conversation=locked, user=user, profile=profile)
-        _check_can_start_run(conversation=locked, user=user)
+        _check_can_start_run(blocking=seen.blocking_status, user=user)
         extends_active = parent_id == locked.active_leaf_id
         message = Message.objects.create(
             conversation=locked,
@@ -171,12 +185,13 @@ def _send(
             branch_activate(conversation=locked, leaf_id=message.pk)
         locked.active_leaf = message
         run = _queue_run(conversation=locked, message=message, profile=profile, user=user)
-        _touch(locked, first_message=content, fields=["active_leaf"])
+        # The conversation's own changes go with the seq bump: one UPDATE of its row.
         event_append(
             conversation=locked,
             run=run,
             type=FrameType.MESSAGE_CREATED,
             payload=message_created_payload(message, edited_from=edited_from),
+            conversation_fields=_touched(locked, first_message=content, fields=["active_leaf"]),
         )
     conversation.title, conversation.last_seq = locked.title, locked.last_seq
     conversation.active_leaf_id = locked.active_leaf_id
@@ -201,7 +216,8 @@ def run_regenerate(*, conversation: Conversation, user: User) -> AgentRun:
                 RefusalCode.NOTHING_TO_REGENERATE, _("There is no message to answer again.")
             )
         profile = _profile_for(conversation=locked, user=user, profile=None)
-        _check_can_start_run(conversation=locked, user=user)
+        seen = _read_under_lock(conversation=locked, client_id=None, parent_id=None)
+        _check_can_start_run(blocking=seen.blocking_status, user=user)
         branch_activate(conversation=locked, leaf_id=message.pk)
         run = _queue_run(conversation=locked, message=message, profile=profile, user=user)
         _touch(locked)
@@ -274,28 +290,62 @@ def _check_content(content: str) -> None:
 
 
 def _lock_owned(*, conversation: Conversation, user: User) -> Conversation:
-    # The profile comes in the same query (a send reads it next); only the conversation's
-    # row is locked.
+    # The profile and its model endpoint come in the same query (a send reads them next);
+    # only the conversation's row is locked.
     locked = (
         Conversation.objects.select_for_update(of=("self",))
-        .select_related("profile")
+        .select_related("profile__model_config")
         .filter(pk=conversation.pk, owner_id=user.pk)
         .first()
     )
     if locked is None:
-        raise RequestRefused(RefusalCode.NOT_FOUND, _("No such conversation."))
+        raise ConversationGone
     return locked
 
 
-def _check_can_start_run(*, conversation: Conversation, user: User) -> None:
-    """Checks in order of what the user can do about them: wait for the run, then limits.
+@dataclass(frozen=True)
+class _UnderLock:
+    existing_id: int | None  # the message already sent with this client_id
+    parent_found: bool  # the parent asked for is a message of this conversation
+    blocking_status: str | None  # the status of a run that keeps a new one from starting
 
-    The quota is checked again, under a lock, when ``_queue_run`` reserves the run's share.
+
+def _read_under_lock(
+    *, conversation: Conversation, client_id: str | None, parent_id: int | None
+) -> _UnderLock:
+    """What a send must know of the conversation's messages and runs, in one statement.
+
+    Read after the row lock is taken, not in the locking statement: on PostgreSQL a
+    statement that waited for the lock still reads with the snapshot it started with, and
+    would not see the message or the run that the send it waited for had just committed.
     """
     # A paused run (waiting for an approval or a Continue) blocks sends as a running one does.
     unfinished = (*ACTIVE_STATUSES, *AgentRun.PAUSED_STATUSES)
-    status = conversation.runs.filter(status__in=unfinished).values_list("status", flat=True)
-    blocking = status.first()
+    runs = AgentRun.objects.filter(conversation=OuterRef("pk"), status__in=unfinished)
+    reads: dict[str, Any] = {"blocking": Subquery(runs.order_by("-id").values("status")[:1])}
+    messages = Message.objects.filter(conversation=OuterRef("pk"))
+    if client_id is not None:
+        reads["existing"] = Subquery(
+            messages.filter(client_id=client_id).order_by("id").values("pk")[:1]
+        )
+    if parent_id is not None:
+        reads["parent_found"] = Exists(messages.filter(pk=parent_id))
+    row = cast(
+        dict[str, Any], Conversation.objects.filter(pk=conversation.pk).values(**reads).get()
+    )
+    return _UnderLock(
+        existing_id=row.get("existing"),
+        parent_found=bool(row.get("parent_found")),
+        blocking_status=row["blocking"],
+    )
+
+
+def _check_can_start_run(*, blocking: str | None, user: User) -> None:
+    """Checks in order of what the user can do about them: wait for the run, then limits.
+
+    ``blocking``: the status of an unfinished run of the conversation (``_read_under_lock``).
+    The quota is checked again, under a lock, when ``_queue_run`` reserves the run's share.
+    """
     if blocking in AgentRun.PAUSED_STATUSES:
         raise RequestRefused(
             RefusalCode.RUN_IN_PROGRESS,
@@ -358,7 +408,10 @@ def _queue_run(
 ) -> AgentRun:
     version = prompt_version_current(profile=profile)
     snapshot = ProfileSnapshot.from_version(version)
-    model_config = snapshot_model_config(snapshot)
+    if snapshot.model_config_id is not None and snapshot.model_config_id == profile.model_config_id:
+        model_config = profile.model_config  # read with the profile (select_related)
+    else:
+        model_config = snapshot_model_config(snapshot)
     run = AgentRun.objects.create(
         conversation=conversation,
         trigger_message=message,
@@ -385,14 +438,25 @@ def _run_for(message: Message) -> AgentRun:
     return message.triggered_runs.latest("id")
 
 
-def _touch(
-    conversation: Conversation, *, first_message: str = "", fields: list[str] | None = None
-) -> None:
-    fields = ["updated_at", *(fields or [])]
+def _touch(conversation: Conversation) -> None:
+    conversation.save(update_fields=["updated_at"])
+
+
+def _touched(
+    conversation: Conversation, *, first_message: str, fields: list[str]
+) -> dict[str, Any]:
+    """What ``save(update_fields=...)`` would write for a turn: the activity time, the
+    ``fields`` named, and the title from the first message if there is none yet."""
+    conversation.updated_at = timezone.now()
     if first_message and not conversation.title:
         conversation.title = _title_from(first_message)
-        fields.append("title")
-    conversation.save(update_fields=fields)
+        fields = [*fields, "title"]
+    return {
+        name: getattr(
+            conversation, cast("Field[Any, Any]", Conversation._meta.get_field(name)).attname
+        )
+        for name in ["updated_at", *fields]
+    }
 
 
 def _title_from(content: str) -> str:

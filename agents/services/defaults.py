@@ -74,4 +74,6 @@ def default_profile() -> AgentProfile:
 
     The one answer for a run, a preview, the summariser, ``manage.py ask`` and ``serve``.
     """
-    return AgentProfile.objects.filter(is_default=True).first() or ensure_defaults()
+    # With its model endpoint: a send reads it next.
+    default = AgentProfile.objects.select_related("model_config").filter(is_default=True).first()
+    return default or ensure_defaults()

@@ -12,9 +12,9 @@ from __future__ import annotations
 import functools
 import json
 import logging
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import timedelta
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, cast
 
 from django.conf import settings
 from django.db import connection, models, transaction
@@ -56,10 +56,20 @@ class RunLost(Exception):
 
 
 def event_append(
-    *, conversation: Conversation, run: AgentRun | None, type: FrameType, payload: dict[str, Any]
+    *,
+    conversation: Conversation,
+    run: AgentRun | None,
+    type: FrameType,
+    payload: dict[str, Any],
+    conversation_fields: Mapping[str, Any] | None = None,
 ) -> RunEvent:
     """Append one event to the conversation's log; see ``events_append``."""
-    return events_append(conversation=conversation, run=run, items=[(type, payload)])[0]
+    return events_append(
+        conversation=conversation,
+        run=run,
+        items=[(type, payload)],
+        conversation_fields=conversation_fields,
+    )[0]
 
 
 def events_append(
@@ -67,18 +77,27 @@ def events_append(
     conversation: Conversation,
     run: AgentRun | None,
     items: Sequence[tuple[FrameType, dict[str, Any]]],
+    conversation_fields: Mapping[str, Any] | None = None,
 ) -> list[RunEvent]:
     """Append events (``(type, payload)`` pairs, in order) to the conversation's log, and
     publish them together once the transaction commits.
 
     The conversation row stays locked from the ``last_seq`` bump to commit, so concurrent
     appends take turns and ``seq`` increases by exactly one per event (no gaps, no repeats).
+    ``conversation_fields`` (field name → value) are written to the conversation's row in
+    the same statement as the bump, saving the caller an UPDATE of its own.
 
     Called inside a caller's transaction it adds no savepoint (two round trips per call):
     an error here rolls back the caller's whole transaction, which is what every caller does.
     """
+    assign = conversation_fields or {}
+    if items and _fenced_sql_available():
+        with transaction.atomic(savepoint=False):
+            appended = _bump_and_insert(conversation, run, items, assign)
+            events.publish_on_commit(appended)
+        return appended
     with transaction.atomic(savepoint=False):
-        last = _bump_seq(conversation.pk, by=len(items))
+        last = _bump_seq(conversation.pk, by=len(items), assign=assign)
         conversation.last_seq = last
         first = last - len(items) + 1
         appended = RunEvent.objects.bulk_create(
@@ -91,23 +110,87 @@ def events_append(
     return appended
 
 
-def _bump_seq(conversation_id: int, *, by: int) -> int:
-    """Add ``by`` to the conversation's ``last_seq`` and read it back in one statement.
+def _bump_and_insert(
+    conversation: Conversation,
+    run: AgentRun | None,
+    items: Sequence[tuple[FrameType, dict[str, Any]]],
+    assign: Mapping[str, Any],
+) -> list[RunEvent]:
+    """``events_append`` on PostgreSQL: the seq bump (with ``assign``) and the events' insert
+    as one statement, the events taking the seqs the bump returned, as the worker's fenced
+    writes do. Raises ``Conversation.DoesNotExist`` if the conversation was deleted."""
+    bump, bump_values = _bump_clause(assign)
+    quote = connection.ops.quote_name
+    # Only quoted names from the models' own metadata are formatted in; values are parameters.
+    sql = f"""
+WITH bumped AS ({bump} RETURNING {quote("last_seq")} - %s AS base)
+INSERT INTO {quote(RunEvent._meta.db_table)}
+    (conversation_id, run_id, seq, type, payload, created_at)
+SELECT %s::bigint, %s::bigint, bumped.base + event.ord, event.type, event.payload, now()
+FROM bumped,
+    unnest(%s::text[], %s::jsonb[]) WITH ORDINALITY AS event(type, payload, ord)
+RETURNING id, seq, created_at
+"""  # noqa: S608
+    run_id = run.pk if run is not None else None
+    params = [
+        len(items),
+        *bump_values,
+        conversation.pk,
+        len(items),
+        conversation.pk,
+        run_id,
+        [type for type, _ in items],
+        [json.dumps(payload) for _, payload in items],
+    ]
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        rows = sorted(cursor.fetchall(), key=lambda row: row[1])
+    if not rows:
+        raise Conversation.DoesNotExist(f"conversation {conversation.pk} no longer exists")
+    conversation.last_seq = rows[-1][1]
+    return [
+        RunEvent(
+            pk=event_id,
+            conversation=conversation,
+            run=run,
+            seq=seq,
+            type=type,
+            payload=payload,
+            created_at=created_at,
+        )
+        for (event_id, seq, created_at), (type, payload) in zip(rows, items, strict=True)
+    ]
+
+
+def _bump_clause(assign: Mapping[str, Any]) -> tuple[str, list[Any]]:
+    """``UPDATE`` of the conversation adding ``%s`` to ``last_seq``, setting ``assign``, for
+    the row ``id = %s``; and the values of ``assign`` (the two ``%s`` are the caller's)."""
+    quote = connection.ops.quote_name
+    table = quote(Conversation._meta.db_table)
+    column = quote(str(Conversation._meta.get_field("last_seq").column))
+    key = quote(str(Conversation._meta.pk.column))
+    sets = [f"{column} = {column} + %s"]
+    values: list[Any] = []
+    for name, value in assign.items():
+        field = cast("models.Field[Any, Any]", Conversation._meta.get_field(name))
+        sets.append(f"{quote(str(field.column))} = %s")
+        values.append(field.get_db_prep_save(value, connection))
+    return f"UPDATE {table} SET {', '.join(sets)} WHERE {key} = %s", values  # noqa: S608
+
+
+def _bump_seq(conversation_id: int, *, by: int, assign: Mapping[str, Any]) -> int:
+    """Add ``by`` to the conversation's ``last_seq`` and read it back in one statement,
+    setting the fields in ``assign`` too.
 
     Every stored event goes through here, so the ORM's UPDATE-then-SELECT cost a second round
     trip per append; ``UPDATE ... RETURNING`` (PostgreSQL, SQLite 3.35+) locks the row the same
     way. Raises ``Conversation.DoesNotExist`` if the conversation was deleted.
     """
-    quote = connection.ops.quote_name
-    table = quote(Conversation._meta.db_table)
-    column = quote(str(Conversation._meta.get_field("last_seq").column))
-    key = quote(str(Conversation._meta.pk.column))
+    bump, values = _bump_clause(assign)
+    column = connection.ops.quote_name(str(Conversation._meta.get_field("last_seq").column))
     # Only quoted names from the model's own metadata are formatted in; values are parameters.
     with connection.cursor() as cursor:
-        cursor.execute(
-            f"UPDATE {table} SET {column} = {column} + %s WHERE {key} = %s RETURNING {column}",  # noqa: S608
-            [by, conversation_id],
-        )
+        cursor.execute(f"{bump} RETURNING {column}", [by, *values, conversation_id])
         row = cursor.fetchone()
     if row is None:
         raise Conversation.DoesNotExist(f"conversation {conversation_id} no longer exists")

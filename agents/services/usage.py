@@ -123,16 +123,19 @@ def usage_reserve(
 ) -> UsageEntry:
     """Open the ledger entry of a starting run or summary, reserving its share of the quota.
 
-    Must run inside the transaction that starts the work: the user's row stays locked until
-    it commits, so parallel starts are checked one after another. Raises ``QuotaExceeded``
-    (and writes nothing) when nothing is left today.
+    Must run inside the transaction that starts the work: with a quota, the user's row
+    stays locked until it commits, so parallel starts are checked one after another.
+    Raises ``QuotaExceeded`` (and writes nothing) when nothing is left today.
     """
-    user_model = get_user_model()
-    list(user_model.objects.select_for_update().filter(pk=user_id).values_list("pk"))
-    left = quota_left_today(user_id=user_id)
-    if left is not None and left <= 0:
-        raise QuotaExceeded
-    reserved = 0 if left is None else min(left, settings.CHAT_QUOTA_RESERVATION_TOKENS)
+    reserved = 0
+    if settings.CHAT_DAILY_TOKEN_QUOTA:
+        # The lock only orders the checks of a quota: without one there is nothing to check.
+        user_model = get_user_model()
+        list(user_model.objects.select_for_update().filter(pk=user_id).values_list("pk"))
+        left = quota_left_today(user_id=user_id)
+        if left is not None and left <= 0:
+            raise QuotaExceeded
+        reserved = 0 if left is None else min(left, settings.CHAT_QUOTA_RESERVATION_TOKENS)
     return UsageEntry.objects.create(
         user_id=user_id,
         kind=kind,

@@ -4,6 +4,7 @@ socket stays open, with nothing written."""
 from __future__ import annotations
 
 import pytest
+from channels.db import database_sync_to_async
 
 from agents.models import AgentRun, Message
 from agents.services.conversations import conversation_create, message_send
@@ -301,6 +302,29 @@ def test_a_second_send_while_a_run_is_queued_is_refused(user, conversation):
     assert created["type"] == "message.created"
     assert refused["code"] == "run_in_progress"
     assert list(conversation.messages.values_list("content", flat=True)) == ["one"]
+
+
+def test_a_send_to_a_conversation_deleted_in_another_tab_closes_the_socket(user, conversation):
+    """The send's own row lock finds it gone: the same frame and close as any other frame."""
+    from agents.models import Conversation
+    from agents.protocol import CLOSE_NOT_FOUND
+
+    cookie = session_cookie(user)
+
+    async def body():
+        communicator = socket(conversation.pk, cookie=cookie, after_seq=0)
+        assert (await communicator.connect())[0]
+        await database_sync_to_async(Conversation.objects.filter(pk=conversation.pk).delete)()
+        await send(communicator, {"type": "message.send", "content": "hi", "client_id": "c"})
+        gone = await receive(communicator)
+        closed = await communicator.receive_output(timeout=10)
+        return gone, closed
+
+    gone, closed = run(body)
+    assert gone["type"] == "error"
+    assert gone["code"] == "not_found"
+    assert closed == {"type": "websocket.close", "code": CLOSE_NOT_FOUND}
+    assert not Message.objects.filter(content="hi").exists()
 
 
 # ---- cancelling ----------------------------------------------------------------------------
