@@ -38,6 +38,7 @@ from agents.memory.strategies import (
     select_summary_buffer,
     split_turns,
     turns_to_messages,
+    unsummarised_tokens,
     window,
 )
 from agents.memory.summarizer import summary_tokens, write_summary
@@ -76,6 +77,10 @@ class MemoryContext:
     summary: str
     history: list[ChatMessage]
     summary_id: int | None
+    # ``summary_buffer`` only: the tokens of the stored summary and of every turn after its
+    # cut, before the run's own turn. The run's end adds that turn to it rather than reading
+    # the branch and counting it again (``memory_after_run``).
+    unsummarised_tokens: int | None = None
 
 
 # --------------------------------------------------------------------------------------
@@ -160,6 +165,9 @@ def memory_for_run(
 
     summary = _newest_summary(conversation, branch)
     turns = split_turns(_after(branch, summary), model=model_name)
+    unsummarised = unsummarised_tokens(
+        summary=summary.text if summary else "", turns_after_summary=turns, model=model_name
+    )
     selection = select_summary_buffer(
         summary=summary.text if summary else "",
         turns_after_summary=turns,
@@ -173,7 +181,9 @@ def memory_for_run(
             selection.trimmed_turns,
             settings.token_budget,
         )
-    return MemoryContext(selection.summary, selection.history, summary.pk if summary else None)
+    return MemoryContext(
+        selection.summary, selection.history, summary.pk if summary else None, unsummarised
+    )
 
 
 # --------------------------------------------------------------------------------------
@@ -204,22 +214,49 @@ def _enqueue_summary(conversation_id: int, *, force: bool, leaf_id: int | None) 
 
 
 def memory_after_run(
-    *, conversation: Conversation, snapshot: ProfileSnapshot, run: AgentRun | None = None
+    *,
+    conversation: Conversation,
+    snapshot: ProfileSnapshot,
+    run: AgentRun | None = None,
+    context: MemoryContext | None = None,
+    answer: Message | None = None,
 ) -> bool:
     """Enqueue summarising, after commit, when the branch the run answered on (without a
     run: the active branch) no longer fits its budget.
 
-    Returns whether a task was enqueued. Only ``summary_buffer`` profiles summarise.
+    A run passes the ``context`` it was given and the ``answer`` it stored: the branch is
+    then what the context counted plus the question and the answer, with nothing read again.
+    A summary stored while the run worked is not seen that way; at worst a summarising task
+    is enqueued that finds nothing to fold. Returns whether a task was enqueued. Only
+    ``summary_buffer`` profiles summarise.
     """
     settings = snapshot.memory
     if settings.strategy != SUMMARY_BUFFER:
         return False
-    leaf_id = None
-    if run is not None:
-        leaf_id = Message.objects.filter(run=run).values_list("pk", flat=True).first()
-    if leaf_id is None:
-        leaf_id = _active_leaf_id(conversation)
-    if not _over_budget(conversation, settings, snapshot_model_name(snapshot), leaf_id):
+    if (
+        run is not None
+        and answer is not None
+        and context is not None
+        and context.unsummarised_tokens is not None
+    ):
+        question = run.trigger_message
+        turn = split_turns(
+            [
+                HistoryMessage(id=question.pk, role=question.role, content=question.content),
+                HistoryMessage(id=answer.pk, role=answer.role, content=answer.content),
+            ],
+            model=run.model_name,  # what the context was counted with
+        )
+        over = context.unsummarised_tokens + sum(t.tokens for t in turn) > settings.token_budget
+        leaf_id: int | None = answer.pk
+    else:
+        leaf_id = None
+        if run is not None:
+            leaf_id = Message.objects.filter(run=run).values_list("pk", flat=True).first()
+        if leaf_id is None:
+            leaf_id = _active_leaf_id(conversation)
+        over = _over_budget(conversation, settings, snapshot_model_name(snapshot), leaf_id)
+    if not over:
         return False
     _enqueue_summary(conversation.pk, force=False, leaf_id=leaf_id)
     return True

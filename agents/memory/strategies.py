@@ -200,11 +200,20 @@ def clip_turn(turn: ConversationTurn, budget: int, model: str = "") -> Conversat
     return ConversationTurn(clipped, model)
 
 
+def unsummarised_tokens(
+    *, summary: str, turns_after_summary: Sequence[ConversationTurn], model: str = ""
+) -> int:
+    """What the summary and every turn after it cost in a prompt, nothing left out."""
+    return summary_cost(summary, model) + sum(turn.tokens for turn in turns_after_summary)
+
+
 def needs_summary(
     *, summary: str, turns_after_summary: Sequence[ConversationTurn], budget: int, model: str = ""
 ) -> bool:
     """True when the summary and every turn after it no longer fit in the budget."""
-    total = summary_cost(summary, model) + sum(turn.tokens for turn in turns_after_summary)
+    total = unsummarised_tokens(
+        summary=summary, turns_after_summary=turns_after_summary, model=model
+    )
     return total > budget
 
 

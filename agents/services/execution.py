@@ -37,7 +37,7 @@ from django.db import close_old_connections, connection
 from agents import events
 from agents.live import LiveText
 from agents.llm.errors import public_failure_message
-from agents.models import AgentRun
+from agents.models import AgentRun, Message
 from agents.react.errors import (
     AgentError,
     AwaitingApproval,
@@ -241,6 +241,7 @@ def _execute(run: AgentRun, watch: _Watch, me: str) -> None:
     # in one transaction. Every other step may be followed by a tool or a model call, so it
     # is stored (and shown) before the engine goes on.
     pending: list[Step] = []
+    answer: Message | None = None
     # Calls the engine asks a person about: stored with the pause, when it raises.
     approval_requests: list[ApprovalRequestStep] = []
     try:
@@ -254,7 +255,7 @@ def _execute(run: AgentRun, watch: _Watch, me: str) -> None:
                 pending.append(step)
                 continue
             if isinstance(step, FinalAnswerStep):
-                run_finish(run=run, step=step, worker_id=me, preceding=pending)
+                answer = run_finish(run=run, step=step, worker_id=me, preceding=pending)
             else:
                 run_record_steps(run=run, steps=[*pending, step], worker_id=me)
             pending = []
@@ -286,7 +287,9 @@ def _execute(run: AgentRun, watch: _Watch, me: str) -> None:
         code = getattr(error, "code", "") or "agent_error"
         run_fail(run=run, code=code, message=str(error) or "The agent stopped.", worker_id=me)
         return
-    memory_after_run(conversation=conversation, snapshot=snapshot, run=run)
+    memory_after_run(
+        conversation=conversation, snapshot=snapshot, run=run, context=memory, answer=answer
+    )
 
 
 # --------------------------------------------------------------------------------------

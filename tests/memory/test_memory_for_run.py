@@ -14,7 +14,7 @@ from agents.memory.services import (
 )
 from agents.memory.strategies import SUMMARY_FRAMING_TOKENS
 from agents.models import AgentRun, MemorySummary
-from tests.memory.conftest import add_turn, ask, filler, snapshot_for
+from tests.memory.conftest import add_turn, append, ask, filler, snapshot_for
 
 NOTHING_TO_FOLD = SummaryRequest.NOTHING_TO_FOLD
 
@@ -147,6 +147,42 @@ def test_after_run_enqueues_only_when_over_budget(conversation, django_capture_o
     with django_capture_on_commit_callbacks() as callbacks:
         assert memory_after_run(conversation=conversation, snapshot=snapshot_for(budget=400))
     assert len(callbacks) == 1
+
+
+@pytest.mark.parametrize("earlier_turns", [0, 1, 2, 3, 6])
+def test_after_run_from_the_runs_context_decides_as_reading_the_branch_again(
+    conversation, django_capture_on_commit_callbacks, earlier_turns
+):
+    """The run's end counts its own turn on top of what its context counted, instead of
+    reading the branch again: the decision must be the same, around the budget's edge."""
+    snapshot = snapshot_for(budget=400)
+    for _ in range(earlier_turns):
+        add_turn(conversation, filler(30), filler(30))
+    question = ask(conversation, filler(20))
+    context = memory_for_run(
+        conversation=conversation, snapshot=snapshot, model_name="", before_message=question
+    )
+    run = AgentRun.objects.create(
+        conversation=conversation, trigger_message=question, status=AgentRun.Status.RUNNING
+    )
+    answer = append(conversation, "assistant", filler(40))
+    answer.run = run
+    answer.save(update_fields=["run"])
+
+    with django_capture_on_commit_callbacks() as read_again:
+        expected = memory_after_run(conversation=conversation, snapshot=snapshot, run=run)
+    with django_capture_on_commit_callbacks() as counted_on:
+        decided = memory_after_run(
+            conversation=conversation, snapshot=snapshot, run=run, context=context, answer=answer
+        )
+    assert decided == expected
+    assert len(counted_on) == len(read_again) == int(expected)
+    # Both outcomes are exercised: a short branch fits, a long one does not (the filler's
+    # words vary, so the turns in between may fall either side of the budget).
+    if earlier_turns == 0:
+        assert not expected
+    if earlier_turns >= 6:
+        assert expected
 
 
 def test_after_run_never_summarises_for_buffer_and_window(
