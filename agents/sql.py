@@ -23,8 +23,8 @@ def bound_cursor() -> Iterator[CursorWrapper]:
     whose statements have their parameters bound by the server on PostgreSQL."""
     with connection.cursor() as wrapper:
         if connection.vendor == "postgresql":
-            from django.db.backends.postgresql.base import ServerBindingCursor
+            import psycopg
 
             wrapper.cursor.close()
-            wrapper.cursor = ServerBindingCursor(connection.connection)
+            wrapper.cursor = psycopg.Cursor(connection.connection)
         yield wrapper

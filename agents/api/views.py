@@ -357,17 +357,11 @@ class ApprovalDecideView(ApiView):
 
     def post(self, request: Request, approval_id: int) -> Response:
         data = request.data if isinstance(request.data, dict) else {}
-        approve = data.get("approve")
-        if not isinstance(approve, bool):
-            raise RequestRefused(RefusalCode.INVALID_FIELD, _("'approve' must be true or false."))
-        reason = data.get("reason", "")
-        if not isinstance(reason, str):
-            raise RequestRefused(RefusalCode.INVALID_FIELD, _("'reason' must be a string."))
         approval = approval_decide(
             approval_id=approval_id,
             user=signed_in_user(request.user),
-            approve=approve,
-            reason=reason,
+            approve=data.get("approve"),
+            reason=data.get("reason", ""),
         )
         return Response({"approval": approval_decided_payload(approval)})
 

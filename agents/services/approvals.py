@@ -34,7 +34,13 @@ from agents.protocol import (
     run_continued_payload,
 )
 from agents.react.types import ApprovalRequestStep
-from agents.services.runs import RunLost, event_append, events_append, run_mark_cancelled
+from agents.services.runs import (
+    RunLost,
+    event_append,
+    events_append,
+    run_enqueue_on_commit,
+    run_mark_cancelled,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -127,14 +133,17 @@ def run_stop_at_budget(
 
 
 def approval_decide(
-    *, approval_id: int, user: User, approve: bool, reason: str = ""
+    *, approval_id: int, user: User, approve: object, reason: object = ""
 ) -> ToolApproval:
     """The owner approves or denies a paused call; once every call the run waits on is
     decided, the run goes back to the queue.
 
     Exactly one decision wins (a conditional UPDATE on a still-empty decision); a second
-    one, from another tab or a double click, is refused with ``already_decided``.
+    one, from another tab or a double click, is refused with ``already_decided``. The
+    socket and the API pass the client's values as they came: they are checked here.
     """
+    if not isinstance(approve, bool):
+        raise RequestRefused(RefusalCode.INVALID_FIELD, _("'approve' must be true or false."))
     if not isinstance(reason, str):
         raise RequestRefused(RefusalCode.INVALID_FIELD, _("'reason' must be a string."))
     if len(reason) > REASON_MAX_CHARS:
@@ -239,14 +248,7 @@ def _requeue(run: AgentRun) -> None:
     AgentRun.objects.filter(pk=run.pk).update(
         status=Status.QUEUED, worker_id="", heartbeat_at=None, resumes=F("resumes") + 1
     )
-    run_id = run.pk
-    transaction.on_commit(lambda: _enqueue(run_id))
-
-
-def _enqueue(run_id: int) -> None:
-    from agents.tasks import run_execute
-
-    run_execute.delay(run_id)
+    run_enqueue_on_commit(run_id=run.pk)
 
 
 # --------------------------------------------------------------------------------------

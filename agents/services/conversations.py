@@ -38,7 +38,12 @@ from agents.services.approvals import approvals_cancel
 from agents.services.branches import branch_activate
 from agents.services.defaults import default_profile
 from agents.services.prompt_versions import prompt_version_current
-from agents.services.runs import ACTIVE_STATUSES, event_append, run_mark_cancelled
+from agents.services.runs import (
+    ACTIVE_STATUSES,
+    event_append,
+    run_enqueue_on_commit,
+    run_mark_cancelled,
+)
 from agents.services.usage import QuotaExceeded, usage_check_quota, usage_reserve
 
 TITLE_CHARS = 60
@@ -424,14 +429,8 @@ def _queue_run(
         usage_reserve(user_id=user.pk, kind=UsageEntry.Kind.RUN, run=run)
     except QuotaExceeded:
         raise _quota_refusal() from None  # rolls the message and the run back
-    transaction.on_commit(lambda: _enqueue_run(run.pk))
+    run_enqueue_on_commit(run_id=run.pk)
     return run
-
-
-def _enqueue_run(run_id: int) -> None:
-    from agents.tasks import run_execute
-
-    run_execute.delay(run_id)
 
 
 def _run_for(message: Message) -> AgentRun:

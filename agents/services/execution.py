@@ -61,6 +61,7 @@ from agents.services.approvals import (
 from agents.services.runs import (
     RunLost,
     run_claim,
+    run_claim_refusal,
     run_fail,
     run_finish,
     run_heartbeat,
@@ -148,11 +149,15 @@ def run_execute(*, run_id: int) -> None:
         # A thread of this process still drives the run and only its heartbeat lagged (the
         # database was unreachable): the claim would succeed under the same worker id and
         # start a second copy writing the same steps.
+        logger.warning("run %s is still driven by a thread of this process; not claimed", run_id)
         return
     me = worker_id()
     run = run_claim(run_id=run_id, worker_id=me)
     if run is None:
-        return  # finished, cancelled, or held by a live worker
+        # Finished, cancelled, paused, or held by a live worker: normal for a redelivered or
+        # rescued task, but a run that never starts is hard to explain without this line.
+        logger.info("run %s not claimed: %s", run_id, run_claim_refusal(run_id=run_id))
+        return
     try:
         # Resuming after a pause the owner ended is not an interruption.
         if run.attempts - run.resumes > settings.AGENT_MAX_ATTEMPTS:

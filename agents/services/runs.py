@@ -233,6 +233,34 @@ def run_claim(*, run_id: int, worker_id: str) -> AgentRun | None:
     return AgentRun.objects.select_related(*related).get(pk=run_id)
 
 
+def run_enqueue_on_commit(*, run_id: int) -> None:
+    """Queue the run's task once the current transaction commits (at once outside one): a
+    worker must find the run row it is asked to claim."""
+
+    def enqueue() -> None:
+        from agents.tasks import run_execute  # the tasks module imports the services
+
+        run_execute.delay(run_id)
+
+    transaction.on_commit(enqueue)
+
+
+def run_claim_refusal(*, run_id: int) -> str:
+    """Why ``run_claim`` took nothing, for the log: the run's state as it is now."""
+    row = (
+        AgentRun.objects.filter(pk=run_id)
+        .values("status", "worker_id", "heartbeat_at", "attempts")
+        .first()
+    )
+    if row is None:
+        return "no such run (deleted, or not committed yet)"
+    fresh = row["heartbeat_at"] is not None and row["heartbeat_at"] >= _stale_before()
+    return (
+        f"status {row['status']}, holder {row['worker_id'] or '-'}, "
+        f"heartbeat {'fresh' if fresh else 'stale or none'}, attempts {row['attempts']}"
+    )
+
+
 def run_heartbeat(*, run_ids: list[int], worker_id: str) -> set[int]:
     """Refresh the heartbeat of the runs this worker still holds; returns those ids."""
     if not run_ids:

@@ -442,3 +442,23 @@ def test_two_tabs_deciding_at_once_get_one_decision(user, scripted_profile):
     run.refresh_from_db()
     assert (run.status, run.resumes) == (AgentRun.Status.QUEUED, 1)
     run_cancel(run=run, user=user)
+
+
+@pytest.mark.parametrize(
+    ("approve", "reason"), [("yes", ""), (1, ""), (None, ""), (True, 5), (False, ["no"])]
+)
+def test_a_decision_of_the_wrong_shape_is_refused_and_decides_nothing(
+    user, scripted_profile, approve, reason
+):
+    run, _ = _paused_run(user, scripted_profile)
+    approval = ToolApproval.objects.get(run=run)
+
+    with pytest.raises(RequestRefused) as refused:
+        approval_decide(approval_id=approval.pk, user=user, approve=approve, reason=reason)
+
+    assert refused.value.code == RefusalCode.INVALID_FIELD
+    approval.refresh_from_db()
+    assert approval.decision == ""
+    run.refresh_from_db()
+    assert run.status == AgentRun.Status.AWAITING_APPROVAL
+    run_cancel(run=run, user=user)

@@ -25,6 +25,7 @@ from agents.services.runs import (
     RunLost,
     event_append,
     run_claim,
+    run_claim_refusal,
     run_fail,
     run_finish,
     run_heartbeat,
@@ -53,6 +54,18 @@ def test_claim_takes_a_queued_run_once(queued_run):
     assert (run.attempts, run.worker_id) == (1, "w1")
     assert run.started_at is not None
     assert run_claim(run_id=queued_run.pk, worker_id="w2") is None
+
+
+def test_a_refused_claim_says_why_in_the_words_of_the_run_as_it_is(queued_run):
+    run_claim(run_id=queued_run.pk, worker_id="w1")
+
+    assert run_claim(run_id=queued_run.pk, worker_id="w2") is None
+    assert run_claim_refusal(run_id=queued_run.pk) == (
+        "status running, holder w1, heartbeat fresh, attempts 1"
+    )
+    assert run_claim_refusal(run_id=queued_run.pk + 1000) == (
+        "no such run (deleted, or not committed yet)"
+    )
 
 
 def test_a_stale_heartbeat_lets_another_worker_take_over(queued_run, settings):
