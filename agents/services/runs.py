@@ -39,7 +39,6 @@ from agents.react.types import (
     step_to_event,
 )
 from agents.services.usage import usage_record_run_tokens
-from agents.sql import bound_cursor
 
 logger = logging.getLogger(__name__)
 
@@ -143,7 +142,7 @@ RETURNING id, seq, created_at
         [type for type, _ in items],
         [json.dumps(payload) for _, payload in items],
     ]
-    with bound_cursor() as cursor:
+    with connection.cursor() as cursor:
         cursor.execute(sql, params)
         rows = sorted(cursor.fetchall(), key=lambda row: row[1])
     if not rows:
@@ -190,7 +189,7 @@ def _bump_seq(conversation_id: int, *, by: int, assign: Mapping[str, Any]) -> in
     bump, values = _bump_clause(assign)
     column = connection.ops.quote_name(str(Conversation._meta.get_field("last_seq").column))
     # Only quoted names from the model's own metadata are formatted in; values are parameters.
-    with bound_cursor() as cursor:
+    with connection.cursor() as cursor:
         cursor.execute(f"{bump} RETURNING {column}", [by, *values, conversation_id])
         row = cursor.fetchone()
     if row is None:
@@ -318,7 +317,7 @@ def runs_cancel_requested(*, run_ids: list[int]) -> set[int]:
 def _ids_returned(sql: str, params: list[Any]) -> set[int]:
     """The ids a statement on the runs table returns (``{table}`` is its quoted name)."""
     table = connection.ops.quote_name(AgentRun._meta.db_table)
-    with bound_cursor() as cursor:
+    with connection.cursor() as cursor:
         cursor.execute(sql.format(table=table), params)
         return {row[0] for row in cursor.fetchall()}
 
@@ -547,7 +546,7 @@ def _append_fenced(
         "types": [type for type, _ in items],
         "payloads": [json.dumps(payload) for _, payload in items],
     }
-    with bound_cursor() as cursor:
+    with connection.cursor() as cursor:
         cursor.execute(_fenced_append_sql(), params)
         rows = cursor.fetchall()
     if not rows or not rows[0][0]:
@@ -775,7 +774,7 @@ def _finish_fenced(
         "question": run.trigger_message_id,
     }
     with transaction.atomic():
-        with bound_cursor() as cursor:
+        with connection.cursor() as cursor:
             cursor.execute(_finish_sql(), params)
             row = cursor.fetchone()
         if row is None:
