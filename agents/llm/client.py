@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextlib
 import json
 import logging
 import os
@@ -64,6 +65,8 @@ CONNECT_TIMEOUT_SECONDS = 10.0
 BACKOFF_BASE_SECONDS = 0.5
 BACKOFF_MAX_SECONDS = 20.0
 RETRYABLE_STATUSES = frozenset({408, 409, 429})
+# How long the rest of a body after ``[DONE]`` may take to arrive (it is one empty chunk).
+DRAIN_AFTER_DONE_SECONDS = 1.0
 # Endpoints that answered 400 to ``stream_options`` (older vLLM, llama.cpp): not sent again.
 _REFUSE_STREAM_OPTIONS: set[str] = set()
 # An API key is required by the SDK; local servers (Ollama, llama.cpp) ignore it.
@@ -414,12 +417,14 @@ async def _sse_chunks(response: Any) -> AsyncIterator[Any]:
     as its ``AsyncStream`` would.
     """
     request = response.request
+    lines = response.aiter_lines()
     try:
-        async for line in response.aiter_lines():
+        async for line in lines:
             if not line.startswith("data:"):
                 continue  # blank separators, comments, event names
             data = line[5:].lstrip()
             if data.startswith("[DONE]"):
+                await _read_to_end(lines)
                 return
             chunk = json.loads(data)
             if isinstance(chunk, dict) and chunk.get("error"):
@@ -433,6 +438,19 @@ async def _sse_chunks(response: Any) -> AsyncIterator[Any]:
         raise openai.APITimeoutError(request=request) from exc
     except httpx2.RequestError as exc:
         raise openai.APIConnectionError(request=request) from exc
+
+
+async def _read_to_end(lines: AsyncIterator[str]) -> None:
+    """Read what follows ``[DONE]`` (the body's last, empty chunk) so the connection goes back
+    to the pool: httpcore closes a connection whose response was not read to its end, and
+    every call then paid for a new TCP connection (a TLS handshake on a real endpoint).
+
+    Bounded: a server that keeps the body open after ``[DONE]`` only costs its connection.
+    """
+    with contextlib.suppress(TimeoutError, httpx2.HTTPError):
+        async with asyncio.timeout(DRAIN_AFTER_DONE_SECONDS):
+            async for _ in lines:
+                pass
 
 
 def _dicts(items: Any) -> list[dict[str, Any]]:

@@ -111,3 +111,73 @@ def test_a_connection_reset_before_the_reply_is_unavailable():
             model.complete(QUESTION)
     finally:
         listener.close()
+
+
+class _ChunkedKeepAlive(BaseHTTPRequestHandler):
+    """Streams as real endpoints do (a chunked body whose last, empty chunk follows
+    ``[DONE]``) and keeps the connection open; ``hold_after_done`` never sends that last chunk.
+    """
+
+    protocol_version = "HTTP/1.1"
+    connections: list[tuple[str, int]] = []
+    hold_after_done = False
+
+    def log_message(self, format, *args):
+        pass
+
+    def do_POST(self):
+        self.rfile.read(int(self.headers["Content-Length"]))
+        type(self).connections.append(self.client_address)
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.send_header("Transfer-Encoding", "chunked")
+        self.end_headers()
+        for part in _stream_body(f"reply {len(type(self).connections)}").split(b"\n\n")[:-1]:
+            data = part + b"\n\n"
+            self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
+            self.wfile.flush()
+        if type(self).hold_after_done:
+            threading.Event().wait(5)  # the body never ends; the client must not wait for it
+            self.close_connection = True
+            return
+        self.wfile.write(b"0\r\n\r\n")
+        self.wfile.flush()
+
+
+@pytest.fixture
+def keep_alive_server():
+    _ChunkedKeepAlive.connections = []
+    _ChunkedKeepAlive.hold_after_done = False
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _ChunkedKeepAlive)
+    server.daemon_threads = True
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_address[1]}/v1"
+    server.shutdown()
+    server.server_close()
+
+
+def test_calls_one_after_another_share_one_connection(keep_alive_server):
+    # The body's last chunk comes after [DONE]: read to it, or httpcore drops the connection
+    # and every call pays for a new one (a TLS handshake on a real endpoint).
+    model = OpenAIChatModel(base_url=keep_alive_server, api_key="k", model="m", max_retries=0)
+
+    texts = [model.complete(QUESTION).text for _ in range(3)]
+
+    assert texts == ["reply 1", "reply 2", "reply 3"]
+    assert len(set(_ChunkedKeepAlive.connections)) == 1
+
+
+def test_a_body_left_open_after_done_does_not_hold_the_call(keep_alive_server, monkeypatch):
+    monkeypatch.setattr("agents.llm.client.DRAIN_AFTER_DONE_SECONDS", 0.2)
+    _ChunkedKeepAlive.hold_after_done = True
+    model = OpenAIChatModel(
+        base_url=keep_alive_server, api_key="k", model="m", max_retries=0, deadline_seconds=3
+    )
+
+    first = model.complete(QUESTION)
+    second = model.complete(QUESTION)
+
+    # Both answered well inside the deadline; the open connection was given up, not reused.
+    assert (first.text, second.text) == ("reply 1", "reply 2")
+    assert len(set(_ChunkedKeepAlive.connections)) == 2
