@@ -98,6 +98,22 @@ def conversation_get(*, user: User | AnonymousUser, conversation_id: int) -> Con
     )
 
 
+def conversation_last_seq(*, user: User | AnonymousUser, conversation_id: int) -> int | None:
+    """The conversation's last ``seq`` if ``user`` owns it, else None (or it is gone).
+
+    What a socket reads on every connect, resume and gap: one column, as plain SQL, which
+    costs a tenth of what building the query through the ORM does (docs/performance.md).
+    """
+    if user.pk is None:
+        return None
+    table = connection.ops.quote_name(Conversation._meta.db_table)
+    sql = f"SELECT last_seq FROM {table} WHERE id = %s AND owner_id = %s"  # noqa: S608 (the table)
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [conversation_id, user.pk])
+        row = cursor.fetchone()
+    return None if row is None else int(row[0])
+
+
 def events_after(
     *, conversation: Conversation, after_seq: int, limit: int | None = None
 ) -> QuerySet[RunEvent]:
