@@ -12,8 +12,8 @@ from typing import Any, cast
 
 from django.conf import settings
 from django.contrib.auth.models import User
-from django.db import transaction
-from django.db.models import Exists, Field, OuterRef, Subquery
+from django.db import connection, transaction
+from django.db.models import Field
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
@@ -319,25 +319,37 @@ def _read_under_lock(
     statement that waited for the lock still reads with the snapshot it started with, and
     would not see the message or the run that the send it waited for had just committed.
     """
+    # Plain SQL: every send runs it, and building it through the ORM cost daphne about ten
+    # times what running it does (docs/performance.md, "A sixth round: daphne").
+    quote = connection.ops.quote_name
+    runs, messages = quote(AgentRun._meta.db_table), quote(Message._meta.db_table)
     # A paused run (waiting for an approval or a Continue) blocks sends as a running one does.
-    unfinished = (*ACTIVE_STATUSES, *AgentRun.PAUSED_STATUSES)
-    runs = AgentRun.objects.filter(conversation=OuterRef("pk"), status__in=unfinished)
-    reads: dict[str, Any] = {"blocking": Subquery(runs.order_by("-id").values("status")[:1])}
-    messages = Message.objects.filter(conversation=OuterRef("pk"))
+    unfinished = [str(status) for status in (*ACTIVE_STATUSES, *AgentRun.PAUSED_STATUSES)]
+    placeholders = ", ".join(["%s"] * len(unfinished))
+    # Only table names and placeholders are formatted in.
+    reads = [
+        f"""(SELECT status FROM {runs} WHERE conversation_id = %s AND status IN ({placeholders})
+        ORDER BY id DESC LIMIT 1)"""  # noqa: S608
+    ]
+    params: list[Any] = [conversation.pk, *unfinished]
     if client_id is not None:
-        reads["existing"] = Subquery(
-            messages.filter(client_id=client_id).order_by("id").values("pk")[:1]
+        reads.append(
+            f"""(SELECT id FROM {messages} WHERE conversation_id = %s AND client_id = %s
+            ORDER BY id LIMIT 1)"""  # noqa: S608
         )
+        params += [conversation.pk, client_id]
     if parent_id is not None:
-        reads["parent_found"] = Exists(messages.filter(pk=parent_id))
-    row = cast(
-        dict[str, Any], Conversation.objects.filter(pk=conversation.pk).values(**reads).get()
-    )
-    return _UnderLock(
-        existing_id=row.get("existing"),
-        parent_found=bool(row.get("parent_found")),
-        blocking_status=row["blocking"],
-    )
+        reads.append(
+            f"""EXISTS (SELECT 1 FROM {messages} WHERE conversation_id = %s AND id = %s)"""  # noqa: S608
+        )
+        params += [conversation.pk, parent_id]
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT " + ", ".join(reads), params)
+        row = cursor.fetchone()
+    blocking, *rest = row
+    existing = rest.pop(0) if client_id is not None else None
+    parent_found = bool(rest.pop(0)) if parent_id is not None else False
+    return _UnderLock(existing_id=existing, parent_found=parent_found, blocking_status=blocking)
 
 
 def _check_can_start_run(*, blocking: str | None, user: User) -> None:
@@ -379,8 +391,23 @@ def _count_send_against_rate_limit(user: User) -> None:
 
 
 def _check_profile_allowed(*, profile: AgentProfile, user: User) -> None:
-    groups = list(profile.allowed_groups.values_list("pk", flat=True))
-    if groups and not user.groups.filter(pk__in=groups).exists():
+    """A profile limited to some groups is for their members only; one statement (plain SQL,
+    on every send: the ORM's version cost several times as much to build as to run)."""
+    quote = connection.ops.quote_name
+    limits = quote(AgentProfile.allowed_groups.through._meta.db_table)
+    memberships = quote(User.groups.through._meta.db_table)
+    sql = f"""
+        SELECT NOT EXISTS (SELECT 1 FROM {limits} WHERE agentprofile_id = %s)
+            OR EXISTS (
+                SELECT 1 FROM {limits} AS allowed JOIN {memberships} AS member
+                ON member.group_id = allowed.group_id
+                WHERE allowed.agentprofile_id = %s AND member.user_id = %s
+            )
+    """  # noqa: S608 (only table names are formatted in)
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [profile.pk, profile.pk, user.pk])
+        (allowed,) = cursor.fetchone()
+    if not allowed:
         raise RequestRefused(
             RefusalCode.PROFILE_NOT_ALLOWED, _("That agent is not available to you.")
         )
