@@ -7,13 +7,14 @@ version, and the ``message.created`` event. The Celery task is enqueued only aft
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, cast
 
 from django.conf import settings
 from django.contrib.auth.models import User
 from django.db import connection, transaction
-from django.db.models import Field
+from django.db.models import Field, Model
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
@@ -23,6 +24,7 @@ from agents.models import (
     AgentRun,
     Conversation,
     Message,
+    ModelConfig,
     UsageEntry,
 )
 from agents.profile_snapshot import ProfileSnapshot, snapshot_model_config
@@ -153,7 +155,8 @@ def _send(
     _check_content(content)
     client_id = client_id or None
     with transaction.atomic():
-        locked = _lock_owned(conversation=conversation, user=user)
+        lock = _lock_owned(conversation=conversation, user=user)
+        locked = lock.conversation
         check_parent = not after_active_leaf and parent_id is not None
         seen = _read_under_lock(
             conversation=locked,
@@ -170,7 +173,9 @@ def _send(
                 RefusalCode.NOT_FOUND,
                 _("Message %(id)s is not in this conversation.") % {"id": parent_id},
             )
-        profile = _profile_for(conversation=locked, user=user, profile=profile)
+        profile = _profile_for(
+            conversation=locked, user=user, profile=profile, default=lock.default_profile
+        )
         _check_can_start_run(blocking=seen.blocking_status, user=user)
         extends_active = parent_id == locked.active_leaf_id
         message = Message.objects.create(
@@ -205,7 +210,8 @@ def run_regenerate(*, conversation: Conversation, user: User) -> AgentRun:
     ends at the question (``branch_activate``).
     """
     with transaction.atomic():
-        locked = _lock_owned(conversation=conversation, user=user)
+        lock = _lock_owned(conversation=conversation, user=user)
+        locked = lock.conversation
         message = (
             locked.messages.filter(role=Message.Role.USER, on_active_branch=True)
             .order_by("-id")
@@ -215,7 +221,9 @@ def run_regenerate(*, conversation: Conversation, user: User) -> AgentRun:
             raise RequestRefused(
                 RefusalCode.NOTHING_TO_REGENERATE, _("There is no message to answer again.")
             )
-        profile = _profile_for(conversation=locked, user=user, profile=None)
+        profile = _profile_for(
+            conversation=locked, user=user, profile=None, default=lock.default_profile
+        )
         seen = _read_under_lock(conversation=locked, client_id=None, parent_id=None)
         _check_can_start_run(blocking=seen.blocking_status, user=user)
         branch_activate(conversation=locked, leaf_id=message.pk)
@@ -289,18 +297,82 @@ def _check_content(content: str) -> None:
         )
 
 
-def _lock_owned(*, conversation: Conversation, user: User) -> Conversation:
-    # The profile and its model endpoint come in the same query (a send reads them next);
-    # only the conversation's row is locked.
-    locked = (
-        Conversation.objects.select_for_update(of=("self",))
-        .select_related("profile__model_config")
-        .filter(pk=conversation.pk, owner_id=user.pk)
-        .first()
+@dataclass(frozen=True)
+class _Locked:
+    conversation: Conversation
+    # The default profile, read with the lock when the conversation has none of its own.
+    default_profile: AgentProfile | None
+
+
+def _lock_owned(*, conversation: Conversation, user: User) -> _Locked:
+    """Lock the user's conversation row; with it, in the same statement, the profile a run
+    would use (the conversation's, else the default one) and that profile's model endpoint.
+
+    Plain SQL: every send runs it, and the ORM's version (``select_for_update`` with
+    ``select_related``) cost daphne several times as much to build as to run.
+    """
+    quote = connection.ops.quote_name
+    conversations = quote(Conversation._meta.db_table)
+    profiles = quote(AgentProfile._meta.db_table)
+    endpoints = quote(ModelConfig._meta.db_table)
+    columns = ", ".join(
+        f"{alias}.{quote(cast(str, field.column))}"
+        for alias, model in (("c", Conversation), ("p", AgentProfile), ("m", ModelConfig))
+        for field in model._meta.concrete_fields
     )
-    if locked is None:
+    # Only the conversation's row is locked; SQLite takes the write lock with the
+    # transaction instead (chatsite/settings.py).
+    lock = " FOR UPDATE OF c" if connection.features.has_select_for_update_of else ""
+    sql = f"""
+        SELECT {columns} FROM {conversations} AS c
+        LEFT JOIN {profiles} AS p ON p.id = COALESCE(
+            c.profile_id, (SELECT id FROM {profiles} WHERE is_default LIMIT 1)
+        )
+        LEFT JOIN {endpoints} AS m ON m.id = p.model_config_id
+        WHERE c.id = %s AND c.owner_id = %s{lock}
+    """  # noqa: S608 (only table and column names are formatted in)
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [conversation.pk, user.pk])
+        row = cursor.fetchone()
+    if row is None:
         raise ConversationGone
-    return locked
+    sizes = [len(model._meta.concrete_fields) for model in (Conversation, AgentProfile)]
+    locked = cast(Conversation, _instance(Conversation, row[: sizes[0]]))
+    profile = cast(AgentProfile | None, _instance(AgentProfile, row[sizes[0] : sum(sizes)]))
+    if profile is not None:
+        endpoint = _instance(ModelConfig, row[sum(sizes) :])
+        AgentProfile._meta.get_field("model_config").set_cached_value(profile, endpoint)
+    if locked.profile_id is None:
+        return _Locked(conversation=locked, default_profile=profile)
+    Conversation._meta.get_field("profile").set_cached_value(locked, profile)
+    return _Locked(conversation=locked, default_profile=None)
+
+
+def _instance(model: type[Model], values: Sequence[Any]) -> Model | None:
+    """A model instance from its concrete fields' columns, converted as the ORM converts
+    them; None for the missing side of an outer join."""
+    if values[0] is None:
+        return None
+    fields = model._meta.concrete_fields
+    converted = []
+    for field, value in zip(fields, values, strict=True):
+        for convert, expression in _converters(model, field.attname):
+            value = convert(value, expression, connection)
+        converted.append(value)
+    return model.from_db(connection.alias, [field.attname for field in fields], converted)
+
+
+_converter_cache: dict[tuple[str, type[Model], str], list[tuple[Any, Any]]] = {}
+
+
+def _converters(model: type[Model], attname: str) -> list[tuple[Any, Any]]:
+    key = (connection.vendor, model, attname)
+    if key not in _converter_cache:
+        field = next(f for f in model._meta.concrete_fields if f.attname == attname)
+        column = field.get_col(model._meta.db_table)
+        found = connection.ops.get_db_converters(column) + column.get_db_converters(connection)
+        _converter_cache[key] = [(convert, column) for convert in found]
+    return _converter_cache[key]
 
 
 @dataclass(frozen=True)
@@ -414,10 +486,15 @@ def _check_profile_allowed(*, profile: AgentProfile, user: User) -> None:
 
 
 def _profile_for(
-    *, conversation: Conversation, user: User, profile: AgentProfile | None
+    *,
+    conversation: Conversation,
+    user: User,
+    profile: AgentProfile | None,
+    default: AgentProfile | None,
 ) -> AgentProfile:
-    """The profile a new run uses: the one asked for, the conversation's, or the default."""
-    chosen = profile or conversation.profile or default_profile()
+    """The profile a new run uses: the one asked for, the conversation's, or the default
+    (``default``, read with the conversation's lock, if there was one)."""
+    chosen = profile or conversation.profile or default or default_profile()
     _check_profile_allowed(profile=chosen, user=user)
     if profile is not None and conversation.profile_id != profile.pk:
         conversation.profile = profile
