@@ -25,7 +25,7 @@ from django.utils import translation
 from django.utils.translation import gettext as _
 
 from agents import events, live, selectors
-from agents.models import AgentRun, Conversation, RunEvent
+from agents.models import AgentRun, Conversation
 from agents.preferences import socket_language
 from agents.protocol import (
     CLIENT_ID_MAX_CHARS,
@@ -419,12 +419,8 @@ class ConversationConsumer(AsyncJsonWebsocketConsumer):
 
     @_in_database_thread
     def _frames_after(self, after_seq: int) -> list[dict[str, Any]]:
-        # Only its id is read.
-        conversation = Conversation(pk=self.conversation_id)
-        stored: list[RunEvent] = list(
-            selectors.events_after(
-                conversation=conversation, after_seq=after_seq, limit=REPLAY_BATCH
-            )
+        stored = selectors.event_rows_after(
+            conversation_id=self.conversation_id, after_seq=after_seq, limit=REPLAY_BATCH
         )
         return [event_frame(event) for event in stored]
 

@@ -7,14 +7,13 @@ version, and the ``message.created`` event. The Celery task is enqueued only aft
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, cast
 
 from django.conf import settings
 from django.contrib.auth.models import User
 from django.db import connection, transaction
-from django.db.models import Field, Model
+from django.db.models import Field
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
@@ -36,6 +35,7 @@ from agents.protocol import (
     message_created_payload,
 )
 from agents.ratelimit import rate_limit_hit
+from agents.rows import columns, instance
 from agents.services.approvals import approvals_cancel
 from agents.services.branches import branch_activate
 from agents.services.defaults import default_profile
@@ -315,16 +315,14 @@ def _lock_owned(*, conversation: Conversation, user: User) -> _Locked:
     conversations = quote(Conversation._meta.db_table)
     profiles = quote(AgentProfile._meta.db_table)
     endpoints = quote(ModelConfig._meta.db_table)
-    columns = ", ".join(
-        f"{alias}.{quote(cast(str, field.column))}"
-        for alias, model in (("c", Conversation), ("p", AgentProfile), ("m", ModelConfig))
-        for field in model._meta.concrete_fields
+    selected = ", ".join(
+        [*columns(Conversation, "c"), *columns(AgentProfile, "p"), *columns(ModelConfig, "m")]
     )
     # Only the conversation's row is locked; SQLite takes the write lock with the
     # transaction instead (chatsite/settings.py).
     lock = " FOR UPDATE OF c" if connection.features.has_select_for_update_of else ""
     sql = f"""
-        SELECT {columns} FROM {conversations} AS c
+        SELECT {selected} FROM {conversations} AS c
         LEFT JOIN {profiles} AS p ON p.id = COALESCE(
             c.profile_id, (SELECT id FROM {profiles} WHERE is_default LIMIT 1)
         )
@@ -337,42 +335,15 @@ def _lock_owned(*, conversation: Conversation, user: User) -> _Locked:
     if row is None:
         raise ConversationGone
     sizes = [len(model._meta.concrete_fields) for model in (Conversation, AgentProfile)]
-    locked = cast(Conversation, _instance(Conversation, row[: sizes[0]]))
-    profile = cast(AgentProfile | None, _instance(AgentProfile, row[sizes[0] : sum(sizes)]))
+    locked = cast(Conversation, instance(Conversation, row[: sizes[0]]))
+    profile = cast(AgentProfile | None, instance(AgentProfile, row[sizes[0] : sum(sizes)]))
     if profile is not None:
-        endpoint = _instance(ModelConfig, row[sum(sizes) :])
+        endpoint = instance(ModelConfig, row[sum(sizes) :])
         AgentProfile._meta.get_field("model_config").set_cached_value(profile, endpoint)
     if locked.profile_id is None:
         return _Locked(conversation=locked, default_profile=profile)
     Conversation._meta.get_field("profile").set_cached_value(locked, profile)
     return _Locked(conversation=locked, default_profile=None)
-
-
-def _instance(model: type[Model], values: Sequence[Any]) -> Model | None:
-    """A model instance from its concrete fields' columns, converted as the ORM converts
-    them; None for the missing side of an outer join."""
-    if values[0] is None:
-        return None
-    fields = model._meta.concrete_fields
-    converted = []
-    for field, value in zip(fields, values, strict=True):
-        for convert, expression in _converters(model, field.attname):
-            value = convert(value, expression, connection)
-        converted.append(value)
-    return model.from_db(connection.alias, [field.attname for field in fields], converted)
-
-
-_converter_cache: dict[tuple[str, type[Model], str], list[tuple[Any, Any]]] = {}
-
-
-def _converters(model: type[Model], attname: str) -> list[tuple[Any, Any]]:
-    key = (connection.vendor, model, attname)
-    if key not in _converter_cache:
-        field = next(f for f in model._meta.concrete_fields if f.attname == attname)
-        column = field.get_col(model._meta.db_table)
-        found = connection.ops.get_db_converters(column) + column.get_db_converters(connection)
-        _converter_cache[key] = [(convert, column) for convert in found]
-    return _converter_cache[key]
 
 
 @dataclass(frozen=True)
