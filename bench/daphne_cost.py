@@ -39,7 +39,7 @@ from django.conf import settings
 
 from agents import events
 from agents.llm.scripted import ScriptedServer
-from agents.models import RunEvent
+from agents.models import AgentRun, RunEvent
 from agents.protocol import FrameType
 from agents.services.conversations import conversation_create
 from agents.services.runs import events_append
@@ -349,9 +349,14 @@ class TreeDaphne(DaphneProcess):
         return ["sh", "-c", f'cd "{self.tree}" && exec "$@"', "sh", *inner]
 
 
-def empty_broker() -> None:
+def forget_runs() -> None:
+    """The sends' runs never ran: empty the broker's queue and end them, so that a worker
+    started later (another bench on this database) does not take them up."""
     client = redis.Redis.from_url(settings.REDIS_URL)
     client.delete(settings.CELERY_TASK_DEFAULT_QUEUE)
+    AgentRun.objects.filter(
+        status=AgentRun.Status.QUEUED, conversation__owner__username__startswith="dcost-"
+    ).update(status=AgentRun.Status.CANCELLED)
 
 
 def main() -> None:
@@ -397,7 +402,7 @@ def main() -> None:
                         )
                 finally:
                     daphne.stop()
-                    empty_broker()
+                    forget_runs()
     keys = list(next(iter(results.values()))[0])
     print(
         f"\nmedians, N = {args.sockets} sockets, {args.runs_per_socket} runs of frames each; "
