@@ -24,6 +24,7 @@ from agents.models import (
     Conversation,
     Message,
     ModelConfig,
+    PromptVersion,
     UsageEntry,
 )
 from agents.profile_snapshot import ProfileSnapshot, snapshot_model_config
@@ -189,7 +190,13 @@ def _send(
         if not extends_active:
             branch_activate(conversation=locked, leaf_id=message.pk)
         locked.active_leaf = message
-        run = _queue_run(conversation=locked, message=message, profile=profile, user=user)
+        run = _queue_run(
+            conversation=locked,
+            message=message,
+            profile=profile,
+            user=user,
+            latest_version=lock.latest_version_of(profile),
+        )
         # The conversation's own changes go with the seq bump: one UPDATE of its row.
         event_append(
             conversation=locked,
@@ -227,7 +234,13 @@ def run_regenerate(*, conversation: Conversation, user: User) -> AgentRun:
         seen = _read_under_lock(conversation=locked, client_id=None, parent_id=None)
         _check_can_start_run(blocking=seen.blocking_status, user=user)
         branch_activate(conversation=locked, leaf_id=message.pk)
-        run = _queue_run(conversation=locked, message=message, profile=profile, user=user)
+        run = _queue_run(
+            conversation=locked,
+            message=message,
+            profile=profile,
+            user=user,
+            latest_version=lock.latest_version_of(profile),
+        )
         _touch(locked)
     conversation.active_leaf_id = locked.active_leaf_id
     return run
@@ -302,11 +315,19 @@ class _Locked:
     conversation: Conversation
     # The default profile, read with the lock when the conversation has none of its own.
     default_profile: AgentProfile | None
+    # The latest prompt version of the profile read with the lock (None: it has none).
+    latest_version: PromptVersion | None
+
+    def latest_version_of(self, profile: AgentProfile) -> PromptVersion | None:
+        """The latest version read with the lock, if ``profile`` is the one it belongs to."""
+        version = self.latest_version
+        return version if version is not None and version.profile_id == profile.pk else None
 
 
 def _lock_owned(*, conversation: Conversation, user: User) -> _Locked:
     """Lock the user's conversation row; with it, in the same statement, the profile a run
-    would use (the conversation's, else the default one) and that profile's model endpoint.
+    would use (the conversation's, else the default one), that profile's model endpoint and
+    its latest prompt version.
 
     Plain SQL: every send runs it, and the ORM's version (``select_for_update`` with
     ``select_related``) cost daphne several times as much to build as to run.
@@ -315,8 +336,12 @@ def _lock_owned(*, conversation: Conversation, user: User) -> _Locked:
     conversations = quote(Conversation._meta.db_table)
     profiles = quote(AgentProfile._meta.db_table)
     endpoints = quote(ModelConfig._meta.db_table)
+    versions = quote(PromptVersion._meta.db_table)
+    models = (Conversation, AgentProfile, ModelConfig, PromptVersion)
     selected = ", ".join(
-        [*columns(Conversation, "c"), *columns(AgentProfile, "p"), *columns(ModelConfig, "m")]
+        column
+        for model, alias in zip(models, "cpmv", strict=True)
+        for column in columns(model, alias)
     )
     # Only the conversation's row is locked; SQLite takes the write lock with the
     # transaction instead (chatsite/settings.py).
@@ -327,6 +352,9 @@ def _lock_owned(*, conversation: Conversation, user: User) -> _Locked:
             c.profile_id, (SELECT id FROM {profiles} WHERE is_default LIMIT 1)
         )
         LEFT JOIN {endpoints} AS m ON m.id = p.model_config_id
+        LEFT JOIN {versions} AS v ON v.id = (
+            SELECT id FROM {versions} WHERE profile_id = p.id ORDER BY number DESC LIMIT 1
+        )
         WHERE c.id = %s AND c.owner_id = %s{lock}
     """  # noqa: S608 (only table and column names are formatted in)
     with connection.cursor() as cursor:
@@ -334,16 +362,20 @@ def _lock_owned(*, conversation: Conversation, user: User) -> _Locked:
         row = cursor.fetchone()
     if row is None:
         raise ConversationGone
-    sizes = [len(model._meta.concrete_fields) for model in (Conversation, AgentProfile)]
-    locked = cast(Conversation, instance(Conversation, row[: sizes[0]]))
-    profile = cast(AgentProfile | None, instance(AgentProfile, row[sizes[0] : sum(sizes)]))
+    parts, start = [], 0
+    for model in models:
+        end = start + len(model._meta.concrete_fields)
+        parts.append(instance(model, row[start:end]))
+        start = end
+    locked = cast(Conversation, parts[0])
+    profile = cast(AgentProfile | None, parts[1])
+    latest = cast(PromptVersion | None, parts[3])
     if profile is not None:
-        endpoint = instance(ModelConfig, row[sum(sizes) :])
-        AgentProfile._meta.get_field("model_config").set_cached_value(profile, endpoint)
+        AgentProfile._meta.get_field("model_config").set_cached_value(profile, parts[2])
     if locked.profile_id is None:
-        return _Locked(conversation=locked, default_profile=profile)
+        return _Locked(conversation=locked, default_profile=profile, latest_version=latest)
     Conversation._meta.get_field("profile").set_cached_value(locked, profile)
-    return _Locked(conversation=locked, default_profile=None)
+    return _Locked(conversation=locked, default_profile=None, latest_version=latest)
 
 
 @dataclass(frozen=True)
@@ -479,9 +511,14 @@ def _profile_for(
 
 
 def _queue_run(
-    *, conversation: Conversation, message: Message, profile: AgentProfile, user: User
+    *,
+    conversation: Conversation,
+    message: Message,
+    profile: AgentProfile,
+    user: User,
+    latest_version: PromptVersion | None = None,
 ) -> AgentRun:
-    version = prompt_version_current(profile=profile)
+    version = prompt_version_current(profile=profile, latest=latest_version)
     snapshot = ProfileSnapshot.from_version(version)
     if snapshot.model_config_id is not None and snapshot.model_config_id == profile.model_config_id:
         model_config = profile.model_config  # read with the profile (select_related)

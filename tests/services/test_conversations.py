@@ -357,3 +357,23 @@ def test_a_profile_limited_to_groups_is_refused_to_others_and_allowed_to_members
         conversation=conversation, user=user, content="hi", client_id="b", profile=limited
     )
     assert sent.run.profile_version.profile == limited
+
+
+def test_the_prompt_version_read_with_the_lock_is_reused_until_the_profile_changes(
+    conversation, user, default_profile
+):
+    def send(client_id: str) -> AgentRun:
+        run = message_send(
+            conversation=conversation, user=user, content="hi", client_id=client_id
+        ).run
+        AgentRun.objects.filter(pk=run.pk).update(status=AgentRun.Status.SUCCEEDED)
+        return run
+
+    first = send("a").profile_version
+    assert send("b").profile_version == first
+    default_profile.system_prompt = "Answer in one word."
+    default_profile.save()
+    changed = send("c").profile_version
+    assert changed.number == first.number + 1
+    assert changed.snapshot != first.snapshot
+    assert send("d").profile_version == changed
