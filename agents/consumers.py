@@ -25,7 +25,7 @@ from django.utils import translation
 from django.utils.translation import gettext as _
 
 from agents import events, live, selectors
-from agents.models import AgentRun, Conversation, RunEvent
+from agents.models import AgentRun, Conversation
 from agents.preferences import socket_language
 from agents.protocol import (
     CLIENT_ID_MAX_CHARS,
@@ -112,8 +112,6 @@ class ConversationConsumer(AsyncJsonWebsocketConsumer):
 
     async def connect(self) -> None:
         self.conversation_id = int(self.scope["url_route"]["kwargs"]["conversation_id"])
-        # Refusals are read by the person at the page: in the page's language.
-        self.language = await self._language()
         self.last_sent_seq = 0
         self.finished_run_ids = set()
         self.group = ""
@@ -121,14 +119,14 @@ class ConversationConsumer(AsyncJsonWebsocketConsumer):
         self.counted_user_id = None
         self.drain = None
         user = self.scope.get("user")
-        conversation = None
-        if user is not None and user.is_authenticated:
-            conversation = await self._conversation()
+        # Refusals are read by the person at the page: in the page's language. One trip to
+        # the database threads for both reads.
+        self.language, last_seq = await self._connect_reads()
         over_cap = (
-            conversation is not None
+            last_seq is not None
             and _open_sockets.get(user.pk, 0) >= settings.CHAT_MAX_SOCKETS_PER_USER
         )
-        if conversation is not None and not over_cap:
+        if last_seq is not None and not over_cap:
             _open_sockets[user.pk] = _open_sockets.get(user.pk, 0) + 1
             self.counted_user_id = user.pk
             self.drain = self.scope.get(SCOPE_KEY)
@@ -147,16 +145,16 @@ class ConversationConsumer(AsyncJsonWebsocketConsumer):
         # Accept before closing so the browser sees the code; a close during the handshake
         # arrives as 1006, indistinguishable from a network failure, and would be retried.
         await self.accept()
-        if conversation is None:
+        if last_seq is None:
             await self.close(code=CLOSE_NOT_FOUND)
             return
         if over_cap:
             await self.close(code=CLOSE_TOO_MANY_SOCKETS)
             return
-        after_seq = _after_seq_param(self.scope, conversation)
+        after_seq = _after_seq_param(self.scope, last_seq)
         self.last_sent_seq = after_seq
         with contextlib.suppress(NotReading):  # closed; the client reconnects from its seq
-            await self._replay(conversation, after_seq=after_seq)
+            await self._replay(after_seq=after_seq)
             await self._send_live_text()
 
     async def disconnect(self, code: int) -> None:
@@ -216,12 +214,12 @@ class ConversationConsumer(AsyncJsonWebsocketConsumer):
                     RefusalCode.RATE_LIMITED,
                     _("At most %(limit)s resumes a minute.") % {"limit": limit},
                 )
-            conversation = await self._conversation_or_close()
-            if conversation is not None:
+            last_seq = await self._last_seq_or_close()
+            if last_seq is not None:
                 # The client asked for these again: resend even what this socket already sent.
-                after_seq = min(after_seq, conversation.last_seq)
+                after_seq = min(after_seq, last_seq)
                 self.last_sent_seq = max(self.last_sent_seq, after_seq)
-                await self._replay(conversation, after_seq=after_seq)
+                await self._replay(after_seq=after_seq)
         elif isinstance(kind, str):
             raise RequestRefused(
                 RefusalCode.UNKNOWN_TYPE, _("Unknown frame type %(type)r.") % {"type": kind}
@@ -314,15 +312,14 @@ class ConversationConsumer(AsyncJsonWebsocketConsumer):
             return
         if seq > self.last_sent_seq + 1:
             # A gap: the channel layer dropped or delayed a frame. The log has it.
-            conversation = await self._conversation_or_close()
-            if conversation is None:
+            if await self._last_seq_or_close() is None:
                 return
-            await self._replay(conversation, after_seq=self.last_sent_seq)
+            await self._replay(after_seq=self.last_sent_seq)
             if seq <= self.last_sent_seq:
                 return
         await self._send_stored(frame)
 
-    async def _replay(self, conversation: Conversation, *, after_seq: int) -> None:
+    async def _replay(self, *, after_seq: int) -> None:
         """Send every stored event with seq > after_seq, in order, from the database.
 
         A page at a time, each read only once the client has taken the one before: what
@@ -331,7 +328,7 @@ class ConversationConsumer(AsyncJsonWebsocketConsumer):
         cursor = after_seq
         while True:
             await self._wait_until_drained()
-            frames = await self._frames_after(conversation, cursor)
+            frames = await self._frames_after(cursor)
             for frame in frames:
                 await self._send_stored(frame)
             if len(frames) < REPLAY_BATCH:
@@ -366,12 +363,13 @@ class ConversationConsumer(AsyncJsonWebsocketConsumer):
         if frame.get("type") in TERMINAL_FRAME_TYPES and frame.get("run_id") is not None:
             self.finished_run_ids.add(frame["run_id"])
 
-    async def _conversation_or_close(self) -> Conversation | None:
-        """The conversation, re-read so a deletion in another tab closes this socket."""
-        conversation = await self._conversation()
-        if conversation is None:
+    async def _last_seq_or_close(self) -> int | None:
+        """The conversation's last seq, re-read so a deletion in another tab closes this
+        socket (None then)."""
+        last_seq = await self._last_seq()
+        if last_seq is None:
             await self._close_gone()
-        return conversation
+        return last_seq
 
     async def _close_gone(self) -> None:
         await self.send_json(error_frame(RefusalCode.NOT_FOUND, _("This conversation is gone.")))
@@ -380,12 +378,20 @@ class ConversationConsumer(AsyncJsonWebsocketConsumer):
     # ---- database ----------------------------------------------------------------------
 
     @_in_database_thread
-    def _language(self) -> str:
-        return socket_language(self.scope)
+    def _connect_reads(self) -> tuple[str, int | None]:
+        """The socket's language, and the conversation's last seq if this user may open it."""
+        language = socket_language(self.scope)
+        user = self.scope.get("user")
+        if user is None or not user.is_authenticated:
+            return language, None
+        return language, self._read_last_seq()
 
     @_in_database_thread
-    def _conversation(self) -> Conversation | None:
-        return selectors.conversation_get(
+    def _last_seq(self) -> int | None:
+        return self._read_last_seq()
+
+    def _read_last_seq(self) -> int | None:
+        return selectors.conversation_last_seq(
             user=self.scope["user"], conversation_id=self.conversation_id
         )
 
@@ -412,11 +418,9 @@ class ConversationConsumer(AsyncJsonWebsocketConsumer):
         return rate_limit_hit(action="resume", user_id=user_id, limit=limit).allowed
 
     @_in_database_thread
-    def _frames_after(self, conversation: Conversation, after_seq: int) -> list[dict[str, Any]]:
-        stored: list[RunEvent] = list(
-            selectors.events_after(
-                conversation=conversation, after_seq=after_seq, limit=REPLAY_BATCH
-            )
+    def _frames_after(self, after_seq: int) -> list[dict[str, Any]]:
+        stored = selectors.event_rows_after(
+            conversation_id=self.conversation_id, after_seq=after_seq, limit=REPLAY_BATCH
         )
         return [event_frame(event) for event in stored]
 
@@ -551,7 +555,7 @@ def _required_int(frame: dict[str, Any], field: str) -> int:
     return value
 
 
-def _after_seq_param(scope: dict[str, Any], conversation: Conversation) -> int:
+def _after_seq_param(scope: dict[str, Any], last_seq: int) -> int:
     """`?after_seq=N` from the URL; missing or malformed means "send everything".
 
     Clamped to the conversation's last seq: a client claiming more than exists (a stale
@@ -562,4 +566,4 @@ def _after_seq_param(scope: dict[str, Any], conversation: Conversation) -> int:
         after_seq = int(values[-1]) if values else 0
     except ValueError:
         after_seq = 0
-    return min(max(after_seq, 0), conversation.last_seq)
+    return min(max(after_seq, 0), last_seq)

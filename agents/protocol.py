@@ -17,6 +17,7 @@ from django.conf import settings
 
 from agents.models import AgentRun, MemorySummary, Message, RunEvent, ToolApproval
 from agents.rendering import render_markdown
+from agents.rows import StoredEvent
 
 
 class FrameType(StrEnum):
@@ -129,7 +130,7 @@ def max_frame_bytes() -> int:
 # A stored event keeps only its payload; ``event_frame`` adds what every stored frame carries.
 
 
-def event_frame(event: RunEvent) -> dict[str, Any]:
+def event_frame(event: RunEvent | StoredEvent) -> dict[str, Any]:
     """The frame a client receives for a stored event, live or replayed."""
     return {
         **event.payload,

@@ -12,8 +12,8 @@ from typing import Any, cast
 
 from django.conf import settings
 from django.contrib.auth.models import User
-from django.db import transaction
-from django.db.models import Exists, Field, OuterRef, Subquery
+from django.db import connection, transaction
+from django.db.models import Field
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
@@ -23,6 +23,8 @@ from agents.models import (
     AgentRun,
     Conversation,
     Message,
+    ModelConfig,
+    PromptVersion,
     UsageEntry,
 )
 from agents.profile_snapshot import ProfileSnapshot, snapshot_model_config
@@ -34,6 +36,7 @@ from agents.protocol import (
     message_created_payload,
 )
 from agents.ratelimit import rate_limit_hit
+from agents.rows import columns, instance
 from agents.services.approvals import approvals_cancel
 from agents.services.branches import branch_activate
 from agents.services.defaults import default_profile
@@ -158,7 +161,8 @@ def _send(
     _check_content(content)
     client_id = client_id or None
     with transaction.atomic():
-        locked = _lock_owned(conversation=conversation, user=user)
+        lock = _lock_owned(conversation=conversation, user=user)
+        locked = lock.conversation
         check_parent = not after_active_leaf and parent_id is not None
         seen = _read_under_lock(
             conversation=locked,
@@ -175,7 +179,9 @@ def _send(
                 RefusalCode.NOT_FOUND,
                 _("Message %(id)s is not in this conversation.") % {"id": parent_id},
             )
-        profile = _profile_for(conversation=locked, user=user, profile=profile)
+        profile = _profile_for(
+            conversation=locked, user=user, profile=profile, default=lock.default_profile
+        )
         _check_can_start_run(blocking=seen.blocking_status, user=user)
         extends_active = parent_id == locked.active_leaf_id
         message = Message.objects.create(
@@ -189,7 +195,13 @@ def _send(
         if not extends_active:
             branch_activate(conversation=locked, leaf_id=message.pk)
         locked.active_leaf = message
-        run = _queue_run(conversation=locked, message=message, profile=profile, user=user)
+        run = _queue_run(
+            conversation=locked,
+            message=message,
+            profile=profile,
+            user=user,
+            latest_version=lock.latest_version_of(profile),
+        )
         # The conversation's own changes go with the seq bump: one UPDATE of its row.
         event_append(
             conversation=locked,
@@ -210,7 +222,8 @@ def run_regenerate(*, conversation: Conversation, user: User) -> AgentRun:
     ends at the question (``branch_activate``).
     """
     with transaction.atomic():
-        locked = _lock_owned(conversation=conversation, user=user)
+        lock = _lock_owned(conversation=conversation, user=user)
+        locked = lock.conversation
         message = (
             locked.messages.filter(role=Message.Role.USER, on_active_branch=True)
             .order_by("-id")
@@ -220,11 +233,19 @@ def run_regenerate(*, conversation: Conversation, user: User) -> AgentRun:
             raise RequestRefused(
                 RefusalCode.NOTHING_TO_REGENERATE, _("There is no message to answer again.")
             )
-        profile = _profile_for(conversation=locked, user=user, profile=None)
+        profile = _profile_for(
+            conversation=locked, user=user, profile=None, default=lock.default_profile
+        )
         seen = _read_under_lock(conversation=locked, client_id=None, parent_id=None)
         _check_can_start_run(blocking=seen.blocking_status, user=user)
         branch_activate(conversation=locked, leaf_id=message.pk)
-        run = _queue_run(conversation=locked, message=message, profile=profile, user=user)
+        run = _queue_run(
+            conversation=locked,
+            message=message,
+            profile=profile,
+            user=user,
+            latest_version=lock.latest_version_of(profile),
+        )
         _touch(locked)
     conversation.active_leaf_id = locked.active_leaf_id
     return run
@@ -294,18 +315,72 @@ def _check_content(content: str) -> None:
         )
 
 
-def _lock_owned(*, conversation: Conversation, user: User) -> Conversation:
-    # The profile and its model endpoint come in the same query (a send reads them next);
-    # only the conversation's row is locked.
-    locked = (
-        Conversation.objects.select_for_update(of=("self",))
-        .select_related("profile__model_config")
-        .filter(pk=conversation.pk, owner_id=user.pk)
-        .first()
+@dataclass(frozen=True)
+class _Locked:
+    conversation: Conversation
+    # The default profile, read with the lock when the conversation has none of its own.
+    default_profile: AgentProfile | None
+    # The latest prompt version of the profile read with the lock (None: it has none).
+    latest_version: PromptVersion | None
+
+    def latest_version_of(self, profile: AgentProfile) -> PromptVersion | None:
+        """The latest version read with the lock, if ``profile`` is the one it belongs to."""
+        version = self.latest_version
+        return version if version is not None and version.profile_id == profile.pk else None
+
+
+def _lock_owned(*, conversation: Conversation, user: User) -> _Locked:
+    """Lock the user's conversation row; with it, in the same statement, the profile a run
+    would use (the conversation's, else the default one), that profile's model endpoint and
+    its latest prompt version.
+
+    Plain SQL: every send runs it, and the ORM's version (``select_for_update`` with
+    ``select_related``) cost daphne several times as much to build as to run.
+    """
+    quote = connection.ops.quote_name
+    conversations = quote(Conversation._meta.db_table)
+    profiles = quote(AgentProfile._meta.db_table)
+    endpoints = quote(ModelConfig._meta.db_table)
+    versions = quote(PromptVersion._meta.db_table)
+    models = (Conversation, AgentProfile, ModelConfig, PromptVersion)
+    selected = ", ".join(
+        column
+        for model, alias in zip(models, "cpmv", strict=True)
+        for column in columns(model, alias)
     )
-    if locked is None:
+    # Only the conversation's row is locked; SQLite takes the write lock with the
+    # transaction instead (chatsite/settings.py).
+    lock = " FOR UPDATE OF c" if connection.features.has_select_for_update_of else ""
+    sql = f"""
+        SELECT {selected} FROM {conversations} AS c
+        LEFT JOIN {profiles} AS p ON p.id = COALESCE(
+            c.profile_id, (SELECT id FROM {profiles} WHERE is_default LIMIT 1)
+        )
+        LEFT JOIN {endpoints} AS m ON m.id = p.model_config_id
+        LEFT JOIN {versions} AS v ON v.id = (
+            SELECT id FROM {versions} WHERE profile_id = p.id ORDER BY number DESC LIMIT 1
+        )
+        WHERE c.id = %s AND c.owner_id = %s{lock}
+    """  # noqa: S608 (only table and column names are formatted in)
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [conversation.pk, user.pk])
+        row = cursor.fetchone()
+    if row is None:
         raise ConversationGone
-    return locked
+    parts, start = [], 0
+    for model in models:
+        end = start + len(model._meta.concrete_fields)
+        parts.append(instance(model, row[start:end]))
+        start = end
+    locked = cast(Conversation, parts[0])
+    profile = cast(AgentProfile | None, parts[1])
+    latest = cast(PromptVersion | None, parts[3])
+    if profile is not None:
+        AgentProfile._meta.get_field("model_config").set_cached_value(profile, parts[2])
+    if locked.profile_id is None:
+        return _Locked(conversation=locked, default_profile=profile, latest_version=latest)
+    Conversation._meta.get_field("profile").set_cached_value(locked, profile)
+    return _Locked(conversation=locked, default_profile=None, latest_version=latest)
 
 
 @dataclass(frozen=True)
@@ -324,25 +399,37 @@ def _read_under_lock(
     statement that waited for the lock still reads with the snapshot it started with, and
     would not see the message or the run that the send it waited for had just committed.
     """
+    # Plain SQL: every send runs it, and building it through the ORM cost daphne about ten
+    # times what running it does (docs/performance.md, "A sixth round: daphne").
+    quote = connection.ops.quote_name
+    runs, messages = quote(AgentRun._meta.db_table), quote(Message._meta.db_table)
     # A paused run (waiting for an approval or a Continue) blocks sends as a running one does.
-    unfinished = (*ACTIVE_STATUSES, *AgentRun.PAUSED_STATUSES)
-    runs = AgentRun.objects.filter(conversation=OuterRef("pk"), status__in=unfinished)
-    reads: dict[str, Any] = {"blocking": Subquery(runs.order_by("-id").values("status")[:1])}
-    messages = Message.objects.filter(conversation=OuterRef("pk"))
+    unfinished = [str(status) for status in (*ACTIVE_STATUSES, *AgentRun.PAUSED_STATUSES)]
+    placeholders = ", ".join(["%s"] * len(unfinished))
+    # Only table names and placeholders are formatted in.
+    reads = [
+        f"""(SELECT status FROM {runs} WHERE conversation_id = %s AND status IN ({placeholders})
+        ORDER BY id DESC LIMIT 1)"""  # noqa: S608
+    ]
+    params: list[Any] = [conversation.pk, *unfinished]
     if client_id is not None:
-        reads["existing"] = Subquery(
-            messages.filter(client_id=client_id).order_by("id").values("pk")[:1]
+        reads.append(
+            f"""(SELECT id FROM {messages} WHERE conversation_id = %s AND client_id = %s
+            ORDER BY id LIMIT 1)"""  # noqa: S608
         )
+        params += [conversation.pk, client_id]
     if parent_id is not None:
-        reads["parent_found"] = Exists(messages.filter(pk=parent_id))
-    row = cast(
-        dict[str, Any], Conversation.objects.filter(pk=conversation.pk).values(**reads).get()
-    )
-    return _UnderLock(
-        existing_id=row.get("existing"),
-        parent_found=bool(row.get("parent_found")),
-        blocking_status=row["blocking"],
-    )
+        reads.append(
+            f"""EXISTS (SELECT 1 FROM {messages} WHERE conversation_id = %s AND id = %s)"""  # noqa: S608
+        )
+        params += [conversation.pk, parent_id]
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT " + ", ".join(reads), params)
+        row = cursor.fetchone()
+    blocking, *rest = row
+    existing = rest.pop(0) if client_id is not None else None
+    parent_found = bool(rest.pop(0)) if parent_id is not None else False
+    return _UnderLock(existing_id=existing, parent_found=parent_found, blocking_status=blocking)
 
 
 def _check_can_start_run(*, blocking: str | None, user: User) -> None:
@@ -384,18 +471,38 @@ def _count_send_against_rate_limit(user: User) -> None:
 
 
 def _check_profile_allowed(*, profile: AgentProfile, user: User) -> None:
-    groups = list(profile.allowed_groups.values_list("pk", flat=True))
-    if groups and not user.groups.filter(pk__in=groups).exists():
+    """A profile limited to some groups is for their members only; one statement (plain SQL,
+    on every send: the ORM's version cost several times as much to build as to run)."""
+    quote = connection.ops.quote_name
+    limits = quote(AgentProfile.allowed_groups.through._meta.db_table)
+    memberships = quote(User.groups.through._meta.db_table)
+    sql = f"""
+        SELECT NOT EXISTS (SELECT 1 FROM {limits} WHERE agentprofile_id = %s)
+            OR EXISTS (
+                SELECT 1 FROM {limits} AS allowed JOIN {memberships} AS member
+                ON member.group_id = allowed.group_id
+                WHERE allowed.agentprofile_id = %s AND member.user_id = %s
+            )
+    """  # noqa: S608 (only table names are formatted in)
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [profile.pk, profile.pk, user.pk])
+        (allowed,) = cursor.fetchone()
+    if not allowed:
         raise RequestRefused(
             RefusalCode.PROFILE_NOT_ALLOWED, _("That agent is not available to you.")
         )
 
 
 def _profile_for(
-    *, conversation: Conversation, user: User, profile: AgentProfile | None
+    *,
+    conversation: Conversation,
+    user: User,
+    profile: AgentProfile | None,
+    default: AgentProfile | None,
 ) -> AgentProfile:
-    """The profile a new run uses: the one asked for, the conversation's, or the default."""
-    chosen = profile or conversation.profile or default_profile()
+    """The profile a new run uses: the one asked for, the conversation's, or the default
+    (``default``, read with the conversation's lock, if there was one)."""
+    chosen = profile or conversation.profile or default or default_profile()
     _check_profile_allowed(profile=chosen, user=user)
     if profile is not None and conversation.profile_id != profile.pk:
         conversation.profile = profile
@@ -409,9 +516,14 @@ def _profile_for(
 
 
 def _queue_run(
-    *, conversation: Conversation, message: Message, profile: AgentProfile, user: User
+    *,
+    conversation: Conversation,
+    message: Message,
+    profile: AgentProfile,
+    user: User,
+    latest_version: PromptVersion | None = None,
 ) -> AgentRun:
-    version = prompt_version_current(profile=profile)
+    version = prompt_version_current(profile=profile, latest=latest_version)
     snapshot = ProfileSnapshot.from_version(version)
     if snapshot.model_config_id is not None and snapshot.model_config_id == profile.model_config_id:
         model_config = profile.model_config  # read with the profile (select_related)

@@ -18,13 +18,18 @@ from agents.models import AgentProfile, PromptVersion, ToolConfig
 from agents.profile_snapshot import ProfileSnapshot, profile_snapshot, snapshot_model_config
 
 
-def prompt_version_current(*, profile: AgentProfile) -> PromptVersion:
+def prompt_version_current(
+    *, profile: AgentProfile, latest: PromptVersion | None = None
+) -> PromptVersion:
     """The profile's latest version if it still matches the profile, else a new one.
 
     Checked without a lock first: ``prompt_version_ensure`` locks the profile row, and every
     send of every user on the default profile would otherwise queue behind that lock.
+    ``latest``: the profile's latest version if the caller read it already (a send reads it
+    with the profile, in its row-lock statement); else it is read here.
     """
-    latest = profile.versions.order_by("-number").first()
+    if latest is None:
+        latest = profile.versions.order_by("-number").first()
     if latest is not None and latest.snapshot == profile_snapshot(profile):
         return latest
     return prompt_version_ensure(profile=profile)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from channels.db import database_sync_to_async
 from channels.layers import get_channel_layer
@@ -277,3 +279,28 @@ def test_the_replayed_frames_equal_the_api_fetch(user, conversation, client):
     fetched = client.get(f"/api/conversations/{conversation.pk}/").json()["events"]
     assert replayed == fetched
     assert [frame["type"] for frame in replayed] == ["message.created", "run.cancelled", "step"]
+
+
+def test_a_replayed_frame_is_the_text_the_live_frame_was(user, conversation):
+    """The replay reads rows with plain SQL (``selectors.event_rows_after``), the live path
+    builds frames from the model instances it stored: the socket sends the same text."""
+    payload = {"kind": "observation", "text": "ünïcode ✓", "nested": {"n": [1, 2.5, None]}}
+    cookie = session_cookie(user)
+
+    async def body():
+        live_socket = socket(conversation.pk, cookie=cookie)
+        assert (await live_socket.connect())[0]
+        await database_sync_to_async(event_append)(
+            conversation=conversation, run=None, type="step", payload=payload
+        )
+        live = await live_socket.receive_from(timeout=10)
+        await live_socket.disconnect()
+        replay_socket = socket(conversation.pk, cookie=cookie, after_seq=0)
+        assert (await replay_socket.connect())[0]
+        replayed = await replay_socket.receive_from(timeout=10)
+        await replay_socket.disconnect()
+        return live, replayed
+
+    live, replayed = run(body)
+    assert replayed == live
+    assert json.loads(replayed)["nested"] == {"n": [1, 2.5, None]}

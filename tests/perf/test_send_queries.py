@@ -23,13 +23,14 @@ from tests.perf.test_query_counts import count_queries
 pytestmark = pytest.mark.django_db
 
 
-# The session and its user (2), the conversation's row lock (1), one read of its messages
-# and runs (1), the default profile and its groups (2), the message (1), the prompt version
-# and the profile's tools (2), the run and its ledger entry (2), the seq bump with the
+# The session and its user (2), the conversation's row lock with the profile a run would use
+# (the default one, the conversation having none), its endpoint and its latest prompt
+# version (1), one read of its messages and runs (1), the profile's groups (1), the message
+# (1), the profile's tools (1), the run and its ledger entry (2), the seq bump with the
 # conversation's own changes and the event (one statement on PostgreSQL, two elsewhere);
 # plus the (save)point and its release.
 def send_statements() -> int:
-    return 14 if connection.vendor == "postgresql" else 15
+    return 12 if connection.vendor == "postgresql" else 13
 
 
 def socket_send(user, conversation, *, content: str, client_id: str) -> None:

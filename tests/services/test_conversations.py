@@ -278,3 +278,102 @@ def test_cancel_is_refused_for_others_and_a_no_op_when_finished(conversation, us
     before = _snapshot(conversation)
     assert run_cancel(run=sent.run, user=user).status == AgentRun.Status.SUCCEEDED
     assert _snapshot(conversation) == before
+
+
+# --- the send's row lock (plain SQL, docs/performance.md "A sixth round: daphne") ----------
+
+
+def test_the_lock_reads_the_conversations_profile_and_endpoint_as_the_orm_would(
+    user, default_profile, django_assert_num_queries
+):
+    from decimal import Decimal
+
+    from agents.models import ModelConfig
+    from agents.services.conversations import _lock_owned
+
+    endpoint = ModelConfig.objects.create(
+        name="priced",
+        base_url="http://127.0.0.1:9/v1",
+        model="m",
+        prompt_price_per_million=Decimal("1.2500"),
+        supports_tool_calling=True,
+    )
+    profile = AgentProfile.objects.create(
+        name="Budgeted",
+        slug="budgeted",
+        model_config=endpoint,
+        budget_tool_calls={"http_request": 2},
+    )
+    conversation = conversation_create(owner=user, profile=profile)
+
+    with django_assert_num_queries(1):
+        lock = _lock_owned(conversation=conversation, user=user)
+        locked = lock.conversation
+        # Read with the lock: no query of their own.
+        assert locked.profile == profile
+        assert locked.profile.model_config == endpoint
+    expected = Conversation.objects.select_related("profile__model_config").get(pk=conversation.pk)
+    for name in ("id", "owner_id", "title", "archived", "last_seq", "created_at", "updated_at"):
+        assert getattr(locked, name) == getattr(expected, name)
+    assert locked.profile.budget_tool_calls == {"http_request": 2}
+    assert locked.profile.model_config.prompt_price_per_million == Decimal("1.2500")
+    assert locked.profile.model_config.supports_tool_calling is True
+    assert lock.default_profile is None
+
+
+def test_the_lock_brings_the_default_profile_when_the_conversation_has_none(
+    conversation, user, default_profile, django_assert_num_queries
+):
+    from agents.services.conversations import _lock_owned
+
+    with django_assert_num_queries(1):
+        lock = _lock_owned(conversation=conversation, user=user)
+        assert lock.conversation.profile is None
+        assert lock.default_profile == default_profile
+        endpoint = lock.default_profile.model_config
+    assert endpoint == default_profile.model_config
+
+
+def test_the_lock_refuses_another_users_conversation(conversation, other_user):
+    from agents.services.conversations import ConversationGone, _lock_owned
+
+    with pytest.raises(ConversationGone):
+        _lock_owned(conversation=conversation, user=other_user)
+
+
+def test_a_profile_limited_to_groups_is_refused_to_others_and_allowed_to_members(
+    conversation, user
+):
+    group = Group.objects.create(name="testers")
+    limited = AgentProfile.objects.create(name="Limited", slug="limited")
+    limited.allowed_groups.add(group)
+
+    with pytest.raises(RequestRefused):
+        message_send(
+            conversation=conversation, user=user, content="hi", client_id="a", profile=limited
+        )
+    user.groups.add(group)
+    sent = message_send(
+        conversation=conversation, user=user, content="hi", client_id="b", profile=limited
+    )
+    assert sent.run.profile_version.profile == limited
+
+
+def test_the_prompt_version_read_with_the_lock_is_reused_until_the_profile_changes(
+    conversation, user, default_profile
+):
+    def send(client_id: str) -> AgentRun:
+        run = message_send(
+            conversation=conversation, user=user, content="hi", client_id=client_id
+        ).run
+        AgentRun.objects.filter(pk=run.pk).update(status=AgentRun.Status.SUCCEEDED)
+        return run
+
+    first = send("a").profile_version
+    assert send("b").profile_version == first
+    default_profile.system_prompt = "Answer in one word."
+    default_profile.save()
+    changed = send("c").profile_version
+    assert changed.number == first.number + 1
+    assert changed.snapshot != first.snapshot
+    assert send("d").profile_version == changed

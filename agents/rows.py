@@ -1,0 +1,68 @@
+"""Rows read with plain SQL, converted as the ORM converts them.
+
+For the few reads on a socket's hot path (every send, connect and replay) where building the
+query through the ORM costs several times what running it does (docs/performance.md, "A
+sixth round: daphne"). Values go through the same converters the ORM applies (JSON, dates
+and booleans on SQLite, decimals), so what comes back is what a queryset would give.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from datetime import datetime
+from typing import Any, NamedTuple
+
+from django.db import connection
+from django.db.models import Model
+
+Converter = Callable[[Any], Any]
+
+_converters: dict[tuple[str, type[Model], str], Converter] = {}
+
+
+def column_converter(model: type[Model], attname: str) -> Converter:
+    """What the ORM does to a value of ``model.attname`` read from the database."""
+    key = (connection.vendor, model, attname)
+    found = _converters.get(key)
+    if found is None:
+        field = next(f for f in model._meta.concrete_fields if f.attname == attname)
+        column = field.get_col(model._meta.db_table)
+        steps = connection.ops.get_db_converters(column) + column.get_db_converters(connection)
+
+        def found(value: Any, steps: list[Any] = steps, column: Any = column) -> Any:
+            for step in steps:
+                value = step(value, column, connection)
+            return value
+
+        _converters[key] = found
+    return found
+
+
+def columns(model: type[Model], alias: str) -> list[str]:
+    """``alias.column`` for each of the model's concrete fields, quoted, in field order."""
+    quote = connection.ops.quote_name
+    return [f"{alias}.{quote(str(field.column))}" for field in model._meta.concrete_fields]
+
+
+def instance(model: type[Model], values: Sequence[Any]) -> Model | None:
+    """A model instance from the values of ``columns(model, …)``; None for the missing side of
+    an outer join (its primary key is NULL)."""
+    if values[0] is None:
+        return None
+    fields = model._meta.concrete_fields
+    converted = [
+        column_converter(model, field.attname)(value)
+        for field, value in zip(fields, values, strict=True)
+    ]
+    return model.from_db(connection.alias, [field.attname for field in fields], converted)
+
+
+class StoredEvent(NamedTuple):
+    """What a stored event's frame is built from (``agents.protocol.event_frame``), as a
+    replay reads it: the same fields a ``RunEvent`` has, without the model instance."""
+
+    type: str
+    seq: int
+    run_id: int | None
+    created_at: datetime
+    payload: dict[str, Any]
