@@ -107,14 +107,6 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
 else:
     DATABASES["default"].setdefault("CONN_MAX_AGE", env.int("DATABASE_CONN_MAX_AGE", default=0))
     DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
-    # Parameters bound by PostgreSQL rather than quoted into the SQL text by psycopg in
-    # Python: cheaper for every statement with a parameter (a run's writes carry whole
-    # prompts), and psycopg prepares the statements a connection runs often, so PostgreSQL
-    # plans them once per connection. Off for a pooler in transaction mode that cannot
-    # carry prepared statements (docs/deploy.md).
-    DATABASES["default"].setdefault("OPTIONS", {})["server_side_binding"] = env.bool(
-        "DATABASE_SERVER_SIDE_BINDING", default=True
-    )
     # A connection pool per process (psycopg_pool): worker threads close their connection
     # after every step (agents/tasks.py), which then goes back to the pool instead of costing
     # PostgreSQL a new backend per step. Sizing and figures: docs/deploy.md, performance.md.
