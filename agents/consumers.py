@@ -257,13 +257,8 @@ class ConversationConsumer(AsyncJsonWebsocketConsumer):
 
     async def _decide_approval(self, frame: dict[str, Any]) -> None:
         approval_id = _required_int(frame, "approval_id")
-        approve = frame.get("approve")
-        if not isinstance(approve, bool):
-            raise RequestRefused(RefusalCode.INVALID_FIELD, _("'approve' must be true or false."))
-        reason = frame.get("reason", "")
-        if not isinstance(reason, str):
-            raise RequestRefused(RefusalCode.INVALID_FIELD, _("'reason' must be a string."))
-        await self._approval_decide(approval_id, approve, reason)
+        # approval_decide checks the decision's shape, as it does for the API.
+        await self._approval_decide(approval_id, frame.get("approve"), frame.get("reason", ""))
 
     async def _continue_run(self, frame: dict[str, Any]) -> None:
         run_id = _required_int(frame, "run_id")
@@ -470,7 +465,7 @@ class ConversationConsumer(AsyncJsonWebsocketConsumer):
         return True
 
     @_in_database_thread
-    def _approval_decide(self, approval_id: int, approve: bool, reason: str) -> None:
+    def _approval_decide(self, approval_id: int, approve: object, reason: object) -> None:
         user = self._signed_in_user()
         approval = selectors.approval_get(user=user, approval_id=approval_id)
         if approval is None or approval.run.conversation_id != self.conversation_id:
