@@ -252,7 +252,12 @@ def _execute(run: AgentRun, watch: _Watch, me: str) -> None:
     try:
         for step in live_text.track(steps):
             if watch.lost:
-                return  # another worker took the run over; it writes from here on
+                # Another worker took the run over (it writes from here on), or it ended
+                # elsewhere: said in the log, so a run that stops without a word is traceable.
+                logger.warning(
+                    "run %s was lost while this worker drove it; this copy stops", run.pk
+                )
+                return
             if isinstance(step, ApprovalRequestStep):
                 approval_requests.append(step)
                 continue
@@ -266,9 +271,11 @@ def _execute(run: AgentRun, watch: _Watch, me: str) -> None:
             pending = []
             connection.close()
     except RunCancelled:
-        if not watch.lost:
-            _store_pending(run, pending, me)
-            run_mark_cancelled(run=run, partial_answer="".join(answer_so_far), worker_id=me)
+        if watch.lost:
+            logger.warning("run %s was lost while this worker drove it; this copy stops", run.pk)
+            return
+        _store_pending(run, pending, me)
+        run_mark_cancelled(run=run, partial_answer="".join(answer_so_far), worker_id=me)
         return
     except AwaitingApproval:
         _store_pending(run, pending, me)
