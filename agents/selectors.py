@@ -244,6 +244,16 @@ def conversation_tree(*, conversation: Conversation) -> list[TreeNode]:
     return [TreeNode(*row) for row in rows]
 
 
+def conversation_active_leaf_id(*, conversation: Conversation) -> int | None:
+    """The message the conversation's shown branch ends at, as stored now (a run that
+    ended, or a switch in another tab, may have moved it since ``conversation`` was read)."""
+    return (
+        Conversation.objects.filter(pk=conversation.pk)
+        .values_list("active_leaf_id", flat=True)
+        .first()
+    )
+
+
 def run_triggers(*, conversation: Conversation) -> dict[int, int]:
     """Each run of the conversation and the user message it answers. One query."""
     runs = AgentRun.objects.filter(conversation=conversation)

@@ -204,14 +204,16 @@ def _summary_marker(conversation: Conversation) -> dict[str, Any] | None:
 
 
 def _tree(conversation: Conversation) -> dict[str, Any]:
-    return {
-        "messages": [
-            [node.id, node.parent_id, node.role, node.run_id]
-            for node in selectors.conversation_tree(conversation=conversation)
-        ],
-        "run_triggers": selectors.run_triggers(conversation=conversation),
-        "active_leaf_id": conversation.active_leaf_id,
-    }
+    messages = [
+        [node.id, node.parent_id, node.role, node.run_id]
+        for node in selectors.conversation_tree(conversation=conversation)
+    ]
+    run_triggers = selectors.run_triggers(conversation=conversation)
+    # Read after the messages, not with the request's conversation row: a leaf that moved
+    # on since is a message whose frame the page gets next, and a leaf older than the
+    # messages would hide an answer the tree already holds.
+    active_leaf_id = selectors.conversation_active_leaf_id(conversation=conversation)
+    return {"messages": messages, "run_triggers": run_triggers, "active_leaf_id": active_leaf_id}
 
 
 def _profile_for_page(
@@ -257,7 +259,14 @@ def _render_chat(
     status: int = 200,
 ) -> HttpResponse:
     frames: list[dict[str, Any]] = []
+    tree = None
     if conversation is not None:
+        # The tree before the frames: a run that ends between the two reads then has its
+        # answer in the frames (or in the socket's replay after them) and not in the tree,
+        # which the page adds as news. The other way round the page knew the answer from
+        # the tree, still showed the branch ending at the question, and took the answer's
+        # frame for one it had (the run never showed: two CI runs' first-question flake).
+        tree = _tree(conversation)
         stored = selectors.events_after(conversation=conversation, after_seq=0)
         frames = [event_frame(event) for event in stored]
     profiles = list(selectors.profiles_for_user(user=request.user).select_related("model_config"))
@@ -269,7 +278,7 @@ def _render_chat(
         # The tree the frames are drawn into: every message's parent, each run's question,
         # and the branch shown (static/js/thread.js). Frames written before the tree lack
         # some of this, so it comes from the rows.
-        "tree": _tree(conversation) if conversation else None,
+        "tree": tree,
         # The reader's own thumbs on this conversation's answers (static/js/answer_tools.js).
         "feedback": (
             selectors.feedback_by_message(

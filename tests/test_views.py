@@ -11,8 +11,11 @@ from django.contrib.auth import get_user_model
 from django.core import mail
 from django.urls import reverse
 
-from agents.models import AgentProfile, Conversation, ModelConfig
+from agents import selectors
+from agents.models import AgentProfile, Conversation, Message, ModelConfig
+from agents.react.types import FinalAnswerStep
 from agents.services.conversations import conversation_create, message_send
+from agents.services.runs import run_claim, run_finish
 
 pytestmark = pytest.mark.django_db
 
@@ -146,6 +149,33 @@ def test_the_page_carries_the_stored_events_to_replay(signed_in, user):
     assert created["message"]["content"] == "What is 2+2?"
     assert created["message"]["client_id"] == "c1"
     assert state["urls"]["conversation"] == f"/api/conversations/{conversation.pk}/"
+
+
+def test_a_run_that_ends_while_the_page_is_read_still_shows_its_answer(
+    signed_in, user, monkeypatch
+):
+    """The page's tree is read before its frames: an answer stored between the two reads is
+    in the frames and not yet in the tree, so the page adds it and moves the branch to it.
+    Read the other way round, the tree held the answer with the branch still ending at the
+    question, and the page took the answer's frame for one it had: it never showed."""
+    conversation = conversation_create(owner=user)
+    sent = message_send(conversation=conversation, user=user, content="2+2?", client_id="c1")
+    events_after = selectors.events_after
+
+    def the_run_ends_first(**kwargs):
+        run = run_claim(run_id=sent.run.pk, worker_id="w1")
+        run_finish(run=run, step=FinalAnswerStep(text="4"), worker_id="w1")
+        return events_after(**kwargs)
+
+    monkeypatch.setattr(selectors, "events_after", the_run_ends_first)
+    state = page_state(signed_in.get(reverse("conversation", args=[conversation.pk])))
+
+    answer = Message.objects.get(conversation=conversation, role="assistant")
+    tree_ids = {node[0] for node in state["tree"]["messages"]}
+    assert tree_ids == {sent.message.pk}
+    assert state["tree"]["active_leaf_id"] == sent.message.pk
+    finished = [frame for frame in state["events"] if frame["type"] == "run.finished"]
+    assert [frame["message"]["id"] for frame in finished] == [answer.pk]
 
 
 def test_model_text_in_the_state_cannot_close_the_data_block(signed_in, user):

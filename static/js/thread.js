@@ -711,13 +711,15 @@ export class Thread {
   }
 
   // An answer was stored: it joins the tree under its question, and ends the branch if the
-  // branch still ended at that question (as on the server).
+  // branch still ended at that question (as on the server). The page's tree is read before
+  // its frames, so an answer it does not know yet was stored after that read, stored frames
+  // included: the server moved the branch to it then too.
   answerArrived(message, runId) {
     if (!message || message.id === undefined || this.roleOf.has(message.id)) return;
     const question = message.parent_id ?? this.triggerOfRun.get(runId) ?? null;
     this.addNode(message.id, question, "assistant");
     if (runId !== null && runId !== undefined) this.linkAnswer(message.id, runId);
-    if (this.live && question !== null && this.leaf === question) this.leaf = message.id;
+    if (question !== null && this.leaf === question) this.leaf = message.id;
     this.treeChanged = true;
   }
 
