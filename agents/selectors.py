@@ -233,25 +233,27 @@ class TreeNode:
     run_id: int | None
 
 
-def conversation_tree(*, conversation: Conversation) -> list[TreeNode]:
-    """Every message of the conversation as a node (no text), in the order written: what the
-    chat page needs to draw any branch from the stored frames. One query."""
-    rows = (
+@dataclass(frozen=True)
+class Tree:
+    """Every message of a conversation as a node, and the message its shown branch ends at,
+    read together: the leaf is always one of the nodes (or None)."""
+
+    nodes: list[TreeNode]
+    active_leaf_id: int | None
+
+
+def conversation_tree(*, conversation: Conversation) -> Tree:
+    """Every message of the conversation as a node (no text), in the order written, and the
+    active leaf as stored now: what the chat page needs to draw any branch from the stored
+    frames. One query, so the leaf cannot be older or newer than the nodes (a run that ends,
+    or a switch in another tab, moves it)."""
+    rows = list(
         Message.objects.filter(conversation=conversation)
         .order_by("id")
-        .values_list("id", "parent_id", "role", "run_id")
+        .values_list("id", "parent_id", "role", "run_id", "conversation__active_leaf_id")
     )
-    return [TreeNode(*row) for row in rows]
-
-
-def conversation_active_leaf_id(*, conversation: Conversation) -> int | None:
-    """The message the conversation's shown branch ends at, as stored now (a run that
-    ended, or a switch in another tab, may have moved it since ``conversation`` was read)."""
-    return (
-        Conversation.objects.filter(pk=conversation.pk)
-        .values_list("active_leaf_id", flat=True)
-        .first()
-    )
+    nodes = [TreeNode(*row[:4]) for row in rows]
+    return Tree(nodes=nodes, active_leaf_id=rows[0][4] if rows else None)
 
 
 def run_triggers(*, conversation: Conversation) -> dict[int, int]:

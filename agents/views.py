@@ -204,16 +204,14 @@ def _summary_marker(conversation: Conversation) -> dict[str, Any] | None:
 
 
 def _tree(conversation: Conversation) -> dict[str, Any]:
-    messages = [
-        [node.id, node.parent_id, node.role, node.run_id]
-        for node in selectors.conversation_tree(conversation=conversation)
-    ]
-    run_triggers = selectors.run_triggers(conversation=conversation)
-    # Read after the messages, not with the request's conversation row: a leaf that moved
-    # on since is a message whose frame the page gets next, and a leaf older than the
-    # messages would hide an answer the tree already holds.
-    active_leaf_id = selectors.conversation_active_leaf_id(conversation=conversation)
-    return {"messages": messages, "run_triggers": run_triggers, "active_leaf_id": active_leaf_id}
+    # The leaf comes with the messages (one statement): a leaf older than the messages would
+    # hide an answer the tree already holds.
+    tree = selectors.conversation_tree(conversation=conversation)
+    return {
+        "messages": [[node.id, node.parent_id, node.role, node.run_id] for node in tree.nodes],
+        "run_triggers": selectors.run_triggers(conversation=conversation),
+        "active_leaf_id": tree.active_leaf_id,
+    }
 
 
 def _profile_for_page(
