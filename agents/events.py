@@ -97,16 +97,29 @@ def drop_kept(conversation_id: int, keys: Sequence[str], timeout: float = 5.0) -
     conversation, and wait until it is gone: a stored step that replaces the live text can
     then be written without a late ``KeptText`` bringing the old text back. False if Redis
     could not be reached in time (the keys then expire with their ``ttl_ms``)."""
-    publisher = _publisher()
-    if publisher.layer is None:
-        return True
-    future: Future = asyncio.run_coroutine_threadsafe(
-        publisher.drop_after_tail(group_name(conversation_id), list(keys)), publisher.loop
-    )
+    future = _drop_after_tail(conversation_id, keys)
     try:
-        return bool(future.result(timeout))
+        return future is None or bool(future.result(timeout))
     except TimeoutError:
         return False
+
+
+async def adrop_kept(conversation_id: int, keys: Sequence[str], timeout: float = 5.0) -> bool:
+    """``drop_kept`` for a coroutine: the event loop it runs on goes on meanwhile."""
+    future = _drop_after_tail(conversation_id, keys)
+    try:
+        return future is None or bool(await asyncio.wait_for(asyncio.wrap_future(future), timeout))
+    except TimeoutError:
+        return False
+
+
+def _drop_after_tail(conversation_id: int, keys: Sequence[str]) -> Future | None:
+    publisher = _publisher()
+    if publisher.layer is None:
+        return None
+    return asyncio.run_coroutine_threadsafe(
+        publisher.drop_after_tail(group_name(conversation_id), list(keys)), publisher.loop
+    )
 
 
 def publish_flush(timeout: float = 5.0) -> bool:

@@ -26,6 +26,7 @@ Publishing goes through ``agents/events.py`` like every other frame.
 
 from __future__ import annotations
 
+import contextlib
 import heapq
 import itertools
 import logging
@@ -34,7 +35,7 @@ import re
 import threading
 import time
 import weakref
-from collections.abc import Iterable, Iterator
+from collections.abc import AsyncGenerator, AsyncIterator
 from typing import Any, Literal
 
 import redis
@@ -143,24 +144,36 @@ class LiveText:
             self._flush_locked()
 
     # -- the worker's ----------------------------------------------------------------------
-    def track(self, steps: Iterable[Step]) -> Iterator[Step]:
+    async def track(self, steps: AsyncGenerator[Step, None]) -> AsyncIterator[Step]:
         """The engine's steps, passed through; the live text follows what they mean.
 
         Any step but a model call's record or a thought is about to be stored with what came
         before it (the worker holds those two back until the step parsed after them), and
         so is the run's ending after an exception or an early return: the live text is
-        dropped first.
+        dropped first. ``steps`` is closed with this iterator.
         """
         try:
-            for step in steps:
-                if not isinstance(step, ModelCallRecord | ThoughtStep):
-                    self.settle()
-                yield step
+            async with contextlib.aclosing(steps):
+                async for step in steps:
+                    if not isinstance(step, ModelCallRecord | ThoughtStep):
+                        await self.asettle()
+                    yield step
         finally:
-            self.settle()
+            await self.asettle()
 
     def settle(self) -> None:
         """Drop the live text before the step or ending that replaces it is stored."""
+        if self._forget_text():
+            events.drop_kept(self.conversation_id, self._keys())
+
+    async def asettle(self) -> None:
+        """``settle`` for a coroutine: the event loop it runs on goes on while Redis works."""
+        if self._forget_text():
+            await events.adrop_kept(self.conversation_id, self._keys())
+
+    def _forget_text(self) -> bool:
+        """Forget what this run streamed; whether any of it was kept in Redis (to drop there,
+        after every delta already submitted, so no late write brings the text back)."""
         with self._lock:
             for part in PARTS:
                 self._held[part].clear()
@@ -171,9 +184,10 @@ class LiveText:
             self._thought_call = None
             stored_any, self._stored_any = self._stored_any, False
         _flusher.forget(self)
-        if stored_any:
-            # After every delta already submitted, so no late write brings the text back.
-            events.drop_kept(self.conversation_id, [key(self.conversation_id, p) for p in PARTS])
+        return stored_any
+
+    def _keys(self) -> list[str]:
+        return [key(self.conversation_id, part) for part in PARTS]
 
     def flush(self) -> None:
         with self._lock:

@@ -11,8 +11,6 @@ import logging
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from agents.llm.client import forget_interrupt as forget_model_interrupt
-from agents.llm.client import interrupt_model_call
 from agents.llm.factory import chat_model_for, misconfigured
 from agents.models import ModelConfig, ToolConfig
 from agents.profile_snapshot import ProfileSnapshot, snapshot_model_config
@@ -86,19 +84,6 @@ def executor_for(
         on_answer_reset=on_answer_reset,
         on_thought_delta=on_thought_delta,
     )
-
-
-def interrupt_thread(thread: int) -> None:
-    """Stop what the engine on thread ``thread`` waits on: its model call in flight is closed
-    at once (or its next one is not started) and raises ``RunCancelled``. A tool call in
-    progress is left by the engine within ``CANCEL_POLL_SECONDS`` and interrupted
-    (``CallInterrupt``): the HTTP tool closes its request then."""
-    interrupt_model_call(thread)
-
-
-def forget_interrupt(thread: int) -> None:
-    """Once the thread's run is over: an interrupt that found no model call is dropped."""
-    forget_model_interrupt(thread)
 
 
 def snapshot_chat_model(snapshot: ProfileSnapshot) -> ChatModel:

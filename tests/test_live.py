@@ -3,6 +3,7 @@ the step that replaces it is stored."""
 
 from __future__ import annotations
 
+import asyncio
 import threading
 import uuid
 
@@ -60,6 +61,12 @@ def thought(text: str, *, call: int = 0, done: bool = False) -> ThoughtDelta:
 def snapshot(conversation_id: int) -> list[dict]:
     assert events.publish_flush()  # the kept text is written on the publishing loop
     return async_to_sync(live.live_frames)(conversation_id)
+
+
+async def asnapshot(conversation_id: int) -> list[dict]:
+    """``snapshot`` inside a coroutine (a test's stand-in engine or worker)."""
+    assert events.publish_flush()
+    return await live.live_frames(conversation_id)
 
 
 def spliced(frames: list[dict]) -> str:
@@ -152,11 +159,11 @@ def test_steps_end_thought_segments_and_drop_the_text_before_it_is_stored(
     text = live.LiveText(conversation_id=conversation_id, run_id=7, attempt=2)
     record = ModelCallRecord(index=0, messages=[], options={}, response_text="")
 
-    def engine():
+    async def engine():
         text.thought_delta(thought("Let me look.", done=True))
         yield record
         yield ThoughtStep(text="Let me look.")
-        assert snapshot(conversation_id) != []  # the thought is not stored yet
+        assert await asnapshot(conversation_id) != []  # the thought is not stored yet
         yield ActionStep(tool="calculator", tool_input="2+2", call_id="call-1")
         text.thought_delta(thought("It is 4.", call=1))
         text.answer_delta("4")
@@ -165,11 +172,15 @@ def test_steps_end_thought_segments_and_drop_the_text_before_it_is_stored(
         yield FinalAnswerStep(text="4")
 
     seen = []
-    for step in text.track(engine()):
-        seen.append(type(step).__name__)
-        if isinstance(step, ActionStep | FinalAnswerStep):
-            # The worker is about to store it: nobody joining now gets the text again.
-            assert snapshot(conversation_id) == []
+
+    async def drive():
+        async for step in text.track(engine()):
+            seen.append(type(step).__name__)
+            if isinstance(step, ActionStep | FinalAnswerStep):
+                # The worker is about to store it: nobody joining now gets the text again.
+                assert await asnapshot(conversation_id) == []
+
+    asyncio.run(drive())
     assert seen == [
         "ModelCallRecord",
         "ThoughtStep",
@@ -189,14 +200,17 @@ def test_steps_end_thought_segments_and_drop_the_text_before_it_is_stored(
 def test_an_engine_error_drops_the_text_before_the_ending_is_stored(published, conversation_id):
     text = live.LiveText(conversation_id=conversation_id, run_id=7, attempt=1)
 
-    def engine():
+    async def engine():
         text.answer_delta("Half an ans")
         yield ModelCallRecord(index=0, messages=[], options={}, response_text="")
         raise RuntimeError("the model went away")
 
-    with pytest.raises(RuntimeError):
-        for _ in text.track(engine()):
+    async def drive():
+        async for _ in text.track(engine()):
             pass
+
+    with pytest.raises(RuntimeError):
+        asyncio.run(drive())
     assert snapshot(conversation_id) == []
 
 

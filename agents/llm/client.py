@@ -26,7 +26,6 @@ Failures leave as the ``ModelError`` family of ``agents/react/errors.py``.
 from __future__ import annotations
 
 import asyncio
-import concurrent.futures
 import contextlib
 import json
 import logging
@@ -54,7 +53,6 @@ from agents.react.errors import (
     ModelRateLimited,
     ModelTimeout,
     ModelUnavailable,
-    RunCancelled,
 )
 from agents.react.types import ChatMessage, Completion, JsonDict, ToolCall
 from agents.redaction import Redactor
@@ -111,21 +109,12 @@ class OpenAIChatModel:
         temperature: float | None = None,
         on_text: Callable[[str], None] | None = None,
     ) -> Completion:
-        """Call the model on the process's model loop and wait for the whole reply.
-
-        Raises ``RunCancelled`` if ``interrupt_model_call`` is called for this thread.
-        """
-        try:
-            return _calls().run(
-                self.acomplete(
-                    messages, stop=stop, tools=tools, temperature=temperature, on_text=on_text
-                )
+        """Call the model on the process's model loop and wait for the whole reply."""
+        return _calls().run(
+            self.acomplete(
+                messages, stop=stop, tools=tools, temperature=temperature, on_text=on_text
             )
-        except ModelError as error:
-            # The messages quote the base URL and the server's words, which may echo the key.
-            redacted = redacted_model_error(error, self._redact)
-        # Raised outside the except block, so the unredacted error is not kept as __context__.
-        raise redacted
+        )
 
     async def acomplete(
         self,
@@ -135,6 +124,26 @@ class OpenAIChatModel:
         tools: list[JsonDict] | None = None,
         temperature: float | None = None,
         on_text: Callable[[str], None] | None = None,
+    ) -> Completion:
+        """Call the model and read the whole reply, on ``model_loop()``."""
+        try:
+            return await self._complete(
+                messages, stop=stop, tools=tools, temperature=temperature, on_text=on_text
+            )
+        except ModelError as error:
+            # The messages quote the base URL and the server's words, which may echo the key.
+            redacted = redacted_model_error(error, self._redact)
+        # Raised outside the except block, so the unredacted error is not kept as __context__.
+        raise redacted
+
+    async def _complete(
+        self,
+        messages: list[ChatMessage],
+        *,
+        stop: list[str] | None,
+        tools: list[JsonDict] | None,
+        temperature: float | None,
+        on_text: Callable[[str], None] | None,
     ) -> Completion:
         started = time.monotonic()
         deadline = started + self.deadline_seconds
@@ -507,48 +516,16 @@ def _retry_after(headers: Any) -> float | None:
 class _ModelCalls:
     """The asyncio loop (a daemon thread) every model call of this process runs on.
 
-    A thread that calls the model waits on its call's future; ``interrupt`` cancels that
-    future, which cancels the task on the loop and with it the HTTP request, whatever state
-    it is in (connecting, waiting for headers, streaming). A thread interrupted while it has
-    no call in flight finds the mark on its next call and does not start it.
+    The worker's run driver awaits its runs' calls there (``model_loop``); a thread that
+    calls ``complete`` submits its call to it and waits.
     """
 
     def __init__(self) -> None:
         self.loop = asyncio.new_event_loop()
-        self._lock = threading.Lock()
-        self._in_flight: dict[int, concurrent.futures.Future] = {}
-        self._interrupted: set[int] = set()
-        threading.Thread(target=self.loop.run_forever, name="llm-calls", daemon=True).start()
+        threading.Thread(target=self.loop.run_forever, name="chatsite-runs", daemon=True).start()
 
     def run(self, coroutine: Coroutine[Any, Any, Completion]) -> Completion:
-        thread = threading.get_ident()
-        with self._lock:
-            if thread in self._interrupted:
-                self._interrupted.discard(thread)
-                coroutine.close()
-                raise RunCancelled()
-            future = asyncio.run_coroutine_threadsafe(coroutine, self.loop)
-            self._in_flight[thread] = future
-        try:
-            return future.result()
-        except concurrent.futures.CancelledError:
-            raise RunCancelled() from None
-        finally:
-            with self._lock:
-                self._in_flight.pop(thread, None)
-                self._interrupted.discard(thread)
-
-    def interrupt(self, thread: int) -> None:
-        with self._lock:
-            future = self._in_flight.get(thread)
-            if future is None:
-                self._interrupted.add(thread)
-        if future is not None:
-            future.cancel()
-
-    def forget(self, thread: int) -> None:
-        with self._lock:
-            self._interrupted.discard(thread)
+        return asyncio.run_coroutine_threadsafe(coroutine, self.loop).result()
 
 
 _calls_lock = threading.Lock()
@@ -567,15 +544,10 @@ def _calls() -> _ModelCalls:
     return _calls_instance
 
 
-def interrupt_model_call(thread: int) -> None:
-    """Stop the model call the thread ``thread`` waits on now, or its next one: it raises
-    ``RunCancelled`` at once. For a run being cancelled, lost, or handed back."""
-    _calls().interrupt(thread)
-
-
-def forget_interrupt(thread: int) -> None:
-    """Clear an interrupt that found no call, once the thread's run is over."""
-    _calls().forget(thread)
+def model_loop() -> asyncio.AbstractEventLoop:
+    """The event loop every model call of this process runs on (a daemon thread): the SDK's
+    clients and their connections belong to it, so ``acomplete`` is awaited there."""
+    return _calls().loop
 
 
 # --------------------------------------------------------------------------------------

@@ -2,7 +2,10 @@
 
 ``AgentExecutor.run`` calls the model, reads its reply, runs tools, and yields every step as
 it happens; the caller decides what to do with them (store, push, print). Apart from calling
-the model and the tools it does no I/O. Steps of one iteration, in order:
+the model and the tools it does no I/O, and it does not wait itself: the run is one generator
+(``_work``) that yields what it waits on (a model call, a tool still running) beside its
+steps, and ``run`` waits in the caller's thread while ``arun`` awaits on an event loop, so
+the two give the same steps. Steps of one iteration, in order:
 
 - ``ModelCallRecord`` after every model call (exact messages, options, response, tokens);
 - ``ThoughtStep`` when the reply had any thought text (it carries that call's tokens);
@@ -76,12 +79,23 @@ changes the steps, which stay the only record.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import json
 import queue
 import threading
 import time
-from collections.abc import Callable, Generator, Iterator, Mapping, Sequence
+from collections.abc import (
+    AsyncGenerator,
+    Callable,
+    Coroutine,
+    Generator,
+    Iterator,
+    Mapping,
+    Sequence,
+)
 from dataclasses import dataclass, field
+from typing import Any, TypeAlias, TypeVar
 
 from agents.react import jsontext
 from agents.react.errors import AwaitingApproval, BudgetExhausted, ParseError, RunCancelled
@@ -226,13 +240,13 @@ class _Workers:
         self._lock = threading.Lock()
         self._idle_seconds = idle_seconds
 
-    def submit(self, job: Callable[[], None], done: threading.Event) -> None:
-        """Run ``job``; ``done`` is set once it has returned (or raised)."""
+    def submit(self, job: Callable[[], None], finished: Callable[[], None]) -> None:
+        """Run ``job``; ``finished`` is called once it has returned (or raised)."""
         with self._lock:
             worker = self._idle.pop() if self._idle else None
         if worker is None:
             worker = _Worker(self)
-        worker.inbox.put((job, done))
+        worker.inbox.put((job, finished))
 
     def _park(self, worker: _Worker) -> None:
         with self._lock:
@@ -250,14 +264,14 @@ class _Workers:
 class _Worker:
     def __init__(self, pool: _Workers) -> None:
         self.pool = pool
-        self.inbox: queue.SimpleQueue[tuple[Callable[[], None], threading.Event]]
+        self.inbox: queue.SimpleQueue[tuple[Callable[[], None], Callable[[], None]]]
         self.inbox = queue.SimpleQueue()
         threading.Thread(target=self._loop, name="agent-tool", daemon=True).start()
 
     def _loop(self) -> None:
         while True:
             try:
-                job, done = self.inbox.get(timeout=self.pool._idle_seconds)
+                job, finished = self.inbox.get(timeout=self.pool._idle_seconds)
             except queue.Empty:
                 if self.pool._retire(self):
                     return
@@ -267,7 +281,7 @@ class _Worker:
             finally:
                 # Idle again before the caller wakes up, so that its next call reuses us.
                 self.pool._park(self)
-                done.set()
+                finished()
 
 
 _WORKERS = _Workers()
@@ -284,7 +298,9 @@ class _ToolCall:
         self.done = threading.Event()
         self.interrupt = CallInterrupt()
         self.started = time.monotonic()
-        _WORKERS.submit(self._target, self.done)
+        self._lock = threading.Lock()
+        self._waiters: list[Callable[[], None]] = []
+        _WORKERS.submit(self._target, self._finished)
 
     def _target(self) -> None:
         try:
@@ -292,10 +308,91 @@ class _ToolCall:
         except Exception as exc:  # the tool's failure is reported to the model
             self.error = exc
 
+    def _finished(self) -> None:
+        with self._lock:
+            self.done.set()
+            waiters, self._waiters = self._waiters, []
+        for wake in waiters:
+            wake()
+
+    async def wait(self, seconds: float) -> None:
+        """Return once the call has finished or ``seconds`` have passed, whichever is first,
+        without blocking the event loop it is awaited on."""
+        loop = asyncio.get_running_loop()
+        finished = loop.create_future()
+
+        def wake() -> None:
+            with contextlib.suppress(RuntimeError):  # the loop was closed meanwhile
+                loop.call_soon_threadsafe(_resolve, finished)
+
+        with self._lock:
+            if self.done.is_set():
+                return
+            self._waiters.append(wake)
+        try:
+            await asyncio.wait_for(finished, seconds)
+        except TimeoutError:
+            pass
+        finally:
+            with self._lock:
+                if wake in self._waiters:
+                    self._waiters.remove(wake)
+
     def abandon(self) -> None:
         """Nobody waits for this call any more: tell the tool, if it is still running."""
         if not self.done.is_set():
             self.interrupt.interrupt()
+
+
+def _resolve(future: asyncio.Future[None]) -> None:
+    if not future.done():
+        future.set_result(None)
+
+
+# -- what the engine waits on, and the two drivers that wait for it ----------------------
+
+
+@dataclass
+class _ModelWait:
+    """A model call the driver makes; the engine reads ``outcome()`` when it goes on."""
+
+    messages: list[ChatMessage]
+    stop: list[str] | None
+    tools: list[JsonDict] | None
+    temperature: float | None
+    on_text: Callable[[str], None] | None
+    completion: Completion | None = None
+    error: Exception | None = None
+
+    def arguments(self) -> dict[str, Any]:
+        return {
+            "stop": self.stop,
+            "tools": self.tools,
+            "temperature": self.temperature,
+            "on_text": self.on_text,
+        }
+
+    def outcome(self) -> Completion:
+        if self.error is not None:
+            raise self.error
+        assert self.completion is not None  # a driver sets one or the other
+        return self.completion
+
+
+@dataclass
+class _ToolWait:
+    """Wait until ``call`` finishes or ``seconds`` pass; the engine then looks again."""
+
+    call: _ToolCall
+    seconds: float
+    interrupted: bool = False
+
+
+_Wait = _ModelWait | _ToolWait
+_T = TypeVar("_T")
+# The engine's own generators: steps, and what to wait for before going on. ``run`` and
+# ``arun`` do the waiting, the one in this thread, the other on an event loop.
+_Work: TypeAlias = Generator[Step | _Wait, None, _T]
 
 
 class AgentExecutor:
@@ -347,8 +444,75 @@ class AgentExecutor:
         answer, that answer is yielded again and nothing else happens.
 
         Raises ``RunCancelled`` or a ``ModelError``; pauses with ``AwaitingApproval`` or
-        ``BudgetExhausted`` (see the module's docstring).
+        ``BudgetExhausted`` (see the module's docstring). The model calls and the waits for
+        tools block this thread; ``arun`` is the same run on an event loop.
         """
+        for item in self._work(question, history, memory_summary, prior_steps):
+            if isinstance(item, _ModelWait):
+                try:
+                    item.completion = self.model.complete(item.messages, **item.arguments())
+                except Exception as error:
+                    item.error = error
+            elif isinstance(item, _ToolWait):
+                item.call.done.wait(item.seconds)
+            else:
+                yield item
+
+    async def arun(
+        self,
+        question: str,
+        *,
+        history: Sequence[ChatMessage] = (),
+        memory_summary: str = "",
+        prior_steps: Sequence[Step] = (),
+        interrupt: asyncio.Event | None = None,
+    ) -> AsyncGenerator[Step, None]:
+        """``run`` on the running event loop: the same steps and errors, and nothing blocks
+        the loop. Many runs share one loop this way, each costing a task, not a thread.
+
+        The model's ``acomplete`` is awaited when it has one (``agents/llm`` does); a model
+        with only ``complete`` is called in a thread. ``interrupt``, once set, ends the model
+        call or the wait for a tool in progress at once; the engine then asks
+        ``should_cancel``, which must say yes. Close the iterator (``contextlib.aclosing``)
+        when leaving it early, so that tools still running are abandoned.
+        """
+        work = self._work(question, history, memory_summary, prior_steps)
+        try:
+            for item in work:
+                if isinstance(item, _ModelWait):
+                    await self._acall(item, interrupt)
+                elif isinstance(item, _ToolWait):
+                    item.interrupted = (
+                        await _until_first(item.call.wait(item.seconds), interrupt) is None
+                    )
+                else:
+                    yield item
+        finally:
+            work.close()
+
+    async def _acall(self, wait: _ModelWait, interrupt: asyncio.Event | None) -> None:
+        acomplete = getattr(self.model, "acomplete", None)
+        if acomplete is not None:
+            call = acomplete(wait.messages, **wait.arguments())
+        else:
+            call = asyncio.to_thread(self.model.complete, wait.messages, **wait.arguments())
+        try:
+            outcome = await _until_first(call, interrupt)
+        except Exception as error:
+            wait.error = error
+            return
+        if outcome is None:
+            wait.error = RunCancelled()
+        else:
+            wait.completion = outcome[0]
+
+    def _work(
+        self,
+        question: str,
+        history: Sequence[ChatMessage],
+        memory_summary: str,
+        prior_steps: Sequence[Step],
+    ) -> _Work[None]:
         transcript = transcript_from_steps(prior_steps)
         if transcript.final is not None:
             yield transcript.final
@@ -407,7 +571,7 @@ class AgentExecutor:
                 "tokens", f"The run used {used} tokens of its budget of {budget.tokens}."
             )
 
-    def _hold_before_tools(self, state: _Run, runs: Sequence[ToolRun]) -> Iterator[Step]:
+    def _hold_before_tools(self, state: _Run, runs: Sequence[ToolRun]) -> _Work[None]:
         """Before a batch of calls starts (none of it runs otherwise): stop at a tool's call
         budget, or ask for approval of the calls that need it and have no decision yet."""
         transcript = state.transcript
@@ -452,7 +616,7 @@ class AgentExecutor:
         return None
 
     # -- one iteration, ReAct mode ------------------------------------------------------
-    def _react_iteration(self, state: _Run) -> Generator[Step, None, FinalAnswerStep | None]:
+    def _react_iteration(self, state: _Run) -> _Work[FinalAnswerStep | None]:
         messages = self._react_messages(state)
         completion, record = yield from self._call_model(state, messages, state.options)
         try:
@@ -495,7 +659,7 @@ class AgentExecutor:
         return messages
 
     # -- one iteration, native tool calling ----------------------------------------------
-    def _native_iteration(self, state: _Run) -> Generator[Step, None, FinalAnswerStep | None]:
+    def _native_iteration(self, state: _Run) -> _Work[FinalAnswerStep | None]:
         messages = self._native_messages(state)
         completion, record = yield from self._call_model(state, messages, state.options)
         text = completion.text.strip()
@@ -542,7 +706,7 @@ class AgentExecutor:
         return messages
 
     # -- shared pieces -------------------------------------------------------------------
-    def _thought(self, text: str, record: ModelCallRecord) -> Iterator[Step]:
+    def _thought(self, text: str, record: ModelCallRecord) -> _Work[None]:
         if text:
             yield ThoughtStep(
                 text=text,
@@ -553,7 +717,7 @@ class AgentExecutor:
 
     def _unusable_reply(
         self, state: _Run, code: str, error: ParseError, model_text: str
-    ) -> Iterator[Step]:
+    ) -> _Work[None]:
         turn = Turn(invalid_text=model_text)
         state.transcript.turns.append(turn)
         state.transcript.parse_errors += code == "parse_error"
@@ -577,7 +741,7 @@ class AgentExecutor:
             tool="", call_id=f"reply-{number}", text=turn.correction, is_error=True
         )
 
-    def _switch_if_needed(self, state: _Run) -> Iterator[Step]:
+    def _switch_if_needed(self, state: _Run) -> _Work[None]:
         transcript = state.transcript
         if (
             state.prompt.mode == "react"
@@ -628,7 +792,7 @@ class AgentExecutor:
         options: JsonDict,
         *,
         final_call: bool = False,
-    ) -> Generator[Step, None, tuple[Completion, ModelCallRecord]]:
+    ) -> _Work[tuple[Completion, ModelCallRecord]]:
         """Call the model (yielding its record); returns ``(completion, record)``."""
         self._check_cancel()
         index = state.model_calls
@@ -640,14 +804,16 @@ class AgentExecutor:
             sent_options["temperature"] = temperature
         state.model_calls += 1
         started = time.monotonic()
+        wait = _ModelWait(
+            messages,
+            stop=options.get("stop"),
+            tools=options.get("tools"),
+            temperature=temperature,
+            on_text=on_text,
+        )
+        yield wait
         try:
-            completion: Completion = self.model.complete(
-                messages,
-                stop=options.get("stop"),
-                tools=options.get("tools"),
-                temperature=temperature,
-                on_text=on_text,
-            )
+            completion = wait.outcome()
         except RunCancelled:
             raise
         except Exception as error:
@@ -713,7 +879,7 @@ class AgentExecutor:
             duration_ms=_ms_since(state.started),
         )
 
-    def _final_call(self, state: _Run, limit: StopReason) -> Iterator[Step]:
+    def _final_call(self, state: _Run, limit: StopReason) -> _Work[None]:
         """One last model call, without tools, asking for the final answer."""
         reason = LIMIT_REASONS[self.labels.code][limit]
         note = self.labels.final_answer_request.format(reason=reason)
@@ -733,7 +899,7 @@ class AgentExecutor:
         yield self._finish(state, answer, limit)
 
     # -- tools ---------------------------------------------------------------------------
-    def _run_tools(self, state: _Run, runs: Sequence[ToolRun], outcome: _Outcome) -> Iterator[Step]:
+    def _run_tools(self, state: _Run, runs: Sequence[ToolRun], outcome: _Outcome) -> _Work[None]:
         """Start every call of the batch (each after a cancellation check), then report
         each one's observation in order."""
         yield from self._hold_before_tools(state, runs)
@@ -756,7 +922,7 @@ class AgentExecutor:
         self,
         started: Sequence[tuple[ToolRun, Tool | None, _ToolCall | ErrorStep]],
         outcome: _Outcome,
-    ) -> Iterator[Step]:
+    ) -> _Work[None]:
         for run, tool, prepared in started:
             error: ErrorStep | None
             if isinstance(prepared, ErrorStep):
@@ -764,7 +930,7 @@ class AgentExecutor:
                 text = prepared.message
                 duration_ms = 0
             else:
-                error, text = self._wait_for(prepared)
+                error, text = yield from self._wait_for(prepared)
                 duration_ms = _ms_since(prepared.started)
             observation = self._observation(run.action, text, error is not None, duration_ms)
             run.observation = observation
@@ -817,11 +983,17 @@ class AgentExecutor:
             raise ToolInputError(f"the arguments must be a JSON object, not {quoted}")
         return arguments
 
-    def _wait_for(self, call: _ToolCall) -> tuple[ErrorStep | None, str]:
+    def _wait_for(self, call: _ToolCall) -> _Work[tuple[ErrorStep | None, str]]:
         timeout = call.tool.timeout_seconds
         deadline = call.started + timeout
-        while not call.done.wait(max(0.0, min(CANCEL_POLL_SECONDS, deadline - time.monotonic()))):
+        while True:
+            wait = _ToolWait(call, max(0.0, min(CANCEL_POLL_SECONDS, deadline - time.monotonic())))
+            yield wait
+            if call.done.is_set():
+                break
             self._check_cancel()
+            if wait.interrupted:
+                raise RunCancelled()
             if time.monotonic() >= deadline:
                 call.abandon()
                 message = self.labels.tool_timed_out.format(name=call.tool.name, seconds=timeout)
@@ -856,6 +1028,31 @@ class AgentExecutor:
 
 
 # -- helpers -----------------------------------------------------------------------------
+
+
+async def _until_first(
+    work: Coroutine[object, object, _T], interrupt: asyncio.Event | None
+) -> tuple[_T] | None:
+    """``(result,)`` of ``work``, or None if ``interrupt`` was set first (``work`` is then
+    cancelled, and it is not started if ``interrupt`` is already set)."""
+    if interrupt is None:
+        return (await work,)
+    if interrupt.is_set():
+        work.close()
+        return None
+    task = asyncio.ensure_future(work)
+    interrupted = asyncio.ensure_future(interrupt.wait())
+    try:
+        await asyncio.wait((task, interrupted), return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        interrupted.cancel()
+        if not task.done():
+            task.cancel()
+            # The call's own clean-up (closing its stream) runs before the engine goes on.
+            await asyncio.wait((task,))
+    if task.cancelled():
+        return None
+    return (task.result(),)
 
 
 def _ms_since(started: float) -> int:

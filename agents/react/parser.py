@@ -919,6 +919,12 @@ class ThoughtStream(_Filter):
             marker = markers[self._seen]
             self._seen += 1
             if marker.role in ("thought", "question"):
+                if self._one_line_answer is not None:
+                    # A mid-line final answer may still count, and everything after it would
+                    # then be the answer: only ``parse``, at the end, can tell.
+                    self._send_part(self._one_line_answer, whole=True)
+                    self._closed = True
+                    break
                 self._send_part(marker.start, whole=True)
                 self._part_start = self._sent_until = marker.content_start
                 self._part_sent = False

@@ -11,23 +11,32 @@ and polls their ``cancel_requested_at`` every ``AGENT_CANCEL_POLL_SECONDS``; ``s
 only reads a flag it sets. That is two small queries per interval for the whole process, not
 per run, and a run waiting on the model holds no database connection.
 
-Workers use the threads pool (``CELERY_WORKER_POOL``): runs mostly wait on the model, so one
-process holds many. That pool cannot kill a task at a hard time limit; a run's time is bounded
-by the engine's ``max_execution_time``, the model client's deadline and the monitor's
-``AGENT_RUN_HARD_LIMIT_SECONDS`` instead. The Celery tasks in ``agents/tasks.py`` only call
-in here.
+The run driver: a Celery task (threads pool, ``CELERY_WORKER_POOL``) claims its run and sets
+it up in its own thread, through the ORM; then the run's steps are driven by ``_drive`` on the
+process's one event loop (``model_loop()``, where the model calls are made), as a task beside
+every other run the process holds, and the task's thread only waits for it to end. The steps'
+writes go to a few database threads (``_db``); the engine's tools run in threads of their own.
+So a run waiting on the model or a tool costs no thread's time, and the process's runs do not
+take turns at the interpreter lock. The threads pool cannot kill a task at a hard time limit;
+a run's time is bounded by the engine's ``max_execution_time``, the model client's deadline
+and the monitor's ``AGENT_RUN_HARD_LIMIT_SECONDS`` instead. The Celery tasks in
+``agents/tasks.py`` only call in here.
 """
 
 from __future__ import annotations
 
+import asyncio
+import concurrent.futures
 import contextlib
+import functools
 import logging
 import os
 import socket
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass, field
+from typing import Any, TypeVar
 
 from django.conf import settings
 from django.core.cache import cache
@@ -36,6 +45,7 @@ from django.db import close_old_connections, connection
 
 from agents import events
 from agents.live import LiveText
+from agents.llm.client import model_loop
 from agents.llm.errors import public_failure_message
 from agents.models import AgentRun, Message
 from agents.react.errors import (
@@ -75,6 +85,8 @@ from agents.services.runs import (
 )
 
 logger = logging.getLogger(__name__)
+
+_T = TypeVar("_T")
 
 
 def worker_id() -> str:
@@ -233,14 +245,42 @@ def _execute(run: AgentRun, watch: _Watch, me: str) -> None:
         on_thought_delta=live_text.thought_delta,
         budget_grants=run.budget_grants,
     )
-    steps = executor.run(
+    steps = executor.arun(
         run.trigger_message.content,
         history=memory.history,
         memory_summary=memory.summary,
         prior_steps=prior_steps,
+        interrupt=watch.interrupted,
     )
-    # Nothing is held open while the engine waits on the model or a tool.
+    # Nothing is held open while the run waits on the model or a tool, and this thread only
+    # waits: the run is driven on the process's event loop with every other run it holds.
     connection.close()
+    drive = _drive(run, watch, me, live_text.track(steps), answer_so_far)
+    answer = asyncio.run_coroutine_threadsafe(drive, model_loop()).result()
+    if not isinstance(answer, _EndedEarly):
+        memory_after_run(
+            conversation=conversation, snapshot=snapshot, run=run, context=memory, answer=answer
+        )
+
+
+class _EndedEarly:
+    """What ``_drive`` returns for a run that did not end with its answer (cancelled,
+    paused, failed, lost): nothing to summarise."""
+
+
+_ENDED_EARLY = _EndedEarly()
+
+
+async def _drive(
+    run: AgentRun,
+    watch: _Watch,
+    me: str,
+    steps: AsyncIterator[Step],
+    answer_so_far: list[str],
+) -> Message | _EndedEarly | None:
+    """Store the run's steps as the engine yields them, on the process's event loop; the
+    writes run on the database threads (``_db``). Returns the answer's message, or
+    ``_ENDED_EARLY``."""
     # A model call's record and a thought are followed at once by the steps parsed from the
     # same reply (an action, an error, the answer): they wait here and are stored with those
     # in one transaction. Every other step may be followed by a tool or a model call, so it
@@ -250,14 +290,14 @@ def _execute(run: AgentRun, watch: _Watch, me: str) -> None:
     # Calls the engine asks a person about: stored with the pause, when it raises.
     approval_requests: list[ApprovalRequestStep] = []
     try:
-        for step in live_text.track(steps):
+        async for step in steps:
             if watch.lost:
                 # Another worker took the run over (it writes from here on), or it ended
                 # elsewhere: said in the log, so a run that stops without a word is traceable.
                 logger.warning(
                     "run %s was lost while this worker drove it; this copy stops", run.pk
                 )
-                return
+                return _ENDED_EARLY
             if isinstance(step, ApprovalRequestStep):
                 approval_requests.append(step)
                 continue
@@ -265,43 +305,106 @@ def _execute(run: AgentRun, watch: _Watch, me: str) -> None:
                 pending.append(step)
                 continue
             if isinstance(step, FinalAnswerStep):
-                answer = run_finish(run=run, step=step, worker_id=me, preceding=pending)
+                answer = await _db(run_finish, run=run, step=step, worker_id=me, preceding=pending)
             else:
-                run_record_steps(run=run, steps=[*pending, step], worker_id=me)
+                await _db(run_record_steps, run=run, steps=[*pending, step], worker_id=me)
             pending = []
-            connection.close()
     except RunCancelled:
         if watch.lost:
             logger.warning("run %s was lost while this worker drove it; this copy stops", run.pk)
-            return
-        _store_pending(run, pending, me)
-        run_mark_cancelled(run=run, partial_answer="".join(answer_so_far), worker_id=me)
-        return
+            return _ENDED_EARLY
+        await _db(_store_pending, run, pending, me)
+        partial = "".join(answer_so_far)
+        await _db(run_mark_cancelled, run=run, partial_answer=partial, worker_id=me)
+        return _ENDED_EARLY
     except AwaitingApproval:
-        _store_pending(run, pending, me)
-        # The worker is freed: the run waits in the database, not in this thread.
-        run_pause_for_approval(run=run, requests=approval_requests, worker_id=me)
-        return
+        await _db(_store_pending, run, pending, me)
+        # The worker is freed: the run waits in the database, not in this process.
+        await _db(run_pause_for_approval, run=run, requests=approval_requests, worker_id=me)
+        return _ENDED_EARLY
     except BudgetExhausted as error:
-        _store_pending(run, pending, me)
-        run_stop_at_budget(
-            run=run, limit=error.limit, message=str(error), tool=error.tool, worker_id=me
+        await _db(_store_pending, run, pending, me)
+        await _db(
+            run_stop_at_budget,
+            run=run,
+            limit=error.limit,
+            message=str(error),
+            tool=error.tool,
+            worker_id=me,
         )
-        return
+        return _ENDED_EARLY
     except ModelError as error:
-        _store_pending(run, pending, me)
+        await _db(_store_pending, run, pending, me)
         # The user gets a plain reason and the run's id; staff read the detail in the inspector.
         message = public_failure_message(error, reference=f"run {run.pk}")
-        run_fail(run=run, code=error.code, message=message, detail=str(error), worker_id=me)
-        return
+        await _db(
+            run_fail, run=run, code=error.code, message=message, detail=str(error), worker_id=me
+        )
+        return _ENDED_EARLY
     except AgentError as error:
-        _store_pending(run, pending, me)
+        await _db(_store_pending, run, pending, me)
         code = getattr(error, "code", "") or "agent_error"
-        run_fail(run=run, code=code, message=str(error) or "The agent stopped.", worker_id=me)
-        return
-    memory_after_run(
-        conversation=conversation, snapshot=snapshot, run=run, context=memory, answer=answer
-    )
+        message = str(error) or "The agent stopped."
+        await _db(run_fail, run=run, code=code, message=message, worker_id=me)
+        return _ENDED_EARLY
+    return answer
+
+
+# --------------------------------------------------------------------------------------
+# The database threads: where the run driver's writes wait for PostgreSQL
+# --------------------------------------------------------------------------------------
+
+
+class _DatabaseThreads:
+    """A few threads that make the database calls of every run this process drives.
+
+    Each keeps its connection while more calls are queued behind it, and gives it back (to
+    the pool, or closed) once the queue is empty: under load a write costs no connect, and
+    an idle worker holds no connection.
+    """
+
+    def __init__(self, size: int) -> None:
+        self._executor = concurrent.futures.ThreadPoolExecutor(
+            max_workers=size, thread_name_prefix="chatsite-db"
+        )
+        self._lock = threading.Lock()
+        self._queued = 0
+
+    async def call(self, function: Callable[..., _T], /, *args: Any, **kwargs: Any) -> _T:
+        with self._lock:
+            self._queued += 1
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(
+            self._executor, functools.partial(self._run, function, args, kwargs)
+        )
+
+    def _run(
+        self, function: Callable[..., _T], args: tuple[Any, ...], kwargs: dict[str, Any]
+    ) -> _T:
+        failed = True
+        try:
+            result = function(*args, **kwargs)
+            failed = False
+            return result
+        finally:
+            with self._lock:
+                self._queued -= 1
+                idle = self._queued == 0
+            if failed or idle:
+                connection.close()
+
+
+_db_threads: _DatabaseThreads | None = None
+_db_threads_lock = threading.Lock()
+
+
+async def _db(function: Callable[..., _T], /, *args: Any, **kwargs: Any) -> _T:
+    global _db_threads
+    if _db_threads is None:
+        with _db_threads_lock:
+            if _db_threads is None:
+                _db_threads = _DatabaseThreads(settings.AGENT_DATABASE_THREADS)
+    return await _db_threads.call(function, *args, **kwargs)
 
 
 # --------------------------------------------------------------------------------------
@@ -316,8 +419,8 @@ class _Watch:
     # Set when the heartbeat finds the run held by someone else or ended elsewhere.
     lost: bool = False
     started: float = field(default_factory=time.monotonic)
-    # The thread driving the run: its model call in flight is what a stop interrupts.
-    thread: int = field(default_factory=threading.get_ident)
+    # Set (on the run driver's loop) to end the model call or tool wait in progress at once.
+    interrupted: asyncio.Event = field(default_factory=asyncio.Event)
 
     def should_cancel(self) -> bool:
         return self.lost or self.cancel_requested.is_set()
@@ -329,7 +432,7 @@ class _Watch:
             self.lost = True
         else:
             self.cancel_requested.set()
-        _monitor.interrupt(self)
+        model_loop().call_soon_threadsafe(self.interrupted.set)
 
 
 class _RunMonitor:
@@ -367,22 +470,9 @@ class _RunMonitor:
         try:
             yield watch
         finally:
-            from agents.runtime import forget_interrupt
-
             with self._lock:
                 self._watches.pop(run_id, None)
-                forget_interrupt(watch.thread)
                 self._released.notify_all()
-
-    def interrupt(self, watch: _Watch) -> None:
-        """Interrupt the watch's thread, only while it still drives the watch's run: the
-        thread goes on to other tasks of the pool, and a late stop (a heartbeat pass that
-        found the run already ended) must not cancel the next run it takes."""
-        from agents.runtime import interrupt_thread
-
-        with self._lock:
-            if self._watches.get(watch.run_id) is watch:
-                interrupt_thread(watch.thread)
 
     def _loop(self) -> None:
         last_beat = time.monotonic()

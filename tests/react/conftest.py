@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Iterator, Sequence
 
 import pytest
 
+from agents.llm.client import model_loop
 from agents.react.executor import AgentConfig, AgentExecutor
 from agents.react.prompt import PromptConfig
 from agents.react.testing import ScriptedChatModel
@@ -81,6 +83,36 @@ class Harness:
 @pytest.fixture
 def harness() -> Harness:
     return Harness()
+
+
+_run_in_this_thread = AgentExecutor.run
+
+
+def _run_on_a_loop(self: AgentExecutor, question: str, **options) -> Iterator[Step]:
+    """``run`` driven through ``arun`` step by step on the loop the worker drives runs on
+    (the model client's, whose connections belong to it), so a test that stops early or
+    expects an error midway sees what it would see from ``run``."""
+    loop = model_loop()
+    steps = self.arun(question, **options)
+    try:
+        while True:
+            try:
+                yield asyncio.run_coroutine_threadsafe(anext(steps), loop).result()
+            except StopAsyncIteration:
+                return
+    finally:
+        asyncio.run_coroutine_threadsafe(steps.aclose(), loop).result()
+
+
+@pytest.fixture(autouse=True, params=["thread", "loop"])
+def driver(request, monkeypatch) -> str:
+    """Every engine test runs twice: ``run`` waiting in the test's thread, and ``arun``
+    awaiting the same work on an event loop, as the worker drives runs."""
+    if request.param == "loop":
+        monkeypatch.setattr(AgentExecutor, "run", _run_on_a_loop)
+    else:
+        assert AgentExecutor.run is _run_in_this_thread
+    return request.param
 
 
 def drain(steps: Iterator[Step], into: list[Step]) -> None:
