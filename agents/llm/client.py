@@ -26,7 +26,6 @@ Failures leave as the ``ModelError`` family of ``agents/react/errors.py``.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import logging
 import os
@@ -39,12 +38,11 @@ from email.utils import parsedate_to_datetime
 from functools import lru_cache
 from typing import Any
 
-import httpx2
 import openai
 
 from agents.llm.errors import endpoint_secrets, redacted_model_error
+from agents.llm.http import CompletionStream, completion_stream
 from agents.llm.tokens import count_message_tokens, count_tokens
-from agents.llm.transport import asyncio_transport
 from agents.react.errors import (
     ModelAuthError,
     ModelBadResponse,
@@ -63,8 +61,6 @@ CONNECT_TIMEOUT_SECONDS = 10.0
 BACKOFF_BASE_SECONDS = 0.5
 BACKOFF_MAX_SECONDS = 20.0
 RETRYABLE_STATUSES = frozenset({408, 409, 429})
-# How long the rest of a body after ``[DONE]`` may take to arrive (it is one empty chunk).
-DRAIN_AFTER_DONE_SECONDS = 1.0
 # Endpoints that answered 400 to ``stream_options`` (older vLLM, llama.cpp): not sent again.
 _REFUSE_STREAM_OPTIONS: set[str] = set()
 # An API key is required by the SDK; local servers (Ollama, llama.cpp) ignore it.
@@ -193,20 +189,21 @@ class OpenAIChatModel:
         sends_stream_options = self.base_url not in _REFUSE_STREAM_OPTIONS
         if sends_stream_options:
             options["stream_options"] = {"include_usage": True}
-        timeout = openai.Timeout(
-            remaining, connect=min(CONNECT_TIMEOUT_SECONDS, remaining), pool=remaining
-        )
         try:
             # The deadline covers the whole call, however slowly the bytes trickle in.
             async with asyncio.timeout(remaining):
-                response = await self._send(options, timeout)
+                stream = await completion_stream(
+                    self._client,
+                    json.dumps(options).encode(),
+                    connect_timeout=min(CONNECT_TIMEOUT_SECONDS, remaining),
+                )
                 try:
-                    async for chunk in _sse_chunks(response):
+                    async for chunk in _sse_chunks(stream):
                         # on_text runs here: whatever it raises (cancellation) propagates
                         # unchanged.
                         outcome.add(chunk)
                 finally:
-                    await response.aclose()
+                    stream.close()
         except TimeoutError as exc:
             raise ModelTimeout(self._timeout_message()) from exc
         except openai.APIError as exc:
@@ -217,40 +214,6 @@ class OpenAIChatModel:
             raise ModelBadResponse(f"{self.base_url} sent a malformed stream chunk: {exc}") from exc
         if not outcome.chunks:
             raise ModelBadResponse(f"{self.base_url} returned an empty stream")
-
-    async def _send(self, body: JsonDict, timeout: openai.Timeout) -> httpx2.Response:
-        """POST the request on the SDK client's own HTTP client, with its headers and auth,
-        and return the streaming response; a failure raises the SDK's exception for it.
-
-        The SDK's ``post`` builds the same request through its generic request options (and
-        validates them) on every call, a tenth of a worker's CPU per run; chunks are read as
-        plain JSON anyway (``_sse_chunks``).
-        """
-        client = self._client
-        headers = {
-            name: value
-            for name, value in {**client.default_headers, **client.auth_headers}.items()
-            if isinstance(value, str)
-        }
-        http = client._client
-        request = http.build_request(
-            "POST",
-            f"{str(client.base_url).rstrip('/')}/chat/completions",
-            content=json.dumps(body).encode(),
-            headers=headers,
-            timeout=timeout,
-        )
-        try:
-            response = await http.send(request, stream=True)
-        except httpx2.TimeoutException as exc:
-            raise openai.APITimeoutError(request=request) from exc
-        except httpx2.RequestError as exc:
-            raise openai.APIConnectionError(request=request) from exc
-        if response.status_code >= 400:
-            await response.aread()
-            await response.aclose()
-            raise client._make_status_error_from_response(response)
-        return response
 
     @property
     def _client(self) -> openai.AsyncOpenAI:
@@ -416,7 +379,7 @@ class _Attempt:
         )
 
 
-async def _sse_chunks(response: Any) -> AsyncIterator[Any]:
+async def _sse_chunks(stream: CompletionStream) -> AsyncIterator[Any]:
     """The decoded ``data:`` lines of a streamed completion, up to ``[DONE]``.
 
     The SDK's ``AsyncStream`` does the same through a general server-sent-events decoder and
@@ -425,41 +388,22 @@ async def _sse_chunks(response: Any) -> AsyncIterator[Any]:
     Transport failures and an error object in the stream raise the SDK's own exceptions,
     as its ``AsyncStream`` would.
     """
-    request = response.request
-    lines = response.aiter_lines()
-    try:
-        async for line in lines:
-            if not line.startswith("data:"):
-                continue  # blank separators, comments, event names
-            data = line[5:].lstrip()
-            if data.startswith("[DONE]"):
-                await _read_to_end(lines)
-                return
-            chunk = json.loads(data)
-            if isinstance(chunk, dict) and chunk.get("error"):
-                error = chunk["error"]
-                message = error.get("message") if isinstance(error, dict) else None
-                if not isinstance(message, str) or not message:
-                    message = "An error occurred during streaming"
-                raise openai.APIError(message=message, request=request, body=error)
-            yield chunk
-    except httpx2.TimeoutException as exc:
-        raise openai.APITimeoutError(request=request) from exc
-    except httpx2.RequestError as exc:
-        raise openai.APIConnectionError(request=request) from exc
-
-
-async def _read_to_end(lines: AsyncIterator[str]) -> None:
-    """Read what follows ``[DONE]`` (the body's last, empty chunk) so the connection goes back
-    to the pool: httpcore closes a connection whose response was not read to its end, and
-    every call then paid for a new TCP connection (a TLS handshake on a real endpoint).
-
-    Bounded: a server that keeps the body open after ``[DONE]`` only costs its connection.
-    """
-    with contextlib.suppress(TimeoutError, httpx2.HTTPError):
-        async with asyncio.timeout(DRAIN_AFTER_DONE_SECONDS):
-            async for _ in lines:
-                pass
+    lines = stream.lines()
+    async for line in lines:
+        if not line.startswith("data:"):
+            continue  # blank separators, comments, event names
+        data = line[5:].lstrip()
+        if data.startswith("[DONE]"):
+            await stream.read_to_end(lines)
+            return
+        chunk = json.loads(data)
+        if isinstance(chunk, dict) and chunk.get("error"):
+            error = chunk["error"]
+            message = error.get("message") if isinstance(error, dict) else None
+            if not isinstance(message, str) or not message:
+                message = "An error occurred during streaming"
+            raise openai.APIError(message=message, request=stream.request, body=error)
+        yield chunk
 
 
 def _dicts(items: Any) -> list[dict[str, Any]]:
@@ -583,22 +527,8 @@ def _cause(exc: BaseException) -> str:
     return str(cause) if cause is not None and str(cause) else str(exc)
 
 
-# A worker streams one call per run it drives, all at once: every connection is kept alive
-# for the run's next call. The SDK's default keeps 100, so at 200 concurrent runs half the
-# calls paid for a new TCP connection (and its set-up on the model server).
-CONNECTION_LIMITS = httpx2.Limits(
-    max_connections=1000, max_keepalive_connections=1000, keepalive_expiry=5.0
-)
-
-
 @lru_cache(maxsize=32)
 def _sdk_client(base_url: str, api_key: str, pid: int) -> openai.AsyncOpenAI:
-    """One SDK client (and connection pool) per endpoint, key and process, on the model loop."""
-    return openai.AsyncOpenAI(
-        base_url=base_url,
-        api_key=api_key,
-        max_retries=0,
-        http_client=openai.DefaultAsyncHttpxClient(
-            limits=CONNECTION_LIMITS, transport=asyncio_transport(limits=CONNECTION_LIMITS)
-        ),
-    )
+    """The SDK's view of an endpoint (URL, key, headers, errors), per process; its own HTTP
+    client sends nothing here (agents/llm/http.py sends the requests)."""
+    return openai.AsyncOpenAI(base_url=base_url, api_key=api_key, max_retries=0)

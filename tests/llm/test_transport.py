@@ -1,4 +1,4 @@
-"""The model client's network layer (agents/llm/transport.py) on real sockets."""
+"""The model client's HTTP path (agents/llm/http.py, aiohttp) on real sockets."""
 
 from __future__ import annotations
 
@@ -169,7 +169,7 @@ def test_calls_one_after_another_share_one_connection(keep_alive_server):
 
 
 def test_a_body_left_open_after_done_does_not_hold_the_call(keep_alive_server, monkeypatch):
-    monkeypatch.setattr("agents.llm.client.DRAIN_AFTER_DONE_SECONDS", 0.2)
+    monkeypatch.setattr("agents.llm.http.DRAIN_AFTER_DONE_SECONDS", 0.2)
     _ChunkedKeepAlive.hold_after_done = True
     model = OpenAIChatModel(
         base_url=keep_alive_server, api_key="k", model="m", max_retries=0, deadline_seconds=3
