@@ -9,22 +9,23 @@ kept in Redis on the way (``KeptText``), in order with the frame, without blocki
 caller: the model's streaming callbacks run on the model client's event loop
 (``agents/llm/client.py``), which must never wait on a socket.
 
-Sends are handed to one long-lived asyncio loop per process, running in a daemon thread with
-one channel layer: a worker thread holding a run does not build an event loop and a Redis
-pool for every frame, and a caller already inside an event loop (daphne) is never blocked.
-Frames for one conversation leave in the order they were submitted.
+Sends are handed to the process's event loop (``agents/process_loop.py``), where a worker
+also drives its runs: a caller (a database thread after its commit, a run, daphne) is never
+blocked, and whatever is queued when Redis is next free goes out as one pipeline, in the
+order it was submitted.
 """
 
 from __future__ import annotations
 
 import asyncio
+import collections
 import hashlib
 import logging
 import os
 import threading
 from collections.abc import Sequence
 from concurrent.futures import Future
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from channels import DEFAULT_CHANNEL_LAYER
@@ -32,6 +33,7 @@ from channels.layers import channel_layers
 from django.conf import settings
 from django.db import transaction
 
+from agents.process_loop import on_process_loop, process_loop
 from agents.protocol import event_frame
 
 if TYPE_CHECKING:
@@ -93,11 +95,12 @@ def publish_ephemeral(
 
 
 def drop_kept(conversation_id: int, keys: Sequence[str], timeout: float = 5.0) -> bool:
-    """Delete kept text, after every frame (and its kept text) already submitted for the
-    conversation, and wait until it is gone: a stored step that replaces the live text can
-    then be written without a late ``KeptText`` bringing the old text back. False if Redis
-    could not be reached in time (the keys then expire with their ``ttl_ms``)."""
-    future = _drop_after_tail(conversation_id, keys)
+    """Delete kept text, after every frame (and its kept text) already submitted, and wait
+    until it is gone: a stored step that replaces the live text can then be written without
+    a late ``KeptText`` bringing the old text back. False if Redis could not be reached in
+    time (the keys then expire with their ``ttl_ms``)."""
+    assert not on_process_loop(), "a coroutine on the process loop awaits adrop_kept"
+    future = _publisher().submit(_Drop(list(keys)))
     try:
         return future is None or bool(future.result(timeout))
     except TimeoutError:
@@ -106,50 +109,71 @@ def drop_kept(conversation_id: int, keys: Sequence[str], timeout: float = 5.0) -
 
 async def adrop_kept(conversation_id: int, keys: Sequence[str], timeout: float = 5.0) -> bool:
     """``drop_kept`` for a coroutine: the event loop it runs on goes on meanwhile."""
-    future = _drop_after_tail(conversation_id, keys)
+    future = _publisher().submit(_Drop(list(keys)))
     try:
         return future is None or bool(await asyncio.wait_for(asyncio.wrap_future(future), timeout))
     except TimeoutError:
         return False
 
 
-def _drop_after_tail(conversation_id: int, keys: Sequence[str]) -> Future | None:
-    publisher = _publisher()
-    if publisher.layer is None:
-        return None
-    return asyncio.run_coroutine_threadsafe(
-        publisher.drop_after_tail(group_name(conversation_id), list(keys)), publisher.loop
-    )
-
-
 def publish_flush(timeout: float = 5.0) -> bool:
-    """Wait until every frame submitted so far has been handed to the layer.
+    """Wait until every frame submitted so far has been handed to Redis.
 
     For a worker about to exit or a test about to assert; returns False on timeout.
     """
-    return _publisher().flush(timeout)
+    assert not on_process_loop(), "the process loop cannot wait for itself"
+    future = _publisher().submit(_Drop([]))
+    try:
+        if future is not None:
+            future.result(timeout)
+    except TimeoutError:
+        return False
+    return True
+
+
+@dataclass
+class _Publish:
+    group: str
+    payload: bytes
+    keep: KeptText | None
+
+
+@dataclass
+class _Drop:
+    """Delete ``keys`` (none: a barrier) once everything submitted before has been sent."""
+
+    keys: list[str]
+    done: Future = field(default_factory=Future)
 
 
 class _Publisher:
-    """An event loop in a daemon thread that owns this process's channel-layer sends."""
+    """This process's sends to Redis, on the process's loop (``agents/process_loop.py``).
+
+    Everything submitted, from any thread, joins one queue; one task sends what has queued
+    up as one pipeline on one connection, in the order it was submitted. So frames of one
+    conversation stay in order, a busy process pays one round trip for many frames, and the
+    client's connection pool (whose lock every concurrent command would wait on) is not
+    contended. A frame is published as the channel layer would publish it: on the layer's
+    group channel, with the layer's serializer, on its one Redis server (``REDIS_URL``,
+    settings.CHANNEL_LAYERS); daphne's consumers receive it through the layer as usual.
+    """
+
+    # Commands in one pipeline at most: a backlog goes out in several round trips.
+    BATCH = 1000
 
     def __init__(self) -> None:
-        self.loop = asyncio.new_event_loop()
-        # Our own instance, not the process-wide one daphne's consumers receive on: a layer
-        # keeps per-loop receive state that should not be shared with this loop.
+        self.loop = process_loop()
+        # Our own instance, not the process-wide one daphne's consumers receive on: used only
+        # for its group channel names and serializer, never to send.
         self.layer = (
             channel_layers.make_backend(DEFAULT_CHANNEL_LAYER)
             if DEFAULT_CHANNEL_LAYER in channel_layers.configs
             else None
         )
-        # The last send per group: the next one for that group waits for it, so frames stay
-        # in order per conversation while different conversations go out concurrently.
-        self._tails: dict[str, asyncio.Future] = {}
+        self._queue: collections.deque[_Publish | _Drop] = collections.deque()
+        self._wake = asyncio.Event()
         self._redis: Any = None
-        self._thread = threading.Thread(
-            target=self.loop.run_forever, name="chatsite-events", daemon=True
-        )
-        self._thread.start()
+        asyncio.run_coroutine_threadsafe(self._send_forever(), self.loop)
 
     def send(
         self, conversation_id: int, frames: list[dict[str, Any]], keep: KeptText | None = None
@@ -162,73 +186,61 @@ class _Publisher:
     ) -> None:
         if self.layer is None:
             return
-        # call_soon_threadsafe keeps submission order, which the per-group chain relies on.
-        self.loop.call_soon_threadsafe(self._enqueue, group, message, keep)
+        self.submit(_Publish(group, self.layer.serialize(message), keep))
 
-    def _enqueue(self, group: str, message: dict[str, Any], keep: KeptText | None) -> None:
-        previous = self._tails.get(group)
-        task = self.loop.create_task(self._send_after(previous, group, message, keep))
-        self._tails[group] = task
-        task.add_done_callback(lambda done: self._forget(group, done))
+    def submit(self, item: _Publish | _Drop) -> Future | None:
+        """Queue ``item``; a ``_Drop``'s future is returned (None: no layer, nothing to do)."""
+        if self.layer is None:
+            return None
+        # call_soon_threadsafe keeps submission order, which the queue relies on.
+        self.loop.call_soon_threadsafe(self._enqueue, item)
+        return item.done if isinstance(item, _Drop) else None
 
-    def _forget(self, group: str, task: asyncio.Future) -> None:
-        if self._tails.get(group) is task:
-            del self._tails[group]
+    def _enqueue(self, item: _Publish | _Drop) -> None:
+        self._queue.append(item)
+        self._wake.set()
 
-    async def _send_after(
-        self,
-        previous: asyncio.Future | None,
-        group: str,
-        message: dict[str, Any],
-        keep: KeptText | None,
-    ) -> None:
-        if previous is not None:
-            await asyncio.wait([previous])
-        assert self.layer is not None  # send() submits nothing without a layer
-        try:
-            if keep is None or not await self._keep_and_publish(keep, group, message):
-                await self.layer.group_send(group, message)
-        except Exception:
-            # A lost live frame is recoverable: the client replays stored events by seq.
-            logger.exception("could not publish to %s", group)
+    async def _send_forever(self) -> None:
+        while True:
+            if not self._queue:
+                self._wake.clear()
+                await self._wake.wait()
+                continue
+            batch: list[_Publish | _Drop] = []
+            while self._queue and len(batch) < self.BATCH:
+                batch.append(self._queue.popleft())
+            await self._send(batch)
 
-    async def _keep_and_publish(self, keep: KeptText, group: str, message: dict[str, Any]) -> bool:
-        """Keep the text and publish the frame in one round trip to Redis; False if the frame
-        did not go out (it is then sent through the layer).
-
-        The frame is published as the layer would publish it (its group channel and its
-        serializer) on the layer's one Redis server, ``REDIS_URL`` (settings.CHANNEL_LAYERS):
-        a live delta costs one round trip instead of two.
-        """
-        assert self.layer is not None
-        channel = self.layer._get_group_channel_name(group)
+    async def _send(self, batch: list[_Publish | _Drop]) -> None:
+        assert self.layer is not None  # submit() queues nothing without a layer
         try:
             async with self._client().pipeline(transaction=False) as pipe:
-                if keep.replace:
-                    pipe.set(keep.key, keep.value, px=keep.ttl_ms)
-                else:
-                    pipe.append(keep.key, keep.value)
-                    pipe.pexpire(keep.key, keep.ttl_ms)
-                pipe.publish(channel, self.layer.serialize(message))
-                results = await pipe.execute(raise_on_error=False)
+                for item in batch:
+                    if isinstance(item, _Drop):
+                        if item.keys:
+                            pipe.delete(*item.keys)
+                        continue
+                    if item.keep is not None:
+                        keep = item.keep
+                        if keep.replace:
+                            pipe.set(keep.key, keep.value, px=keep.ttl_ms)
+                        else:
+                            pipe.append(keep.key, keep.value)
+                            pipe.pexpire(keep.key, keep.ttl_ms)
+                    # The layer names its group channels on the loop it runs on: this one.
+                    pipe.publish(self.layer._get_group_channel_name(item.group), item.payload)
+                results = await pipe.execute(raise_on_error=False) if len(pipe) else []
         except Exception:
-            logger.warning("could not keep text in Redis under %s", keep.key, exc_info=True)
-            return False
-        if any(isinstance(result, Exception) for result in results[:-1]):
-            # Kept text is a courtesy to sockets that join later; the frame still went out.
-            logger.warning("could not keep text in Redis under %s: %s", keep.key, results)
-        return not isinstance(results[-1], Exception)
-
-    async def drop_after_tail(self, group: str, keys: list[str]) -> bool:
-        previous = self._tails.get(group)
-        if previous is not None:
-            await asyncio.wait([previous])
-        try:
-            await self._client().delete(*keys)
-        except Exception:
-            logger.warning("could not drop kept text %s", keys, exc_info=True)
-            return False
-        return True
+            # A lost live frame is recoverable: the client replays stored events by seq.
+            logger.exception("could not publish %d frames and drops", len(batch))
+            results = None
+        failed = [result for result in results or () if isinstance(result, Exception)]
+        if failed:
+            # Kept text is a courtesy to sockets that join later; the frames around it went out.
+            logger.warning("Redis refused %d of a batch's commands: %s", len(failed), failed[0])
+        for item in batch:
+            if isinstance(item, _Drop) and not item.done.done():
+                item.done.set_result(results is not None)
 
     def _client(self) -> Any:
         if self._redis is None:
@@ -236,18 +248,6 @@ class _Publisher:
 
             self._redis = redis.asyncio.Redis.from_url(settings.REDIS_URL, socket_timeout=2)
         return self._redis
-
-    def flush(self, timeout: float) -> bool:
-        future: Future = asyncio.run_coroutine_threadsafe(self._drain(), self.loop)
-        try:
-            future.result(timeout)
-        except TimeoutError:
-            return False
-        return True
-
-    async def _drain(self) -> None:
-        while self._tails:
-            await asyncio.wait(list(self._tails.values()))
 
 
 _lock = threading.Lock()

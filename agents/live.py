@@ -226,10 +226,10 @@ class LiveText:
         self._sent[part] = offset + utf16_length(text)
         name = key(self.conversation_id, part)
 
-        # Kept in Redis before it is published, on the publishing loop and in order with the
+        # Kept in Redis before it is published, in the same pipeline and in order with the
         # conversation's other frames: a socket that joins after the frame went out finds the
         # text there (live_frames), one that joins before gets the frame. The engine calls
-        # this on the model loop's thread, which must not wait on Redis.
+        # this on the process's loop, which must not wait on Redis.
         kept = events.KeptText(
             key=name,
             value=f"{self.run_id}:{segment}:{text}" if new_segment else text,
@@ -260,7 +260,7 @@ class _Flusher:
                 return
             self._scheduled[id(live)] = when
             # The thread sleeps until the earliest time due: it needs waking only when this
-            # one comes sooner. Waking it for every delta costs the model loop a thread
+            # one comes sooner. Waking it for every delta costs the process loop a thread
             # switch per held-back delta under load.
             sooner = not self._due or when < self._due[0][0]
             heapq.heappush(self._due, (when, next(self._order), live))

@@ -18,8 +18,9 @@ What this module adds over the SDK:
   echoes them (``agents/llm/errors.py``).
 - Usage from the stream's last chunk, or counted with tiktoken when the server sends none.
 
-``on_text`` runs on the model loop's thread while the engine's thread waits: it must not
-block (the engine's answer filter and ``agents/events.py`` only hand text on).
+``on_text`` runs on the process's loop (``agents/process_loop.py``), where a worker drives
+all its runs: it must not block (the engine's filters and ``agents/events.py`` only hand
+text on).
 Failures leave as the ``ModelError`` family of ``agents/react/errors.py``.
 """
 
@@ -30,9 +31,8 @@ import json
 import logging
 import os
 import random
-import threading
 import time
-from collections.abc import AsyncIterator, Callable, Coroutine
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from email.utils import parsedate_to_datetime
 from functools import lru_cache
@@ -43,6 +43,7 @@ import openai
 from agents.llm.errors import endpoint_secrets, redacted_model_error
 from agents.llm.http import CompletionStream, completion_stream
 from agents.llm.tokens import count_message_tokens, count_tokens
+from agents.process_loop import run_on_process_loop
 from agents.react.errors import (
     ModelAuthError,
     ModelBadResponse,
@@ -105,8 +106,9 @@ class OpenAIChatModel:
         temperature: float | None = None,
         on_text: Callable[[str], None] | None = None,
     ) -> Completion:
-        """Call the model on the process's model loop and wait for the whole reply."""
-        return _calls().run(
+        """Call the model on the process's loop (``agents/process_loop.py``) and wait for the
+        whole reply."""
+        return run_on_process_loop(
             self.acomplete(
                 messages, stop=stop, tools=tools, temperature=temperature, on_text=on_text
             )
@@ -121,7 +123,8 @@ class OpenAIChatModel:
         temperature: float | None = None,
         on_text: Callable[[str], None] | None = None,
     ) -> Completion:
-        """Call the model and read the whole reply, on ``model_loop()``."""
+        """Call the model and read the whole reply, on ``process_loop()``: the HTTP client's
+        connections belong to it."""
         try:
             return await self._complete(
                 messages, stop=stop, tools=tools, temperature=temperature, on_text=on_text
@@ -455,43 +458,6 @@ def _retry_after(headers: Any) -> float | None:
         return max(0.0, parsedate_to_datetime(value).timestamp() - time.time())
     except (TypeError, ValueError):
         return None
-
-
-class _ModelCalls:
-    """The asyncio loop (a daemon thread) every model call of this process runs on.
-
-    The worker's run driver awaits its runs' calls there (``model_loop``); a thread that
-    calls ``complete`` submits its call to it and waits.
-    """
-
-    def __init__(self) -> None:
-        self.loop = asyncio.new_event_loop()
-        threading.Thread(target=self.loop.run_forever, name="chatsite-runs", daemon=True).start()
-
-    def run(self, coroutine: Coroutine[Any, Any, Completion]) -> Completion:
-        return asyncio.run_coroutine_threadsafe(coroutine, self.loop).result()
-
-
-_calls_lock = threading.Lock()
-_calls_instance: _ModelCalls | None = None
-_calls_pid: int | None = None
-
-
-def _calls() -> _ModelCalls:
-    global _calls_instance, _calls_pid
-    # A forked child inherits the object but not the thread running its loop.
-    if _calls_instance is None or _calls_pid != os.getpid():
-        with _calls_lock:
-            if _calls_instance is None or _calls_pid != os.getpid():
-                _calls_instance = _ModelCalls()
-                _calls_pid = os.getpid()
-    return _calls_instance
-
-
-def model_loop() -> asyncio.AbstractEventLoop:
-    """The event loop every model call of this process runs on (a daemon thread): the SDK's
-    clients and their connections belong to it, so ``acomplete`` is awaited there."""
-    return _calls().loop
 
 
 # --------------------------------------------------------------------------------------

@@ -8,8 +8,8 @@ here. The SDK's ``httpx2`` client spends about twice aiohttp's CPU on a streamed
 per chunk), and a worker streams one completion per step of every run it drives
 (docs/performance.md, issue 18).
 
-One ``ClientSession`` per event loop: the model loop of a worker process
-(``_ModelCalls``) keeps its connections alive between a run's calls. Proxies come from the
+One ``ClientSession`` per event loop: the process's loop (``agents/process_loop.py``) of a
+worker keeps its connections alive between a run's calls. Proxies come from the
 environment (``HTTPS_PROXY``, ``NO_PROXY``) as with httpx, and TLS from the system's
 certificate store (``SSL_CERT_FILE`` points elsewhere).
 """
@@ -59,7 +59,7 @@ def _session() -> aiohttp.ClientSession:
 
 def _close_sessions() -> None:
     """Close the kept-alive connections as the process exits, on the loops that own them
-    (the model loop runs in a daemon thread, still alive while ``atexit`` handlers run)."""
+    (the process loop runs in a daemon thread, still alive while ``atexit`` handlers run)."""
     for loop, session in list(_sessions.items()):
         if loop.is_running() and not session.closed:
             closing = asyncio.run_coroutine_threadsafe(session.close(), loop)

@@ -13,7 +13,7 @@ per run, and a run waiting on the model holds no database connection.
 
 The run driver: a Celery task (threads pool, ``CELERY_WORKER_POOL``) claims its run and sets
 it up in its own thread, through the ORM; then the run's steps are driven by ``_drive`` on the
-process's one event loop (``model_loop()``, where the model calls are made), as a task beside
+process's one event loop (``process_loop()``, where the model calls are made), as a task beside
 every other run the process holds, and the task's thread only waits for it to end. The steps'
 writes go to a few database threads (``_db``); the engine's tools run in threads of their own.
 So a run waiting on the model or a tool costs no thread's time, and the process's runs do not
@@ -45,9 +45,9 @@ from django.db import close_old_connections, connection
 
 from agents import events
 from agents.live import LiveText
-from agents.llm.client import model_loop
 from agents.llm.errors import public_failure_message
 from agents.models import AgentRun, Message
+from agents.process_loop import process_loop
 from agents.react.errors import (
     AgentError,
     AwaitingApproval,
@@ -256,7 +256,7 @@ def _execute(run: AgentRun, watch: _Watch, me: str) -> None:
     # waits: the run is driven on the process's event loop with every other run it holds.
     connection.close()
     drive = _drive(run, watch, me, live_text.track(steps), answer_so_far)
-    answer = asyncio.run_coroutine_threadsafe(drive, model_loop()).result()
+    answer = asyncio.run_coroutine_threadsafe(drive, process_loop()).result()
     if not isinstance(answer, _EndedEarly):
         memory_after_run(
             conversation=conversation, snapshot=snapshot, run=run, context=memory, answer=answer
@@ -432,7 +432,7 @@ class _Watch:
             self.lost = True
         else:
             self.cancel_requested.set()
-        model_loop().call_soon_threadsafe(self.interrupted.set)
+        process_loop().call_soon_threadsafe(self.interrupted.set)
 
 
 class _RunMonitor:

@@ -7,7 +7,7 @@ from collections.abc import Iterator, Sequence
 
 import pytest
 
-from agents.llm.client import model_loop
+from agents.process_loop import process_loop
 from agents.react.executor import AgentConfig, AgentExecutor
 from agents.react.prompt import PromptConfig
 from agents.react.testing import ScriptedChatModel
@@ -90,9 +90,9 @@ _run_in_this_thread = AgentExecutor.run
 
 def _run_on_a_loop(self: AgentExecutor, question: str, **options) -> Iterator[Step]:
     """``run`` driven through ``arun`` step by step on the loop the worker drives runs on
-    (the model client's, whose connections belong to it), so a test that stops early or
+    (where the model client's connections belong), so a test that stops early or
     expects an error midway sees what it would see from ``run``."""
-    loop = model_loop()
+    loop = process_loop()
     steps = self.arun(question, **options)
     try:
         while True:

@@ -1,0 +1,54 @@
+"""The one asyncio event loop of each process, in a daemon thread.
+
+A worker drives its runs on it (``agents/services/execution.py``), makes their model calls
+on it (``agents/llm/client.py``) and sends their frames to Redis from it
+(``agents/events.py``): between a model's reply and Redis a step changes thread only for its
+database write, and no two threads take turns at the interpreter lock for one run's work.
+daphne's processes use it for the sends of their requests. Other threads hand it work with
+``asyncio.run_coroutine_threadsafe``; code running on it must never wait for it
+synchronously (``run_on_process_loop`` refuses to).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import threading
+from collections.abc import Coroutine
+from typing import Any, TypeVar
+
+_T = TypeVar("_T")
+
+_lock = threading.Lock()
+_loop: asyncio.AbstractEventLoop | None = None
+_thread: threading.Thread | None = None
+_pid: int | None = None
+
+
+def process_loop() -> asyncio.AbstractEventLoop:
+    """This process's loop, started on first use (and again in a forked child, which
+    inherits the object but not the thread running it)."""
+    global _loop, _thread, _pid
+    if _loop is None or _pid != os.getpid():
+        with _lock:
+            if _loop is None or _pid != os.getpid():
+                loop = asyncio.new_event_loop()
+                _thread = threading.Thread(
+                    target=loop.run_forever, name="chatsite-loop", daemon=True
+                )
+                _thread.start()
+                _loop, _pid = loop, os.getpid()
+    return _loop
+
+
+def on_process_loop() -> bool:
+    """Whether the caller runs on the process's loop (and so must not wait for it)."""
+    return _thread is not None and _pid == os.getpid() and threading.current_thread() is _thread
+
+
+def run_on_process_loop(coroutine: Coroutine[Any, Any, _T]) -> _T:
+    """Run ``coroutine`` on the process's loop and wait for its result, from another thread."""
+    if on_process_loop():
+        coroutine.close()
+        raise RuntimeError("waiting on the process loop from its own thread would never end")
+    return asyncio.run_coroutine_threadsafe(coroutine, process_loop()).result()
