@@ -21,6 +21,7 @@ import atexit
 import contextlib
 import functools
 import ssl
+import urllib.request
 import weakref
 from collections.abc import AsyncIterator
 
@@ -52,7 +53,9 @@ def _session() -> aiohttp.ClientSession:
             keepalive_timeout=KEEPALIVE_SECONDS,
             ssl=ssl.create_default_context(),
         )
-        session = aiohttp.ClientSession(connector=connector, trust_env=True)
+        # Proxies are read from the environment once per endpoint (``_endpoint``): aiohttp's
+        # trust_env looks them up again in a thread for every request.
+        session = aiohttp.ClientSession(connector=connector)
         _sessions[loop] = session
     return session
 
@@ -128,10 +131,12 @@ async def completion_stream(
     the SDK reads it (``APIStatusError`` and its kinds), a network failure as
     ``APIConnectionError``, a connect timeout as ``APITimeoutError``.
     """
-    url, headers = _endpoint(client)
+    url, headers, proxy = _endpoint(client)
     timeout = aiohttp.ClientTimeout(total=None, sock_connect=connect_timeout)
     try:
-        response = await _session().post(url, data=body, headers=headers, timeout=timeout)
+        response = await _session().post(
+            url, data=body, headers=headers, timeout=timeout, proxy=proxy
+        )
     except aiohttp.ServerTimeoutError as exc:
         raise openai.APITimeoutError(request=_named(url)) from exc
     except (aiohttp.ClientError, OSError) as exc:
@@ -161,9 +166,10 @@ async def completion_stream(
 
 
 @functools.lru_cache(maxsize=32)
-def _endpoint(client: openai.AsyncOpenAI) -> tuple[yarl.URL, dict[str, str]]:
-    """Where the client's completions go and the headers it sends (its key, its default
-    headers): the same for every call, so read from the SDK once per client."""
+def _endpoint(client: openai.AsyncOpenAI) -> tuple[yarl.URL, dict[str, str], str | None]:
+    """Where the client's completions go, the headers it sends (its key, its default
+    headers) and the proxy they go through: the same for every call, so read from the SDK
+    and the environment once per client."""
     url = yarl.URL(f"{str(client.base_url).rstrip('/')}/chat/completions")
     headers = {
         name: value
@@ -174,7 +180,17 @@ def _endpoint(client: openai.AsyncOpenAI) -> tuple[yarl.URL, dict[str, str]]:
         # Credentials in the base URL sign the request instead of the key, as httpx does.
         headers["Authorization"] = aiohttp.encode_basic_auth(url.user, url.password or "")
         url = url.with_user(None)
-    return url, headers
+    return url, headers, _environment_proxy(url)
+
+
+def _environment_proxy(url: yarl.URL) -> str | None:
+    """The proxy ``HTTPS_PROXY`` / ``HTTP_PROXY`` (or ``ALL_PROXY``) name for ``url``, unless
+    ``NO_PROXY`` exempts its host: what httpx and aiohttp read from the environment."""
+    proxies = urllib.request.getproxies_environment()
+    proxy = proxies.get(url.scheme) or proxies.get("all")
+    if not proxy or urllib.request.proxy_bypass(url.host or ""):
+        return None
+    return proxy
 
 
 def _named(url: yarl.URL) -> httpx2.Request:

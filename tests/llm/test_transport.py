@@ -6,6 +6,7 @@ import json
 import socket
 import struct
 import threading
+import uuid
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
@@ -181,3 +182,47 @@ def test_a_body_left_open_after_done_does_not_hold_the_call(keep_alive_server, m
     # Both answered well inside the deadline; the open connection was given up, not reused.
     assert (first.text, second.text) == ("reply 1", "reply 2")
     assert len(set(_ChunkedKeepAlive.connections)) == 2
+
+
+class _RecordingProxy(_ChunkedKeepAlive):
+    """A forward proxy that answers in the endpoint's place: the request line it got tells
+    whether the call went through it (an absolute URL) and to where."""
+
+    paths: list[str] = []
+
+    def do_POST(self):
+        type(self).paths.append(self.path)
+        super().do_POST()
+
+
+@pytest.fixture
+def proxy(monkeypatch):
+    _RecordingProxy.paths = []
+    _ChunkedKeepAlive.connections = []
+    _ChunkedKeepAlive.hold_after_done = False
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _RecordingProxy)
+    server.daemon_threads = True
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    for name in ("HTTP_PROXY", "http_proxy", "NO_PROXY", "no_proxy", "ALL_PROXY", "all_proxy"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("HTTP_PROXY", f"http://127.0.0.1:{server.server_address[1]}")
+    yield _RecordingProxy.paths
+    server.shutdown()
+    server.server_close()
+
+
+def test_calls_go_through_the_proxy_the_environment_names(proxy):
+    # A host that resolves nowhere: only the proxy can answer for it.
+    base_url = f"http://model-{uuid.uuid4().hex[:8]}.invalid/v1"
+    model = OpenAIChatModel(base_url=base_url, api_key="k", model="m", max_retries=0)
+
+    assert model.complete(QUESTION).text == "reply 1"
+    assert proxy == [f"{base_url}/chat/completions"]
+
+
+def test_no_proxy_exempts_its_hosts(proxy, keep_alive_server, monkeypatch):
+    monkeypatch.setenv("NO_PROXY", "127.0.0.1")
+    model = OpenAIChatModel(base_url=keep_alive_server, api_key="k", model="m", max_retries=0)
+
+    assert model.complete(QUESTION).text == "reply 1"
+    assert proxy == []  # straight to the endpoint
