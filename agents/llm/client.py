@@ -1,10 +1,10 @@
 """The chat model the engine calls: any OpenAI-compatible endpoint, through the openai SDK.
 
-Every call streams, and every call of the process runs on one asyncio loop in a daemon thread
-(``_ModelCalls``): the engine's thread hands the call over and waits. That makes a call
-stoppable at any moment, before the first byte too: ``interrupt_model_call`` cancels the
-task, which closes the HTTP stream at once, and the waiting thread gets ``RunCancelled``.
-What this module adds over the SDK:
+Every call streams, and every call of the process runs on its one event loop
+(``agents/process_loop.py``): a worker's run driver awaits ``acomplete`` there, and a thread
+that calls ``complete`` hands the call over and waits. A call is stoppable at any moment,
+before the first byte too: cancelling its task closes the HTTP stream at once (the engine's
+``arun`` does so when its run is interrupted). What this module adds over the SDK:
 
 - An overall deadline per call. The SDK's timeout bounds each socket read, so a server that
   trickles a byte every few seconds would never time out; here the whole call runs under
