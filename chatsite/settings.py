@@ -107,9 +107,10 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
 else:
     DATABASES["default"].setdefault("CONN_MAX_AGE", env.int("DATABASE_CONN_MAX_AGE", default=0))
     DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
-    # A connection pool per process (psycopg_pool): worker threads close their connection
-    # after every step (agents/tasks.py), which then goes back to the pool instead of costing
-    # PostgreSQL a new backend per step. Sizing and figures: docs/deploy.md, performance.md.
+    # A connection pool per process (psycopg_pool): a worker's database threads give their
+    # connection back whenever no write is queued (agents/services/execution.py), and a
+    # task's set-up closes its own; with a pool that costs a check-out, not a new backend.
+    # Sizing and figures: docs/deploy.md, performance.md.
     if pool_size := env.int("DATABASE_POOL_MAX_SIZE", default=0):
         DATABASES["default"]["CONN_MAX_AGE"] = 0
         DATABASES["default"].setdefault("OPTIONS", {})["pool"] = {
