@@ -28,7 +28,6 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextlib
-import functools
 import logging
 import os
 import socket
@@ -373,10 +372,15 @@ class _DatabaseThreads:
     async def call(self, function: Callable[..., _T], /, *args: Any, **kwargs: Any) -> _T:
         with self._lock:
             self._queued += 1
-        loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(
-            self._executor, functools.partial(self._run, function, args, kwargs)
-        )
+        future = self._executor.submit(self._run, function, args, kwargs)
+        future.add_done_callback(self._forget_if_cancelled)
+        return await asyncio.wrap_future(future)
+
+    def _forget_if_cancelled(self, future: concurrent.futures.Future[Any]) -> None:
+        # Cancelled before a thread took it (its run was cancelled): it will not count down.
+        if future.cancelled():
+            with self._lock:
+                self._queued -= 1
 
     def _run(
         self, function: Callable[..., _T], args: tuple[Any, ...], kwargs: dict[str, Any]
