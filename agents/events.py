@@ -173,7 +173,7 @@ class _Publisher:
         self._queue: collections.deque[_Publish | _Drop] = collections.deque()
         self._wake = asyncio.Event()
         self._redis: Any = None
-        asyncio.run_coroutine_threadsafe(self._send_forever(), self.loop)
+        self._sender = asyncio.run_coroutine_threadsafe(self._send_forever(), self.loop)
 
     def send(
         self, conversation_id: int, frames: list[dict[str, Any]], keep: KeptText | None = None

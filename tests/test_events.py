@@ -62,3 +62,29 @@ def test_dropping_kept_text_waits_for_the_frames_submitted_before(kept_key):
     # No write queued before the drop lands after it.
     assert events.publish_flush(timeout=5)
     assert client.get(name) is None
+
+
+def test_a_batch_redis_refuses_is_reported_and_the_next_one_goes_out(request):
+    """The sender survives a Redis it cannot reach: the drop says so, later frames go out."""
+    import socket
+
+    import redis.asyncio
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        closed_port = probe.getsockname()[1]
+    publisher = events._Publisher()
+    request.addfinalizer(publisher._sender.cancel)
+    publisher._redis = redis.asyncio.Redis(host="127.0.0.1", port=closed_port, socket_timeout=1)
+    dropped = publisher.submit(events._Drop(["chatsite:test-kept:nowhere"]))
+    assert dropped is not None
+    assert dropped.result(timeout=10) is False
+
+    publisher._redis = None  # Redis is back
+    conversation_id = 10_000_000 + uuid.uuid4().int % 1_000_000
+    listener = GroupListener(conversation_id)
+    publisher.send(conversation_id, [{"type": "answer.delta", "n": 7}])
+    flushed = publisher.submit(events._Drop([]))
+    assert flushed is not None
+    assert flushed.result(timeout=10) is True
+    assert [frame["n"] for frame in listener.frames()] == [7]
