@@ -447,16 +447,22 @@ class AgentExecutor:
         ``BudgetExhausted`` (see the module's docstring). The model calls and the waits for
         tools block this thread; ``arun`` is the same run on an event loop.
         """
-        for item in self._work(question, history, memory_summary, prior_steps):
-            if isinstance(item, _ModelWait):
-                try:
-                    item.completion = self.model.complete(item.messages, **item.arguments())
-                except Exception as error:
-                    item.error = error
-            elif isinstance(item, _ToolWait):
-                item.call.done.wait(item.seconds)
-            else:
-                yield item
+        work = self._work(question, history, memory_summary, prior_steps)
+        try:
+            for item in work:
+                if isinstance(item, _ModelWait):
+                    try:
+                        item.completion = self.model.complete(item.messages, **item.arguments())
+                    except Exception as error:
+                        item.error = error
+                elif isinstance(item, _ToolWait):
+                    item.call.done.wait(item.seconds)
+                else:
+                    yield item
+        finally:
+            # Closed with this iterator (or on an error out of a wait): tools still running
+            # are abandoned at once, not when the generator is collected.
+            work.close()
 
     async def arun(
         self,
