@@ -94,7 +94,7 @@ def publish_ephemeral(
     _publisher().send(conversation_id, [frame], keep=keep)
 
 
-def drop_kept(conversation_id: int, keys: Sequence[str], timeout: float = 5.0) -> bool:
+def drop_kept(keys: Sequence[str], timeout: float = 5.0) -> bool:
     """Delete kept text, after every frame (and its kept text) already submitted, and wait
     until it is gone: a stored step that replaces the live text can then be written without
     a late ``KeptText`` bringing the old text back. False if Redis could not be reached in
@@ -107,7 +107,7 @@ def drop_kept(conversation_id: int, keys: Sequence[str], timeout: float = 5.0) -
         return False
 
 
-async def adrop_kept(conversation_id: int, keys: Sequence[str], timeout: float = 5.0) -> bool:
+async def adrop_kept(keys: Sequence[str], timeout: float = 5.0) -> bool:
     """``drop_kept`` for a coroutine: the event loop it runs on goes on meanwhile."""
     future = _publisher().submit(_Drop(list(keys)))
     try:

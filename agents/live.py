@@ -164,12 +164,12 @@ class LiveText:
     def settle(self) -> None:
         """Drop the live text before the step or ending that replaces it is stored."""
         if self._forget_text():
-            events.drop_kept(self.conversation_id, self._keys())
+            events.drop_kept(self._keys())
 
     async def asettle(self) -> None:
         """``settle`` for a coroutine: the event loop it runs on goes on while Redis works."""
         if self._forget_text():
-            await events.adrop_kept(self.conversation_id, self._keys())
+            await events.adrop_kept(self._keys())
 
     def _forget_text(self) -> bool:
         """Forget what this run streamed; whether any of it was kept in Redis (to drop there,

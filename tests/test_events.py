@@ -57,7 +57,7 @@ def test_dropping_kept_text_waits_for_the_frames_submitted_before(kept_key):
         keep = events.KeptText(key=name, value=f"{n} ", replace=n == 0, ttl_ms=60_000)
         events.publish_ephemeral(conversation_id, {"type": "answer.delta", "n": n}, keep=keep)
 
-    assert events.drop_kept(conversation_id, [name])
+    assert events.drop_kept([name])
 
     # No write queued before the drop lands after it.
     assert events.publish_flush(timeout=5)
