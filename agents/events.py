@@ -87,9 +87,9 @@ def publish_ephemeral(
 ) -> None:
     """Publish a frame that is not stored (no ``seq``), at once and without blocking.
 
-    With ``keep``, its text is written to Redis first, on the publishing loop and in order
-    with this conversation's other frames, so a socket that joins after the frame went out
-    finds the text there. A Redis failure is logged and the frame still goes out.
+    With ``keep``, its text is written to Redis first, in the same pipeline and in order with
+    everything submitted before, so a socket that joins after the frame went out finds the
+    text there. A write Redis refuses is logged and the frame still goes out.
     """
     _publisher().send(conversation_id, [frame], keep=keep)
 
