@@ -1,0 +1,32 @@
+"""The process's one event loop (agents/process_loop.py): work handed to it from a thread, and
+a wait on it from its own thread refused instead of hanging for ever."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+
+import pytest
+
+from agents.process_loop import on_process_loop, process_loop, run_on_process_loop
+
+
+async def _where() -> tuple[int, bool]:
+    return threading.get_ident(), on_process_loop()
+
+
+def test_work_from_a_thread_runs_on_the_loop_and_its_result_comes_back():
+    loop_thread, on_loop = run_on_process_loop(_where())
+    assert loop_thread != threading.get_ident()
+    assert on_loop
+    assert not on_process_loop()
+    assert process_loop() is process_loop()
+
+
+def test_waiting_on_the_loop_from_the_loop_is_refused():
+    async def wait_on_myself():
+        return run_on_process_loop(_where())
+
+    future = asyncio.run_coroutine_threadsafe(wait_on_myself(), process_loop())
+    with pytest.raises(RuntimeError, match="would never end"):
+        future.result(timeout=10)
