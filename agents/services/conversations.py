@@ -195,13 +195,7 @@ def _send(
         if not extends_active:
             branch_activate(conversation=locked, leaf_id=message.pk)
         locked.active_leaf = message
-        run = _queue_run(
-            conversation=locked,
-            message=message,
-            profile=profile,
-            user=user,
-            latest_version=lock.latest_version_of(profile),
-        )
+        run = _queue_run(lock=lock, message=message, profile=profile, user=user)
         # The conversation's own changes go with the seq bump: one UPDATE of its row.
         event_append(
             conversation=locked,
@@ -239,13 +233,7 @@ def run_regenerate(*, conversation: Conversation, user: User) -> AgentRun:
         seen = _read_under_lock(conversation=locked, client_id=None, parent_id=None)
         _check_can_start_run(blocking=seen.blocking_status, user=user)
         branch_activate(conversation=locked, leaf_id=message.pk)
-        run = _queue_run(
-            conversation=locked,
-            message=message,
-            profile=profile,
-            user=user,
-            latest_version=lock.latest_version_of(profile),
-        )
+        run = _queue_run(lock=lock, message=message, profile=profile, user=user)
         _touch(locked)
     conversation.active_leaf_id = locked.active_leaf_id
     return run
@@ -515,22 +503,15 @@ def _profile_for(
 # --------------------------------------------------------------------------------------
 
 
-def _queue_run(
-    *,
-    conversation: Conversation,
-    message: Message,
-    profile: AgentProfile,
-    user: User,
-    latest_version: PromptVersion | None = None,
-) -> AgentRun:
-    version = prompt_version_current(profile=profile, latest=latest_version)
+def _queue_run(*, lock: _Locked, message: Message, profile: AgentProfile, user: User) -> AgentRun:
+    version = prompt_version_current(profile=profile, latest=lock.latest_version_of(profile))
     snapshot = ProfileSnapshot.from_version(version)
     if snapshot.model_config_id is not None and snapshot.model_config_id == profile.model_config_id:
         model_config = profile.model_config  # read with the profile (select_related)
     else:
         model_config = snapshot_model_config(snapshot)
     run = AgentRun.objects.create(
-        conversation=conversation,
+        conversation=lock.conversation,
         trigger_message=message,
         profile_version=version,
         model_config=model_config,
