@@ -125,27 +125,6 @@ class OpenAIChatModel:
     ) -> Completion:
         """Call the model and read the whole reply, on ``process_loop()``: the HTTP client's
         connections belong to it."""
-        try:
-            return await self._complete(
-                messages, stop=stop, tools=tools, temperature=temperature, on_text=on_text
-            )
-        except ModelError as error:
-            # The messages quote the base URL and the server's words, which may echo the key.
-            redacted = redacted_model_error(error, self._redact)
-        # Raised outside the except block, so the unredacted error is not kept as __context__.
-        raise redacted
-
-    async def _complete(
-        self,
-        messages: list[ChatMessage],
-        *,
-        stop: list[str] | None,
-        tools: list[JsonDict] | None,
-        temperature: float | None,
-        on_text: Callable[[str], None] | None,
-    ) -> Completion:
-        started = time.monotonic()
-        deadline = started + self.deadline_seconds
         request: JsonDict = {"model": self.model_name, "messages": messages, "stream": True}
         if stop:
             request["stop"] = list(stop)
@@ -155,7 +134,20 @@ class OpenAIChatModel:
             temperature = self.default_temperature
         if temperature is not None:
             request["temperature"] = temperature
+        try:
+            return await self._with_retries(request, on_text)
+        except ModelError as error:
+            # The messages quote the base URL and the server's words, which may echo the key.
+            redacted = redacted_model_error(error, self._redact)
+        # Raised outside the except block, so the unredacted error is not kept as __context__.
+        raise redacted
 
+    async def _with_retries(
+        self, request: JsonDict, on_text: Callable[[str], None] | None
+    ) -> Completion:
+        started = time.monotonic()
+        deadline = started + self.deadline_seconds
+        messages = request["messages"]
         retries = 0
         while True:
             outcome = _Attempt(on_text)
