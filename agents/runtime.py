@@ -32,16 +32,20 @@ def build_executor(
     on_answer_reset: Callable[[], None] | None = None,
     on_thought_delta: Callable[[ThoughtDelta], None] | None = None,
     budget_grants: int = 0,
+    model_config: ModelConfig | None = None,
 ) -> AgentExecutor:
     """An ``AgentExecutor`` for the profile version ``snapshot``.
 
     ``budget_grants`` is how many times the run's owner pressed Continue: each adds the
-    profile's budgets once more.
+    profile's budgets once more. ``model_config``: the snapshot's endpoint row if the caller
+    read it already (a run's claim reads it with the run); otherwise it is read here.
 
     A model endpoint that is gone or unusable does not raise here: the run's first model
     call raises ``ModelError`` (code ``model_misconfigured``), like any model failure.
     """
-    model_config = snapshot_model_config(snapshot)  # read once: the model and its abilities
+    if model_config is None or model_config.pk != snapshot.model_config_id:
+        # Read once: the model and its abilities.
+        model_config = snapshot_model_config(snapshot)
     return executor_for(
         snapshot=snapshot,
         model=_chat_model(snapshot, model_config),

@@ -243,6 +243,8 @@ def _execute(run: AgentRun, watch: _Watch, me: str) -> None:
         on_answer_reset=on_answer_reset,
         on_thought_delta=live_text.thought_delta,
         budget_grants=run.budget_grants,
+        # The row the snapshot names, read with the claim (``run_claim``).
+        model_config=run.model_config,
     )
     steps = executor.arun(
         run.trigger_message.content,

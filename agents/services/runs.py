@@ -227,8 +227,9 @@ def run_claim(*, run_id: int, worker_id: str) -> AgentRun | None:
     )
     if not claimed:
         return None
-    # The owner too: the run's tools act for them (one join instead of a query later).
-    related = ("conversation__owner", "trigger_message", "profile_version")
+    # The owner too: the run's tools act for them, and the endpoint the run calls (joins
+    # instead of queries later). The run's endpoint is its version's (``_queue_run``).
+    related = ("conversation__owner", "trigger_message", "profile_version", "model_config")
     return AgentRun.objects.select_related(*related).get(pk=run_id)
 
 

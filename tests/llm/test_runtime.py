@@ -84,3 +84,29 @@ def test_tool_calling_support_comes_from_the_model_endpoint(user):
     assert build_executor(snapshot=snapshot, user=user).config.supports_tool_calling
     no_endpoint = ProfileSnapshot.from_json({})
     assert not build_executor(snapshot=no_endpoint, user=user).config.supports_tool_calling
+
+
+def test_an_endpoint_row_already_read_is_used_without_a_query(user, django_assert_num_queries):
+    model_config = ModelConfig.objects.create(
+        name="read", base_url="http://x/v1", model="m", supports_tool_calling=True
+    )
+    profile = AgentProfile.objects.create(name="P", slug="p", model_config=model_config)
+    snapshot = ProfileSnapshot.from_profile(profile)
+
+    # The profile has no tools: the tools' read costs none either.
+    with django_assert_num_queries(0):
+        executor = build_executor(snapshot=snapshot, user=user, model_config=model_config)
+    assert executor.config.supports_tool_calling
+
+
+def test_an_endpoint_row_the_snapshot_does_not_name_is_read_again(user):
+    named = ModelConfig.objects.create(
+        name="named", base_url="http://x/v1", model="m", supports_tool_calling=True
+    )
+    other = ModelConfig.objects.create(name="other", base_url="http://y/v1", model="n")
+    profile = AgentProfile.objects.create(name="P", slug="p", model_config=named)
+    snapshot = ProfileSnapshot.from_profile(profile)
+
+    executor = build_executor(snapshot=snapshot, user=user, model_config=other)
+
+    assert executor.config.supports_tool_calling

@@ -56,6 +56,24 @@ def test_claim_takes_a_queued_run_once(queued_run):
     assert run_claim(run_id=queued_run.pk, worker_id="w2") is None
 
 
+def test_the_claim_reads_what_the_run_starts_with_in_one_query(
+    queued_run, django_assert_num_queries
+):
+    with django_assert_num_queries(2):  # the claim's UPDATE, then the run and its rows
+        run = run_claim(run_id=queued_run.pk, worker_id="w1")
+        owner, question = run.conversation.owner, run.trigger_message
+        version, endpoint = run.profile_version, run.model_config
+
+    assert (owner.pk, question.pk) == (
+        queued_run.conversation.owner_id,
+        queued_run.trigger_message_id,
+    )
+    assert version is not None
+    assert version.pk == queued_run.profile_version_id
+    assert endpoint is not None
+    assert endpoint.pk == version.snapshot["model_config_id"]
+
+
 def test_a_refused_claim_says_why_in_the_words_of_the_run_as_it_is(queued_run):
     run_claim(run_id=queued_run.pk, worker_id="w1")
 
