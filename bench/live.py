@@ -147,15 +147,25 @@ def stack(
 
 
 class PeakRss:
-    """Samples the resident set size of some processes (and their children) until stopped."""
+    """Samples the resident set size of some processes (and their children) until stopped.
+
+    The children are found once, at the start: listing them scans every process on the
+    machine, and doing that ten times a second cost the benchmark's own process about as
+    much CPU as daphne spends per run (docs/performance.md, "A ninth round").
+    """
 
     def __init__(self, **pids: int) -> None:
         self.pids = pids
         self.peak = dict.fromkeys(pids, 0)
+        self._processes: dict[str, list[psutil.Process]] = {}
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._sample, daemon=True)
 
     def __enter__(self) -> PeakRss:
+        for name, pid in self.pids.items():
+            with contextlib.suppress(psutil.Error):
+                proc = psutil.Process(pid)
+                self._processes[name] = [proc, *proc.children(recursive=True)]
         self._thread.start()
         return self
 
@@ -165,13 +175,12 @@ class PeakRss:
 
     def _sample(self) -> None:
         while not self._stop.wait(0.1):
-            for name, pid in self.pids.items():
-                with contextlib.suppress(psutil.Error):
-                    proc = psutil.Process(pid)
-                    rss = proc.memory_info().rss + sum(
-                        child.memory_info().rss for child in proc.children(recursive=True)
-                    )
-                    self.peak[name] = max(self.peak[name], rss)
+            for name, processes in self._processes.items():
+                rss = 0
+                for proc in processes:
+                    with contextlib.suppress(psutil.Error):
+                        rss += proc.memory_info().rss
+                self.peak[name] = max(self.peak[name], rss)
 
 
 def rss_mb(pid: int) -> float:

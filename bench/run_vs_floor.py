@@ -40,6 +40,10 @@ from agents.models import AgentRun
 
 FLOOR_DIR = live.ROOT.parent.parent / "shared" / "floor"
 PROCESSES = ("worker", "socket", "pg_all", "pg_own", "redis")
+# Not the system's: the load generator (the sockets' clients and the model server; both in
+# this process for chatsite, two processes for the floor). It shares the two cores with the
+# system, so a dearer one would lower the system's efficiency without showing in its CPU.
+LOADGEN = "loadgen"
 
 
 def postgres_cpu_all() -> float:
@@ -96,7 +100,7 @@ class Readings:
     """CPU seconds of chatsite's processes, read before and after a round."""
 
     def __init__(self, worker: int, daphne: int, redis: int) -> None:
-        self.pids = {"worker": worker, "socket": daphne, "redis": redis}
+        self.pids = {"worker": worker, "socket": daphne, "redis": redis, LOADGEN: os.getpid()}
 
     def read(self, own: list[int]) -> dict[str, float]:
         reading = {name: cpu(pid) for name, pid in self.pids.items()}
@@ -139,7 +143,7 @@ def chatsite_round(n: int, worker, daphne, profile, ideal: float, readings: Read
         "p99": live.percentile(latencies, 99) * 1000,
         "clean": clean,
         "takeovers": takeovers,
-        "cpu": {k: (after[k] - before.get(k, 0.0)) * 1000 / n for k in PROCESSES},
+        "cpu": {k: (after[k] - before.get(k, 0.0)) * 1000 / n for k in (*PROCESSES, LOADGEN)},
         "rss": {k: v / 2**20 for k, v in rss.peak.items()},
     }
 
@@ -168,6 +172,8 @@ def floor_block(sizes: list[int], python: str, folder: Path, out: Path) -> list[
                 "pg_all": row["cpu_ms_per_run"]["pg_all"],
                 "pg_own": row["cpu_ms_per_run"]["pg_own"],
                 "redis": row["cpu_ms_per_run"]["redis"],
+                LOADGEN: row["cpu_ms_per_run"].get("loadgen", 0.0)
+                + row["cpu_ms_per_run"].get("model", 0.0),
             },
             "rss": {},
         }
@@ -273,7 +279,7 @@ def main() -> None:
                             f"eff {row['efficiency']:.3f} p50/p99 {row['p50']:.0f}/"
                             f"{row['p99']:.0f} clean {row['clean']}/{row['n']} takeovers "
                             f"{row['takeovers']} CPU ms/run "
-                            + " ".join(f"{k} {c[k]:.1f}" for k in PROCESSES),
+                            + " ".join(f"{k} {c[k]:.1f}" for k in (*PROCESSES, LOADGEN)),
                             flush=True,
                         )
                         if args.out:

@@ -157,7 +157,7 @@ CELERY_BROKER_URL = env.str("CELERY_BROKER_URL", default=REDIS_URL)
 # kombu's Redis transport, less a client built per command (agents/broker.py). Only for a
 # plain redis:// URL: any other broker (rediss:// too) keeps its own transport.
 if urlparse(CELERY_BROKER_URL).scheme == "redis":
-    CELERY_BROKER_TRANSPORT = "agents.broker:Transport"
+    CELERY_BROKER_TRANSPORT = env.str("CELERY_BROKER_TRANSPORT", default="agents.broker:Transport")
 CELERY_RESULT_BACKEND = None
 CELERY_TASK_IGNORE_RESULT = True
 CELERY_TASK_ACKS_LATE = True
