@@ -17,13 +17,23 @@ from datetime import timedelta
 from typing import Any, NamedTuple, cast
 
 from django.conf import settings
+from django.contrib.auth import get_user_model
 from django.db import connection, models, transaction
 from django.db.models import F, Max, Q, Value
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from agents import events
-from agents.models import AgentRun, Conversation, Message, ModelCall, RunEvent, UsageEntry
+from agents.models import (
+    AgentRun,
+    Conversation,
+    Message,
+    ModelCall,
+    ModelConfig,
+    PromptVersion,
+    RunEvent,
+    UsageEntry,
+)
 from agents.protocol import (
     FrameType,
     run_cancelled_payload,
@@ -38,6 +48,7 @@ from agents.react.types import (
     step_from_event,
     step_to_event,
 )
+from agents.rows import columns, instance
 from agents.services.usage import usage_record_run_tokens
 
 logger = logging.getLogger(__name__)
@@ -210,8 +221,12 @@ def run_claim(*, run_id: int, worker_id: str) -> AgentRun | None:
     """Take the run for this worker, or None if it is finished or a live worker holds it.
 
     One conditional UPDATE decides: two workers racing for the same run cannot both win,
-    because the loser's WHERE is re-checked against the winner's fresh heartbeat.
+    because the loser's WHERE is re-checked against the winner's fresh heartbeat. The run
+    comes back with what it starts with: its conversation and owner (the run's tools act for
+    them), its question, its profile version and its model endpoint.
     """
+    if _fenced_sql_available():
+        return _claim_and_read(run_id, worker_id)
     now = timezone.now()
     claimed = (
         AgentRun.objects.filter(pk=run_id, status__in=ACTIVE_STATUSES)
@@ -227,10 +242,87 @@ def run_claim(*, run_id: int, worker_id: str) -> AgentRun | None:
     )
     if not claimed:
         return None
-    # The owner too: the run's tools act for them, and the endpoint the run calls (joins
-    # instead of queries later). The run's endpoint is its version's (``_queue_run``).
-    related = ("conversation__owner", "trigger_message", "profile_version", "model_config")
-    return AgentRun.objects.select_related(*related).get(pk=run_id)
+    return AgentRun.objects.select_related(*_CLAIM_READS).get(pk=run_id)
+
+
+# What a claimed run starts with, read with it. The run's endpoint is its version's
+# (``_queue_run``), so ``build_executor`` need not read it again.
+_CLAIM_READS = ("conversation__owner", "trigger_message", "profile_version", "model_config")
+
+
+def _claim_and_read(run_id: int, worker_id: str) -> AgentRun | None:
+    """``run_claim`` on PostgreSQL as one statement: the UPDATE in a CTE, the rows of
+    ``_CLAIM_READS`` joined to the row it returns.
+
+    Plain SQL: building the ORM's UPDATE and its five-table ``select_related`` cost a worker
+    about 2.5 ms of CPU per run, several times what running them does.
+    """
+    quote = connection.ops.quote_name
+    user_model = get_user_model()
+    models_read: tuple[type[models.Model], ...] = (
+        AgentRun,
+        Conversation,
+        user_model,
+        Message,
+        PromptVersion,
+        ModelConfig,
+    )
+    aliases = ("r", "c", "u", "m", "v", "e")
+    selected = ", ".join(
+        column
+        for model, alias in zip(models_read, aliases, strict=True)
+        for column in columns(model, alias)
+    )
+    tables = [quote(model._meta.db_table) for model in models_read]
+    now = timezone.now()
+    # The first attempt's claim is when the run started; later ones keep it.
+    sql = f"""
+WITH r AS (
+    UPDATE {tables[0]}
+    SET status = %(running)s, worker_id = %(holder)s, heartbeat_at = %(now)s,
+        attempts = attempts + 1, started_at = COALESCE(started_at, %(now)s)
+    WHERE id = %(run)s AND status = ANY(%(active)s)
+        AND (heartbeat_at IS NULL OR heartbeat_at < %(stale)s)
+    RETURNING *
+)
+SELECT {selected} FROM r
+JOIN {tables[1]} AS c ON c.id = r.conversation_id
+JOIN {tables[2]} AS u ON u.id = c.owner_id
+LEFT JOIN {tables[3]} AS m ON m.id = r.trigger_message_id
+LEFT JOIN {tables[4]} AS v ON v.id = r.profile_version_id
+LEFT JOIN {tables[5]} AS e ON e.id = r.model_config_id
+"""  # noqa: S608 (only table and column names are formatted in)
+    params = {
+        "running": Status.RUNNING.value,
+        "holder": worker_id,
+        "now": now,
+        "run": run_id,
+        "active": [str(status) for status in ACTIVE_STATUSES],
+        "stale": _stale_before(),
+    }
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        row = cursor.fetchone()
+    if row is None:
+        return None
+    parts: list[Any] = []
+    start = 0
+    for model in models_read:
+        end = start + len(model._meta.concrete_fields)
+        parts.append(instance(model, row[start:end]))
+        start = end
+    run, conversation, owner, question, version, endpoint = parts
+    _cache_related(Conversation, "owner", conversation, owner)
+    related = zip(_CLAIM_READS, (conversation, question, version, endpoint), strict=True)
+    for path, value in related:
+        _cache_related(AgentRun, path.split("__")[0], run, value)
+    return cast(AgentRun, run)
+
+
+def _cache_related(model: type[models.Model], name: str, obj: Any, value: Any) -> None:
+    """What ``select_related`` does: ``obj.name`` is ``value`` without a query."""
+    field = cast("models.ForeignKey[Any, Any]", model._meta.get_field(name))
+    field.set_cached_value(obj, value)
 
 
 def run_enqueue_on_commit(*, run_id: int) -> None:

@@ -56,10 +56,10 @@ def test_claim_takes_a_queued_run_once(queued_run):
     assert run_claim(run_id=queued_run.pk, worker_id="w2") is None
 
 
-def test_the_claim_reads_what_the_run_starts_with_in_one_query(
-    queued_run, django_assert_num_queries
-):
-    with django_assert_num_queries(2):  # the claim's UPDATE, then the run and its rows
+def test_the_claim_reads_what_the_run_starts_with(queued_run, django_assert_num_queries):
+    # PostgreSQL: one statement; SQLite: the UPDATE, then the run and its rows.
+    statements = 1 if connection.vendor == "postgresql" else 2
+    with django_assert_num_queries(statements):
         run = run_claim(run_id=queued_run.pk, worker_id="w1")
         owner, question = run.conversation.owner, run.trigger_message
         version, endpoint = run.profile_version, run.model_config
@@ -72,6 +72,38 @@ def test_the_claim_reads_what_the_run_starts_with_in_one_query(
     assert version.pk == queued_run.profile_version_id
     assert endpoint is not None
     assert endpoint.pk == version.snapshot["model_config_id"]
+
+
+def test_the_claimed_run_and_its_rows_are_what_the_orm_reads(queued_run):
+    """Every field, converted as the ORM converts it (the snapshot's JSON, the dates)."""
+    run = run_claim(run_id=queued_run.pk, worker_id="w1")
+    fresh = AgentRun.objects.select_related(
+        "conversation__owner", "trigger_message", "profile_version", "model_config"
+    ).get(pk=queued_run.pk)
+
+    pairs = [
+        (run, fresh),
+        (run.conversation, fresh.conversation),
+        (run.conversation.owner, fresh.conversation.owner),
+        (run.trigger_message, fresh.trigger_message),
+        (run.profile_version, fresh.profile_version),
+        (run.model_config, fresh.model_config),
+    ]
+    for claimed, read in pairs:
+        assert type(claimed) is type(read)
+        for field in read._meta.concrete_fields:
+            assert getattr(claimed, field.attname) == getattr(read, field.attname), field
+    assert run.status == AgentRun.Status.RUNNING
+    assert (run.worker_id, run.attempts) == ("w1", 1)
+
+
+def test_a_claimed_run_without_an_endpoint_or_a_version_reads_none(queued_run):
+    AgentRun.objects.filter(pk=queued_run.pk).update(model_config=None, profile_version=None)
+
+    run = run_claim(run_id=queued_run.pk, worker_id="w1")
+
+    assert run.model_config is None
+    assert run.profile_version is None
 
 
 def test_a_refused_claim_says_why_in_the_words_of_the_run_as_it_is(queued_run):
