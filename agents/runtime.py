@@ -17,6 +17,7 @@ from agents.profile_snapshot import ProfileSnapshot, snapshot_model_config
 from agents.react.executor import AgentConfig, AgentExecutor, RunBudget
 from agents.react.prompt import PromptConfig
 from agents.react.types import ChatModel, ThoughtDelta
+from agents.selectors import tool_configs_enabled
 from agents.tools.registry import build_tools
 
 logger = logging.getLogger(__name__)
@@ -106,7 +107,7 @@ def _chat_model(snapshot: ProfileSnapshot, model_config: ModelConfig | None) -> 
 def snapshot_tool_configs(snapshot: ProfileSnapshot) -> list[ToolConfig]:
     """The snapshot's tools that still exist and are enabled, in the snapshot's order."""
     tool_ids = snapshot.tool_ids
-    rows = {row.pk: row for row in ToolConfig.objects.filter(pk__in=tool_ids, enabled=True)}
+    rows = {row.pk: row for row in tool_configs_enabled(ids=list(tool_ids))}
     missing = [tool_id for tool_id in tool_ids if tool_id not in rows]
     if missing:
         logger.info("profile %s: tools %s are gone or disabled", snapshot.slug, missing)

@@ -9,6 +9,7 @@ from agents.profile_snapshot import ProfileSnapshot
 from agents.react.errors import ModelError
 from agents.react.types import FinalAnswerStep, ObservationStep
 from agents.runtime import build_executor
+from agents.selectors import tool_configs_enabled
 from agents.services.defaults import ensure_defaults
 
 pytestmark = pytest.mark.django_db
@@ -110,3 +111,23 @@ def test_an_endpoint_row_the_snapshot_does_not_name_is_read_again(user):
     executor = build_executor(snapshot=snapshot, user=user, model_config=other)
 
     assert executor.config.supports_tool_calling
+
+
+def test_the_tool_rows_a_run_reads_are_the_orms():
+    """Plain SQL for the tools' read: the same rows, fields converted as the ORM does."""
+    ensure_defaults()
+    extra = ToolConfig.objects.create(
+        name="extra", kind="calculator", config={"nested": {"a": [1, 2]}}, timeout_seconds=2.5
+    )
+    disabled = ToolConfig.objects.create(name="off", kind="calculator", enabled=False)
+    ids = [*ToolConfig.objects.exclude(pk=disabled.pk).values_list("pk", flat=True), 10**9]
+
+    read = {row.pk: row for row in tool_configs_enabled(ids=[*ids, disabled.pk])}
+
+    expected = {row.pk: row for row in ToolConfig.objects.filter(pk__in=ids, enabled=True)}
+    assert set(read) == set(expected)
+    assert extra.pk in read
+    for pk, row in expected.items():
+        for field in ToolConfig._meta.concrete_fields:
+            assert getattr(read[pk], field.attname) == getattr(row, field.attname), field
+    assert tool_configs_enabled(ids=[]) == []
