@@ -288,7 +288,8 @@ _WORKERS = _Workers()
 
 
 class _ToolCall:
-    """One tool call on a worker thread, so that it can time out (and be abandoned)."""
+    """One tool call on a worker thread, so that it can time out (and be abandoned); a tool
+    that ``runs_inline`` has finished when this returns."""
 
     def __init__(self, tool: Tool, arguments: JsonDict) -> None:
         self.tool = tool
@@ -300,7 +301,11 @@ class _ToolCall:
         self.started = time.monotonic()
         self._lock = threading.Lock()
         self._waiters: list[Callable[[], None]] = []
-        _WORKERS.submit(self._target, self._finished)
+        if tool.runs_inline:
+            self._target()
+            self._finished()
+        else:
+            _WORKERS.submit(self._target, self._finished)
 
     def _target(self) -> None:
         try:

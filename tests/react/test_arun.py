@@ -12,6 +12,7 @@ import pytest
 from agents.react.errors import RunCancelled
 from agents.react.executor import AgentExecutor
 from agents.react.prompt import PromptConfig
+from agents.react.tools import Tool
 from agents.react.types import ChatMessage, Completion, FinalAnswerStep
 from tests.react.tools import Interruptible
 
@@ -171,3 +172,38 @@ def test_a_tool_that_ends_wakes_its_run_without_waiting_for_the_next_poll():
     assert len(observations) == 1
     assert not observations[0].is_error
     assert steps[-1].text == "ok"
+
+
+class _WhereItRan(Tool):
+    """Records the thread each call ran on."""
+
+    description = "Says where it ran."
+
+    def __init__(self, name: str, *, inline: bool) -> None:
+        self.name = name
+        self.runs_inline = inline
+        self.threads: list[int] = []
+
+    def run(self, *, text: str) -> str:
+        self.threads.append(threading.get_ident())
+        return "ran"
+
+
+@pytest.mark.parametrize("inline", [True, False])
+def test_a_tool_that_runs_inline_runs_on_the_loop_and_others_on_a_tool_thread(inline):
+    tool = _WhereItRan("where", inline=inline)
+    replies = iter(["Thought: go\nAction: where\nAction Input: now", "Final Answer: ok"])
+
+    class Scripted(AwaitedModel):
+        async def acomplete(self, messages, **options):
+            return Completion(text=next(replies))
+
+    async def main():
+        steps = await asyncio.wait_for(_collect(_executor(Scripted(), tools=[tool])), WAIT)
+        return steps, threading.get_ident()
+
+    steps, loop_thread = asyncio.run(main())
+    assert [step.text for step in steps if step.kind == "observation"] == ["ran"]
+    assert steps[-1].text == "ok"
+    assert len(tool.threads) == 1
+    assert (tool.threads[0] == loop_thread) is inline

@@ -130,3 +130,11 @@ def test_deep_nesting_is_refused(calculator):
 def test_text_action_input_reaches_the_expression(calculator):
     assert calculator.coerce_input("(28+10)*3") == {"expression": "(28+10)*3"}
     assert calculator.run(**calculator.coerce_input("(28+10)*3")) == "114"
+
+
+def test_the_calculator_runs_inline_as_every_operation_is_bounded_first():
+    """The engine runs it without a tool thread (agents/react/tools.py, ``runs_inline``),
+    which is only safe because an expression too large to be quick is refused first."""
+    assert Calculator.runs_inline
+    with pytest.raises(ToolError, match="too large"):
+        Calculator().run(expression="9**9**9")

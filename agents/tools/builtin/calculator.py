@@ -101,6 +101,8 @@ class Calculator(ConfiguredTool):
         "parentheses, pi, e and functions such as sqrt, log, sin, round, min, max. "
         "Input: the expression, e.g. (28+10)*3"
     )
+    # Every operation is bounded before it runs (the module's docstring).
+    runs_inline = True
 
     def run(self, expression: str) -> str:
         return evaluate(expression, max_chars=self.config.get("max_input_chars", 500))
