@@ -636,8 +636,7 @@ def _append_fenced(
         "holder": worker_id,
         "running": Status.RUNNING.value,
         "n": len(items),
-        "types": [type for type, _ in items],
-        "payloads": [json.dumps(payload) for _, payload in items],
+        "events": json.dumps([{"type": type, "payload": payload} for type, payload in items]),
     }
     with connection.cursor() as cursor:
         cursor.execute(_fenced_append_sql(), params)
@@ -667,17 +666,25 @@ def _append_fenced(
 
 
 def _call_params(records: Sequence[ModelCallRecord]) -> dict[str, Any]:
+    """The calls as one JSON document: an array parameter of JSON texts is escaped element by
+    element (a regular expression per quote, in Python), one text parameter in C."""
+    calls = [
+        {
+            "messages": record.messages,
+            "options": record.options,
+            "text": record.response_text,
+            "tools": record.tool_calls,
+            "prompt": record.prompt_tokens,
+            "completion": record.completion_tokens,
+            "ms": record.duration_ms,
+            "error": record.error,
+        }
+        for record in records
+    ]
     return {
         "prompt": sum(record.prompt_tokens for record in records),
         "completion": sum(record.completion_tokens for record in records),
-        "c_messages": [json.dumps(record.messages) for record in records],
-        "c_options": [json.dumps(record.options) for record in records],
-        "c_text": [record.response_text for record in records],
-        "c_tools": [json.dumps(record.tool_calls) for record in records],
-        "c_prompt": [record.prompt_tokens for record in records],
-        "c_completion": [record.completion_tokens for record in records],
-        "c_ms": [record.duration_ms for record in records],
-        "c_error": [record.error for record in records],
+        "calls": json.dumps(calls),
     }
 
 
@@ -705,16 +712,14 @@ def _calls_cte() -> str:
     INSERT INTO {table} (run_id, {index}, request_messages, request_options,
         response_text, response_tool_calls, prompt_tokens, completion_tokens, duration_ms,
         error, created_at)
-    SELECT held.id, numbering.next + call.ord - 1, call.messages, call.options, call.text,
-        call.tools, call.prompt, call.completion, call.ms, call.error, now()
+    SELECT held.id, numbering.next + call.ord - 1, call.doc -> 'messages',
+        call.doc -> 'options', call.doc ->> 'text', call.doc -> 'tools',
+        (call.doc ->> 'prompt')::int, (call.doc ->> 'completion')::int,
+        (call.doc ->> 'ms')::int, call.doc ->> 'error', now()
     FROM held,
         (SELECT coalesce(max({index}) + 1, 0) AS next
          FROM {table} WHERE run_id = %(run)s) AS numbering,
-        unnest(%(c_messages)s::jsonb[], %(c_options)s::jsonb[], %(c_text)s::text[],
-               %(c_tools)s::jsonb[], %(c_prompt)s::int[], %(c_completion)s::int[],
-               %(c_ms)s::int[], %(c_error)s::text[])
-            WITH ORDINALITY AS call(messages, options, text, tools, prompt, completion, ms,
-                                    error, ord)
+        jsonb_array_elements(%(calls)s::jsonb) WITH ORDINALITY AS call(doc, ord)
 )"""  # noqa: S608
 
 
@@ -740,10 +745,9 @@ WITH held AS (
     RETURNING last_seq - %(n)s AS base
 ), appended AS (
     INSERT INTO {table(RunEvent)} (conversation_id, run_id, seq, type, payload, created_at)
-    SELECT %(conv)s, %(run)s, bumped.base + event.ord, event.type, event.payload, now()
-    FROM bumped,
-        unnest(%(types)s::text[], %(payloads)s::jsonb[]) WITH ORDINALITY
-            AS event(type, payload, ord)
+    SELECT %(conv)s, %(run)s, bumped.base + event.ord, event.doc ->> 'type',
+        event.doc -> 'payload', now()
+    FROM bumped, jsonb_array_elements(%(events)s::jsonb) WITH ORDINALITY AS event(doc, ord)
     RETURNING id, seq, created_at
 )
 SELECT (SELECT count(*) FROM held), appended.id, appended.seq, appended.created_at

@@ -346,6 +346,35 @@ def test_prior_steps_give_a_resumed_attempt_its_calls_and_steps(queued_run):
     assert (prior[0].prompt_tokens, prior[0].completion_tokens) == (5, 2)
 
 
+def test_a_fenced_write_stores_calls_and_steps_exactly_as_given(queued_run):
+    """Quotes, backslashes, newlines, non-Latin text and emoji survive the one JSON document
+    the calls and events travel in."""
+    run = run_claim(run_id=queued_run.pk, worker_id="w1")
+    tricky = 'He said "2\\3" \n\t{x} \\u0041 — 你好 🧮\r\nend'
+    call = ModelCallRecord(
+        index=0,
+        messages=[{"role": "user", "content": tricky, "name": None}],
+        options={"temperature": 0.25, "stop": ["\nObservation:"]},
+        response_text=tricky,
+        tool_calls=[{"id": "c1", "arguments": '{"a": "\\""}'}],
+        prompt_tokens=7,
+        completion_tokens=3,
+        duration_ms=12,
+        error="",
+    )
+    thought = ThoughtStep(text=tricky)
+
+    run_record_steps(run=run, steps=[call, thought], worker_id="w1")
+
+    stored = ModelCall.objects.get(run=run)
+    assert stored.request_messages == call.messages
+    assert stored.request_options == call.options
+    assert stored.response_text == tricky
+    assert stored.response_tool_calls == call.tool_calls
+    assert (stored.prompt_tokens, stored.completion_tokens, stored.duration_ms) == (7, 3, 12)
+    assert run_prior_steps(run=run)[-1] == thought
+
+
 def test_after_a_takeover_the_old_holder_can_write_nothing(queued_run, settings):
     old = run_claim(run_id=queued_run.pk, worker_id="w1")
     stale = timezone.now() - timedelta(seconds=settings.AGENT_HEARTBEAT_STALE_SECONDS + 1)
