@@ -137,9 +137,9 @@ def _bump_and_insert(
 WITH bumped AS ({bump} RETURNING {quote("last_seq")} - %s AS base)
 INSERT INTO {quote(RunEvent._meta.db_table)}
     (conversation_id, run_id, seq, type, payload, created_at)
-SELECT %s::bigint, %s::bigint, bumped.base + event.ord, event.type, event.payload, now()
-FROM bumped,
-    unnest(%s::text[], %s::jsonb[]) WITH ORDINALITY AS event(type, payload, ord)
+SELECT %s::bigint, %s::bigint, bumped.base + event.ord, event.doc ->> 'type',
+    event.doc -> 'payload', now()
+FROM bumped, jsonb_array_elements(%s::jsonb) WITH ORDINALITY AS event(doc, ord)
 RETURNING id, seq, created_at
 """  # noqa: S608
     run_id = run.pk if run is not None else None
@@ -150,8 +150,8 @@ RETURNING id, seq, created_at
         len(items),
         conversation.pk,
         run_id,
-        [type for type, _ in items],
-        [json.dumps(payload) for _, payload in items],
+        # One JSON document, as the fenced appends send theirs (``_call_params``).
+        json.dumps([{"type": type, "payload": payload} for type, payload in items]),
     ]
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
