@@ -22,7 +22,7 @@ import json
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from functools import cache
+from functools import cache, lru_cache
 from pathlib import Path
 
 from agents.react.errors import PromptTemplateError
@@ -87,12 +87,19 @@ def default_template(mode: str, label_set_code: str) -> str:
 def template_variables(template: str) -> list[str]:
     """The ``{name}`` placeholders in order of first use (a brace pair that is not a name,
     like JSON, is literal text and not listed)."""
+    return list(_template_variables(template))
+
+
+# A run asks at every step about the same few templates; scanning one each time was about
+# a third of building the step's prompt.
+@lru_cache(maxsize=64)
+def _template_variables(template: str) -> tuple[str, ...]:
     names: list[str] = []
     for match in _PLACEHOLDER.finditer(template):
         name = match.group(1)
         if name is not None and _IDENTIFIER.fullmatch(name.strip()) and name not in names:
             names.append(name)
-    return names
+    return tuple(names)
 
 
 def validate_template(
