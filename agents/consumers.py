@@ -12,15 +12,13 @@ import functools
 import json
 from collections.abc import Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
-from importlib import import_module
-from types import SimpleNamespace
 from typing import Any, ParamSpec, TypeVar
 from urllib.parse import parse_qs
 
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
 from django.conf import settings
-from django.contrib import auth
+from django.contrib.auth.models import User
 from django.utils import translation
 from django.utils.translation import gettext as _
 
@@ -45,6 +43,7 @@ from agents.protocol import (
 from agents.ratelimit import rate_limit_hit
 from agents.services.approvals import approval_decide, run_continue
 from agents.services.conversations import ConversationGone, message_send, run_cancel
+from agents.session_check import session_signs_in
 from agents.socket_drain import SCOPE_KEY, SocketDrain
 
 # Events read from the database per page of a replay; the socket drains between pages.
@@ -390,7 +389,7 @@ class ConversationConsumer(AsyncJsonWebsocketConsumer):
             user=self.scope["user"], conversation_id=self.conversation_id
         )
 
-    def _signed_in_user(self):
+    def _signed_in_user(self) -> User:
         """The socket's user, if its session still signs them in; before every write.
 
         A logout closes the socket (``chat_signed_out``), but a channel-layer message can be
@@ -398,11 +397,7 @@ class ConversationConsumer(AsyncJsonWebsocketConsumer):
         """
         user = self.scope["user"]
         session_key = getattr(self.scope.get("session"), "session_key", None)
-        if not session_key:
-            raise SignedOut
-        session_engine = import_module(settings.SESSION_ENGINE)
-        current = auth.get_user(SimpleNamespace(session=session_engine.SessionStore(session_key)))
-        if not current.is_authenticated or current.pk != user.pk:
+        if not session_signs_in(session_key=session_key, user_id=user.pk):
             raise SignedOut
         return user
 

@@ -11,7 +11,7 @@ The resolvers below answer the questions every caller used to answer on its own:
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
@@ -24,6 +24,9 @@ if TYPE_CHECKING:
     from agents.models import AgentProfile, ModelConfig, PromptVersion
 
 _ENGINE_DEFAULTS = AgentConfig()
+
+# A profile's tools as (id, name) pairs, ordered by name.
+ToolPairs = Sequence[tuple[int, str]]
 
 
 class SnapshotInvalid(ValueError):
@@ -102,9 +105,14 @@ class ProfileSnapshot:
         return replace(self, mode=mode)
 
 
-def profile_snapshot(profile: AgentProfile) -> dict[str, Any]:
-    """Everything a run needs from a profile, frozen as plain JSON: what a version stores."""
-    tools = list(profile.tools.order_by("name").values_list("id", "name"))
+def profile_snapshot(profile: AgentProfile, *, tools: ToolPairs | None = None) -> dict[str, Any]:
+    """Everything a run needs from a profile, frozen as plain JSON: what a version stores.
+
+    ``tools``: the profile's (id, name) pairs by name, if the caller read them already (a
+    send reads them with its row lock); else they are read here.
+    """
+    if tools is None:
+        tools = list(profile.tools.order_by("name").values_list("id", "name"))
     snapshot: dict[str, Any] = {
         "name": profile.name,
         "slug": profile.slug,

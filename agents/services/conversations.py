@@ -7,6 +7,7 @@ version, and the ``message.created`` event. The Celery task is enqueued only aft
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from typing import Any, cast
 
@@ -25,9 +26,10 @@ from agents.models import (
     Message,
     ModelConfig,
     PromptVersion,
+    ToolConfig,
     UsageEntry,
 )
-from agents.profile_snapshot import ProfileSnapshot, snapshot_model_config
+from agents.profile_snapshot import ProfileSnapshot, ToolPairs, snapshot_model_config
 from agents.protocol import (
     FrameType,
     RefusalCode,
@@ -310,17 +312,25 @@ class _Locked:
     default_profile: AgentProfile | None
     # The latest prompt version of the profile read with the lock (None: it has none).
     latest_version: PromptVersion | None
+    # The profile read with the lock (None: there was none) and its tools, by name (None:
+    # not read with the lock, on a database other than PostgreSQL and SQLite).
+    profile_id: int | None
+    tools: ToolPairs | None
 
     def latest_version_of(self, profile: AgentProfile) -> PromptVersion | None:
         """The latest version read with the lock, if ``profile`` is the one it belongs to."""
         version = self.latest_version
         return version if version is not None and version.profile_id == profile.pk else None
 
+    def tools_of(self, profile: AgentProfile) -> ToolPairs | None:
+        """The tools read with the lock, if ``profile`` is the one they belong to."""
+        return self.tools if profile.pk is not None and profile.pk == self.profile_id else None
+
 
 def _lock_owned(*, conversation: Conversation, user: User) -> _Locked:
     """Lock the user's conversation row; with it, in the same statement, the profile a run
-    would use (the conversation's, else the default one), that profile's model endpoint and
-    its latest prompt version.
+    would use (the conversation's, else the default one), that profile's model endpoint, its
+    latest prompt version and its tools (what ``prompt_version_current`` compares).
 
     Plain SQL: every send runs it, and the ORM's version (``select_for_update`` with
     ``select_related``) cost daphne several times as much to build as to run.
@@ -340,7 +350,7 @@ def _lock_owned(*, conversation: Conversation, user: User) -> _Locked:
     # transaction instead (chatsite/settings.py).
     lock = " FOR UPDATE OF c" if connection.features.has_select_for_update_of else ""
     sql = f"""
-        SELECT {selected} FROM {conversations} AS c
+        SELECT {selected}, {_tools_by_name(profile="p")} FROM {conversations} AS c
         LEFT JOIN {profiles} AS p ON p.id = COALESCE(
             c.profile_id, (SELECT id FROM {profiles} WHERE is_default LIMIT 1)
         )
@@ -365,10 +375,42 @@ def _lock_owned(*, conversation: Conversation, user: User) -> _Locked:
     latest = cast(PromptVersion | None, parts[3])
     if profile is not None:
         AgentProfile._meta.get_field("model_config").set_cached_value(profile, parts[2])
-    if locked.profile_id is None:
-        return _Locked(conversation=locked, default_profile=profile, latest_version=latest)
-    Conversation._meta.get_field("profile").set_cached_value(locked, profile)
-    return _Locked(conversation=locked, default_profile=None, latest_version=latest)
+    if locked.profile_id is not None:
+        Conversation._meta.get_field("profile").set_cached_value(locked, profile)
+    return _Locked(
+        conversation=locked,
+        default_profile=profile if locked.profile_id is None else None,
+        latest_version=latest,
+        profile_id=profile.pk if profile is not None else None,
+        tools=_tool_pairs(row[-1]),
+    )
+
+
+def _tools_by_name(*, profile: str) -> str:
+    """A column for ``_lock_owned``: the (id, name) pairs of the tools of the profile aliased
+    ``profile``, ordered by name as ``profile_snapshot`` orders them, as JSON text."""
+    quote = connection.ops.quote_name
+    tools = quote(ToolConfig._meta.db_table)
+    links = quote(AgentProfile.tools.through._meta.db_table)
+    # Only table names and the alias are formatted in.
+    chosen = f"""FROM {links} AS pt JOIN {tools} AS t ON t.id = pt.toolconfig_id
+        WHERE pt.agentprofile_id = {profile}.id"""
+    if connection.vendor == "postgresql":
+        return f"""COALESCE((SELECT json_agg(json_build_array(t.id, t.name) ORDER BY t.name)
+            {chosen})::text, '[]')"""
+    if connection.vendor == "sqlite":
+        # No ORDER BY inside an aggregate before SQLite 3.44. An ordered subquery under an
+        # aggregate is not flattened, so its rows reach json_group_array in order (tests/
+        # services/test_conversations.py checks it against profile_snapshot's order).
+        return f"""(SELECT json_group_array(json_array(id, name)) FROM (
+            SELECT t.id, t.name {chosen} ORDER BY t.name))"""  # noqa: S608
+    return "NULL"  # elsewhere profile_snapshot reads them
+
+
+def _tool_pairs(value: str | None) -> ToolPairs | None:
+    if value is None:
+        return None
+    return [(tool_id, name) for tool_id, name in json.loads(value)]
 
 
 @dataclass(frozen=True)
@@ -504,7 +546,9 @@ def _profile_for(
 
 
 def _queue_run(*, lock: _Locked, message: Message, profile: AgentProfile, user: User) -> AgentRun:
-    version = prompt_version_current(profile=profile, latest=lock.latest_version_of(profile))
+    version = prompt_version_current(
+        profile=profile, latest=lock.latest_version_of(profile), tools=lock.tools_of(profile)
+    )
     snapshot = ProfileSnapshot.from_version(version)
     if snapshot.model_config_id is not None and snapshot.model_config_id == profile.model_config_id:
         model_config = profile.model_config  # read with the profile (select_related)

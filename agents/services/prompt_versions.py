@@ -15,22 +15,28 @@ from django.contrib.auth.models import User
 from django.db import transaction
 
 from agents.models import AgentProfile, PromptVersion, ToolConfig
-from agents.profile_snapshot import ProfileSnapshot, profile_snapshot, snapshot_model_config
+from agents.profile_snapshot import (
+    ProfileSnapshot,
+    ToolPairs,
+    profile_snapshot,
+    snapshot_model_config,
+)
 
 
 def prompt_version_current(
-    *, profile: AgentProfile, latest: PromptVersion | None = None
+    *, profile: AgentProfile, latest: PromptVersion | None = None, tools: ToolPairs | None = None
 ) -> PromptVersion:
     """The profile's latest version if it still matches the profile, else a new one.
 
     Checked without a lock first: ``prompt_version_ensure`` locks the profile row, and every
     send of every user on the default profile would otherwise queue behind that lock.
-    ``latest``: the profile's latest version if the caller read it already (a send reads it
-    with the profile, in its row-lock statement); else it is read here.
+    ``latest`` and ``tools``: the profile's latest version and its tools if the caller read
+    them already (a send reads them with the profile, in its row-lock statement); else they
+    are read here.
     """
     if latest is None:
         latest = profile.versions.order_by("-number").first()
-    if latest is not None and latest.snapshot == profile_snapshot(profile):
+    if latest is not None and latest.snapshot == profile_snapshot(profile, tools=tools):
         return latest
     return prompt_version_ensure(profile=profile)
 

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 import pytest
 from django.conf import settings
 from django.contrib.sessions.models import Session
 from django.test import Client
+from django.utils import timezone
 
 from agents.models import AgentRun, Message
 from agents.services.conversations import message_send
@@ -46,7 +49,9 @@ def test_logout_closes_the_sockets_of_that_sign_in_only(user, conversation):
     assert still_open == {"type": "pong"}
 
 
-@pytest.mark.parametrize("ended_by", ["session deleted", "password changed"])
+@pytest.mark.parametrize(
+    "ended_by", ["session deleted", "session expired", "password changed", "user deactivated"]
+)
 @pytest.mark.parametrize("frame_type", ["message.send", "run.cancel"])
 def test_a_write_after_the_session_ended_is_refused_and_closes_the_socket(
     user, conversation, ended_by, frame_type
@@ -62,8 +67,13 @@ def test_a_write_after_the_session_ended_is_refused_and_closes_the_socket(
     def end_the_session() -> None:
         if ended_by == "session deleted":
             Session.objects.all().delete()
-        else:
+        elif ended_by == "session expired":
+            Session.objects.update(expire_date=timezone.now() - timedelta(seconds=1))
+        elif ended_by == "password changed":
             user.set_password("a-new-password-1")
+            user.save()
+        else:
+            user.is_active = False
             user.save()
 
     async def body():

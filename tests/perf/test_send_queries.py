@@ -23,14 +23,14 @@ from tests.perf.test_query_counts import count_queries
 pytestmark = pytest.mark.django_db
 
 
-# The session and its user (2), the conversation's row lock with the profile a run would use
-# (the default one, the conversation having none), its endpoint and its latest prompt
-# version (1), one read of its messages and runs (1), the profile's groups (1), the message
-# (1), the profile's tools (1), the run and its ledger entry (2), the seq bump with the
-# conversation's own changes and the event (one statement on PostgreSQL, two elsewhere);
-# plus the (save)point and its release.
+# The session and its user (1, agents/session_check.py), the conversation's row lock with the
+# profile a run would use (the default one, the conversation having none), its endpoint, its
+# latest prompt version and its tools (1), one read of its messages and runs (1), the
+# profile's groups (1), the message (1), the run and its ledger entry (2), the seq bump with
+# the conversation's own changes and the event (one statement on PostgreSQL, two
+# elsewhere); plus the (save)point and its release.
 def send_statements() -> int:
-    return 12 if connection.vendor == "postgresql" else 13
+    return 10 if connection.vendor == "postgresql" else 11
 
 
 def socket_send(user, conversation, *, content: str, client_id: str) -> None:
@@ -71,6 +71,6 @@ def test_a_repeated_client_id_reads_and_writes_nothing_more(user):
     conversation = conversation_create(owner=user)
     send = socket_send(user, conversation, content="go", client_id="c")
     send()
-    # The session (2), the lock (1), the read under it (1), the message and its run (2).
-    assert count_queries(send) <= 8
+    # The session (1), the lock (1), the read under it (1), the message and its run (2).
+    assert count_queries(send) <= 7
     assert Message.objects.filter(conversation=conversation).count() == 1

@@ -5,7 +5,15 @@ from __future__ import annotations
 import pytest
 from django.contrib.auth.models import Group
 
-from agents.models import AgentProfile, AgentRun, Conversation, Message, RunEvent
+from agents.models import (
+    AgentProfile,
+    AgentRun,
+    Conversation,
+    Message,
+    PromptVersion,
+    RunEvent,
+    ToolConfig,
+)
 from agents.protocol import RequestRefused
 from agents.react.types import FinalAnswerStep
 from agents.selectors import events_after
@@ -377,3 +385,95 @@ def test_the_prompt_version_read_with_the_lock_is_reused_until_the_profile_chang
     assert changed.number == first.number + 1
     assert changed.snapshot != first.snapshot
     assert send("d").profile_version == changed
+
+
+def _tool(name: str) -> ToolConfig:
+    return ToolConfig.objects.create(name=name, kind="calculator", description=name)
+
+
+def test_the_lock_reads_the_profiles_tools_as_the_snapshot_does(
+    conversation, user, default_profile, django_assert_num_queries
+):
+    from agents.services.conversations import _lock_owned
+
+    # Created out of name order, and names whose order depends on case.
+    default_profile.tools.add(_tool("zeta"), _tool("Beta"), _tool("alpha_2"), _tool("alpha"))
+    other = AgentProfile.objects.create(name="Other", slug="other")
+
+    with django_assert_num_queries(1):
+        lock = _lock_owned(conversation=conversation, user=user)
+
+    expected = list(default_profile.tools.order_by("name").values_list("id", "name"))
+    assert lock.tools_of(default_profile) == expected
+    assert lock.tools_of(other) is None  # not the profile read with the lock
+
+
+def test_the_lock_reads_no_tools_for_a_profile_without_any(user):
+    from agents.services.conversations import _lock_owned
+
+    profile = AgentProfile.objects.create(name="Bare", slug="bare")
+    conversation = conversation_create(owner=user, profile=profile)
+
+    assert _lock_owned(conversation=conversation, user=user).tools_of(profile) == []
+
+
+@pytest.mark.parametrize("whose", ["the default profile", "the conversation's own"])
+def test_an_edit_of_the_profiles_tools_writes_a_new_version_at_the_next_send(
+    user, default_profile, whose
+):
+    """What the admin does to a profile's tools (add, rename, remove) pins the next run to a
+    new version; a send after no change reuses the last one."""
+    if whose == "the default profile":
+        profile = default_profile
+        conversation = conversation_create(owner=user)
+    else:
+        profile = AgentProfile.objects.create(name="Own", slug="own")
+        conversation = conversation_create(owner=user, profile=profile)
+    sent = iter(range(100))
+
+    def send() -> PromptVersion:
+        run = message_send(
+            conversation=conversation, user=user, content="hi", client_id=f"c{next(sent)}"
+        ).run
+        AgentRun.objects.filter(pk=run.pk).update(status=AgentRun.Status.SUCCEEDED)
+        return run.profile_version
+
+    def tools(version: PromptVersion) -> list[tuple[int, str]]:
+        snapshot = version.snapshot
+        return list(zip(snapshot["tool_ids"], snapshot["tool_names"], strict=True))
+
+    first = send()
+    before = tools(first)
+    zeta, alpha = _tool("zeta"), _tool("alpha")
+    profile.tools.add(zeta, alpha)
+    added = send()
+    assert added.number == first.number + 1
+    assert tools(added) == sorted([*before, (alpha.pk, "alpha"), (zeta.pk, "zeta")], key=name)
+    assert send() == added
+
+    alpha.name = "zulu"
+    alpha.save()
+    renamed = send()
+    assert renamed.number == added.number + 1
+    assert tools(renamed) == sorted([*before, (zeta.pk, "zeta"), (alpha.pk, "zulu")], key=name)
+    assert send() == renamed
+
+    profile.tools.remove(zeta)
+    removed = send()
+    assert removed.number == renamed.number + 1
+    assert tools(removed) == sorted([*before, (alpha.pk, "zulu")], key=name)
+    assert send() == removed
+
+
+def name(tool: tuple[int, str]) -> str:
+    return tool[1]
+
+
+def test_a_send_with_another_profile_pins_that_profiles_tools(conversation, user, default_profile):
+    other = AgentProfile.objects.create(name="Other", slug="other")
+    other.tools.add(_tool("only_mine"))
+
+    run = message_send(conversation=conversation, user=user, content="hi", profile=other).run
+
+    assert run.profile_version.profile == other
+    assert run.profile_version.snapshot["tool_names"] == ["only_mine"]

@@ -1,0 +1,66 @@
+"""What the socket's session check costs in this process: ``django.contrib.auth.get_user`` on
+the stored session (the check before every write until agents/session_check.py) against
+``session_signs_in``, for one signed-in session, in alternating rounds (CPU time).
+
+    .venv/bin/python bench/session_check_cost.py --calls 400 --rounds 6
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+from collections.abc import Callable
+from importlib import import_module
+from types import SimpleNamespace
+
+import live
+from django.conf import settings
+from django.contrib import auth
+from django.test import Client
+
+from agents.session_check import session_signs_in
+
+
+def cpu_ms_per_call(check: Callable[[], bool], calls: int) -> float:
+    for _ in range(20):
+        check()
+    began = time.process_time()
+    for _ in range(calls):
+        assert check()
+    return (time.process_time() - began) * 1000 / calls
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--calls", type=int, default=400)
+    parser.add_argument("--rounds", type=int, default=6)
+    args = parser.parse_args()
+    live.migrate()
+    user = live.make_user("sessioncheck")
+    client = Client()
+    client.force_login(user)
+    session_key = client.cookies[settings.SESSION_COOKIE_NAME].value
+    engine = import_module(settings.SESSION_ENGINE)
+
+    def through_get_user() -> bool:
+        current = auth.get_user(SimpleNamespace(session=engine.SessionStore(session_key)))
+        return bool(current.is_authenticated and current.pk == user.pk)
+
+    def one_statement() -> bool:
+        return session_signs_in(session_key=session_key, user_id=user.pk)
+
+    checks = {"auth.get_user": through_get_user, "session_signs_in": one_statement}
+    spent: dict[str, list[float]] = {name: [] for name in checks}
+    names = list(checks)
+    for round_number in range(args.rounds):
+        for name in names if round_number % 2 == 0 else reversed(names):
+            spent[name].append(cpu_ms_per_call(checks[name], args.calls))
+    print(f"the session check, CPU ms per call, {args.calls} calls a round:")
+    for name, values in spent.items():
+        rounds = ", ".join(f"{value:.3f}" for value in values)
+        print(f"  {name:18s} median {statistics.median(values):.3f}  ({rounds})")
+
+
+if __name__ == "__main__":
+    main()
