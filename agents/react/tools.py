@@ -118,9 +118,10 @@ class Tool:
     # A person approves each call before it runs (the engine pauses the run to ask).
     needs_approval: bool = False
     # Every call is bounded CPU work of well under a millisecond, with no I/O and no
-    # waiting: the engine runs it in its own thread instead of handing it to a tool thread,
-    # a hop that costs more than such a call (docs/performance.md). Such a call cannot time
-    # out or be interrupted, so anything that could take longer leaves this False.
+    # waiting: the engine runs it in the thread the engine runs in, instead of handing it to
+    # a tool thread, a hop that costs more than such a call (docs/performance.md). Such a
+    # call cannot time out or be interrupted, so anything that could take longer leaves
+    # this False.
     runs_inline: bool = False
 
     def run(self, *args: Any, **kwargs: Any) -> str:
