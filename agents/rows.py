@@ -57,6 +57,18 @@ def instance(model: type[Model], values: Sequence[Any]) -> Model | None:
     return model.from_db(connection.alias, [field.attname for field in fields], converted)
 
 
+def instances(models: Sequence[type[Model]], row: Sequence[Any]) -> list[Model | None]:
+    """One instance per model from a row of their ``columns(...)`` side by side, in order
+    (None for the missing side of an outer join)."""
+    found: list[Model | None] = []
+    start = 0
+    for model in models:
+        end = start + len(model._meta.concrete_fields)
+        found.append(instance(model, row[start:end]))
+        start = end
+    return found
+
+
 class StoredEvent(NamedTuple):
     """What a stored event's frame is built from (``agents.protocol.event_frame``), as a
     replay reads it: the same fields a ``RunEvent`` has, without the model instance."""

@@ -38,7 +38,7 @@ from agents.protocol import (
     message_created_payload,
 )
 from agents.ratelimit import rate_limit_hit
-from agents.rows import columns, instance
+from agents.rows import columns, instances
 from agents.services.approvals import approvals_cancel
 from agents.services.branches import branch_activate
 from agents.services.defaults import default_profile
@@ -365,11 +365,8 @@ def _lock_owned(*, conversation: Conversation, user: User) -> _Locked:
         row = cursor.fetchone()
     if row is None:
         raise ConversationGone
-    parts, start = [], 0
-    for model in models:
-        end = start + len(model._meta.concrete_fields)
-        parts.append(instance(model, row[start:end]))
-        start = end
+    # The models' columns, then the tools' (the last column).
+    parts = instances(models, row)
     locked = cast(Conversation, parts[0])
     profile = cast(AgentProfile | None, parts[1])
     latest = cast(PromptVersion | None, parts[3])

@@ -48,7 +48,7 @@ from agents.react.types import (
     step_from_event,
     step_to_event,
 )
-from agents.rows import columns, instance
+from agents.rows import columns, instances
 from agents.services.usage import usage_record_run_tokens
 
 logger = logging.getLogger(__name__)
@@ -306,13 +306,7 @@ LEFT JOIN {tables[5]} AS e ON e.id = r.model_config_id
         row = cursor.fetchone()
     if row is None:
         return None
-    parts: list[Any] = []
-    start = 0
-    for model in models_read:
-        end = start + len(model._meta.concrete_fields)
-        parts.append(instance(model, row[start:end]))
-        start = end
-    run, conversation, owner, question, version, endpoint = parts
+    run, conversation, owner, question, version, endpoint = instances(models_read, row)
     _cache_related(Conversation, "owner", conversation, owner)
     related = zip(_CLAIM_READS, (conversation, question, version, endpoint), strict=True)
     for path, value in related:
