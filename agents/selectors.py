@@ -27,6 +27,7 @@ from agents.models import (
     ToolConfig,
     UserPreference,
 )
+from agents.prepared import prepared_cursor
 from agents.rows import StoredEvent, column_converter, columns, instance
 
 # The same statuses as agents.services.runs.ACTIVE_STATUSES; reads do not import services.
@@ -109,7 +110,7 @@ def conversation_last_seq(*, user: User | AnonymousUser, conversation_id: int) -
         return None
     table = connection.ops.quote_name(Conversation._meta.db_table)
     sql = f"SELECT last_seq FROM {table} WHERE id = %s AND owner_id = %s"  # noqa: S608 (the table)
-    with connection.cursor() as cursor:
+    with prepared_cursor() as cursor:
         cursor.execute(sql, [conversation_id, user.pk])
         row = cursor.fetchone()
     return None if row is None else int(row[0])
@@ -136,7 +137,7 @@ def event_rows_after(*, conversation_id: int, after_seq: int, limit: int) -> lis
         SELECT {", ".join(quote(name) for name in names)} FROM {table}
         WHERE conversation_id = %s AND seq > %s ORDER BY seq LIMIT %s
     """  # noqa: S608 (only names from this module are formatted in)
-    with connection.cursor() as cursor:
+    with prepared_cursor() as cursor:
         cursor.execute(sql, [conversation_id, after_seq, limit])
         rows = cursor.fetchall()
     convert = [column_converter(RunEvent, name) for name in names]
@@ -184,7 +185,7 @@ def _branch_rows(
         )
         SELECT {wanted} FROM branch ORDER BY id
     """  # noqa: S608 (only names from this module are formatted in)
-    with connection.cursor() as cursor:
+    with prepared_cursor() as cursor:
         cursor.execute(sql, [leaf_id, conversation.pk])
         rows: list[tuple[Any, ...]] = cursor.fetchall()
     return rows
@@ -219,7 +220,7 @@ def branch_newest_leaf(*, conversation: Conversation, message_id: int) -> int | 
         )
         SELECT MAX(id) FROM below
     """  # noqa: S608 (only the table name is formatted in)
-    with connection.cursor() as cursor:
+    with prepared_cursor() as cursor:
         cursor.execute(sql, [message_id, conversation.pk])
         row = cursor.fetchone()
     return row[0] if row else None
@@ -498,7 +499,7 @@ def tool_configs_enabled(*, ids: list[int]) -> list[ToolConfig]:
         f"SELECT {', '.join(columns(ToolConfig, 't'))} FROM {table} AS t "  # noqa: S608
         f"WHERE t.id IN ({placeholders}) AND t.enabled"
     )
-    with connection.cursor() as cursor:
+    with prepared_cursor() as cursor:
         cursor.execute(sql, ids)
         return [cast(ToolConfig, instance(ToolConfig, row)) for row in cursor.fetchall()]
 

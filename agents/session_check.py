@@ -31,6 +31,7 @@ from django.db import connection
 from django.utils import timezone
 from django.utils.crypto import constant_time_compare
 
+from agents.prepared import prepared_cursor
 from agents.rows import column_converter
 
 DATABASE_ENGINE = "django.contrib.sessions.backends.db"
@@ -92,7 +93,7 @@ def _session_and_user(session_key: str, user_id: int) -> tuple[str, str, bool] |
         WHERE s.session_key = %s AND s.expire_date > %s
     """  # noqa: S608 (only table names are formatted in)
     now = connection.ops.adapt_datetimefield_value(timezone.now())
-    with connection.cursor() as cursor:
+    with prepared_cursor() as cursor:
         cursor.execute(sql, [user_id, session_key, now])
         row = cursor.fetchone()
     if row is None:

@@ -29,6 +29,7 @@ from agents.models import (
     ToolConfig,
     UsageEntry,
 )
+from agents.prepared import prepared_cursor
 from agents.profile_snapshot import ProfileSnapshot, ToolPairs, snapshot_model_config
 from agents.protocol import (
     FrameType,
@@ -360,7 +361,7 @@ def _lock_owned(*, conversation: Conversation, user: User) -> _Locked:
         )
         WHERE c.id = %s AND c.owner_id = %s{lock}
     """  # noqa: S608 (only table and column names are formatted in)
-    with connection.cursor() as cursor:
+    with prepared_cursor() as cursor:
         cursor.execute(sql, [conversation.pk, user.pk])
         row = cursor.fetchone()
     if row is None:
@@ -450,7 +451,7 @@ def _read_under_lock(
             f"""EXISTS (SELECT 1 FROM {messages} WHERE conversation_id = %s AND id = %s)"""  # noqa: S608
         )
         params += [conversation.pk, parent_id]
-    with connection.cursor() as cursor:
+    with prepared_cursor() as cursor:
         cursor.execute("SELECT " + ", ".join(reads), params)
         row = cursor.fetchone()
     blocking, *rest = row
@@ -511,7 +512,7 @@ def _check_profile_allowed(*, profile: AgentProfile, user: User) -> None:
                 WHERE allowed.agentprofile_id = %s AND member.user_id = %s
             )
     """  # noqa: S608 (only table names are formatted in)
-    with connection.cursor() as cursor:
+    with prepared_cursor() as cursor:
         cursor.execute(sql, [profile.pk, profile.pk, user.pk])
         (allowed,) = cursor.fetchone()
     if not allowed:

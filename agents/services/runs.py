@@ -34,6 +34,7 @@ from agents.models import (
     RunEvent,
     UsageEntry,
 )
+from agents.prepared import prepared_cursor
 from agents.protocol import (
     FrameType,
     run_cancelled_payload,
@@ -153,7 +154,7 @@ RETURNING id, seq, created_at
         # One JSON document, as the fenced appends send theirs (``_call_params``).
         json.dumps([{"type": type, "payload": payload} for type, payload in items]),
     ]
-    with connection.cursor() as cursor:
+    with prepared_cursor() as cursor:
         cursor.execute(sql, params)
         rows = sorted(cursor.fetchall(), key=lambda row: row[1])
     if not rows:
@@ -200,7 +201,7 @@ def _bump_seq(conversation_id: int, *, by: int, assign: Mapping[str, Any]) -> in
     bump, values = _bump_clause(assign)
     column = connection.ops.quote_name(str(Conversation._meta.get_field("last_seq").column))
     # Only quoted names from the model's own metadata are formatted in; values are parameters.
-    with connection.cursor() as cursor:
+    with prepared_cursor() as cursor:
         cursor.execute(f"{bump} RETURNING {column}", [by, *values, conversation_id])
         row = cursor.fetchone()
     if row is None:
@@ -301,7 +302,7 @@ LEFT JOIN {tables[5]} AS e ON e.id = r.model_config_id
         "active": [str(status) for status in ACTIVE_STATUSES],
         "stale": _stale_before(),
     }
-    with connection.cursor() as cursor:
+    with prepared_cursor() as cursor:
         cursor.execute(sql, params)
         row = cursor.fetchone()
     if row is None:
@@ -405,7 +406,7 @@ def runs_cancel_requested(*, run_ids: list[int]) -> set[int]:
 def _ids_returned(sql: str, params: list[Any]) -> set[int]:
     """The ids a statement on the runs table returns (``{table}`` is its quoted name)."""
     table = connection.ops.quote_name(AgentRun._meta.db_table)
-    with connection.cursor() as cursor:
+    with prepared_cursor() as cursor:
         cursor.execute(sql.format(table=table), params)
         return {row[0] for row in cursor.fetchall()}
 
@@ -633,7 +634,7 @@ def _append_fenced(
         "n": len(items),
         "events": json.dumps([{"type": type, "payload": payload} for type, payload in items]),
     }
-    with connection.cursor() as cursor:
+    with prepared_cursor() as cursor:
         cursor.execute(_fenced_append_sql(), params)
         rows = cursor.fetchall()
     if not rows or not rows[0][0]:
@@ -866,7 +867,7 @@ def _finish_fenced(
         "question": run.trigger_message_id,
     }
     with transaction.atomic():
-        with connection.cursor() as cursor:
+        with prepared_cursor() as cursor:
             cursor.execute(_finish_sql(), params)
             row = cursor.fetchone()
         if row is None:

@@ -1,0 +1,43 @@
+"""A cursor whose statements PostgreSQL parses and plans once per connection.
+
+Django's psycopg cursors bind parameters on the client: every statement reaches PostgreSQL
+as text, which it parses, analyses and plans again at each execution. For the run path's
+plain-SQL statements (the fenced appends, the claim, a send's lock) that was about half of
+the backend's CPU per statement; a prepared statement halves it (docs/performance.md, "A
+tenth round"). The ORM's own queries keep Django's cursor: they are many shapes, each run
+rarely, and server-side binding changes how some of them are typed.
+
+The statements are prepared by psycopg on first use and kept per connection (its
+``prepare_threshold``, set from ``DATABASE_PREPARED_STATEMENTS``). Behind a pooler that
+cannot keep a connection's prepared statements (PgBouncer in transaction mode before 1.21),
+turn that setting off: this cursor is then Django's own. Elsewhere than on PostgreSQL it
+is Django's own too.
+
+Queries through it are counted and logged as Django's are (``CaptureQueriesContext``), and
+its errors are Django's (``IntegrityError``, ``OperationalError``).
+"""
+
+from __future__ import annotations
+
+from django.db import connection
+from django.db.backends.utils import CursorWrapper
+
+
+def prepared_cursor() -> CursorWrapper:
+    """Use as ``connection.cursor()``: ``with prepared_cursor() as cursor: ...``."""
+    if connection.vendor != "postgresql":
+        return connection.cursor()
+    connection.close_if_health_check_failed()
+    connection.ensure_connection()
+    raw = connection.connection
+    if raw.prepare_threshold is None:
+        return connection.cursor()
+    # Imported here: the module needs psycopg, which an SQLite-only install may not have.
+    from django.db.backends.postgresql.base import ServerBindingCursor
+
+    with connection.wrap_database_errors:
+        cursor = ServerBindingCursor(raw)
+    connection.validate_thread_sharing()
+    if connection.queries_logged:
+        return connection.make_debug_cursor(cursor)
+    return connection.make_cursor(cursor)
