@@ -19,8 +19,10 @@ its errors are Django's (``IntegrityError``, ``OperationalError``).
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.db import connection
-from django.db.backends.utils import CursorWrapper
+from django.db.backends.utils import CursorDebugWrapper, CursorWrapper
 
 
 def prepared_cursor() -> CursorWrapper:
@@ -35,9 +37,19 @@ def prepared_cursor() -> CursorWrapper:
     # Imported here: the module needs psycopg, which an SQLite-only install may not have.
     from django.db.backends.postgresql.base import ServerBindingCursor
 
+    binding: Any = ServerBindingCursor  # psycopg's Cursor(connection); the stubs know no args
     with connection.wrap_database_errors:
-        cursor = ServerBindingCursor(raw)
+        cursor = binding(raw)
     connection.validate_thread_sharing()
     if connection.queries_logged:
-        return connection.make_debug_cursor(cursor)
-    return connection.make_cursor(cursor)
+        return _LoggedCursor(cursor, connection)
+    return CursorWrapper(cursor, connection)
+
+
+class _LoggedCursor(CursorDebugWrapper):
+    """Logs each statement with its values in, as Django's cursor does. Django reads that
+    text back from a client-binding cursor; this one sends the values apart."""
+
+    def execute(self, sql: Any, params: Any = None) -> Any:
+        with self.debug_sql(self.db.ops.compose_sql(sql, params)):
+            return CursorWrapper.execute(self, sql, params)
