@@ -15,6 +15,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any, ParamSpec, TypeVar
 from urllib.parse import parse_qs
 
+from channels.consumer import get_handler_name
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
 from django.conf import settings
@@ -267,14 +268,19 @@ class ConversationConsumer(AsyncJsonWebsocketConsumer):
     # ---- server → client ---------------------------------------------------------------
 
     async def dispatch(self, message: dict[str, Any]) -> None:
-        # Channels closes stale database connections before every handler, through the one
-        # thread-sensitive executor that every socket in the process shares: each live frame
-        # to each socket would queue there. A chat.event touches the database only to fill a
-        # gap, and that goes through database_sync_to_async, which closes them itself.
+        # Channels closes stale database connections before every handler, on the one
+        # thread-sensitive executor that every socket in the process shares. This consumer
+        # reaches the database only through _in_database_thread, whose threads close stale
+        # connections before and after each call (database_sync_to_async): Channels' extra
+        # hop closed another thread's connections, and queued every socket's connect,
+        # frame, live event and disconnect behind that one thread.
         if message.get("type") == events.GROUP_MESSAGE_TYPE:
             await self.chat_event(message)
             return
-        await super().dispatch(message)
+        handler = getattr(self, get_handler_name(message), None)
+        if handler is None:
+            raise ValueError(f"No handler for message type {message['type']}")
+        await handler(message)
 
     async def chat_signed_out(self, message: dict[str, Any]) -> None:
         """The sign-in ended (agents/apps.py sends this on logout): nothing more goes through."""
