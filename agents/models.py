@@ -750,7 +750,10 @@ class AgentRun(models.Model):
         verbose_name = _("agent run")
         verbose_name_plural = _("agent runs")
         ordering = ["-id"]
-        indexes = [models.Index(fields=["status", "heartbeat_at"])]
+        # No index holds heartbeat_at or the token counts: every stored reply updates them,
+        # and an update that changes no indexed column stays on its page (a HOT update)
+        # instead of adding an entry to every index of the table. The rescue's scan finds
+        # the few unfinished runs through the status index (migration 0013).
 
     def __str__(self) -> str:
         return f"Run {self.pk} ({self.status})"
