@@ -15,6 +15,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any, ParamSpec, TypeVar
 from urllib.parse import parse_qs
 
+from channels.auth import get_user
 from channels.consumer import get_handler_name
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
@@ -44,7 +45,7 @@ from agents.protocol import (
 from agents.ratelimit import rate_limit_hit
 from agents.services.approvals import approval_decide, run_continue
 from agents.services.conversations import ConversationGone, message_send, run_cancel
-from agents.session_check import session_signs_in
+from agents.session_check import session_signs_in, socket_opening
 from agents.socket_drain import SCOPE_KEY, SocketDrain
 
 # Events read from the database per page of a replay; the socket drains between pages.
@@ -118,10 +119,15 @@ class ConversationConsumer(AsyncJsonWebsocketConsumer):
         self.session_group = ""
         self.counted_user_id = None
         self.drain = None
-        user = self.scope.get("user")
-        # Refusals are read by the person at the page: in the page's language. One trip to
-        # the database threads for both reads.
-        self.language, last_seq = await self._connect_reads()
+        # Who opens it, the language of its refusals (the page's), and the conversation's
+        # last seq if that user owns it. The owner's own socket takes one statement
+        # (session_check.socket_opening); anyone else is decided by Channels' get_user.
+        opened: tuple[str, int | None] | None = await self._open_as_owner()
+        if opened is None:
+            self.scope["user"] = await get_user(self.scope)
+            opened = await self._connect_reads()
+        self.language, last_seq = opened
+        user = self.scope["user"]
         over_cap = (
             last_seq is not None
             and _open_sockets.get(user.pk, 0) >= settings.CHAT_MAX_SOCKETS_PER_USER
@@ -376,6 +382,15 @@ class ConversationConsumer(AsyncJsonWebsocketConsumer):
         await self.close(code=CLOSE_NOT_FOUND)
 
     # ---- database ----------------------------------------------------------------------
+
+    @_in_database_thread
+    def _open_as_owner(self) -> tuple[str, int] | None:
+        session_key = getattr(self.scope.get("session"), "session_key", None)
+        opening = socket_opening(session_key=session_key, conversation_id=self.conversation_id)
+        if opening is None:
+            return None
+        self.scope["user"] = opening.user
+        return socket_language(self.scope, session=opening.session), opening.last_seq
 
     @_in_database_thread
     def _connect_reads(self) -> tuple[str, int | None]:

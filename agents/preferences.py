@@ -81,14 +81,17 @@ def preferences_context(request: HttpRequest) -> dict[str, Any]:
     }
 
 
-def socket_language(scope: dict[str, Any]) -> str:
+def socket_language(scope: dict[str, Any], *, session: Any = None) -> str:
     """The language of a websocket's messages, chosen as a page request's would be.
 
+    ``session``: the session's data if it was read already, else the scope's session is.
     Blocking (it may read the session): call it from a database thread.
     """
     user = scope.get("user")
     if user is not None and user.is_authenticated:
-        stored = session_preferences(scope.get("session")).get("language")
+        stored = session_preferences(scope.get("session") if session is None else session).get(
+            "language"
+        )
         if chosen := supported_language(stored):
             return chosen
     headers = dict(scope.get("headers") or [])

@@ -1,4 +1,4 @@
-"""Whether a socket's session still signs its user in: the check before every write.
+"""Whether a socket's session signs its user in: when it opens, and before every write.
 
 A logout closes the user's sockets (``ConversationConsumer.chat_signed_out``), but a
 channel-layer message can be lost, and a session also ends by expiring or by a password
@@ -14,13 +14,18 @@ Two differences from ``get_user``, both in what it writes, not in its answer: a 
 whose hash fails is refused without being flushed (the next request through the site flushes
 it), and one signed with a fallback secret is accepted without rotating its key (rotating it
 here would delete the session the browser's cookie names).
+
+A socket opening on its owner's conversation is decided the same way (``socket_opening``),
+with the owner's row and the conversation's last seq in the same statement; every other
+opening (a refusal, another engine) goes through Channels' ``get_user`` as before.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from importlib import import_module
 from types import SimpleNamespace
-from typing import Any
+from typing import Any, cast
 
 from django.conf import settings
 from django.contrib import auth
@@ -31,8 +36,9 @@ from django.db import connection
 from django.utils import timezone
 from django.utils.crypto import constant_time_compare
 
+from agents.models import Conversation
 from agents.prepared import prepared_cursor
-from agents.rows import column_converter
+from agents.rows import column_converter, columns, instance
 
 DATABASE_ENGINE = "django.contrib.sessions.backends.db"
 
@@ -44,25 +50,68 @@ def session_signs_in(*, session_key: str | None, user_id: int | None) -> bool:
     """
     if not session_key or user_id is None:
         return False
-    if settings.SESSION_ENGINE != DATABASE_ENGINE or settings.AUTH_USER_MODEL != "auth.User":
+    if not _decided_here():
         return _signs_in_through_get_user(session_key, user_id)
     row = _session_and_user(session_key, user_id)
     if row is None:  # no such session, expired, or no such user
         return False
     session_data, password, is_active = row
+    user = User(pk=user_id, password=password, is_active=is_active)
+    verdict = _verdict(SessionStore().decode(session_data), user)
+    if verdict is None:
+        return _signs_in_through_get_user(session_key, user_id)
+    return verdict
+
+
+@dataclass(frozen=True)
+class SocketOpening:
+    """What a socket of the conversation's owner needs to open (``socket_opening``)."""
+
+    user: User
+    session: dict[str, Any]  # the session's data, decoded
+    last_seq: int
+
+
+def socket_opening(*, session_key: str | None, conversation_id: int) -> SocketOpening | None:
+    """The conversation's owner, the session's data and the conversation's last seq, if the
+    session ``session_key`` signs in that owner (as ``session_signs_in`` decides): one
+    statement, where Channels' ``AuthMiddleware`` and the socket's own read took three.
+
+    None in every other case (no such session or conversation, another user's session, an
+    ended sign-in, or a session engine, user model or backend decided elsewhere): the socket
+    then asks Channels' ``get_user`` and refuses or opens as it always has.
+    """
+    if not session_key or not _decided_here():
+        return None
+    row = _session_and_owner(session_key, conversation_id)
+    if row is None:
+        return None
+    session_data, owner, last_seq = row
     session: dict[str, Any] = SessionStore().decode(session_data)
+    if _verdict(session, owner) is not True:
+        return None
+    return SocketOpening(user=owner, session=session, last_seq=last_seq)
+
+
+def _decided_here() -> bool:
+    """The sessions are rows of the database engine and the users Django's own model."""
+    return settings.SESSION_ENGINE == DATABASE_ENGINE and settings.AUTH_USER_MODEL == "auth.User"
+
+
+def _verdict(session: dict[str, Any], user: User) -> bool | None:
+    """Whether the session's data signs in ``user`` (read with its password and
+    ``is_active``), as ``get_user`` decides; None for a backend that finds its users its own
+    way, which only ``get_user`` can ask."""
     try:
         stored_id = User._meta.pk.to_python(session[auth.SESSION_KEY])
         backend_path = session[auth.BACKEND_SESSION_KEY]
     except KeyError:
         return False
-    if stored_id != user_id or backend_path not in settings.AUTHENTICATION_BACKENDS:
+    if stored_id != user.pk or backend_path not in settings.AUTHENTICATION_BACKENDS:
         return False
     backend = auth.load_backend(backend_path)
     if not isinstance(backend, ModelBackend) or type(backend).get_user is not ModelBackend.get_user:
-        # A backend that finds its users its own way: let it.
-        return _signs_in_through_get_user(session_key, user_id)
-    user = User(pk=user_id, password=password, is_active=is_active)
+        return None
     if not backend.user_can_authenticate(user):
         return False
     return _hash_verified(user, session.get(auth.HASH_SESSION_KEY))
@@ -100,6 +149,30 @@ def _session_and_user(session_key: str, user_id: int) -> tuple[str, str, bool] |
         return None
     session_data, password, is_active = row
     return session_data, password, column_converter(User, "is_active")(is_active)
+
+
+def _session_and_owner(session_key: str, conversation_id: int) -> tuple[str, User, int] | None:
+    """The unexpired session's data, the conversation's owner (every column) and its last
+    seq, one statement."""
+    quote = connection.ops.quote_name
+    sessions = quote(SessionStore.get_model_class()._meta.db_table)
+    users = quote(User._meta.db_table)
+    conversations = quote(Conversation._meta.db_table)
+    sql = f"""
+        SELECT s.session_data, c.last_seq, {", ".join(columns(User, "u"))}
+        FROM {sessions} AS s
+        JOIN {conversations} AS c ON c.id = %s
+        JOIN {users} AS u ON u.id = c.owner_id
+        WHERE s.session_key = %s AND s.expire_date > %s
+    """  # noqa: S608 (only table and column names are formatted in)
+    now = connection.ops.adapt_datetimefield_value(timezone.now())
+    with prepared_cursor() as cursor:
+        cursor.execute(sql, [conversation_id, session_key, now])
+        row = cursor.fetchone()
+    if row is None:
+        return None
+    session_data, last_seq, *user_values = row
+    return session_data, cast(User, instance(User, user_values)), int(last_seq)
 
 
 def _signs_in_through_get_user(session_key: str, user_id: int) -> bool:

@@ -6,8 +6,8 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "chatsite.settings")
 # Django must be set up before anything imports models, so routing comes after this line.
 django_asgi_app = get_asgi_application()
 
-from channels.auth import AuthMiddlewareStack  # noqa: E402
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
+from channels.sessions import SessionMiddlewareStack  # noqa: E402
 
 from agents.routing import websocket_urlpatterns  # noqa: E402
 from agents.socket_drain import SocketDrainMiddleware  # noqa: E402
@@ -17,8 +17,10 @@ application = ProtocolTypeRouter(
     {
         "http": django_asgi_app,
         # Scheme, host and port of the page must be this site's (agents/socket_origin.py).
+        # The consumer finds the session's user itself, in the read that opens the socket
+        # (agents/session_check.py, socket_opening), so no AuthMiddleware reads it first.
         "websocket": SocketDrainMiddleware(
-            SameOriginValidator(AuthMiddlewareStack(URLRouter(websocket_urlpatterns)))
+            SameOriginValidator(SessionMiddlewareStack(URLRouter(websocket_urlpatterns)))
         ),
     }
 )
