@@ -829,6 +829,9 @@ class RunEvent(models.Model):
         verbose_name=_("conversation"),
         on_delete=models.CASCADE,
         related_name="events",
+        # unique_seq_per_conv's index starts with it: a second index on it alone was one
+        # more entry written for every event, and read by nothing the first cannot serve.
+        db_index=False,
     )
     run = models.ForeignKey(
         AgentRun,
@@ -859,7 +862,12 @@ class ModelCall(models.Model):
     """One request to the model and what came back, for the run inspector."""
 
     run = models.ForeignKey(
-        AgentRun, verbose_name=_("run"), on_delete=models.CASCADE, related_name="model_calls"
+        AgentRun,
+        verbose_name=_("run"),
+        on_delete=models.CASCADE,
+        related_name="model_calls",
+        # unique_model_call_index starts with it (as for RunEvent.conversation).
+        db_index=False,
     )
     index = models.PositiveIntegerField(_("index"))
     request_messages = models.JSONField(_("request messages"))
