@@ -21,29 +21,30 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.db import connection
+from django.db import DEFAULT_DB_ALIAS, connections
 from django.db.backends.utils import CursorDebugWrapper, CursorWrapper
 
 
 def prepared_cursor() -> CursorWrapper:
     """Use as ``connection.cursor()``: ``with prepared_cursor() as cursor: ...``."""
-    if connection.vendor != "postgresql":
-        return connection.cursor()
-    connection.close_if_health_check_failed()
-    connection.ensure_connection()
-    raw = connection.connection
+    db = connections[DEFAULT_DB_ALIAS]  # the thread's own, looked up once
+    if db.vendor != "postgresql":
+        return db.cursor()
+    db.close_if_health_check_failed()
+    db.ensure_connection()
+    raw = db.connection
     if raw.prepare_threshold is None:
-        return connection.cursor()
+        return db.cursor()
     # Imported here: the module needs psycopg, which an SQLite-only install may not have.
     from django.db.backends.postgresql.base import ServerBindingCursor
 
     binding: Any = ServerBindingCursor  # psycopg's Cursor(connection); the stubs know no args
-    with connection.wrap_database_errors:
+    with db.wrap_database_errors:
         cursor = binding(raw)
-    connection.validate_thread_sharing()
-    if connection.queries_logged:
-        return _LoggedCursor(cursor, connection)
-    return CursorWrapper(cursor, connection)
+    db.validate_thread_sharing()
+    if db.queries_logged:
+        return _LoggedCursor(cursor, db)
+    return CursorWrapper(cursor, db)
 
 
 class _LoggedCursor(CursorDebugWrapper):

@@ -12,7 +12,7 @@ from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import Any, NamedTuple
 
-from django.db import connection
+from django.db import DEFAULT_DB_ALIAS, connection, connections
 from django.db.models import Model
 
 Converter = Callable[[Any], Any]
@@ -25,9 +25,7 @@ def column_converter(model: type[Model], attname: str) -> Converter:
     key = (connection.vendor, model, attname)
     found = _converters.get(key)
     if found is None:
-        field = next(f for f in model._meta.concrete_fields if f.attname == attname)
-        column = field.get_col(model._meta.db_table)
-        steps = connection.ops.get_db_converters(column) + column.get_db_converters(connection)
+        steps, column = _conversion(model, attname)
 
         def found(value: Any, steps: list[Any] = steps, column: Any = column) -> Any:
             for step in steps:
@@ -49,12 +47,39 @@ def instance(model: type[Model], values: Sequence[Any]) -> Model | None:
     an outer join (its primary key is NULL)."""
     if values[0] is None:
         return None
-    fields = model._meta.concrete_fields
+    db = connections[DEFAULT_DB_ALIAS]
+    attnames, converters = _row_shape(db.vendor, model)
     converted = [
-        column_converter(model, field.attname)(value)
-        for field, value in zip(fields, values, strict=True)
+        value if convert is None else convert(value)
+        for convert, value in zip(converters, values, strict=True)
     ]
-    return model.from_db(connection.alias, [field.attname for field in fields], converted)
+    return model.from_db(db.alias, attnames, converted)
+
+
+_shapes: dict[tuple[str, type[Model]], tuple[list[str], list[Converter | None]]] = {}
+
+
+def _row_shape(vendor: str, model: type[Model]) -> tuple[list[str], list[Converter | None]]:
+    """The model's attnames in field order and each one's converter (None: the value is
+    used as read). Worked out once per model: a claim or a send's lock reads dozens of
+    columns, and finding each converter again cost more than converting."""
+    shape = _shapes.get((vendor, model))
+    if shape is None:
+        fields = model._meta.concrete_fields
+        attnames = [field.attname for field in fields]
+        converters: list[Converter | None] = [
+            column_converter(model, name) if _conversion(model, name)[0] else None
+            for name in attnames
+        ]
+        shape = _shapes[(vendor, model)] = (attnames, converters)
+    return shape
+
+
+def _conversion(model: type[Model], attname: str) -> tuple[list[Any], Any]:
+    """The ORM's converters for a column of the model, and the column they are given."""
+    field = next(f for f in model._meta.concrete_fields if f.attname == attname)
+    column = field.get_col(model._meta.db_table)
+    return connection.ops.get_db_converters(column) + column.get_db_converters(connection), column
 
 
 def instances(models: Sequence[type[Model]], row: Sequence[Any]) -> list[Model | None]:
