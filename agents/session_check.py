@@ -133,18 +133,10 @@ def _hash_verified(user: User, session_hash: str | None) -> bool:
 def _session_and_user(session_key: str, user_id: int) -> tuple[str, str, bool] | None:
     """The unexpired session's data with the user's password and ``is_active``, one statement
     (plain SQL: building the ORM's two queries cost daphne more than running them)."""
-    quote = connection.ops.quote_name
-    sessions = quote(SessionStore.get_model_class()._meta.db_table)
-    users = quote(User._meta.db_table)
-    sql = f"""
-        SELECT s.session_data, u.password, u.is_active
-        FROM {sessions} AS s JOIN {users} AS u ON u.id = %s
-        WHERE s.session_key = %s AND s.expire_date > %s
-    """  # noqa: S608 (only table names are formatted in)
-    now = connection.ops.adapt_datetimefield_value(timezone.now())
-    with prepared_cursor() as cursor:
-        cursor.execute(sql, [user_id, session_key, now])
-        row = cursor.fetchone()
+    users = connection.ops.quote_name(User._meta.db_table)
+    row = _with_session(
+        session_key, "u.password, u.is_active", f"JOIN {users} AS u ON u.id = %s", [user_id]
+    )
     if row is None:
         return None
     session_data, password, is_active = row
@@ -155,24 +147,33 @@ def _session_and_owner(session_key: str, conversation_id: int) -> tuple[str, Use
     """The unexpired session's data, the conversation's owner (every column) and its last
     seq, one statement."""
     quote = connection.ops.quote_name
-    sessions = quote(SessionStore.get_model_class()._meta.db_table)
-    users = quote(User._meta.db_table)
-    conversations = quote(Conversation._meta.db_table)
-    sql = f"""
-        SELECT s.session_data, c.last_seq, {", ".join(columns(User, "u"))}
-        FROM {sessions} AS s
-        JOIN {conversations} AS c ON c.id = %s
-        JOIN {users} AS u ON u.id = c.owner_id
-        WHERE s.session_key = %s AND s.expire_date > %s
-    """  # noqa: S608 (only table and column names are formatted in)
-    now = connection.ops.adapt_datetimefield_value(timezone.now())
-    with prepared_cursor() as cursor:
-        cursor.execute(sql, [conversation_id, session_key, now])
-        row = cursor.fetchone()
+    users, conversations = quote(User._meta.db_table), quote(Conversation._meta.db_table)
+    row = _with_session(
+        session_key,
+        f"c.last_seq, {', '.join(columns(User, 'u'))}",
+        f"JOIN {conversations} AS c ON c.id = %s JOIN {users} AS u ON u.id = c.owner_id",
+        [conversation_id],
+    )
     if row is None:
         return None
     session_data, last_seq, *user_values = row
     return session_data, cast(User, instance(User, user_values)), int(last_seq)
+
+
+def _with_session(
+    session_key: str, select: str, joins: str, join_params: list[Any]
+) -> tuple[Any, ...] | None:
+    """The unexpired session's data and ``select`` over ``joins``: one row, or None."""
+    sessions = connection.ops.quote_name(SessionStore.get_model_class()._meta.db_table)
+    # Only names and this module's own clauses are formatted in; values are parameters.
+    sql = f"""
+        SELECT s.session_data, {select} FROM {sessions} AS s {joins}
+        WHERE s.session_key = %s AND s.expire_date > %s
+    """  # noqa: S608
+    now = connection.ops.adapt_datetimefield_value(timezone.now())
+    with prepared_cursor() as cursor:
+        cursor.execute(sql, [*join_params, session_key, now])
+        return cursor.fetchone()
 
 
 def _signs_in_through_get_user(session_key: str, user_id: int) -> bool:

@@ -6,19 +6,16 @@ None, and the consumer then asks Channels' ``get_user`` (tests/consumers/test_co
 
 from __future__ import annotations
 
-from datetime import timedelta
-
 import pytest
 from django.conf import settings
-from django.contrib.sessions.models import Session
 from django.db import connection
 from django.test import Client
 from django.test.utils import CaptureQueriesContext
-from django.utils import timezone
 
 from agents.services.conversations import conversation_create
 from agents.services.runs import event_append
 from agents.session_check import socket_opening
+from tests.sign_ins import ENDINGS, end_sign_in
 from tests.test_session_check import LookupBackend
 
 pytestmark = pytest.mark.django_db
@@ -56,22 +53,11 @@ def test_the_owners_live_session_opens_with_the_owner_and_the_last_seq(user):
     assert int(opened.session["_auth_user_id"]) == user.pk
 
 
-@pytest.mark.parametrize(
-    "ended_by", ["logout", "session expired", "password changed", "user deactivated"]
-)
+@pytest.mark.parametrize("ended_by", ENDINGS)
 def test_an_ended_sign_in_does_not_open(user, ended_by):
     conversation = conversation_create(owner=user)
     client, key = sign_in(user)
-    if ended_by == "logout":
-        client.logout()
-    elif ended_by == "session expired":
-        Session.objects.update(expire_date=timezone.now() - timedelta(seconds=1))
-    elif ended_by == "password changed":
-        user.set_password("a-new-password-1")
-        user.save()
-    else:
-        user.is_active = False
-        user.save()
+    end_sign_in(ended_by, user=user, client=client)
 
     assert opening(key, conversation.pk) is None
 

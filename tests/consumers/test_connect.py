@@ -2,16 +2,13 @@
 
 from __future__ import annotations
 
-from datetime import timedelta
-
 import pytest
 from django.conf import settings
-from django.contrib.sessions.models import Session
 from django.test import Client
-from django.utils import timezone
 
 from agents.protocol import CLOSE_NOT_FOUND
 from tests.consumers.sockets import QUIET_SECONDS, receive, run, send, session_cookie, socket
+from tests.sign_ins import ENDINGS, end_sign_in
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -60,23 +57,12 @@ def test_other_user_anonymous_and_missing_are_refused_alike(user, other_user, co
     assert outcomes == [("closed", CLOSE_NOT_FOUND)] * 4
 
 
-@pytest.mark.parametrize(
-    "ended_by", ["logout", "session expired", "password changed", "user deactivated"]
-)
+@pytest.mark.parametrize("ended_by", ENDINGS)
 def test_an_ended_sign_in_cannot_open_its_owners_conversation(user, conversation, ended_by):
     client = Client()
     client.force_login(user)
     cookie = client.cookies[settings.SESSION_COOKIE_NAME].value
-    if ended_by == "logout":
-        client.logout()
-    elif ended_by == "session expired":
-        Session.objects.update(expire_date=timezone.now() - timedelta(seconds=1))
-    elif ended_by == "password changed":
-        user.set_password("a-new-password-1")
-        user.save()
-    else:
-        user.is_active = False
-        user.save()
+    end_sign_in(ended_by, user=user, client=client)
 
     async def body():
         return await _outcome(socket(conversation.pk, cookie=cookie))

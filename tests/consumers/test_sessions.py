@@ -2,17 +2,14 @@
 
 from __future__ import annotations
 
-from datetime import timedelta
-
 import pytest
 from django.conf import settings
-from django.contrib.sessions.models import Session
 from django.test import Client
-from django.utils import timezone
 
 from agents.models import AgentRun, Message
 from agents.services.conversations import message_send
 from tests.consumers.sockets import client_id, close_code, receive, run, send, socket
+from tests.sign_ins import end_sign_in
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -65,16 +62,7 @@ def test_a_write_after_the_session_ended_is_refused_and_closes_the_socket(
         frame = {"type": "run.cancel", "run_id": run_id}
 
     def end_the_session() -> None:
-        if ended_by == "session deleted":
-            Session.objects.all().delete()
-        elif ended_by == "session expired":
-            Session.objects.update(expire_date=timezone.now() - timedelta(seconds=1))
-        elif ended_by == "password changed":
-            user.set_password("a-new-password-1")
-            user.save()
-        else:
-            user.is_active = False
-            user.save()
+        end_sign_in(ended_by, user=user)
 
     async def body():
         communicator = socket(conversation.pk, cookie=cookie, after_seq=conversation.last_seq)
