@@ -107,11 +107,12 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
 else:
     DATABASES["default"].setdefault("CONN_MAX_AGE", env.int("DATABASE_CONN_MAX_AGE", default=0))
     DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
-    # The run path's hot statements go through a cursor that psycopg prepares on first use
-    # (agents/prepared.py); off behind a pooler that cannot keep prepared statements.
-    DATABASES["default"].setdefault("OPTIONS", {})["prepare_threshold"] = (
-        0 if env.bool("DATABASE_PREPARED_STATEMENTS", default=True) else None
-    )
+    if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
+        # The run path's hot statements go through a cursor that psycopg prepares on first
+        # use (agents/prepared.py); off behind a pooler that cannot keep prepared statements.
+        DATABASES["default"].setdefault("OPTIONS", {})["prepare_threshold"] = (
+            0 if env.bool("DATABASE_PREPARED_STATEMENTS", default=True) else None
+        )
     # A connection pool per process (psycopg_pool): a worker's database threads give their
     # connection back whenever no write is queued (agents/services/execution.py), and a
     # task's set-up closes its own; with a pool that costs a check-out, not a new backend.
