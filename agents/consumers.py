@@ -142,7 +142,7 @@ class ConversationConsumer(AsyncJsonWebsocketConsumer):
             # at a time) and go through chat_event afterwards, which drops the seqs already
             # sent. Joined before accepting, so nothing published once the client sees the
             # socket open can miss it.
-            session_key = getattr(self.scope.get("session"), "session_key", None)
+            session_key = self._session_key()
             if session_key:
                 self.session_group = events.session_group_name(session_key)
                 await self.channel_layer.group_add(self.session_group, self.channel_name)
@@ -381,12 +381,17 @@ class ConversationConsumer(AsyncJsonWebsocketConsumer):
         await self.send_json(error_frame(RefusalCode.NOT_FOUND, _("This conversation is gone.")))
         await self.close(code=CLOSE_NOT_FOUND)
 
+    def _session_key(self) -> str | None:
+        """The key of the session this socket was opened with (None without one)."""
+        return getattr(self.scope.get("session"), "session_key", None)
+
     # ---- database ----------------------------------------------------------------------
 
     @_in_database_thread
     def _open_as_owner(self) -> tuple[str, int] | None:
-        session_key = getattr(self.scope.get("session"), "session_key", None)
-        opening = socket_opening(session_key=session_key, conversation_id=self.conversation_id)
+        opening = socket_opening(
+            session_key=self._session_key(), conversation_id=self.conversation_id
+        )
         if opening is None:
             return None
         self.scope["user"] = opening.user
@@ -417,8 +422,7 @@ class ConversationConsumer(AsyncJsonWebsocketConsumer):
         lost, and a session also ends by expiring or by a password change.
         """
         user = self.scope["user"]
-        session_key = getattr(self.scope.get("session"), "session_key", None)
-        if not session_signs_in(session_key=session_key, user_id=user.pk):
+        if not session_signs_in(session_key=self._session_key(), user_id=user.pk):
             raise SignedOut
         return user
 
