@@ -11,9 +11,14 @@ once (docs/protocol.md, "Live text").
   a browser's ``String.length`` counts) within one ``segment``: a thought or an answer of one
   attempt of a run. A client appends what lies past the text it has and ignores the rest.
 - **Coalescing.** Tokens arrive a few characters at a time; a frame per token costs more in
-  the channel layer and daphne than the text is worth. The first delta after a quiet spell
-  goes out at once (the words appear as soon as the model writes them), later ones are
-  gathered for ``FLUSH_SECONDS`` or ``FLUSH_CHARS``, whichever comes first.
+  the channel layer and daphne than the text is worth. Text is gathered for
+  ``FLUSH_SECONDS`` or ``FLUSH_CHARS``, whichever comes first, on a timer of the event loop
+  that drives the run: the first words of a reply appear at most 50 ms after the model
+  writes them, and a reply that is written, parsed and replaced by its stored step within
+  that time (a fast model, or one that sends its reply in one burst) costs no live frame
+  at all: the step carries the text. Called outside an event loop (a thread driving the
+  engine itself), the first delta after a quiet spell goes out at once and the rest is
+  gathered by a flusher thread.
 - **Storage.** One Redis string per conversation and part (one run at a time per
   conversation): a ``run_id:segment:`` header, then the text, grown with ``APPEND``. Never
   PostgreSQL: the log is the stored steps. ``LiveText.settle`` deletes it just *before* the
@@ -26,6 +31,7 @@ Publishing goes through ``agents/events.py`` like every other frame.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import heapq
 import itertools
@@ -112,6 +118,7 @@ class LiveText:
         self._thought_call: int | None = None
         self._last_flush = -FLUSH_SECONDS
         self._stored_any = False
+        self._timer: asyncio.TimerHandle | None = None
 
     # -- the engine's callbacks ---------------------------------------------------------
     def thought_delta(self, delta: ThoughtDelta) -> None:
@@ -122,8 +129,10 @@ class LiveText:
                 self._sent["thought"] = 0
                 self._thought_call = delta.call_index
         self._add("thought", delta.text)
-        if delta.done:
-            self.flush()  # the reply has ended: its steps come next
+        if delta.done and _running_loop() is None:
+            # The reply has ended: its steps come next. On a loop the timer sends the text
+            # if they take longer than FLUSH_SECONDS; mostly they carry it first.
+            self.flush()
 
     def answer_delta(self, text: str) -> None:
         self._add("answer", text)
@@ -203,11 +212,25 @@ class LiveText:
             self._held[part].append(text)
             self._held_part = part
             self._held_chars += len(text)
-            quiet = time.monotonic() - self._last_flush >= FLUSH_SECONDS
-            if quiet or self._held_chars >= FLUSH_CHARS:
+            if self._held_chars >= FLUSH_CHARS:
+                self._flush_locked()
+                return
+            loop = _running_loop()
+            if loop is not None:
+                # A timer left from text since dropped (settle) sends this text sooner,
+                # which is still within the bound.
+                if self._timer is None:
+                    self._timer = loop.call_later(FLUSH_SECONDS, self._flush_on_timer)
+                return
+            if time.monotonic() - self._last_flush >= FLUSH_SECONDS:
                 self._flush_locked()
                 return
         _flusher.schedule(self, self._last_flush + FLUSH_SECONDS)
+
+    def _flush_on_timer(self) -> None:
+        with self._lock:
+            self._timer = None
+            self._flush_locked()
 
     def _flush_locked(self) -> None:
         part = self._held_part
@@ -243,8 +266,16 @@ class LiveText:
         self._stored_any = True
 
 
+def _running_loop() -> asyncio.AbstractEventLoop | None:
+    try:
+        return asyncio.get_running_loop()
+    except RuntimeError:
+        return None
+
+
 class _Flusher:
-    """One thread per process that sends held-back text when its time is up."""
+    """One thread per process that sends held-back text when its time is up, for engines
+    driven outside an event loop."""
 
     def __init__(self) -> None:
         self._lock = threading.Condition()
@@ -307,8 +338,6 @@ _async_clients: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
 def _async_client() -> redis.asyncio.Redis:
-    import asyncio
-
     # A client's connections belong to the loop that opened them.
     loop = asyncio.get_running_loop()
     client = _async_clients.get(loop)

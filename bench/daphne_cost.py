@@ -304,9 +304,11 @@ async def measured_round(
     cpu["frames"] = live.cpu_seconds(pid) - before
     spy.stop()
 
+    await spy.start("idle")
     before = live.cpu_seconds(pid)
     await asyncio.sleep(idle)
     cpu["idle"] = live.cpu_seconds(pid) - before
+    spy.stop()
 
     before = live.cpu_seconds(pid)
     await sockets.close()

@@ -155,19 +155,27 @@ def test_offsets_count_what_a_browser_counts(published, conversation_id):
 def test_steps_end_thought_segments_and_drop_the_text_before_it_is_stored(
     published, conversation_id
 ):
-    frames, _ = published
+    frames, sent = published
     text = live.LiveText(conversation_id=conversation_id, run_id=7, attempt=2)
     record = ModelCallRecord(index=0, messages=[], options={}, response_text="")
 
+    async def flush_interval_passes():
+        """The loop's timer sends what is held; a ceiling on the wait, not a measurement."""
+        assert await asyncio.to_thread(sent.wait, 5)
+        sent.clear()
+
     async def engine():
         text.thought_delta(thought("Let me look.", done=True))
+        await flush_interval_passes()
         yield record
         yield ThoughtStep(text="Let me look.")
         assert await asnapshot(conversation_id) != []  # the thought is not stored yet
         yield ActionStep(tool="calculator", tool_input="2+2", call_id="call-1")
         text.thought_delta(thought("It is 4.", call=1))
+        await flush_interval_passes()
         text.answer_delta("4")
         text.thought_delta(thought("", call=1, done=True))  # the reply ended
+        await flush_interval_passes()
         yield record
         yield FinalAnswerStep(text="4")
 
@@ -195,6 +203,52 @@ def test_steps_end_thought_segments_and_drop_the_text_before_it_is_stored(
     ]
     answer = [frame for frame in frames if frame["type"] == "answer.delta"]
     assert [(f["segment"], f["offset"], f["text"]) for f in answer] == [("2.3", 0, "4")]
+
+
+def test_a_reply_replaced_by_its_step_within_the_interval_sends_no_live_frame(
+    published, conversation_id, monkeypatch
+):
+    """A fast reply is written, parsed and stored before the run's loop would send it: the
+    stored step carries the text, so a live frame would only be replaced at once."""
+    frames, _ = published
+    monkeypatch.setattr(live, "FLUSH_SECONDS", 0.01)
+    text = live.LiveText(conversation_id=conversation_id, run_id=7, attempt=1)
+
+    async def engine():
+        for word in ["I should ", "add.", ""]:
+            text.thought_delta(thought(word, done=not word))
+        await asyncio.sleep(0)  # the stream's last read; far less than the interval
+        yield ModelCallRecord(index=0, messages=[], options={}, response_text="")
+        yield ThoughtStep(text="I should add.")
+        yield ActionStep(tool="calculator", tool_input="2+2", call_id="call-1")
+        # Long past the interval: the timer left behind finds nothing to send.
+        await asyncio.sleep(live.FLUSH_SECONDS * 10)
+
+    async def drive():
+        async for _ in text.track(engine()):
+            pass
+
+    asyncio.run(drive())
+    assert frames == []
+    assert snapshot(conversation_id) == []
+
+
+def test_on_the_runs_loop_the_first_words_wait_for_the_interval_with_what_follows(
+    published, conversation_id
+):
+    frames, sent = published
+    text = live.LiveText(conversation_id=conversation_id, run_id=7, attempt=1)
+
+    async def words():
+        text.answer_delta("The sum ")
+        await asyncio.sleep(0)
+        text.answer_delta("is 4.")
+        assert frames == []  # gathered, not sent as each arrives
+        assert await asyncio.to_thread(sent.wait, 5)  # a ceiling, not a measurement
+        assert [(frame["offset"], frame["text"]) for frame in frames] == [(0, "The sum is 4.")]
+        assert (await asnapshot(conversation_id))[0]["text"] == "The sum is 4."
+
+    asyncio.run(words())
 
 
 def test_an_engine_error_drops_the_text_before_the_ending_is_stored(published, conversation_id):
