@@ -24,3 +24,8 @@ application = ProtocolTypeRouter(
         ),
     }
 )
+
+# Last: whatever is loaded by now lives as long as the process (chatsite/heap.py).
+from chatsite.heap import freeze_startup_objects  # noqa: E402
+
+freeze_startup_objects()
