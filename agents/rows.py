@@ -1,19 +1,22 @@
-"""Rows read with plain SQL, converted as the ORM converts them.
+"""Rows read and written with plain SQL, converted as the ORM converts them.
 
-For the few reads on a socket's hot path (every send, connect and replay) where building the
-query through the ORM costs several times what running it does (docs/performance.md, "A
-sixth round: daphne"). Values go through the same converters the ORM applies (JSON, dates
-and booleans on SQLite, decimals), so what comes back is what a queryset would give.
+For the few statements on a socket's hot path (every send, connect and replay) where
+building the query through the ORM costs several times what running it does
+(docs/performance.md, "A sixth round: daphne"). Values read go through the same converters
+the ORM applies (JSON, dates and booleans on SQLite, decimals), so what comes back is what a
+queryset would give; values written are prepared as the ORM's INSERT prepares them.
 """
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import Any, NamedTuple
 
 from django.db import DEFAULT_DB_ALIAS, connection, connections
 from django.db.models import Model
+from django.db.models.expressions import DatabaseDefault
 
 Converter = Callable[[Any], Any]
 
@@ -103,3 +106,63 @@ class StoredEvent(NamedTuple):
     run_id: int | None
     created_at: datetime
     payload: dict[str, Any]
+
+
+def insert(instance: Model, *, computed: dict[str, str] | None = None) -> tuple[str, list[Any]]:
+    """The ``INSERT`` the ORM would send for a new ``instance``, as SQL and parameters, for
+    a caller that runs several in one statement; its automatic primary key is left to the
+    database. Fields run their ``pre_save`` (``auto_now_add``) and ``get_db_prep_save`` as
+    in ``Model.save``; a field left to its ``db_default`` is left out. ``computed`` maps an
+    attname to an SQL expression written in place of its value (another row's new id, from
+    a CTE of the caller's statement)."""
+    computed = computed or {}
+    fields, names, placeholders = _insert_shape(
+        connection.vendor, type(instance), tuple(sorted(computed.items()))
+    )
+    params: list[Any] = []
+    left_out: set[int] = set()
+    for position, field in enumerate(fields):
+        if field is None:
+            continue  # computed
+        value = field.pre_save(instance, add=True)
+        if isinstance(value, DatabaseDefault):
+            left_out.add(position)
+            continue
+        params.append(field.get_db_prep_save(value, connection))
+    table = connection.ops.quote_name(instance._meta.db_table)
+    if left_out:
+        names = [name for at, name in enumerate(names) if at not in left_out]
+        placeholders = [mark for at, mark in enumerate(placeholders) if at not in left_out]
+    # Only quoted names from the model's metadata and the caller's expressions are formatted.
+    sql = f"INSERT INTO {table} ({', '.join(names)}) VALUES ({', '.join(placeholders)})"  # noqa: S608
+    return sql, params
+
+
+@functools.cache
+def _insert_shape(
+    vendor: str, model: type[Model], computed: tuple[tuple[str, str], ...]
+) -> tuple[list[Any], list[str], list[str]]:
+    """Per column of ``insert``: its field (None where ``computed`` gives the value), its
+    quoted name and its placeholder. Worked out once: quoting every name again cost about
+    as much as the statement's own parameters."""
+    meta = model._meta
+    quote = connection.ops.quote_name
+    expressions = dict(computed)
+    fields: list[Any] = []
+    names: list[str] = []
+    placeholders: list[str] = []
+    for field in meta.local_concrete_fields:
+        if field is meta.auto_field:
+            continue
+        names.append(quote(str(field.column)))
+        expression = expressions.get(field.attname)
+        fields.append(None if expression is not None else field)
+        placeholders.append(expression if expression is not None else "%s")
+    return fields, names, placeholders
+
+
+def mark_saved(instance: Model, pk: Any) -> None:
+    """What ``Model.save`` leaves on a new instance once its row is written."""
+    instance.pk = pk
+    instance._state.adding = False
+    instance._state.db = connection.alias

@@ -37,6 +37,7 @@ PARTS = (
     "_check_profile_allowed",
     "_check_can_start_run",
     "_queue_run",
+    "_queue_run_with_its_message",
     "prompt_version_current",
     "usage_reserve",
     "_enqueue_run",

@@ -127,6 +127,28 @@ def usage_reserve(
     stays locked until it commits, so parallel starts are checked one after another.
     Raises ``QuotaExceeded`` (and writes nothing) when nothing is left today.
     """
+    entry = usage_entry_reserving(
+        user_id=user_id,
+        kind=kind,
+        run=run,
+        conversation_id=conversation_id,
+        model_config_id=model_config_id,
+    )
+    entry.save(force_insert=True)
+    return entry
+
+
+def usage_entry_reserving(
+    *,
+    user_id: int,
+    kind: str,
+    run: AgentRun | None = None,
+    conversation_id: int | None = None,
+    model_config_id: int | None = None,
+) -> UsageEntry:
+    """``usage_reserve`` up to the write: the quota checked under the user's lock, and the
+    entry to save, in the same transaction, by a caller that writes it with other rows
+    (a send, ``agents/services/conversations.py``)."""
     reserved = 0
     if settings.CHAT_DAILY_TOKEN_QUOTA:
         # The lock only orders the checks of a quota: without one there is nothing to check.
@@ -136,7 +158,7 @@ def usage_reserve(
         if left is not None and left <= 0:
             raise QuotaExceeded
         reserved = 0 if left is None else min(left, settings.CHAT_QUOTA_RESERVATION_TOKENS)
-    return UsageEntry.objects.create(
+    return UsageEntry(
         user_id=user_id,
         kind=kind,
         run_id=run.pk if run is not None else None,

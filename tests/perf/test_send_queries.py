@@ -26,11 +26,11 @@ pytestmark = pytest.mark.django_db
 # The session and its user (1, agents/session_check.py), the conversation's row lock with the
 # profile a run would use (the default one, the conversation having none), its endpoint, its
 # latest prompt version and its tools (1), one read of its messages and runs (1), the
-# profile's groups (1), the message (1), the run and its ledger entry (2), the seq bump with
-# the conversation's own changes and the event (one statement on PostgreSQL, two
-# elsewhere); plus the (save)point and its release.
+# profile's groups (1), the message, the run and its ledger entry (one statement on
+# PostgreSQL, three elsewhere), the seq bump with the conversation's own changes and the
+# event (one statement on PostgreSQL, two elsewhere); plus the (save)point and its release.
 def send_statements() -> int:
-    return 10 if connection.vendor == "postgresql" else 11
+    return 8 if connection.vendor == "postgresql" else 11
 
 
 def socket_send(user, conversation, *, content: str, client_id: str) -> None:
