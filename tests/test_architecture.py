@@ -54,3 +54,26 @@ def test_only_events_module_talks_to_the_channel_layer():
 
 def test_the_engine_folder_is_checked():
     assert (AGENTS / "react" / "types.py") in _python_files(AGENTS / "react")
+
+
+@pytest.mark.parametrize("entry", ["chatsite.asgi", "agents.tasks"])
+def test_the_servers_load_the_mcp_sdk_and_the_openapi_validator_only_when_used(entry):
+    """They are about 100 MB of every daphne's and worker's memory (docs/performance.md, "An
+    eleventh round"); a site without MCP servers or OpenAPI imports never needs them."""
+    import subprocess
+    import sys
+
+    heavy = ("mcp", "mcp_types", "openapi_spec_validator")
+    script = (
+        "import sys, django; django.setup(); import chatsite.celery; "
+        f"import {entry}; "
+        f"print(sorted(m for m in {heavy!r} if m in sys.modules))"
+    )
+    loaded = subprocess.run(
+        [sys.executable, "-W", "ignore", "-c", script],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=ROOT,
+    )
+    assert loaded.stdout.strip() == "[]"

@@ -20,14 +20,14 @@ import os
 import threading
 from collections.abc import Awaitable
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import anyio
 import httpx2
-from mcp import Client, StdioServerParameters
-from mcp.client.streamable_http import streamable_http_client
-from mcp.shared._httpx_utils import create_mcp_http_client
-from mcp_types import CallToolResult
+
+if TYPE_CHECKING:
+    from mcp import Client
+    from mcp_types import CallToolResult
 
 T = TypeVar("T")
 
@@ -189,6 +189,13 @@ class _Pool:
 
 @contextlib.asynccontextmanager
 async def _client(endpoint: McpEndpoint) -> Any:
+    # The SDK is imported when a server is first reached: every daphne and worker imports
+    # this module (the tool registry, the admin), and the SDK alone is some 60 MB of each
+    # process's memory, which a site without MCP servers never uses.
+    from mcp import Client, StdioServerParameters
+    from mcp.client.streamable_http import streamable_http_client
+    from mcp.shared._httpx_utils import create_mcp_http_client
+
     async with contextlib.AsyncExitStack() as stack:
         if endpoint.transport == "stdio":
             server: Any = StdioServerParameters(command=endpoint.command, args=list(endpoint.args))

@@ -16,8 +16,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import yaml
-from openapi_spec_validator import validate
-from openapi_spec_validator.validation.exceptions import OpenAPIValidationError
 from referencing import Registry, Resource
 from referencing.exceptions import Unresolvable
 from referencing.jsonschema import DRAFT202012
@@ -72,6 +70,11 @@ def read_document(text: str) -> dict[str, Any]:
         raise OpenApiDocumentError("the document must be a JSON or YAML object")
     if not str(document.get("openapi", "")).startswith("3."):
         raise OpenApiDocumentError("only OpenAPI 3 documents can be imported (openapi: 3.x)")
+    # Imported when a document is read (an import in the admin), not with the module: the
+    # validator is some 40 MB of every daphne's and worker's memory otherwise.
+    from openapi_spec_validator import validate
+    from openapi_spec_validator.validation.exceptions import OpenAPIValidationError
+
     try:
         validate(document)
     except OpenAPIValidationError as exc:
