@@ -69,18 +69,28 @@ def _in_database_thread(func: Callable[P, R]) -> Callable[P, Awaitable[R]]:
     closed before and after each call, as Channels does.
     """
 
+    in_thread: Any = None  # made at the first call, once the executor exists
+
     @functools.wraps(func)
     async def call(*args: P.args, **kwargs: P.kwargs) -> R:
-        global _database_threads
-        if _database_threads is None:
-            _database_threads = ThreadPoolExecutor(
-                max_workers=settings.CHAT_SOCKET_DATABASE_THREADS,
-                thread_name_prefix="chatsite-socket-db",
+        nonlocal in_thread
+        if in_thread is None:
+            in_thread = database_sync_to_async(
+                func, thread_sensitive=False, executor=_socket_database_threads()
             )
-        run = database_sync_to_async(func, thread_sensitive=False, executor=_database_threads)
-        return await run(*args, **kwargs)
+        return await in_thread(*args, **kwargs)
 
     return call
+
+
+def _socket_database_threads() -> ThreadPoolExecutor:
+    global _database_threads
+    if _database_threads is None:
+        _database_threads = ThreadPoolExecutor(
+            max_workers=settings.CHAT_SOCKET_DATABASE_THREADS,
+            thread_name_prefix="chatsite-socket-db",
+        )
+    return _database_threads
 
 
 # Open sockets per user in this process. A process-local count bounds what matters here, the
