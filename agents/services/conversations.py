@@ -584,7 +584,7 @@ def _queue_run_with_its_message(
     the statement is prepared once per connection (agents/prepared.py)."""
     run = _new_run(lock=lock, message=message, profile=profile)
     try:
-        entry = usage_entry_reserving(user_id=user.pk, kind=UsageEntry.Kind.RUN, run=run)
+        entry = usage_entry_reserving(user_id=user.pk, run=run)
     except QuotaExceeded:
         raise _quota_refusal() from None
     message_sql, message_params = rows.insert(message)

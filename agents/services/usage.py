@@ -127,45 +127,40 @@ def usage_reserve(
     stays locked until it commits, so parallel starts are checked one after another.
     Raises ``QuotaExceeded`` (and writes nothing) when nothing is left today.
     """
-    entry = usage_entry_reserving(
-        user_id=user_id,
-        kind=kind,
-        run=run,
-        conversation_id=conversation_id,
-        model_config_id=model_config_id,
-    )
-    entry.save(force_insert=True)
-    return entry
-
-
-def usage_entry_reserving(
-    *,
-    user_id: int,
-    kind: str,
-    run: AgentRun | None = None,
-    conversation_id: int | None = None,
-    model_config_id: int | None = None,
-) -> UsageEntry:
-    """``usage_reserve`` up to the write: the quota checked under the user's lock, and the
-    entry to save, in the same transaction, by a caller that writes it with other rows
-    (a send, ``agents/services/conversations.py``)."""
-    reserved = 0
-    if settings.CHAT_DAILY_TOKEN_QUOTA:
-        # The lock only orders the checks of a quota: without one there is nothing to check.
-        user_model = get_user_model()
-        list(user_model.objects.select_for_update().filter(pk=user_id).values_list("pk"))
-        left = quota_left_today(user_id=user_id)
-        if left is not None and left <= 0:
-            raise QuotaExceeded
-        reserved = 0 if left is None else min(left, settings.CHAT_QUOTA_RESERVATION_TOKENS)
-    return UsageEntry(
+    return UsageEntry.objects.create(
         user_id=user_id,
         kind=kind,
         run_id=run.pk if run is not None else None,
         conversation_id=run.conversation_id if run is not None else conversation_id,
         model_config_id=run.model_config_id if run is not None else model_config_id,
-        reserved_tokens=reserved,
+        reserved_tokens=_reservation(user_id),
     )
+
+
+def usage_entry_reserving(*, user_id: int, run: AgentRun) -> UsageEntry:
+    """``usage_reserve`` of a run's entry up to the write: the quota checked and held as
+    there, the entry left for a caller that writes it with the run itself, in the same
+    transaction (a send, ``agents/services/conversations.py``), its ``run_id`` then."""
+    return UsageEntry(
+        user_id=user_id,
+        kind=UsageEntry.Kind.RUN,
+        conversation_id=run.conversation_id,
+        model_config_id=run.model_config_id,
+        reserved_tokens=_reservation(user_id),
+    )
+
+
+def _reservation(user_id: int) -> int:
+    """The tokens a starting run or summary holds of today's quota (0 without one),
+    checked under the user's row lock; ``QuotaExceeded`` when nothing is left."""
+    if not settings.CHAT_DAILY_TOKEN_QUOTA:
+        return 0  # the lock only orders the checks of a quota: nothing to check
+    user_model = get_user_model()
+    list(user_model.objects.select_for_update().filter(pk=user_id).values_list("pk"))
+    left = quota_left_today(user_id=user_id)
+    if left is not None and left <= 0:
+        raise QuotaExceeded
+    return 0 if left is None else min(left, settings.CHAT_QUOTA_RESERVATION_TOKENS)
 
 
 def usage_record_run_tokens(*, run: AgentRun, prompt_tokens: int, completion_tokens: int) -> None:
