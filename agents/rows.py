@@ -16,7 +16,6 @@ from typing import Any, NamedTuple
 
 from django.db import DEFAULT_DB_ALIAS, connection, connections
 from django.db.models import Model
-from django.db.models.expressions import DatabaseDefault
 
 Converter = Callable[[Any], Any]
 
@@ -119,27 +118,19 @@ def insert(instance: Model, *, computed: dict[str, str] | None = None) -> tuple[
     """The ``INSERT`` the ORM would send for a new ``instance``, as SQL and parameters, for
     a caller that runs several in one statement; its automatic primary key is left to the
     database. Fields run their ``pre_save`` (``auto_now_add``) and ``get_db_prep_save`` as
-    in ``Model.save``; a field left to its ``db_default`` is left out. ``computed`` maps an
-    attname to an SQL expression written in place of its value (another row's new id, from
-    a CTE of the caller's statement)."""
+    in ``Model.save`` (a value left to a ``db_default`` alone is not supported: psycopg
+    refuses it). ``computed`` maps an attname to an SQL expression written in place of its
+    value (another row's new id, from a CTE of the caller's statement)."""
     computed = computed or {}
     fields, names, placeholders = _insert_shape(
         connection.vendor, type(instance), tuple(sorted(computed.items()))
     )
-    params: list[Any] = []
-    left_out: set[int] = set()
-    for position, field in enumerate(fields):
-        if field is None:
-            continue  # computed
-        value = field.pre_save(instance, add=True)
-        if isinstance(value, DatabaseDefault):
-            left_out.add(position)
-            continue
-        params.append(field.get_db_prep_save(value, connection))
+    params = [
+        field.get_db_prep_save(field.pre_save(instance, add=True), connection)
+        for field in fields
+        if field is not None
+    ]
     table = connection.ops.quote_name(instance._meta.db_table)
-    if left_out:
-        names = [name for at, name in enumerate(names) if at not in left_out]
-        placeholders = [mark for at, mark in enumerate(placeholders) if at not in left_out]
     # Only quoted names from the model's metadata and the caller's expressions are formatted.
     sql = f"INSERT INTO {table} ({', '.join(names)}) VALUES ({', '.join(placeholders)})"  # noqa: S608
     return sql, params
