@@ -124,6 +124,11 @@ else:
             "max_size": pool_size,
             "timeout": env.float("DATABASE_POOL_TIMEOUT", default=30.0),
         }
+        if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
+            # Checked out connections are checked without a round trip unless the server
+            # wrote to them while they were idle (chatsite/postgres/base.py).
+            DATABASES["default"]["ENGINE"] = "chatsite.postgres"
+            DATABASES["default"]["CONN_HEALTH_CHECKS"] = False
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
