@@ -120,15 +120,31 @@ class ConversationConsumer(AsyncJsonWebsocketConsumer):
     drain: SocketDrain | None
     # The language of the refusals this socket sends (agents/preferences.py).
     language: str
+    # Set once the socket is opened by someone who may read the conversation; until then (and
+    # for a refused socket, which joined its groups before it was decided) nothing is
+    # forwarded.
+    may_read: bool
 
     async def connect(self) -> None:
         self.conversation_id = int(self.scope["url_route"]["kwargs"]["conversation_id"])
         self.last_sent_seq = 0
         self.finished_run_ids = set()
-        self.group = ""
-        self.session_group = ""
         self.counted_user_id = None
         self.drain = None
+        self.may_read = False
+        # Join first, then read the log (docs/architecture.md, invariant 4): an event
+        # committed after the read below is then certain to arrive live, and one committed
+        # before it is at or below the last seq it reads. Live frames published meanwhile wait
+        # in this channel's queue (a consumer handles one message at a time) and go through
+        # chat_event afterwards, which drops the seqs already sent. Joined before accepting,
+        # so nothing published once the client sees the socket open can miss it; left again
+        # at once if the socket is refused, and nothing is forwarded before it may read.
+        session_key = self._session_key()
+        self.session_group = events.session_group_name(session_key) if session_key else ""
+        self.group = events.group_name(self.conversation_id)
+        for group in (self.session_group, self.group):
+            if group:
+                await self.channel_layer.group_add(group, self.channel_name)
         # Who opens it, the language of its refusals (the page's), and the conversation's
         # last seq if that user owns it. The owner's own socket takes one statement
         # (session_check.socket_opening); anyone else is decided by Channels' get_user.
@@ -142,22 +158,13 @@ class ConversationConsumer(AsyncJsonWebsocketConsumer):
             last_seq is not None
             and _open_sockets.get(user.pk, 0) >= settings.CHAT_MAX_SOCKETS_PER_USER
         )
-        if last_seq is not None and not over_cap:
+        if last_seq is None or over_cap:
+            await self._leave_groups()
+        else:
             _open_sockets[user.pk] = _open_sockets.get(user.pk, 0) + 1
             self.counted_user_id = user.pk
             self.drain = self.scope.get(SCOPE_KEY)
-            # Join first, then read the log (docs/architecture.md, invariant 4): an event
-            # committed after the read is then certain to arrive live. Live frames published
-            # during the replay wait in this channel's queue (a consumer handles one message
-            # at a time) and go through chat_event afterwards, which drops the seqs already
-            # sent. Joined before accepting, so nothing published once the client sees the
-            # socket open can miss it.
-            session_key = self._session_key()
-            if session_key:
-                self.session_group = events.session_group_name(session_key)
-                await self.channel_layer.group_add(self.session_group, self.channel_name)
-            self.group = events.group_name(self.conversation_id)
-            await self.channel_layer.group_add(self.group, self.channel_name)
+            self.may_read = True
         # Accept before closing so the browser sees the code; a close during the handshake
         # arrives as 1006, indistinguishable from a network failure, and would be retried.
         await self.accept()
@@ -170,7 +177,8 @@ class ConversationConsumer(AsyncJsonWebsocketConsumer):
         after_seq = _after_seq_param(self.scope, last_seq)
         self.last_sent_seq = after_seq
         with contextlib.suppress(NotReading):  # closed; the client reconnects from its seq
-            await self._replay(after_seq=after_seq)
+            if after_seq < last_seq:  # read after the join: nothing newer is missed
+                await self._replay(after_seq=after_seq)
             await self._send_live_text()
 
     async def disconnect(self, code: int) -> None:
@@ -179,10 +187,14 @@ class ConversationConsumer(AsyncJsonWebsocketConsumer):
             if left > 0:
                 _open_sockets[self.counted_user_id] = left
             self.counted_user_id = None
-        if self.group:
-            await self.channel_layer.group_discard(self.group, self.channel_name)
-        if self.session_group:
-            await self.channel_layer.group_discard(self.session_group, self.channel_name)
+        self.may_read = False
+        await self._leave_groups()
+
+    async def _leave_groups(self) -> None:
+        for group in (self.group, self.session_group):
+            if group:
+                await self.channel_layer.group_discard(group, self.channel_name)
+        self.group = self.session_group = ""
 
     # ---- client → server ---------------------------------------------------------------
 
@@ -307,6 +319,8 @@ class ConversationConsumer(AsyncJsonWebsocketConsumer):
 
     async def chat_event(self, message: dict[str, Any]) -> None:
         """Frames published to the group by agents/events.py, in seq order."""
+        if not self.may_read:
+            return
         try:
             await self._wait_until_drained()
             for frame in message["frames"]:

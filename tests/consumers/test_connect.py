@@ -86,4 +86,26 @@ def test_a_refused_socket_gets_no_frames(other_user, conversation):
     assert run(body) == {"type": "websocket.close", "code": CLOSE_NOT_FOUND}
 
 
+def test_a_refused_socket_gets_no_frame_published_after_it_was_refused(other_user, conversation):
+    """It joined the conversation's group before it was decided (to miss nothing if it
+    opens); refused, it left, and nothing published to the group reaches it."""
+    from channels.db import database_sync_to_async
+
+    from agents.services.runs import event_append
+
+    stranger = session_cookie(other_user)
+    append = database_sync_to_async(event_append)
+
+    async def body():
+        communicator = socket(conversation.pk, cookie=stranger)
+        connected, _ = await communicator.connect()
+        assert connected
+        closed = await communicator.receive_output(timeout=10)
+        await append(conversation=conversation, run=None, type="step", payload={"kind": "x"})
+        quiet = await communicator.receive_nothing(timeout=QUIET_SECONDS)
+        return closed, quiet
+
+    assert run(body) == ({"type": "websocket.close", "code": CLOSE_NOT_FOUND}, True)
+
+
 # Cross-site and Origin-less handshakes: tests/security/test_sockets_and_forms.py.

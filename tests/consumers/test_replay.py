@@ -163,6 +163,63 @@ def test_after_seq_beyond_the_log_still_gets_new_events(user, conversation):
     assert run(body) == [2]
 
 
+def test_a_client_that_has_everything_reads_no_log_and_gets_what_follows(
+    user, conversation, monkeypatch
+):
+    from agents.consumers import ConversationConsumer
+
+    for n in range(3):
+        append(conversation, f"stored {n}")
+    log_reads = []
+    read_log = ConversationConsumer._frames_after
+
+    async def counted(self, after_seq):
+        log_reads.append(after_seq)
+        return await read_log(self, after_seq)
+
+    monkeypatch.setattr(ConversationConsumer, "_frames_after", counted)
+    cookie = session_cookie(user)
+
+    async def body():
+        communicator = socket(conversation.pk, cookie=cookie, after_seq=3)
+        assert (await communicator.connect())[0]
+        assert await communicator.receive_nothing(timeout=QUIET_SECONDS)
+        await append_async(conversation, "next")
+        seqs = await receive_seqs(communicator, 1)
+        await communicator.disconnect()
+        return seqs
+
+    assert run(body) == [4]
+    assert log_reads == []
+
+
+def test_an_event_stored_while_the_socket_opens_arrives_once(user, conversation, monkeypatch):
+    """Committed after the socket joined its group and before it read the last seq: the
+    read sees it, so it is replayed; its live frame, queued meanwhile, is then dropped."""
+    from agents.consumers import ConversationConsumer
+
+    append(conversation, "seen")
+    open_as_owner = ConversationConsumer._open_as_owner
+
+    async def stored_meanwhile(self):
+        await append_async(conversation, "while opening")
+        return await open_as_owner(self)
+
+    monkeypatch.setattr(ConversationConsumer, "_open_as_owner", stored_meanwhile)
+    cookie = session_cookie(user)
+
+    async def body():
+        communicator = socket(conversation.pk, cookie=cookie, after_seq=1)
+        assert (await communicator.connect())[0]
+        frame = await receive(communicator)
+        assert await communicator.receive_nothing(timeout=QUIET_SECONDS)
+        await communicator.disconnect()
+        return frame
+
+    frame = run(body)
+    assert (frame["seq"], frame["text"]) == (2, "while opening")
+
+
 @pytest.mark.parametrize("after_seq", ["-3", "abc", ""])
 def test_malformed_after_seq_replays_everything(user, conversation, after_seq):
     append(conversation, "one")
