@@ -189,9 +189,7 @@ def _send(
                 RefusalCode.NOT_FOUND,
                 _("Message %(id)s is not in this conversation.") % {"id": parent_id},
             )
-        profile = _profile_for(
-            conversation=locked, user=user, profile=profile, default=lock.default_profile
-        )
+        profile = _profile_for(conversation=locked, user=user, profile=profile, lock=lock)
         _check_can_start_run(blocking=seen.blocking_status, user=user)
         extends_active = parent_id == locked.active_leaf_id
         message = Message(
@@ -243,9 +241,7 @@ def run_regenerate(*, conversation: Conversation, user: User) -> AgentRun:
             raise RequestRefused(
                 RefusalCode.NOTHING_TO_REGENERATE, _("There is no message to answer again.")
             )
-        profile = _profile_for(
-            conversation=locked, user=user, profile=None, default=lock.default_profile
-        )
+        profile = _profile_for(conversation=locked, user=user, profile=None, lock=lock)
         seen = _read_under_lock(conversation=locked, client_id=None, parent_id=None)
         _check_can_start_run(blocking=seen.blocking_status, user=user)
         branch_activate(conversation=locked, leaf_id=message.pk)
@@ -330,6 +326,8 @@ class _Locked:
     # not read with the lock, on a database other than PostgreSQL and SQLite).
     profile_id: int | None
     tools: ToolPairs | None
+    # Whether the user may use the profile read with the lock (None: there was none).
+    profile_allowed: bool | None
 
     def latest_version_of(self, profile: AgentProfile) -> PromptVersion | None:
         """The latest version read with the lock, if ``profile`` is the one it belongs to."""
@@ -340,22 +338,30 @@ class _Locked:
         """The tools read with the lock, if ``profile`` is the one they belong to."""
         return self.tools if profile.pk is not None and profile.pk == self.profile_id else None
 
+    def allowed_of(self, profile: AgentProfile) -> bool | None:
+        """Whether the user may use ``profile``, if it is the one read with the lock."""
+        if profile.pk is None or profile.pk != self.profile_id:
+            return None
+        return self.profile_allowed
+
 
 def _lock_owned(*, conversation: Conversation, user: User) -> _Locked:
     """Lock the user's conversation row; with it, in the same statement, the profile a run
     would use (the conversation's, else the default one), that profile's model endpoint, its
-    latest prompt version and its tools (what ``prompt_version_current`` compares).
+    latest prompt version, its tools (what ``prompt_version_current`` compares) and whether
+    the user may use it (``_check_profile_allowed``).
 
     Plain SQL: every send runs it, and the ORM's version (``select_for_update`` with
     ``select_related``) cost daphne several times as much to build as to run.
     """
     with prepared_cursor() as cursor:
-        cursor.execute(_lock_sql(connection.vendor), [conversation.pk, user.pk])
+        cursor.execute(_lock_sql(connection.vendor), [user.pk, conversation.pk, user.pk])
         row = cursor.fetchone()
     if row is None:
         raise ConversationGone
-    # The models' columns, then the tools' (the last column).
+    # The models' columns, then whether the profile is allowed, then its tools.
     parts = instances(_LOCKED_MODELS, row)
+    allowed = row[-2]
     locked = cast(Conversation, parts[0])
     profile = cast(AgentProfile | None, parts[1])
     latest = cast(PromptVersion | None, parts[3])
@@ -369,6 +375,7 @@ def _lock_owned(*, conversation: Conversation, user: User) -> _Locked:
         latest_version=latest,
         profile_id=profile.pk if profile is not None else None,
         tools=_tool_pairs(row[-1]),
+        profile_allowed=bool(allowed) if profile is not None else None,
     )
 
 
@@ -393,7 +400,8 @@ def _lock_sql(vendor: str) -> str:
     # transaction instead (chatsite/settings.py).
     lock = " FOR UPDATE OF c" if connection.features.has_select_for_update_of else ""
     return f"""
-        SELECT {selected}, {_tools_by_name(profile="p")} FROM {conversations} AS c
+        SELECT {selected}, {_profile_allowed_sql(profile="p")}, {_tools_by_name(profile="p")}
+        FROM {conversations} AS c
         LEFT JOIN {profiles} AS p ON p.id = COALESCE(
             c.profile_id, (SELECT id FROM {profiles} WHERE is_default LIMIT 1)
         )
@@ -519,27 +527,37 @@ def _count_send_against_rate_limit(user: User) -> None:
         )
 
 
-def _check_profile_allowed(*, profile: AgentProfile, user: User) -> None:
-    """A profile limited to some groups is for their members only; one statement (plain SQL,
-    on every send: the ORM's version cost several times as much to build as to run)."""
-    quote = connection.ops.quote_name
-    limits = quote(AgentProfile.allowed_groups.through._meta.db_table)
-    memberships = quote(User.groups.through._meta.db_table)
-    sql = f"""
-        SELECT NOT EXISTS (SELECT 1 FROM {limits} WHERE agentprofile_id = %s)
-            OR EXISTS (
-                SELECT 1 FROM {limits} AS allowed JOIN {memberships} AS member
-                ON member.group_id = allowed.group_id
-                WHERE allowed.agentprofile_id = %s AND member.user_id = %s
-            )
-    """  # noqa: S608 (only table names are formatted in)
-    with prepared_cursor() as cursor:
-        cursor.execute(sql, [profile.pk, profile.pk, user.pk])
-        (allowed,) = cursor.fetchone()
+def _check_profile_allowed(
+    *, profile: AgentProfile, user: User, lock: _Locked | None = None
+) -> None:
+    """A profile limited to some groups is for their members only: decided with the lock
+    when that read the same profile, else by one statement (plain SQL, on every send: the
+    ORM's version cost several times as much to build as to run)."""
+    allowed = lock.allowed_of(profile) if lock is not None else None
+    if allowed is None:
+        with prepared_cursor() as cursor:
+            cursor.execute(f"SELECT {_profile_allowed_sql()}", [user.pk, profile.pk, profile.pk])
+            (allowed,) = cursor.fetchone()
     if not allowed:
         raise RequestRefused(
             RefusalCode.PROFILE_NOT_ALLOWED, _("That agent is not available to you.")
         )
+
+
+def _profile_allowed_sql(*, profile: str | None = None) -> str:
+    """Whether the user (the first parameter) may use a profile: the profile aliased
+    ``profile``, or the one of the second parameter."""
+    quote = connection.ops.quote_name
+    limits = quote(AgentProfile.allowed_groups.through._meta.db_table)
+    memberships = quote(User.groups.through._meta.db_table)
+    profile_id = f"{profile}.id" if profile else "%s"
+    # The user's id comes first either way: in the lock's statement this is a column, whose
+    # parameters precede the WHERE clause's. Only names and the alias are formatted in.
+    return f"""(EXISTS (
+            SELECT 1 FROM {limits} AS allowed JOIN {memberships} AS member
+            ON member.group_id = allowed.group_id
+            WHERE member.user_id = %s AND allowed.agentprofile_id = {profile_id}
+        ) OR NOT EXISTS (SELECT 1 FROM {limits} WHERE agentprofile_id = {profile_id}))"""  # noqa: S608
 
 
 def _profile_for(
@@ -547,12 +565,12 @@ def _profile_for(
     conversation: Conversation,
     user: User,
     profile: AgentProfile | None,
-    default: AgentProfile | None,
+    lock: _Locked,
 ) -> AgentProfile:
     """The profile a new run uses: the one asked for, the conversation's, or the default
-    (``default``, read with the conversation's lock, if there was one)."""
-    chosen = profile or conversation.profile or default or default_profile()
-    _check_profile_allowed(profile=chosen, user=user)
+    (read with the conversation's lock, if there was one)."""
+    chosen = profile or conversation.profile or lock.default_profile or default_profile()
+    _check_profile_allowed(profile=chosen, user=user, lock=lock)
     if profile is not None and conversation.profile_id != profile.pk:
         conversation.profile = profile
         conversation.save(update_fields=["profile"])

@@ -25,12 +25,12 @@ pytestmark = pytest.mark.django_db
 
 # The session and its user (1, agents/session_check.py), the conversation's row lock with the
 # profile a run would use (the default one, the conversation having none), its endpoint, its
-# latest prompt version and its tools (1), one read of its messages and runs (1), the
-# profile's groups (1), the message, the run and its ledger entry (one statement on
+# latest prompt version, its tools and whether its groups allow the user (1), one read of its
+# messages and runs (1), the message, the run and its ledger entry (one statement on
 # PostgreSQL, three elsewhere), the seq bump with the conversation's own changes and the
 # event (one statement on PostgreSQL, two elsewhere); plus the (save)point and its release.
 def send_statements() -> int:
-    return 8 if connection.vendor == "postgresql" else 11
+    return 7 if connection.vendor == "postgresql" else 10
 
 
 def socket_send(user, conversation, *, content: str, client_id: str) -> None:

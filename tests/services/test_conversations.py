@@ -188,6 +188,29 @@ def test_profile_restricted_to_a_group(conversation, user, default_profile):
     assert result.run.profile_version.profile == staff_only
 
 
+@pytest.mark.parametrize("whose", ["the conversation's", "the default"])
+def test_a_restricted_profile_read_with_the_lock_is_refused_to_others(user, default_profile, whose):
+    """The profile read in the locking statement (the conversation's own, or the default one)
+    is checked there, against the same groups."""
+    group = Group.objects.create(name="staff")
+    if whose == "the default":
+        restricted = default_profile
+        conversation = conversation_create(owner=user)
+    else:
+        restricted = AgentProfile.objects.create(name="Staff", slug="staff")
+        conversation = conversation_create(owner=user, profile=restricted)
+    restricted.allowed_groups.add(group)
+
+    with pytest.raises(RequestRefused) as refused:
+        message_send(conversation=conversation, user=user, content="hi", client_id="a")
+    assert refused.value.code == "profile_not_allowed"
+    assert not conversation.messages.exists()
+
+    user.groups.add(group)
+    sent = message_send(conversation=conversation, user=user, content="hi", client_id="b")
+    assert sent.run.profile_version.profile == restricted
+
+
 def test_run_is_pinned_to_the_profile_version_at_send_time(conversation, user, default_profile):
     first = message_send(conversation=conversation, user=user, content="one")
     _finish(first.run)
