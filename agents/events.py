@@ -71,6 +71,14 @@ def publish_on_commit(stored: Sequence[RunEvent]) -> None:
     transaction.on_commit(lambda: _publisher().send(conversation_id, frames))
 
 
+def publish_committed(stored: Sequence[RunEvent]) -> None:
+    """Publish events of one conversation, in order, that are already committed: written by
+    a statement with its own commit, outside any transaction (``agents/loop_db.py``)."""
+    if not stored:
+        return
+    _publisher().send(stored[0].conversation_id, [event_frame(event) for event in stored])
+
+
 @dataclass(frozen=True)
 class KeptText:
     """Text to keep in Redis before an ephemeral frame goes out: ``value`` replaces the key

@@ -93,6 +93,8 @@ TEMPLATES = [
 DATABASES = {
     "default": env.db_url("DATABASE_URL", default=f"sqlite:///{VAR_DIR / 'db.sqlite3'}"),
 }
+# How long a request waits for a pooled connection before it fails.
+DATABASE_POOL_TIMEOUT = env.float("DATABASE_POOL_TIMEOUT", default=30.0)
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     # The worker, daphne and tests are separate processes writing one file: WAL lets readers
     # go on during a write, IMMEDIATE takes the write lock up front so two writers queue
@@ -122,7 +124,7 @@ else:
         DATABASES["default"].setdefault("OPTIONS", {})["pool"] = {
             "min_size": 1,
             "max_size": pool_size,
-            "timeout": env.float("DATABASE_POOL_TIMEOUT", default=30.0),
+            "timeout": DATABASE_POOL_TIMEOUT,
         }
         if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
             # Checked out connections are checked without a round trip unless the server
@@ -214,6 +216,9 @@ AGENT_CANCEL_POLL_SECONDS = env.float("AGENT_CANCEL_POLL_SECONDS", default=0.25)
 # The threads a worker process writes its runs' steps on (each with a database connection
 # while writes are queued): the runs themselves share one event loop.
 AGENT_DATABASE_THREADS = env.int("AGENT_DATABASE_THREADS", default=4)
+# PostgreSQL connections of a worker's event loop, for its runs' stored steps
+# (agents/loop_db.py); 0 sends those writes through the database threads too.
+AGENT_LOOP_DATABASE_CONNECTIONS = env.int("AGENT_LOOP_DATABASE_CONNECTIONS", default=4)
 # Every worker sweeps for runs no one holds; a queued run this old lost its broker message.
 AGENT_SWEEP_INTERVAL_SECONDS = env.float("AGENT_SWEEP_INTERVAL_SECONDS", default=2.0)
 AGENT_QUEUED_RESCUE_SECONDS = env.float("AGENT_QUEUED_RESCUE_SECONDS", default=120.0)

@@ -42,7 +42,7 @@ from django.core.cache import cache
 from django.core.exceptions import ObjectDoesNotExist
 from django.db import close_old_connections, connection
 
-from agents import events
+from agents import events, loop_db
 from agents.live import LiveText
 from agents.llm.errors import public_failure_message
 from agents.models import AgentRun, Message
@@ -77,6 +77,7 @@ from agents.services.runs import (
     run_mark_cancelled,
     run_prior_steps,
     run_record_steps,
+    run_record_steps_on_loop,
     run_started,
     runs_cancel_requested,
     runs_needing_rescue,
@@ -308,7 +309,7 @@ async def _drive(
             if isinstance(step, FinalAnswerStep):
                 answer = await _db(run_finish, run=run, step=step, worker_id=me, preceding=pending)
             else:
-                await _db(run_record_steps, run=run, steps=[*pending, step], worker_id=me)
+                await _record_steps(run, [*pending, step], me)
             pending = []
     except RunCancelled:
         if watch.lost:
@@ -349,6 +350,13 @@ async def _drive(
         await _db(run_fail, run=run, code=code, message=message, worker_id=me)
         return _ENDED_EARLY
     return answer
+
+
+async def _record_steps(run: AgentRun, steps: list[Step], me: str) -> None:
+    if loop_db.available():
+        await run_record_steps_on_loop(run=run, steps=steps, worker_id=me)
+    else:
+        await _db(run_record_steps, run=run, steps=steps, worker_id=me)
 
 
 # --------------------------------------------------------------------------------------

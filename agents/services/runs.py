@@ -23,7 +23,7 @@ from django.db.models import F, Max, Q, Value
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
-from agents import events
+from agents import events, loop_db
 from agents.models import (
     AgentRun,
     Conversation,
@@ -625,7 +625,38 @@ def _append_fenced(
     take the seqs it returns. Nothing is written unless the holder matched (``RunLost``).
     Outside a transaction it is its own commit; inside one it joins it.
     """
-    params = {
+    params = _fenced_params(run, records, items, worker_id)
+    with prepared_cursor() as cursor:
+        cursor.execute(_fenced_append_sql(), params)
+        rows = cursor.fetchall()
+    appended = _fenced_appended(run, items, params, rows, worker_id)
+    events.publish_on_commit(appended)
+    return appended
+
+
+async def run_record_steps_on_loop(
+    *, run: AgentRun, steps: Sequence[Step], worker_id: str
+) -> list[RunEvent]:
+    """``run_record_steps`` for the run driver, from the process's event loop: the same one
+    fenced statement (``_append_fenced``), sent on the loop's own connection
+    (``agents/loop_db.py``), committed when it returns, then published. Only where
+    ``loop_db.available()``."""
+    records = [step for step in steps if isinstance(step, ModelCallRecord)]
+    items = _step_items(steps)
+    params = _fenced_params(run, records, items, worker_id)
+    rows = await loop_db.fetch_all(_fenced_append_sql(), params)
+    appended = _fenced_appended(run, items, params, rows, worker_id)
+    events.publish_committed(appended)
+    return appended
+
+
+def _fenced_params(
+    run: AgentRun,
+    records: Sequence[ModelCallRecord],
+    items: Sequence[tuple[str, dict[str, Any]]],
+    worker_id: str,
+) -> dict[str, Any]:
+    return {
         **_call_params(records),
         "run": run.pk,
         "conv": run.conversation_id,
@@ -634,16 +665,24 @@ def _append_fenced(
         "n": len(items),
         "events": json.dumps([{"type": type, "payload": payload} for type, payload in items]),
     }
-    with prepared_cursor() as cursor:
-        cursor.execute(_fenced_append_sql(), params)
-        rows = cursor.fetchall()
+
+
+def _fenced_appended(
+    run: AgentRun,
+    items: Sequence[tuple[str, dict[str, Any]]],
+    params: dict[str, Any],
+    rows: Sequence[tuple[Any, ...]],
+    worker_id: str,
+) -> list[RunEvent]:
+    """The events a fenced append stored, from the rows it returned; ``RunLost`` if the
+    holder did not match (and nothing was written)."""
     if not rows or not rows[0][0]:
         raise RunLost(f"run {run.pk} is no longer held by {worker_id}")
     run.prompt_tokens += params["prompt"]
     run.completion_tokens += params["completion"]
     if items:
         run.conversation.last_seq = rows[-1][2]
-    appended = [
+    return [
         RunEvent(
             pk=event_id,
             conversation_id=run.conversation_id,
@@ -657,8 +696,6 @@ def _append_fenced(
             (row for row in rows if row[1] is not None), items, strict=True
         )
     ]
-    events.publish_on_commit(appended)
-    return appended
 
 
 def _call_params(records: Sequence[ModelCallRecord]) -> dict[str, Any]:
@@ -720,7 +757,9 @@ def _calls_cte() -> str:
 
 
 @functools.cache
+@functools.cache
 def _fenced_append_sql() -> str:
+    """Built once per process: only PostgreSQL runs it."""
     quote = connection.ops.quote_name
 
     def table(model: type[models.Model]) -> str:

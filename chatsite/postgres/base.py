@@ -43,7 +43,7 @@ def connection_is_sound(connection: Connection[Any]) -> bool:
     """Whether ``connection`` can be used; a round trip only if the server said something."""
     if connection.closed or connection.pgconn.status != ConnStatus.OK:
         return False
-    if not _has_something_to_read(connection.pgconn.socket):
+    if not has_something_to_read(connection.pgconn.socket):
         return True
     try:
         connection.execute("")
@@ -52,7 +52,8 @@ def connection_is_sound(connection: Connection[Any]) -> bool:
     return True
 
 
-def _has_something_to_read(fd: int) -> bool:
+def has_something_to_read(fd: int) -> bool:
+    """Whether the socket ``fd`` has data (or an end, or a reset) waiting; never blocks."""
     poller = select.poll()
     poller.register(fd, select.POLLIN | select.POLLPRI)
     return bool(poller.poll(0))

@@ -1,0 +1,111 @@
+"""PostgreSQL connections of the process's event loop, for the run driver's stored steps.
+
+A worker drives its runs on the process loop (``agents/process_loop.py``), and each stored
+step used to change thread for its write: handed to a database thread, checked out of
+Django's pool, run through Django's cursor, handed back. For a statement that PostgreSQL
+runs in a few tenths of a millisecond, that journey cost the worker about as much CPU again
+(docs/performance.md, "A twelfth round"). The steps' fenced append is one plain statement
+with its own commit and no ORM in it (``agents/services/runs.py``), so the loop sends it
+itself, on a small pool of psycopg's async connections.
+
+Only that statement comes here; everything else a run writes keeps Django's connections.
+Errors are psycopg's own, not Django's: the run driver treats every failure of a write
+alike (the run stops, and is resumed from its stored steps). Used on PostgreSQL only, and
+off with ``AGENT_LOOP_DATABASE_CONNECTIONS=0`` (the steps then go through the database
+threads as before).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import atexit
+import contextlib
+import os
+from typing import Any
+
+from django.conf import settings
+from django.db import connection
+
+from agents.process_loop import on_process_loop, process_loop
+
+_pool: Any = None
+_pool_pid: int | None = None
+
+
+def available() -> bool:
+    """Whether the run driver's steps are written from the loop in this process."""
+    return settings.AGENT_LOOP_DATABASE_CONNECTIONS > 0 and connection.vendor == "postgresql"
+
+
+async def fetch_all(sql: str, params: dict[str, Any]) -> list[tuple[Any, ...]]:
+    """Run ``sql`` as a statement of its own (autocommit) and return its rows."""
+    assert on_process_loop(), "the loop's connections are used on the loop only"
+    pool = await _open_pool()
+    async with pool.connection() as conn:
+        cursor = await conn.execute(sql, params, prepare=_prepares())
+        return await cursor.fetchall()
+
+
+async def close() -> None:
+    """Close this process's connections (a worker shutting down)."""
+    global _pool
+    pool, _pool = _pool, None
+    if pool is not None and _pool_pid == os.getpid():
+        await pool.close(timeout=2)
+
+
+async def _open_pool() -> Any:
+    global _pool, _pool_pid
+    # A forked child inherits the object but not its connections' sockets.
+    if _pool is None or _pool_pid != os.getpid():
+        from psycopg_pool import AsyncConnectionPool
+
+        pool = AsyncConnectionPool(
+            kwargs=_connect_kwargs(),
+            min_size=1,
+            max_size=settings.AGENT_LOOP_DATABASE_CONNECTIONS,
+            timeout=settings.DATABASE_POOL_TIMEOUT,
+            check=_check,
+            open=False,
+        )
+        _pool, _pool_pid = pool, os.getpid()
+        await pool.open()
+        atexit.register(_close_at_exit)
+    return _pool
+
+
+def _close_at_exit() -> None:
+    # The loop's thread is a daemon: without this its connections' tasks are torn down
+    # half-way at exit, and asyncio logs each as destroyed while pending.
+    with contextlib.suppress(Exception):
+        asyncio.run_coroutine_threadsafe(close(), process_loop()).result(timeout=3)
+
+
+def _prepares() -> bool:
+    # Behind a pooler that cannot keep prepared statements, nothing is prepared (prepared.py).
+    return settings.DATABASES["default"].get("OPTIONS", {}).get("prepare_threshold") is not None
+
+
+def _connect_kwargs() -> dict[str, Any]:
+    """Django's own connection parameters, with the session settings Django applies itself
+    (the time zone, so ``created_at`` comes back as Django's connections return it)."""
+    params = dict(connection.get_connection_params())
+    for django_only in ("cursor_factory", "context", "prepare_threshold"):
+        params.pop(django_only, None)
+    options = params.pop("options", "")
+    time_zone = f"-c TimeZone={connection.timezone_name}"
+    params["options"] = f"{options} {time_zone}".strip()
+    params["autocommit"] = True
+    params["prepare_threshold"] = 0 if _prepares() else None
+    return params
+
+
+async def _check(conn: Any) -> None:
+    """As ``chatsite/postgres/base.py`` checks Django's pooled connections: a round trip only
+    if the server wrote to the connection while it was idle (a FATAL message, a reset)."""
+    from chatsite.postgres.base import has_something_to_read
+
+    if conn.closed:
+        raise conn.OperationalError("the pooled connection is closed")
+    if has_something_to_read(conn.pgconn.socket):
+        await conn.execute("")
