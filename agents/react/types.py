@@ -7,8 +7,9 @@ and resumed after a crash from the same shapes (docs/protocol.md).
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import dataclass, field, fields
 from typing import Any, Literal, Protocol, cast
 
 JsonDict = dict[str, Any]
@@ -210,8 +211,19 @@ _STEP_CLASSES: dict[str, type] = {
 
 
 def step_to_event(step: Step) -> JsonDict:
-    """The JSON payload of a step event (``kind`` plus the step's fields)."""
-    return asdict(step)
+    """The JSON payload of a step event (``kind`` plus the step's fields).
+
+    Its values are the step's own, not copies (``dataclasses.asdict`` deep-copied each: a
+    tenth of a stored step's time in a profile of the worker). Steps are frozen, no step
+    holds another dataclass, and nothing edits a payload's dicts: callers serialise it or
+    read it.
+    """
+    return {name: getattr(step, name) for name in _field_names(type(step))}
+
+
+@functools.cache
+def _field_names(cls: type) -> tuple[str, ...]:
+    return tuple(field.name for field in fields(cls))
 
 
 def step_from_event(payload: JsonDict) -> Step:
