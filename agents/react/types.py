@@ -218,7 +218,8 @@ def step_to_event(step: Step) -> JsonDict:
     holds another dataclass, and nothing edits a payload's dicts: callers serialise it or
     read it.
     """
-    return {name: getattr(step, name) for name in _field_names(type(step))}
+    step_class: type = type(step)  # as ``type``, which mypy knows is hashable
+    return {name: getattr(step, name) for name in _field_names(step_class)}
 
 
 @functools.cache
