@@ -147,29 +147,13 @@ def test_replay_longer_than_one_batch(user, conversation):
     assert run(body) == list(range(6, total + 1))
 
 
-def test_after_seq_beyond_the_log_still_gets_new_events(user, conversation):
-    append(conversation, "only")
-    cookie = session_cookie(user)
-
-    async def body():
-        communicator = socket(conversation.pk, cookie=cookie, after_seq=99)
-        assert (await communicator.connect())[0]
-        assert await communicator.receive_nothing(timeout=QUIET_SECONDS)
-        await append_async(conversation, "next")
-        seqs = await receive_seqs(communicator, 1)
-        await communicator.disconnect()
-        return seqs
-
-    assert run(body) == [2]
-
-
-def test_a_client_that_has_everything_reads_no_log_and_gets_what_follows(
-    user, conversation, monkeypatch
+@pytest.mark.parametrize("after_seq", [1, 99], ids=["the last seq", "beyond the log"])
+def test_a_client_that_has_everything_reads_no_log_and_gets_new_events(
+    user, conversation, monkeypatch, after_seq
 ):
     from agents.consumers import ConversationConsumer
 
-    for n in range(3):
-        append(conversation, f"stored {n}")
+    append(conversation, "only")
     log_reads = []
     read_log = ConversationConsumer._frames_after
 
@@ -181,7 +165,7 @@ def test_a_client_that_has_everything_reads_no_log_and_gets_what_follows(
     cookie = session_cookie(user)
 
     async def body():
-        communicator = socket(conversation.pk, cookie=cookie, after_seq=3)
+        communicator = socket(conversation.pk, cookie=cookie, after_seq=after_seq)
         assert (await communicator.connect())[0]
         assert await communicator.receive_nothing(timeout=QUIET_SECONDS)
         await append_async(conversation, "next")
@@ -189,7 +173,7 @@ def test_a_client_that_has_everything_reads_no_log_and_gets_what_follows(
         await communicator.disconnect()
         return seqs
 
-    assert run(body) == [4]
+    assert run(body) == [2]
     assert log_reads == []
 
 

@@ -11,6 +11,7 @@ from django.utils import timezone
 
 from agents import events, protocol
 from agents.models import AgentRun, Message, ModelCall
+from agents.process_loop import run_on_process_loop
 from agents.react.types import (
     ActionStep,
     FinalAnswerStep,
@@ -34,6 +35,7 @@ from agents.services.runs import (
     run_record_model_call,
     run_record_step,
     run_record_steps,
+    run_record_steps_on_loop,
     run_started,
     run_stored_steps,
     runs_cancel_requested,
@@ -346,35 +348,6 @@ def test_prior_steps_give_a_resumed_attempt_its_calls_and_steps(queued_run):
     assert (prior[0].prompt_tokens, prior[0].completion_tokens) == (5, 2)
 
 
-def test_a_fenced_write_stores_calls_and_steps_exactly_as_given(queued_run):
-    """Quotes, backslashes, newlines, non-Latin text and emoji survive the one JSON document
-    the calls and events travel in."""
-    run = run_claim(run_id=queued_run.pk, worker_id="w1")
-    tricky = 'He said "2\\3" \n\t{x} \\u0041 — 你好 🧮\r\nend'
-    call = ModelCallRecord(
-        index=0,
-        messages=[{"role": "user", "content": tricky, "name": None}],
-        options={"temperature": 0.25, "stop": ["\nObservation:"]},
-        response_text=tricky,
-        tool_calls=[{"id": "c1", "arguments": '{"a": "\\""}'}],
-        prompt_tokens=7,
-        completion_tokens=3,
-        duration_ms=12,
-        error="",
-    )
-    thought = ThoughtStep(text=tricky)
-
-    run_record_steps(run=run, steps=[call, thought], worker_id="w1")
-
-    stored = ModelCall.objects.get(run=run)
-    assert stored.request_messages == call.messages
-    assert stored.request_options == call.options
-    assert stored.response_text == tricky
-    assert stored.response_tool_calls == call.tool_calls
-    assert (stored.prompt_tokens, stored.completion_tokens, stored.duration_ms) == (7, 3, 12)
-    assert run_prior_steps(run=run)[-1] == thought
-
-
 def test_after_a_takeover_the_old_holder_can_write_nothing(queued_run, settings):
     old = run_claim(run_id=queued_run.pk, worker_id="w1")
     stale = timezone.now() - timedelta(seconds=settings.AGENT_HEARTBEAT_STALE_SECONDS + 1)
@@ -417,20 +390,68 @@ def committed_run(user, default_profile) -> AgentRun:
     return run_claim(run_id=run.pk, worker_id="w1")
 
 
+def _record_steps_on_loop(*, run: AgentRun, steps, worker_id: str):
+    return run_on_process_loop(run_record_steps_on_loop(run=run, steps=steps, worker_id=worker_id))
+
+
+@pytest.fixture(params=["threads", "loop"])
+def record_steps(request):
+    """The worker's two ways to store a reply's steps: through a database thread (Django's
+    connection), or from the event loop on its own connections (agents/loop_db.py)."""
+    if request.param == "threads":
+        return run_record_steps
+    if connection.vendor != "postgresql":
+        pytest.skip("the loop's own connections are PostgreSQL's; SQLite writes on threads")
+    return _record_steps_on_loop
+
+
 @pytest.mark.django_db(transaction=True)
-def test_one_reply_is_one_commit_and_one_group_message(committed_run):
+def test_a_fenced_write_stores_calls_and_steps_exactly_as_given(committed_run, record_steps):
+    """Quotes, backslashes, newlines, non-Latin text and emoji survive the one JSON document
+    the calls and events travel in."""
+    run = committed_run
+    tricky = 'He said "2\\3" \n\t{x} \\u0041 — 你好 🧮\r\nend'
+    call = ModelCallRecord(
+        index=0,
+        messages=[{"role": "user", "content": tricky, "name": None}],
+        options={"temperature": 0.25, "stop": ["\nObservation:"]},
+        response_text=tricky,
+        tool_calls=[{"id": "c1", "arguments": '{"a": "\\""}'}],
+        prompt_tokens=7,
+        completion_tokens=3,
+        duration_ms=12,
+        error="",
+    )
+    thought = ThoughtStep(text=tricky)
+
+    record_steps(run=run, steps=[call, thought], worker_id="w1")
+
+    stored = ModelCall.objects.get(run=run)
+    assert stored.request_messages == call.messages
+    assert stored.request_options == call.options
+    assert stored.response_text == tricky
+    assert stored.response_tool_calls == call.tool_calls
+    assert (stored.prompt_tokens, stored.completion_tokens, stored.duration_ms) == (7, 3, 12)
+    assert run_prior_steps(run=run)[-1] == thought
+
+
+@pytest.mark.django_db(transaction=True)
+def test_one_reply_is_one_commit_and_one_group_message(committed_run, record_steps):
     run = committed_run
     listener = GroupListener(run.conversation_id)
     thought = ThoughtStep(text="I should add.")
-    action = ActionStep(tool="calculator", tool_input="2+2", call_id="c1")
+    action = ActionStep(tool="calculator", tool_input={"expression": "2+2"}, call_id="c1")
 
-    stored = run_record_steps(
+    stored = record_steps(
         run=run, steps=[_call("Thought: ...", 11, 4), thought, action], worker_id="w1"
     )
     assert events.publish_flush()
 
     assert [e.seq for e in stored] == [2, 3]  # message.created was 1; the call is not an event
     assert [step_from_event(e.payload) for e in stored] == [thought, action]
+    assert all(e.created_at.utcoffset() == timedelta(0) for e in stored)
+    assert [e.seq for e in run.events.order_by("seq")] == [1, 2, 3]
+    assert run.conversation.last_seq == 3
     assert ModelCall.objects.get(run=run).response_text == "Thought: ..."
     assert (run.prompt_tokens, run.completion_tokens) == (11, 4)
     received = listener.received()
@@ -462,7 +483,9 @@ def test_the_last_reply_and_the_end_of_the_run_are_one_commit(committed_run):
 
 
 @pytest.mark.django_db(transaction=True)
-def test_a_batch_from_a_worker_that_lost_the_run_stores_and_sends_nothing(committed_run, settings):
+def test_a_batch_from_a_worker_that_lost_the_run_stores_and_sends_nothing(
+    committed_run, settings, record_steps
+):
     run = old = committed_run
     stale = timezone.now() - timedelta(seconds=settings.AGENT_HEARTBEAT_STALE_SECONDS + 1)
     AgentRun.objects.filter(pk=run.pk).update(heartbeat_at=stale)
@@ -470,9 +493,7 @@ def test_a_batch_from_a_worker_that_lost_the_run_stores_and_sends_nothing(commit
     listener = GroupListener(run.conversation_id)
 
     with pytest.raises(RunLost):
-        run_record_steps(
-            run=old, steps=[_call("late", 5, 5), ThoughtStep(text="late")], worker_id="w1"
-        )
+        record_steps(run=old, steps=[_call("late", 5, 5), ThoughtStep(text="late")], worker_id="w1")
     assert events.publish_flush()
 
     assert not ModelCall.objects.filter(run=run).exists()
