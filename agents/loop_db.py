@@ -20,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import atexit
 import contextlib
+import functools
 import os
 from typing import Any
 
@@ -34,7 +35,14 @@ _pool_pid: int | None = None
 
 def available() -> bool:
     """Whether the run driver's steps are written from the loop in this process."""
-    return settings.AGENT_LOOP_DATABASE_CONNECTIONS > 0 and connection.vendor == "postgresql"
+    return settings.AGENT_LOOP_DATABASE_CONNECTIONS > 0 and _vendor() == "postgresql"
+
+
+@functools.cache
+def _vendor() -> str:
+    # Read once: on the loop, each run's task would otherwise build a DatabaseWrapper of its
+    # own just to name the vendor (Django keeps one per asyncio context, not per thread).
+    return connection.vendor
 
 
 async def fetch_all(sql: str, params: dict[str, Any]) -> list[tuple[Any, ...]]:
