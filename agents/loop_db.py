@@ -31,6 +31,7 @@ from agents.process_loop import on_process_loop, process_loop
 
 _pool: Any = None
 _pool_pid: int | None = None
+_pool_opened: asyncio.Future[None] | None = None
 
 
 def available() -> bool:
@@ -56,19 +57,19 @@ async def fetch_all(sql: str, params: dict[str, Any]) -> list[tuple[Any, ...]]:
 
 async def close() -> None:
     """Close this process's connections (a worker shutting down)."""
-    global _pool
-    pool, _pool = _pool, None
+    global _pool, _pool_opened
+    pool, _pool, _pool_opened = _pool, None, None
     if pool is not None and _pool_pid == os.getpid():
         await pool.close(timeout=2)
 
 
 async def _open_pool() -> Any:
-    global _pool, _pool_pid
+    global _pool, _pool_pid, _pool_opened
     # A forked child inherits the object but not its connections' sockets.
     if _pool is None or _pool_pid != os.getpid():
         from psycopg_pool import AsyncConnectionPool
 
-        pool = AsyncConnectionPool(
+        _pool = AsyncConnectionPool(
             kwargs=_connect_kwargs(),
             min_size=1,
             max_size=settings.AGENT_LOOP_DATABASE_CONNECTIONS,
@@ -76,9 +77,12 @@ async def _open_pool() -> Any:
             check=_check,
             open=False,
         )
-        _pool, _pool_pid = pool, os.getpid()
-        await pool.open()
+        _pool_pid = os.getpid()
+        # Runs that arrive while it opens wait for the same opening, not a pool of their own.
+        _pool_opened = asyncio.ensure_future(_pool.open())
         atexit.register(_close_at_exit)
+    assert _pool_opened is not None
+    await _pool_opened
     return _pool
 
 

@@ -6,6 +6,7 @@ through the database threads) is checked in tests/services/test_runs.py, for bot
 
 from __future__ import annotations
 
+import asyncio
 import time
 
 import psycopg
@@ -43,6 +44,20 @@ def test_a_connection_whose_backend_ended_while_idle_is_replaced():
             time.sleep(0.01)
 
     assert backend_pid() != first
+
+
+def test_runs_that_arrive_together_share_one_pool_as_it_opens():
+    run_on_process_loop(loop_db.close())
+
+    async def together() -> list:
+        return await asyncio.gather(
+            *(loop_db.fetch_all("SELECT %(n)s", {"n": n}) for n in range(20))
+        )
+
+    assert run_on_process_loop(together()) == [[(n,)] for n in range(20)]
+    first_pool = loop_db._pool
+    run_on_process_loop(loop_db.fetch_all("SELECT 1", {}))
+    assert loop_db._pool is first_pool is not None
 
 
 def test_the_loop_writes_only_on_postgresql_and_when_enabled(settings):
