@@ -757,9 +757,7 @@ def _calls_cte() -> str:
 
 
 @functools.cache
-@functools.cache
 def _fenced_append_sql() -> str:
-    """Built once per process: only PostgreSQL runs it."""
     quote = connection.ops.quote_name
 
     def table(model: type[models.Model]) -> str:
