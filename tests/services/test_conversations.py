@@ -188,17 +188,22 @@ def test_profile_restricted_to_a_group(conversation, user, default_profile):
     assert result.run.profile_version.profile == staff_only
 
 
-@pytest.mark.parametrize("whose", ["the conversation's", "the default"])
-def test_a_restricted_profile_read_with_the_lock_is_refused_to_others(user, default_profile, whose):
-    """The profile read in the locking statement (the conversation's own, or the default one)
-    is checked there, against the same groups."""
+@pytest.fixture(params=["the default profile", "the conversation's own"])
+def profile_read_with_the_lock(request, user, default_profile):
+    """A profile a send reads with its lock (the default one, or the conversation's own), and
+    a conversation of the user's that runs on it."""
+    if request.param == "the default profile":
+        return default_profile, conversation_create(owner=user)
+    profile = AgentProfile.objects.create(name="Own", slug="own")
+    return profile, conversation_create(owner=user, profile=profile)
+
+
+def test_a_restricted_profile_read_with_the_lock_is_refused_to_others(
+    user, profile_read_with_the_lock
+):
+    """The profile read in the locking statement is checked there, against the same groups."""
+    restricted, conversation = profile_read_with_the_lock
     group = Group.objects.create(name="staff")
-    if whose == "the default":
-        restricted = default_profile
-        conversation = conversation_create(owner=user)
-    else:
-        restricted = AgentProfile.objects.create(name="Staff", slug="staff")
-        conversation = conversation_create(owner=user, profile=restricted)
     restricted.allowed_groups.add(group)
 
     with pytest.raises(RequestRefused) as refused:
@@ -440,18 +445,12 @@ def test_the_lock_reads_no_tools_for_a_profile_without_any(user):
     assert _lock_owned(conversation=conversation, user=user).tools_of(profile) == []
 
 
-@pytest.mark.parametrize("whose", ["the default profile", "the conversation's own"])
 def test_an_edit_of_the_profiles_tools_writes_a_new_version_at_the_next_send(
-    user, default_profile, whose
+    user, profile_read_with_the_lock
 ):
     """What the admin does to a profile's tools (add, rename, remove) pins the next run to a
     new version; a send after no change reuses the last one."""
-    if whose == "the default profile":
-        profile = default_profile
-        conversation = conversation_create(owner=user)
-    else:
-        profile = AgentProfile.objects.create(name="Own", slug="own")
-        conversation = conversation_create(owner=user, profile=profile)
+    profile, conversation = profile_read_with_the_lock
     sent = iter(range(100))
 
     def send() -> PromptVersion:
