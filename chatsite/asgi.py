@@ -7,11 +7,12 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "chatsite.settings")
 django_asgi_app = get_asgi_application()
 
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
-from channels.sessions import SessionMiddlewareStack  # noqa: E402
+from channels.sessions import CookieMiddleware  # noqa: E402
 
 from agents.routing import websocket_urlpatterns  # noqa: E402
 from agents.socket_drain import SocketDrainMiddleware  # noqa: E402
 from agents.socket_origin import SameOriginValidator  # noqa: E402
+from agents.socket_session import SocketSessionMiddleware  # noqa: E402
 
 application = ProtocolTypeRouter(
     {
@@ -20,7 +21,9 @@ application = ProtocolTypeRouter(
         # The consumer finds the session's user itself, in the read that opens the socket
         # (agents/session_check.py, socket_opening), so no AuthMiddleware reads it first.
         "websocket": SocketDrainMiddleware(
-            SameOriginValidator(SessionMiddlewareStack(URLRouter(websocket_urlpatterns)))
+            SameOriginValidator(
+                CookieMiddleware(SocketSessionMiddleware(URLRouter(websocket_urlpatterns)))
+            )
         ),
     }
 )
