@@ -17,6 +17,11 @@ import threading
 from collections.abc import Coroutine
 from typing import Any, TypeVar
 
+try:
+    import uvloop
+except ImportError:  # no wheel for this platform (Windows): asyncio's own loop
+    uvloop = None  # type: ignore[assignment]
+
 _T = TypeVar("_T")
 
 _lock = threading.Lock()
@@ -32,13 +37,29 @@ def process_loop() -> asyncio.AbstractEventLoop:
     if _loop is None or _pid != os.getpid():
         with _lock:
             if _loop is None or _pid != os.getpid():
-                loop = asyncio.new_event_loop()
+                loop = new_event_loop()
                 _thread = threading.Thread(
                     target=loop.run_forever, name="chatsite-loop", daemon=True
                 )
                 _thread.start()
                 _loop, _pid = loop, os.getpid()
     return _loop
+
+
+def new_event_loop() -> asyncio.AbstractEventLoop:
+    """uvloop's loop where it is installed, else asyncio's.
+
+    asyncio's own loop is Python, and a run's work on it is mostly its callbacks: each chunk
+    of the model's stream, each write's wait for PostgreSQL, each frame to Redis
+    (docs/performance.md, issue 18)."""
+    return uvloop.new_event_loop() if uvloop is not None else asyncio.new_event_loop()
+
+
+def make_uvloop_the_default() -> None:
+    """Have ``asyncio.new_event_loop()`` return uvloop's loop, for code that makes its loop
+    itself (daphne, for Twisted: ``chatsite/daphne.py``)."""
+    if uvloop is not None:
+        asyncio.set_event_loop_policy(uvloop.EventLoopPolicy())
 
 
 def on_process_loop() -> bool:

@@ -337,11 +337,14 @@ class TreeDaphne(DaphneProcess):
         self.tree = tree
 
     def command(self) -> list[str]:
+        # A tree from before chatsite/daphne.py runs daphne itself (on asyncio's own loop).
+        on_uvloop = (self.tree / "chatsite" / "daphne.py").exists()
+        launcher = "chatsite.daphne" if on_uvloop else "daphne"
         inner = [
             sys.executable,
             "-m",
             "tests.network_guard",
-            "daphne",
+            launcher,
             "-b",
             "127.0.0.1",
             "-p",

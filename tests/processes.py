@@ -232,8 +232,8 @@ class DaphneProcess(_Process):
         self.port: int | None = None
 
     def command(self) -> list[str]:
-        # Port 0: the kernel picks a free one and daphne logs which.
-        return [*GUARDED_PYTHON, "daphne", "-b", "127.0.0.1", "-p", "0",
+        # Port 0: the kernel picks a free one and daphne logs which. As deployed: on uvloop.
+        return [*GUARDED_PYTHON, "chatsite.daphne", "-b", "127.0.0.1", "-p", "0",
                 "chatsite.asgi:application"]  # fmt: skip
 
     def ready(self) -> bool:

@@ -4,6 +4,8 @@ a wait on it from its own thread refused instead of hanging for ever."""
 from __future__ import annotations
 
 import asyncio
+import subprocess
+import sys
 import threading
 
 import pytest
@@ -30,3 +32,25 @@ def test_waiting_on_the_loop_from_the_loop_is_refused():
     future = asyncio.run_coroutine_threadsafe(wait_on_myself(), process_loop())
     with pytest.raises(RuntimeError, match="would never end"):
         future.result(timeout=10)
+
+
+def test_the_process_loop_is_uvloops():
+    import uvloop
+
+    assert isinstance(process_loop(), uvloop.Loop)
+
+
+def test_daphne_started_through_chatsite_daphne_runs_twisted_on_uvloop():
+    # In a process of its own: importing daphne.server installs Twisted's reactor for good.
+    check = (
+        "import chatsite.daphne, daphne.server, uvloop;"
+        "from twisted.internet import reactor;"
+        "assert isinstance(daphne.server.twisted_loop, uvloop.Loop);"
+        "assert reactor._asyncioEventloop is daphne.server.twisted_loop;"
+        "print('ok')"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", check], capture_output=True, text=True, timeout=60, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "ok"

@@ -42,7 +42,7 @@ class Command(BaseCommand):
             env = {**os.environ, "REDIS_URL": redis_url}
             supervisor = Supervisor(
                 [
-                    Child("daphne", [sys.executable, "-m", "daphne", "-b", options["host"],
+                    Child("daphne", [sys.executable, "-m", "chatsite.daphne", "-b", options["host"],
                                      "-p", str(options["port"]), "chatsite.asgi:application"], env),
                     Child("celery", [sys.executable, "-m", "celery", "-A", "chatsite", "worker",
                                      "-P", "threads", "-c", str(options["concurrency"]),
