@@ -37,10 +37,12 @@ from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
+import psycopg
+from django import db as django_db
 from django.conf import settings
 from django.core.cache import cache
 from django.core.exceptions import ObjectDoesNotExist
-from django.db import close_old_connections, connection
+from django.db import DatabaseError, close_old_connections, connection
 
 from agents import events, loop_db
 from agents.live import LiveText
@@ -71,6 +73,7 @@ from agents.services.runs import (
     RunLost,
     run_claim,
     run_claim_refusal,
+    run_enqueue_on_commit,
     run_fail,
     run_finish,
     run_heartbeat,
@@ -79,6 +82,7 @@ from agents.services.runs import (
     run_record_steps,
     run_record_steps_on_loop,
     run_started,
+    run_started_on_loop,
     runs_cancel_requested,
     runs_needing_rescue,
     runs_release,
@@ -191,6 +195,14 @@ def run_execute(*, run_id: int) -> None:
     except ObjectDoesNotExist:
         # The conversation (and with it the run) was deleted while it ran.
         logger.info("run %s disappeared while running", run_id)
+    except CONNECTION_ERRORS:
+        # A write's connection broke: the database went away, or the connection had died
+        # unseen (a cut network path sends nothing, so no check at check-out can tell).
+        # Whether that write committed is unknown; the stored steps say, so the run is
+        # resumed from them (by any worker), not failed.
+        logger.warning("run %s lost its database connection; handed back", run_id, exc_info=True)
+        close_old_connections()
+        _hand_back(run_id, me)
     except Exception:
         logger.exception("run %s failed", run_id)
         close_old_connections()
@@ -198,6 +210,27 @@ def run_execute(*, run_id: int) -> None:
         run_fail(run=run, code="internal_error", message=message, worker_id=me)
     finally:
         events.publish_flush(timeout=5)
+
+
+# Django's (the database threads) and psycopg's own (the loop's connections, loop_db).
+CONNECTION_ERRORS = (
+    django_db.OperationalError,
+    django_db.InterfaceError,
+    psycopg.OperationalError,
+    psycopg.InterfaceError,
+)
+
+
+def _hand_back(run_id: int, me: str) -> None:
+    """Release one run this worker holds and queue it again; if the database is still out of
+    reach, the sweeper finds it by its stale heartbeat instead."""
+    try:
+        released = runs_release(run_ids=[run_id], worker_id=me)
+    except DatabaseError:
+        logger.warning("run %s could not be handed back; the sweeper will", run_id)
+        return
+    for released_id in released:
+        run_enqueue_on_commit(run_id=released_id)
 
 
 def _store_pending(run: AgentRun, pending: list[Step], me: str) -> None:
@@ -215,7 +248,6 @@ def _execute(run: AgentRun, watch: _Watch, me: str) -> None:
     assert run.profile_version is not None  # run_execute fails a run without one
     snapshot = ProfileSnapshot.from_version(run.profile_version)
     conversation = run.conversation
-    run_started(run=run, model=run.model_name, profile=snapshot.slug, worker_id=me)
     # Only a later attempt can find steps of this run already stored.
     prior_steps = run_prior_steps(run=run) if run.attempts > 1 else []
     memory = memory_for_run(
@@ -257,7 +289,7 @@ def _execute(run: AgentRun, watch: _Watch, me: str) -> None:
     # Nothing is held open while the run waits on the model or a tool, and this thread only
     # waits: the run is driven on the process's event loop with every other run it holds.
     connection.close()
-    drive = _drive(run, watch, me, live_text.track(steps), answer_so_far)
+    drive = _drive(run, watch, me, snapshot.slug, live_text.track(steps), answer_so_far)
     answer = asyncio.run_coroutine_threadsafe(drive, process_loop()).result()
     if not isinstance(answer, _EndedEarly):
         memory_after_run(
@@ -277,12 +309,14 @@ async def _drive(
     run: AgentRun,
     watch: _Watch,
     me: str,
+    profile: str,
     steps: AsyncIterator[Step],
     answer_so_far: list[str],
 ) -> Message | _EndedEarly | None:
-    """Store the run's steps as the engine yields them, on the process's event loop; the
-    writes run on the database threads (``_db``). Returns the answer's message, or
-    ``_ENDED_EARLY``."""
+    """Announce the attempt, then store the run's steps as the engine yields them, on the
+    process's event loop; the writes the loop does not send itself (``loop_db``) run on the
+    database threads (``_db``). Returns the answer's message, or ``_ENDED_EARLY``."""
+    await _record_started(run, profile, me)
     # A model call's record and a thought are followed at once by the steps parsed from the
     # same reply (an action, an error, the answer): they wait here and are stored with those
     # in one transaction. Every other step may be followed by a tool or a model call, so it
@@ -350,6 +384,13 @@ async def _drive(
         await _db(run_fail, run=run, code=code, message=message, worker_id=me)
         return _ENDED_EARLY
     return answer
+
+
+async def _record_started(run: AgentRun, profile: str, me: str) -> None:
+    if loop_db.available():
+        await run_started_on_loop(run=run, model=run.model_name, profile=profile, worker_id=me)
+    else:
+        await _db(run_started, run=run, model=run.model_name, profile=profile, worker_id=me)
 
 
 async def _record_steps(run: AgentRun, steps: list[Step], me: str) -> None:

@@ -415,12 +415,7 @@ def run_started(
     *, run: AgentRun, model: str, profile: str, worker_id: str | None = None
 ) -> RunEvent:
     """Announce an attempt; a resumed run announces itself again with its attempt number."""
-    payload = run_started_payload(
-        attempt=run.attempts,
-        model=model,
-        profile=profile,
-        trigger_message_id=run.trigger_message_id,
-    )
+    payload = _started_payload(run, model, profile)
     if worker_id is not None and _fenced_sql_available():
         return _append_fenced(run, [], [(FrameType.RUN_STARTED, payload)], worker_id)[0]
     with transaction.atomic():
@@ -428,6 +423,24 @@ def run_started(
         return event_append(
             conversation=run.conversation, run=run, type=FrameType.RUN_STARTED, payload=payload
         )
+
+
+async def run_started_on_loop(
+    *, run: AgentRun, model: str, profile: str, worker_id: str
+) -> RunEvent:
+    """``run_started`` for the run driver, from the process's event loop, as
+    ``run_record_steps_on_loop`` stores steps. Only where ``loop_db.available()``."""
+    items = [(FrameType.RUN_STARTED, _started_payload(run, model, profile))]
+    return (await _append_fenced_on_loop(run, [], items, worker_id))[0]
+
+
+def _started_payload(run: AgentRun, model: str, profile: str) -> dict[str, Any]:
+    return run_started_payload(
+        attempt=run.attempts,
+        model=model,
+        profile=profile,
+        trigger_message_id=run.trigger_message_id,
+    )
 
 
 def run_stored_steps(*, run: AgentRun) -> list[dict[str, Any]]:
@@ -642,7 +655,16 @@ async def run_record_steps_on_loop(
     (``agents/loop_db.py``), committed when it returns, then published. Only where
     ``loop_db.available()``."""
     records = [step for step in steps if isinstance(step, ModelCallRecord)]
-    items = _step_items(steps)
+    return await _append_fenced_on_loop(run, records, _step_items(steps), worker_id)
+
+
+async def _append_fenced_on_loop(
+    run: AgentRun,
+    records: Sequence[ModelCallRecord],
+    items: Sequence[tuple[str, dict[str, Any]]],
+    worker_id: str,
+) -> list[RunEvent]:
+    """``_append_fenced`` on the loop's own connection, committed when it returns."""
     params = _fenced_params(run, records, items, worker_id)
     rows = await loop_db.fetch_all(_fenced_append_sql(), params)
     appended = _fenced_appended(run, items, params, rows, worker_id)

@@ -131,6 +131,48 @@ def test_a_resumed_run_does_not_call_a_tool_again(user, scripted_profile, script
     assert seqs == list(range(1, len(seqs) + 1))
 
 
+def test_a_write_whose_connection_broke_hands_the_run_back_to_resume(
+    user, scripted_profile, monkeypatch
+):
+    import psycopg
+
+    from agents.services import execution
+
+    action = "Thought: multiply.\nAction: calculator\nAction Input: 6*7"
+    profile, _ = scripted_profile(Reply(action), Reply(action), Reply(FINAL))
+    run = _queued_run(user, profile)
+    record_steps = execution._record_steps
+    broken = []
+
+    async def breaks_once(*args, **kwargs):
+        if not broken:
+            broken.append(True)
+            # What a write on a connection that died unseen raises (tests/faults).
+            raise psycopg.OperationalError("consuming input failed: server closed the connection")
+        await record_steps(*args, **kwargs)
+
+    enqueued: list[int] = []
+    monkeypatch.setattr(execution, "_record_steps", breaks_once)
+    monkeypatch.setattr(execution, "run_enqueue_on_commit", lambda run_id: enqueued.append(run_id))
+
+    run_execute(run.pk)
+
+    run.refresh_from_db()
+    assert (run.status, run.worker_id, run.heartbeat_at) == (AgentRun.Status.RUNNING, "", None)
+    assert run.error_code == ""
+    assert enqueued == [run.pk]
+    assert _types(run) == ["run.started"]
+
+    run_execute(enqueued[0])  # the task it queued, delivered
+
+    run.refresh_from_db()
+    assert run.status == AgentRun.Status.SUCCEEDED
+    assert run.attempts == 2
+    kinds = [e.payload.get("kind") for e in run.events.order_by("seq") if e.type == "step"]
+    assert kinds.count("action") == 1
+    assert kinds.count("observation") == 1
+
+
 def test_a_cancel_requested_before_the_first_step_stops_the_run(
     user, scripted_profile, scripted_model
 ):

@@ -37,6 +37,7 @@ from agents.services.runs import (
     run_record_steps,
     run_record_steps_on_loop,
     run_started,
+    run_started_on_loop,
     run_stored_steps,
     runs_cancel_requested,
     runs_needing_rescue,
@@ -394,15 +395,69 @@ def _record_steps_on_loop(*, run: AgentRun, steps, worker_id: str):
     return run_on_process_loop(run_record_steps_on_loop(run=run, steps=steps, worker_id=worker_id))
 
 
+def _started_on_loop(*, run: AgentRun, model: str, profile: str, worker_id: str):
+    return run_on_process_loop(
+        run_started_on_loop(run=run, model=model, profile=profile, worker_id=worker_id)
+    )
+
+
+def _threads_or_loop(request, on_threads, on_loop):
+    if request.param == "threads":
+        return on_threads
+    if connection.vendor != "postgresql":
+        pytest.skip("the loop's own connections are PostgreSQL's; SQLite writes on threads")
+    return on_loop
+
+
 @pytest.fixture(params=["threads", "loop"])
 def record_steps(request):
     """The worker's two ways to store a reply's steps: through a database thread (Django's
     connection), or from the event loop on its own connections (agents/loop_db.py)."""
-    if request.param == "threads":
-        return run_record_steps
-    if connection.vendor != "postgresql":
-        pytest.skip("the loop's own connections are PostgreSQL's; SQLite writes on threads")
-    return _record_steps_on_loop
+    return _threads_or_loop(request, run_record_steps, _record_steps_on_loop)
+
+
+@pytest.fixture(params=["threads", "loop"])
+def record_started(request):
+    """The same two ways for the announcement of an attempt."""
+    return _threads_or_loop(request, run_started, _started_on_loop)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_an_attempt_is_announced_once_with_its_number(committed_run, record_started):
+    run = committed_run
+    listener = GroupListener(run.conversation_id)
+
+    started = record_started(run=run, model="m", profile="assistant", worker_id="w1")
+    assert events.publish_flush()
+
+    assert (started.seq, started.type) == (2, "run.started")
+    assert started.payload == {
+        "attempt": 1,
+        "model": "m",
+        "profile": "assistant",
+        "trigger_message_id": run.trigger_message_id,
+    }
+    stored = run.events.get(seq=2)
+    assert (stored.type, stored.payload) == ("run.started", started.payload)
+    assert [[f["type"] for f in m["frames"]] for m in listener.received()] == [["run.started"]]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_an_attempt_of_a_worker_that_lost_the_run_is_not_announced(
+    committed_run, settings, record_started
+):
+    run = old = committed_run
+    stale = timezone.now() - timedelta(seconds=settings.AGENT_HEARTBEAT_STALE_SECONDS + 1)
+    AgentRun.objects.filter(pk=run.pk).update(heartbeat_at=stale)
+    run_claim(run_id=run.pk, worker_id="w2")
+    listener = GroupListener(run.conversation_id)
+
+    with pytest.raises(RunLost):
+        record_started(run=old, model="m", profile="p", worker_id="w1")
+    assert events.publish_flush()
+
+    assert list(run.events.values_list("type", flat=True)) == ["message.created"]
+    assert listener.received() == []
 
 
 @pytest.mark.django_db(transaction=True)
