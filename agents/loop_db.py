@@ -8,7 +8,8 @@ runs in a few tenths of a millisecond, that journey cost the worker about as muc
 with its own commit and no ORM in it (``agents/services/runs.py``), so the loop sends it
 itself, on a small pool of psycopg's async connections.
 
-Only that statement comes here; everything else a run writes keeps Django's connections.
+Only such statements come here (the steps' appends, ``run.started``, the run's end), each
+plain SQL with its own commit; everything else a run writes keeps Django's connections.
 Errors are psycopg's own, not Django's: the run driver treats every failure of a write
 alike (the run stops, and is resumed from its stored steps). Used on PostgreSQL only, and
 off with ``AGENT_LOOP_DATABASE_CONNECTIONS=0`` (the steps then go through the database

@@ -213,12 +213,12 @@ AGENT_HEARTBEAT_STALE_SECONDS = env.int("AGENT_HEARTBEAT_STALE_SECONDS", default
 # Cancel requests are polled more often, so a stop takes < 1 s.
 AGENT_HEARTBEAT_INTERVAL_SECONDS = env.float("AGENT_HEARTBEAT_INTERVAL_SECONDS", default=2.0)
 AGENT_CANCEL_POLL_SECONDS = env.float("AGENT_CANCEL_POLL_SECONDS", default=0.25)
-# The threads a worker process makes its runs' other writes on (their ends, cancels, pauses;
+# The threads a worker process makes its runs' other writes on (failures, cancels, pauses;
 # every write on SQLite), each with a database connection while writes are queued: the runs
 # themselves share one event loop.
 AGENT_DATABASE_THREADS = env.int("AGENT_DATABASE_THREADS", default=4)
-# PostgreSQL connections of a worker's event loop, for its runs' stored steps
-# (agents/loop_db.py); 0 sends those writes through the database threads too.
+# PostgreSQL connections of a worker's event loop, for its runs' stored steps, starts and
+# ends (agents/loop_db.py); 0 sends those writes through the database threads too.
 AGENT_LOOP_DATABASE_CONNECTIONS = env.int("AGENT_LOOP_DATABASE_CONNECTIONS", default=4)
 # Every worker sweeps for runs no one holds; a queued run this old lost its broker message.
 AGENT_SWEEP_INTERVAL_SECONDS = env.float("AGENT_SWEEP_INTERVAL_SECONDS", default=2.0)

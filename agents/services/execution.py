@@ -76,6 +76,7 @@ from agents.services.runs import (
     run_enqueue_on_commit,
     run_fail,
     run_finish,
+    run_finish_on_loop,
     run_heartbeat,
     run_mark_cancelled,
     run_prior_steps,
@@ -341,7 +342,7 @@ async def _drive(
                 pending.append(step)
                 continue
             if isinstance(step, FinalAnswerStep):
-                answer = await _db(run_finish, run=run, step=step, worker_id=me, preceding=pending)
+                answer = await _finish(run, step, me, pending)
             else:
                 await _record_steps(run, [*pending, step], me)
             pending = []
@@ -384,6 +385,14 @@ async def _drive(
         await _db(run_fail, run=run, code=code, message=message, worker_id=me)
         return _ENDED_EARLY
     return answer
+
+
+async def _finish(
+    run: AgentRun, step: FinalAnswerStep, me: str, preceding: list[Step]
+) -> Message | None:
+    if loop_db.available():
+        return await run_finish_on_loop(run=run, step=step, worker_id=me, preceding=preceding)
+    return await _db(run_finish, run=run, step=step, worker_id=me, preceding=preceding)
 
 
 async def _record_started(run: AgentRun, profile: str, me: str) -> None:

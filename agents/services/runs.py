@@ -9,10 +9,11 @@ loses at most the reply in flight.
 
 from __future__ import annotations
 
+import copy
 import functools
 import json
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import timedelta
 from typing import Any, NamedTuple, cast
 
@@ -911,65 +912,174 @@ def _finish_fenced(
     preceding: Sequence[Step],
     worker_id: str,
 ) -> Message | None:
-    """``run_finish`` on PostgreSQL in one transaction of three statements: the run's end
-    (fenced as every step is), its last calls and the answer message in one; then the seq
-    bump and the events (``events_append``)."""
+    """``run_finish`` on PostgreSQL as one statement with its own commit (``_finish_sql``)."""
+    params, items = _finish_params(run, step, records, preceding, worker_id)
+    with prepared_cursor() as cursor:
+        cursor.execute(_finish_sql(), params)
+        rows = cursor.fetchall()
+    return _finished(run, step, params, items, rows, publish=events.publish_on_commit)
+
+
+async def run_finish_on_loop(
+    *,
+    run: AgentRun,
+    step: FinalAnswerStep,
+    worker_id: str,
+    preceding: Sequence[Step] = (),
+) -> Message | None:
+    """``run_finish`` for the run driver, from the process's event loop: the same one
+    statement, on the loop's own connection (``agents/loop_db.py``), published when it
+    returns. Only where ``loop_db.available()``."""
+    records = [item for item in preceding if isinstance(item, ModelCallRecord)]
+    params, items = _finish_params(run, step, records, preceding, worker_id)
+    rows = await loop_db.fetch_all(_finish_sql(), params)
+    return _finished(run, step, params, items, rows, publish=events.publish_committed)
+
+
+def _finish_params(
+    run: AgentRun,
+    step: FinalAnswerStep,
+    records: Sequence[ModelCallRecord],
+    preceding: Sequence[Step],
+    worker_id: str,
+) -> tuple[dict[str, Any], list[tuple[str, dict[str, Any]]]]:
+    """The statement's parameters, and the events it stores: the last reply's steps, then
+    ``run.finished`` (its message's id is the one the statement draws: None until then)."""
+    now = timezone.now()
+    calls = _call_params(records)
+    # The totals as the statement leaves them: only the holder adds to them, and this
+    # process has added every one it stored since the claim read them.
+    ended = copy.copy(run)
+    ended.prompt_tokens = run.prompt_tokens + calls["prompt"]
+    ended.completion_tokens = run.completion_tokens + calls["completion"]
+    ended.status, ended.finished_at, ended.heartbeat_at = Status.SUCCEEDED, now, None
+    answer = Message(
+        conversation_id=run.conversation_id,
+        role=Message.Role.ASSISTANT,
+        content=step.text,
+        run_id=run.pk,
+        parent_id=run.trigger_message_id,
+        created_at=now,
+    )
+    finished = run_finished_payload(run=ended, message=answer, stop_reason=step.stop_reason)
+    items: list[tuple[str, dict[str, Any]]] = [
+        *_step_items(preceding),
+        (FrameType.RUN_FINISHED, finished),
+    ]
     params = {
-        **_call_params(records),
-        "run": run.pk,
-        "conv": run.conversation_id,
-        "holder": worker_id,
-        "running": Status.RUNNING.value,
+        **_fenced_params(run, records, items, worker_id),
         "succeeded": Status.SUCCEEDED.value,
+        "now": now,
         "answer": step.text,
         "role": Message.Role.ASSISTANT.value,
         "question": run.trigger_message_id,
+        "finished_type": FrameType.RUN_FINISHED.value,
     }
-    with transaction.atomic():
-        with prepared_cursor() as cursor:
-            cursor.execute(_finish_sql(), params)
-            row = cursor.fetchone()
-        if row is None:
-            return None  # ended meanwhile (a cancel, the hard limit) or taken over
-        prompt, completion, started_at, finished_at, message_id, created_at = row
-        message = Message(
-            pk=message_id,
+    return params, items
+
+
+def _finished(
+    run: AgentRun,
+    step: FinalAnswerStep,
+    params: dict[str, Any],
+    items: Sequence[tuple[str, dict[str, Any]]],
+    rows: Sequence[tuple[Any, ...]],
+    publish: Callable[[Sequence[RunEvent]], None],
+) -> Message | None:
+    """The answer ``_finish_sql`` stored, the run as it left it, its events published; None
+    if the run had ended meanwhile (a cancel, the hard limit) or was taken over: then
+    nothing was written."""
+    if not rows or not rows[0][0]:
+        return None
+    _, answer_id, on_active_branch, started_at = rows[0][:4]
+    finished = items[-1][1]
+    finished["message"]["id"] = answer_id
+    run.prompt_tokens += params["prompt"]
+    run.completion_tokens += params["completion"]
+    run.status, run.finished_at, run.heartbeat_at = Status.SUCCEEDED, params["now"], None
+    run.started_at = started_at
+    run.conversation.last_seq = rows[-1][5]
+    message = Message(
+        pk=answer_id,
+        conversation_id=run.conversation_id,
+        role=Message.Role.ASSISTANT,
+        content=step.text,
+        run_id=run.pk,
+        parent_id=run.trigger_message_id,
+        on_active_branch=on_active_branch,
+        created_at=params["now"],
+    )
+    stored = [
+        RunEvent(
+            pk=event_id,
             conversation_id=run.conversation_id,
-            role=Message.Role.ASSISTANT,
-            content=step.text,
             run_id=run.pk,
-            parent_id=run.trigger_message_id,
+            seq=seq,
+            type=type,
+            payload=payload,
             created_at=created_at,
         )
-        _answer_take_place(run, message)
-        run.status, run.finished_at, run.heartbeat_at = Status.SUCCEEDED, finished_at, None
-        run.started_at = started_at
-        run.prompt_tokens, run.completion_tokens = prompt, completion
-        _append_finished(run, message, step, preceding)
+        for (*_, event_id, seq, created_at), (type, payload) in zip(rows, items, strict=True)
+    ]
+    publish(stored)
     return message
 
 
 @functools.cache
 def _finish_sql() -> str:
+    """The run's end in one statement: fenced on the holder as every step is, the last
+    reply's calls, the usage ledger, the answer (a child of its question, and the end of
+    the active branch if the owner still looks at that question; otherwise a sibling
+    version, agents/services/branches.py), the seq bump and the events, the answer's id
+    written into ``run.finished``. The answer's id is drawn first, so the conversation's one
+    UPDATE can both move the branch to it and bump the seq."""
     quote = connection.ops.quote_name
     run_table = quote(AgentRun._meta.db_table)
+    message_table = Message._meta.db_table
     return f"""
 WITH held AS (
     UPDATE {run_table}
     SET prompt_tokens = prompt_tokens + %(prompt)s,
         completion_tokens = completion_tokens + %(completion)s,
-        status = %(succeeded)s, finished_at = now(), heartbeat_at = NULL
+        status = %(succeeded)s, finished_at = %(now)s, heartbeat_at = NULL
     WHERE id = %(run)s AND worker_id = %(holder)s AND status = %(running)s
-    RETURNING id, prompt_tokens, completion_tokens, started_at, finished_at
-), {_calls_cte()}, {_ledger_cte()}, answer AS (
-    INSERT INTO {quote(Message._meta.db_table)}
-        (conversation_id, role, content, client_id, run_id, parent_id, created_at)
-    SELECT %(conv)s, %(role)s, %(answer)s, NULL, held.id, %(question)s, now() FROM held
-    RETURNING id, created_at
+    RETURNING id, started_at
+), {_calls_cte()}, {_ledger_cte()}, answer_id AS (
+    SELECT nextval(pg_get_serial_sequence('{message_table}', 'id')) AS id FROM held
+), bumped AS (
+    UPDATE {quote(Conversation._meta.db_table)} AS conversation
+    SET last_seq = last_seq + %(n)s,
+        active_leaf_id = CASE
+            WHEN conversation.active_leaf_id IS NOT DISTINCT FROM %(question)s
+            THEN answer_id.id ELSE conversation.active_leaf_id END
+    FROM answer_id
+    WHERE conversation.id = %(conv)s
+    RETURNING last_seq - %(n)s AS base,
+        conversation.active_leaf_id IS NOT DISTINCT FROM answer_id.id AS moved
+), answer AS (
+    INSERT INTO {quote(message_table)}
+        (id, conversation_id, role, content, client_id, run_id, parent_id, on_active_branch,
+         created_at)
+    SELECT answer_id.id, %(conv)s, %(role)s, %(answer)s, NULL, %(run)s, %(question)s,
+        bumped.moved, %(now)s
+    FROM answer_id, bumped
+    RETURNING id
+), appended AS (
+    INSERT INTO {quote(RunEvent._meta.db_table)}
+        (conversation_id, run_id, seq, type, payload, created_at)
+    SELECT %(conv)s, %(run)s, bumped.base + event.ord, event.doc ->> 'type',
+        CASE WHEN event.doc ->> 'type' = %(finished_type)s
+             THEN jsonb_set(event.doc -> 'payload', '{{message,id}}', to_jsonb(answer_id.id))
+             ELSE event.doc -> 'payload' END,
+        now()
+    FROM bumped, answer_id,
+        jsonb_array_elements(%(events)s::jsonb) WITH ORDINALITY AS event(doc, ord)
+    RETURNING id, seq, created_at
 )
-SELECT held.prompt_tokens, held.completion_tokens, held.started_at, held.finished_at,
-    answer.id, answer.created_at
-FROM held, answer
+SELECT held.id, answer_id.id, bumped.moved, held.started_at,
+    appended.id, appended.seq, appended.created_at
+FROM held, answer_id, bumped, appended
+ORDER BY appended.seq
 """  # noqa: S608
 
 

@@ -10,7 +10,7 @@ from django.db import connection, transaction
 from django.utils import timezone
 
 from agents import events, protocol
-from agents.models import AgentRun, Message, ModelCall
+from agents.models import AgentRun, Conversation, Message, ModelCall
 from agents.process_loop import run_on_process_loop
 from agents.react.types import (
     ActionStep,
@@ -29,6 +29,7 @@ from agents.services.runs import (
     run_claim_refusal,
     run_fail,
     run_finish,
+    run_finish_on_loop,
     run_heartbeat,
     run_mark_cancelled,
     run_prior_steps,
@@ -513,28 +514,95 @@ def test_one_reply_is_one_commit_and_one_group_message(committed_run, record_ste
     assert [[f["seq"] for f in m["frames"]] for m in received] == [[2, 3]]
 
 
+def _finish_on_loop(*, run: AgentRun, step, worker_id: str, preceding=()):
+    return run_on_process_loop(
+        run_finish_on_loop(run=run, step=step, worker_id=worker_id, preceding=preceding)
+    )
+
+
+@pytest.fixture(params=["threads", "loop"])
+def finish(request):
+    """The same two ways for the run's end."""
+    return _threads_or_loop(request, run_finish, _finish_on_loop)
+
+
 @pytest.mark.django_db(transaction=True)
-def test_the_last_reply_and_the_end_of_the_run_are_one_commit(committed_run):
+def test_the_last_reply_and_the_end_of_the_run_are_one_commit(committed_run, finish):
     run = committed_run
     listener = GroupListener(run.conversation_id)
     thought = ThoughtStep(text="I have it.")
+    record_steps = run_record_steps if finish is run_finish else _record_steps_on_loop
+    record_steps(run=run, steps=[_call("Thought: add", 5, 1), thought], worker_id="w1")
 
-    message = run_finish(
+    message = finish(
         run=run,
-        step=FinalAnswerStep(text="4"),
+        step=FinalAnswerStep(text="It is **4**."),
         worker_id="w1",
         preceding=[_call("Final Answer: 4", 20, 3), thought],
     )
     assert events.publish_flush()
 
-    assert message.content == "4"
-    assert ModelCall.objects.filter(run=run).count() == 1
+    stored = Message.objects.get(pk=message.pk)
+    assert (stored.content, stored.role, stored.parent_id) == (
+        "It is **4**.",
+        "assistant",
+        run.trigger_message_id,
+    )
+    assert stored.on_active_branch
+    assert message.on_active_branch
+    assert message.created_at == stored.created_at
+    run.conversation.refresh_from_db()
+    assert run.conversation.active_leaf_id == message.pk
+    assert ModelCall.objects.filter(run=run).count() == 2
     finished = run.events.get(type="run.finished")
-    assert finished.payload["usage"]["prompt_tokens"] == 20
-    assert finished.payload["usage"]["completion_tokens"] == 3
+    assert finished.payload["message"]["id"] == message.pk
+    assert finished.payload["message"]["html"].strip() == "<p>It is <strong>4</strong>.</p>"
+    assert finished.payload["message"]["created_at"] == stored.created_at.isoformat()
+    assert finished.payload["usage"]["prompt_tokens"] == 25
+    assert finished.payload["usage"]["completion_tokens"] == 4
+    ended = AgentRun.objects.get(pk=run.pk)
+    assert (ended.status, ended.heartbeat_at, ended.prompt_tokens) == ("succeeded", None, 25)
+    duration_ms = int((ended.finished_at - ended.started_at).total_seconds() * 1000)
+    assert finished.payload["usage"]["duration_ms"] == duration_ms
+    assert [e.seq for e in run.events.order_by("seq")] == [1, 2, 3, 4]
+    assert run.conversation.last_seq == 4
     received = listener.received()
-    assert [[f["type"] for f in m["frames"]] for m in received] == [["step", "run.finished"]]
-    assert received[0]["frames"][0]["text"] == "I have it."
+    assert [[f["type"] for f in m["frames"]] for m in received][-1] == ["step", "run.finished"]
+    frames = received[-1]["frames"]
+    assert frames[0]["text"] == "I have it."
+    assert frames[1]["message"] == finished.payload["message"]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_an_answer_to_a_question_the_owner_left_waits_as_a_version(committed_run, finish):
+    run = committed_run
+    other = Message.objects.create(conversation_id=run.conversation_id, role="user", content="b")
+    Conversation.objects.filter(pk=run.conversation_id).update(active_leaf_id=other.pk)
+
+    message = finish(run=run, step=FinalAnswerStep(text="a"), worker_id="w1")
+
+    assert not message.on_active_branch
+    assert not Message.objects.get(pk=message.pk).on_active_branch
+    assert Conversation.objects.get(pk=run.conversation_id).active_leaf_id == other.pk
+
+
+@pytest.mark.django_db(transaction=True)
+def test_an_end_from_a_worker_that_lost_the_run_writes_and_sends_nothing(
+    committed_run, settings, finish
+):
+    run = old = committed_run
+    stale = timezone.now() - timedelta(seconds=settings.AGENT_HEARTBEAT_STALE_SECONDS + 1)
+    AgentRun.objects.filter(pk=run.pk).update(heartbeat_at=stale)
+    run_claim(run_id=run.pk, worker_id="w2")
+    listener = GroupListener(run.conversation_id)
+
+    assert finish(run=old, step=FinalAnswerStep(text="late"), worker_id="w1") is None
+    assert events.publish_flush()
+
+    assert not Message.objects.filter(run=run, role="assistant").exists()
+    assert list(run.events.values_list("type", flat=True)) == ["message.created"]
+    assert AgentRun.objects.get(pk=run.pk).status == "running"
+    assert listener.received() == []
 
 
 @pytest.mark.django_db(transaction=True)
