@@ -913,11 +913,11 @@ def _finish_fenced(
     worker_id: str,
 ) -> Message | None:
     """``run_finish`` on PostgreSQL as one statement with its own commit (``_finish_sql``)."""
-    params, items = _finish_params(run, step, records, preceding, worker_id)
+    params, items, answer = _finish_params(run, step, records, preceding, worker_id)
     with prepared_cursor() as cursor:
         cursor.execute(_finish_sql(), params)
         rows = cursor.fetchall()
-    return _finished(run, step, params, items, rows, publish=events.publish_on_commit)
+    return _finished(run, params, items, answer, rows, publish=events.publish_on_commit)
 
 
 async def run_finish_on_loop(
@@ -931,9 +931,9 @@ async def run_finish_on_loop(
     statement, on the loop's own connection (``agents/loop_db.py``), published when it
     returns. Only where ``loop_db.available()``."""
     records = [item for item in preceding if isinstance(item, ModelCallRecord)]
-    params, items = _finish_params(run, step, records, preceding, worker_id)
+    params, items, answer = _finish_params(run, step, records, preceding, worker_id)
     rows = await loop_db.fetch_all(_finish_sql(), params)
-    return _finished(run, step, params, items, rows, publish=events.publish_committed)
+    return _finished(run, params, items, answer, rows, publish=events.publish_committed)
 
 
 def _finish_params(
@@ -942,9 +942,10 @@ def _finish_params(
     records: Sequence[ModelCallRecord],
     preceding: Sequence[Step],
     worker_id: str,
-) -> tuple[dict[str, Any], list[tuple[str, dict[str, Any]]]]:
-    """The statement's parameters, and the events it stores: the last reply's steps, then
-    ``run.finished`` (its message's id is the one the statement draws: None until then)."""
+) -> tuple[dict[str, Any], list[tuple[str, dict[str, Any]]], Message]:
+    """The statement's parameters, the events it stores (the last reply's steps, then
+    ``run.finished``) and the answer; the answer's id, drawn by the statement, is None in
+    both until then."""
     now = timezone.now()
     calls = _call_params(records)
     # The totals as the statement leaves them: only the holder adds to them, and this
@@ -975,14 +976,14 @@ def _finish_params(
         "question": run.trigger_message_id,
         "finished_type": FrameType.RUN_FINISHED.value,
     }
-    return params, items
+    return params, items, answer
 
 
 def _finished(
     run: AgentRun,
-    step: FinalAnswerStep,
     params: dict[str, Any],
     items: Sequence[tuple[str, dict[str, Any]]],
+    answer: Message,
     rows: Sequence[tuple[Any, ...]],
     publish: Callable[[Sequence[RunEvent]], None],
 ) -> Message | None:
@@ -991,24 +992,14 @@ def _finished(
     nothing was written."""
     if not rows or not rows[0][0]:
         return None
-    _, answer_id, on_active_branch, started_at = rows[0][:4]
+    answer.pk, answer.on_active_branch, started_at = rows[0][1:4]
     finished = items[-1][1]
-    finished["message"]["id"] = answer_id
+    finished["message"]["id"] = answer.pk
     run.prompt_tokens += params["prompt"]
     run.completion_tokens += params["completion"]
     run.status, run.finished_at, run.heartbeat_at = Status.SUCCEEDED, params["now"], None
     run.started_at = started_at
     run.conversation.last_seq = rows[-1][5]
-    message = Message(
-        pk=answer_id,
-        conversation_id=run.conversation_id,
-        role=Message.Role.ASSISTANT,
-        content=step.text,
-        run_id=run.pk,
-        parent_id=run.trigger_message_id,
-        on_active_branch=on_active_branch,
-        created_at=params["now"],
-    )
     stored = [
         RunEvent(
             pk=event_id,
@@ -1022,7 +1013,7 @@ def _finished(
         for (*_, event_id, seq, created_at), (type, payload) in zip(rows, items, strict=True)
     ]
     publish(stored)
-    return message
+    return answer
 
 
 @functools.cache

@@ -54,6 +54,15 @@ def _queued_run(user, profile) -> AgentRun:
     )
 
 
+def _assert_succeeded_on_the_second_attempt_with_one_call(run: AgentRun) -> None:
+    run.refresh_from_db()
+    assert run.status == AgentRun.Status.SUCCEEDED
+    assert run.attempts == 2
+    kinds = [e.payload.get("kind") for e in run.events.order_by("seq") if e.type == "step"]
+    assert kinds.count("action") == 1
+    assert kinds.count("observation") == 1
+
+
 def _types(run: AgentRun) -> list[str]:
     return list(run.events.order_by("seq").values_list("type", flat=True))
 
@@ -118,12 +127,7 @@ def test_a_resumed_run_does_not_call_a_tool_again(user, scripted_profile, script
 
     run_execute(run.pk)
 
-    run.refresh_from_db()
-    assert run.status == AgentRun.Status.SUCCEEDED
-    assert run.attempts == 2
-    kinds = [e.payload.get("kind") for e in run.events.order_by("seq") if e.type == "step"]
-    assert kinds.count("action") == 1
-    assert kinds.count("observation") == 1
+    _assert_succeeded_on_the_second_attempt_with_one_call(run)
     [request] = scripted_model.requests(model)
     assert "42" in str(request["messages"])
     assert run.answer.content == "It is 42."
@@ -165,12 +169,7 @@ def test_a_write_whose_connection_broke_hands_the_run_back_to_resume(
 
     run_execute(enqueued[0])  # the task it queued, delivered
 
-    run.refresh_from_db()
-    assert run.status == AgentRun.Status.SUCCEEDED
-    assert run.attempts == 2
-    kinds = [e.payload.get("kind") for e in run.events.order_by("seq") if e.type == "step"]
-    assert kinds.count("action") == 1
-    assert kinds.count("observation") == 1
+    _assert_succeeded_on_the_second_attempt_with_one_call(run)
 
 
 def test_a_cancel_requested_before_the_first_step_stops_the_run(

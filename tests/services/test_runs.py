@@ -392,6 +392,14 @@ def committed_run(user, default_profile) -> AgentRun:
     return run_claim(run_id=run.pk, worker_id="w1")
 
 
+def _taken_over_by_w2(run: AgentRun, settings) -> GroupListener:
+    """``run``'s heartbeat goes stale and worker ``w2`` claims it; a listener on its group."""
+    stale = timezone.now() - timedelta(seconds=settings.AGENT_HEARTBEAT_STALE_SECONDS + 1)
+    AgentRun.objects.filter(pk=run.pk).update(heartbeat_at=stale)
+    run_claim(run_id=run.pk, worker_id="w2")
+    return GroupListener(run.conversation_id)
+
+
 def _record_steps_on_loop(*, run: AgentRun, steps, worker_id: str):
     return run_on_process_loop(run_record_steps_on_loop(run=run, steps=steps, worker_id=worker_id))
 
@@ -448,10 +456,7 @@ def test_an_attempt_of_a_worker_that_lost_the_run_is_not_announced(
     committed_run, settings, record_started
 ):
     run = old = committed_run
-    stale = timezone.now() - timedelta(seconds=settings.AGENT_HEARTBEAT_STALE_SECONDS + 1)
-    AgentRun.objects.filter(pk=run.pk).update(heartbeat_at=stale)
-    run_claim(run_id=run.pk, worker_id="w2")
-    listener = GroupListener(run.conversation_id)
+    listener = _taken_over_by_w2(run, settings)
 
     with pytest.raises(RunLost):
         record_started(run=old, model="m", profile="p", worker_id="w1")
@@ -591,10 +596,7 @@ def test_an_end_from_a_worker_that_lost_the_run_writes_and_sends_nothing(
     committed_run, settings, finish
 ):
     run = old = committed_run
-    stale = timezone.now() - timedelta(seconds=settings.AGENT_HEARTBEAT_STALE_SECONDS + 1)
-    AgentRun.objects.filter(pk=run.pk).update(heartbeat_at=stale)
-    run_claim(run_id=run.pk, worker_id="w2")
-    listener = GroupListener(run.conversation_id)
+    listener = _taken_over_by_w2(run, settings)
 
     assert finish(run=old, step=FinalAnswerStep(text="late"), worker_id="w1") is None
     assert events.publish_flush()
@@ -610,10 +612,7 @@ def test_a_batch_from_a_worker_that_lost_the_run_stores_and_sends_nothing(
     committed_run, settings, record_steps
 ):
     run = old = committed_run
-    stale = timezone.now() - timedelta(seconds=settings.AGENT_HEARTBEAT_STALE_SECONDS + 1)
-    AgentRun.objects.filter(pk=run.pk).update(heartbeat_at=stale)
-    run_claim(run_id=run.pk, worker_id="w2")
-    listener = GroupListener(run.conversation_id)
+    listener = _taken_over_by_w2(run, settings)
 
     with pytest.raises(RunLost):
         record_steps(run=old, steps=[_call("late", 5, 5), ThoughtStep(text="late")], worker_id="w1")
