@@ -196,30 +196,41 @@ def run_execute(*, run_id: int) -> None:
     except ObjectDoesNotExist:
         # The conversation (and with it the run) was deleted while it ran.
         logger.info("run %s disappeared while running", run_id)
-    except CONNECTION_ERRORS:
-        # A write's connection broke: the database went away, or the connection had died
-        # unseen (a cut network path sends nothing, so no check at check-out can tell).
-        # Whether that write committed is unknown; the stored steps say, so the run is
-        # resumed from them (by any worker), not failed.
-        logger.warning("run %s lost its database connection; handed back", run_id, exc_info=True)
+    except Exception as error:
         close_old_connections()
-        _hand_back(run_id, me)
-    except Exception:
-        logger.exception("run %s failed", run_id)
-        close_old_connections()
-        message = "The agent stopped because of an internal error."
-        run_fail(run=run, code="internal_error", message=message, worker_id=me)
+        if _connection_broke(error):
+            # A write's connection broke: the database went away, or the connection had died
+            # unseen (a cut network path sends nothing, so no check at check-out can tell).
+            # Whether that write committed is unknown; the stored steps say, so the run is
+            # resumed from them (by any worker), not failed.
+            logger.warning("run %s lost its database connection", run_id, exc_info=True)
+            _hand_back(run_id, me)
+        else:
+            logger.exception("run %s failed", run_id)
+            message = "The agent stopped because of an internal error."
+            run_fail(run=run, code="internal_error", message=message, worker_id=me)
     finally:
         events.publish_flush(timeout=5)
 
 
-# Django's (the database threads) and psycopg's own (the loop's connections, loop_db).
-CONNECTION_ERRORS = (
-    django_db.OperationalError,
-    django_db.InterfaceError,
-    psycopg.OperationalError,
-    psycopg.InterfaceError,
-)
+# SQLSTATEs of a connection that ended: class 08 (connection exception), and the server
+# shutting down or not yet accepting connections.
+_CONNECTION_ENDED_STATES = ("57P01", "57P02", "57P03")
+
+
+def _connection_broke(error: BaseException) -> bool:
+    """Whether ``error`` says the database connection ended, not that a statement failed (a
+    deadlock or a timeout is the run's own failure). Django wraps psycopg's error (the
+    database threads); the loop's connections raise psycopg's own (loop_db)."""
+    if isinstance(error, django_db.Error) and isinstance(error.__cause__, psycopg.Error):
+        error = error.__cause__
+    if isinstance(error, psycopg.InterfaceError):
+        return True  # the connection is closed
+    if not isinstance(error, psycopg.OperationalError):
+        return False
+    # No SQLSTATE: the client lost the server (connection refused, reset, closed mid-read).
+    state = error.sqlstate
+    return state is None or state.startswith("08") or state in _CONNECTION_ENDED_STATES
 
 
 def _hand_back(run_id: int, me: str) -> None:

@@ -172,6 +172,52 @@ def test_a_write_whose_connection_broke_hands_the_run_back_to_resume(
     _assert_succeeded_on_the_second_attempt_with_one_call(run)
 
 
+def test_a_write_that_failed_as_a_statement_fails_the_run_as_before(
+    user, scripted_profile, monkeypatch
+):
+    import psycopg
+
+    from agents.services import execution
+
+    profile, _ = scripted_profile(
+        Reply("Thought: multiply.\nAction: calculator\nAction Input: 6*7")
+    )
+    run = _queued_run(user, profile)
+
+    async def times_out(*args, **kwargs):
+        raise psycopg.errors.QueryCanceled("canceling statement due to statement timeout")
+
+    monkeypatch.setattr(execution, "_record_steps", times_out)
+
+    run_execute(run.pk)
+
+    run.refresh_from_db()
+    assert (run.status, run.error_code) == (AgentRun.Status.FAILED, "internal_error")
+
+
+def test_only_errors_that_end_the_connection_count_as_a_broken_connection():
+    import psycopg
+    from django import db
+
+    from agents.services.execution import _connection_broke
+
+    def wrapped(error: Exception) -> Exception:
+        # As Django's database wrapper raises it: its own class, psycopg's error as the cause.
+        outer = db.OperationalError(str(error))
+        outer.__cause__ = error
+        return outer
+
+    lost = psycopg.OperationalError("consuming input failed: server closed the connection")
+    assert _connection_broke(lost)
+    assert _connection_broke(wrapped(lost))
+    assert _connection_broke(psycopg.InterfaceError("the connection is closed"))
+    assert _connection_broke(psycopg.errors.AdminShutdown("terminating connection"))
+    assert _connection_broke(psycopg.errors.ConnectionFailure("connection failure"))
+    assert not _connection_broke(psycopg.errors.QueryCanceled("statement timeout"))
+    assert not _connection_broke(wrapped(psycopg.errors.DeadlockDetected("deadlock detected")))
+    assert not _connection_broke(ValueError("not the database"))
+
+
 def test_a_cancel_requested_before_the_first_step_stops_the_run(
     user, scripted_profile, scripted_model
 ):
