@@ -639,7 +639,7 @@ def _append_fenced(
     take the seqs it returns. Nothing is written unless the holder matched (``RunLost``).
     Outside a transaction it is its own commit; inside one it joins it.
     """
-    params = _fenced_params(run, records, items, worker_id)
+    params = _fenced_params(run, _call_params(records), items, worker_id)
     with prepared_cursor() as cursor:
         cursor.execute(_fenced_append_sql(), params)
         rows = cursor.fetchall()
@@ -666,7 +666,7 @@ async def _append_fenced_on_loop(
     worker_id: str,
 ) -> list[RunEvent]:
     """``_append_fenced`` on the loop's own connection, committed when it returns."""
-    params = _fenced_params(run, records, items, worker_id)
+    params = _fenced_params(run, _call_params(records), items, worker_id)
     rows = await loop_db.fetch_all(_fenced_append_sql(), params)
     appended = _fenced_appended(run, items, params, rows, worker_id)
     events.publish_committed(appended)
@@ -675,12 +675,13 @@ async def _append_fenced_on_loop(
 
 def _fenced_params(
     run: AgentRun,
-    records: Sequence[ModelCallRecord],
+    calls: dict[str, Any],
     items: Sequence[tuple[str, dict[str, Any]]],
     worker_id: str,
 ) -> dict[str, Any]:
+    """``calls``: the model calls' parameters (``_call_params``)."""
     return {
-        **_call_params(records),
+        **calls,
         "run": run.pk,
         "conv": run.conversation_id,
         "holder": worker_id,
@@ -968,7 +969,7 @@ def _finish_params(
         (FrameType.RUN_FINISHED, finished),
     ]
     params = {
-        **_fenced_params(run, records, items, worker_id),
+        **_fenced_params(run, calls, items, worker_id),
         "succeeded": Status.SUCCEEDED.value,
         "now": now,
         "answer": step.text,
