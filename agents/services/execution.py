@@ -33,7 +33,7 @@ import os
 import socket
 import threading
 import time
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
@@ -328,7 +328,14 @@ async def _drive(
     """Announce the attempt, then store the run's steps as the engine yields them, on the
     process's event loop; the writes the loop does not send itself (``loop_db``) run on the
     database threads (``_db``). Returns the answer's message, or ``_ENDED_EARLY``."""
-    await _record_started(run, profile, me)
+    await _write(
+        run_started,
+        run_started_on_loop,
+        run=run,
+        model=run.model_name,
+        profile=profile,
+        worker_id=me,
+    )
     # A model call's record and a thought are followed at once by the steps parsed from the
     # same reply (an action, an error, the answer): they wait here and are stored with those
     # in one transaction. Every other step may be followed by a tool or a model call, so it
@@ -353,7 +360,14 @@ async def _drive(
                 pending.append(step)
                 continue
             if isinstance(step, FinalAnswerStep):
-                answer = await _finish(run, step, me, pending)
+                answer = await _write(
+                    run_finish,
+                    run_finish_on_loop,
+                    run=run,
+                    step=step,
+                    worker_id=me,
+                    preceding=pending,
+                )
             else:
                 await _record_steps(run, [*pending, step], me)
             pending = []
@@ -398,26 +412,18 @@ async def _drive(
     return answer
 
 
-async def _finish(
-    run: AgentRun, step: FinalAnswerStep, me: str, preceding: list[Step]
-) -> Message | None:
+async def _write(
+    on_threads: Callable[..., _T], on_loop: Callable[..., Awaitable[_T]], **kwargs: Any
+) -> _T:
+    """One of the run driver's fenced writes: sent from the loop on its own connections where
+    the process has them (``loop_db``), else made on a database thread."""
     if loop_db.available():
-        return await run_finish_on_loop(run=run, step=step, worker_id=me, preceding=preceding)
-    return await _db(run_finish, run=run, step=step, worker_id=me, preceding=preceding)
-
-
-async def _record_started(run: AgentRun, profile: str, me: str) -> None:
-    if loop_db.available():
-        await run_started_on_loop(run=run, model=run.model_name, profile=profile, worker_id=me)
-    else:
-        await _db(run_started, run=run, model=run.model_name, profile=profile, worker_id=me)
+        return await on_loop(**kwargs)
+    return await _db(on_threads, **kwargs)
 
 
 async def _record_steps(run: AgentRun, steps: list[Step], me: str) -> None:
-    if loop_db.available():
-        await run_record_steps_on_loop(run=run, steps=steps, worker_id=me)
-    else:
-        await _db(run_record_steps, run=run, steps=steps, worker_id=me)
+    await _write(run_record_steps, run_record_steps_on_loop, run=run, steps=steps, worker_id=me)
 
 
 # --------------------------------------------------------------------------------------
