@@ -24,7 +24,7 @@ from django.contrib.auth.models import User
 from django.utils import translation
 from django.utils.translation import gettext as _
 
-from agents import events, live, selectors
+from agents import events, live, selectors, socket_signouts
 from agents.models import AgentRun, Conversation
 from agents.preferences import socket_language
 from agents.protocol import (
@@ -109,8 +109,8 @@ class SignedOut(Exception):
 class ConversationConsumer(AsyncJsonWebsocketConsumer):
     conversation_id: int
     group: str
-    # The group of the sign-in this socket was opened with: a logout closes its sockets.
-    session_group: str
+    # The sign-in this socket was opened with (events.sign_in_name): its logout closes it.
+    sign_in: str
     # The highest stored seq sent down this socket; stored frames at or below it are dropped.
     last_sent_seq: int
     # Runs whose end this socket has delivered; late live text for them is dropped.
@@ -132,6 +132,7 @@ class ConversationConsumer(AsyncJsonWebsocketConsumer):
         self.counted_user_id = None
         self.drain = None
         self.may_read = False
+        self.group = self.sign_in = ""
         # Join first, then read the log (docs/architecture.md, invariant 4): an event
         # committed after the read below is then certain to arrive live, and one committed
         # before it is at or below the last seq it reads. Live frames published meanwhile wait
@@ -140,11 +141,13 @@ class ConversationConsumer(AsyncJsonWebsocketConsumer):
         # so nothing published once the client sees the socket open can miss it; left again
         # at once if the socket is refused, and nothing is forwarded before it may read.
         session_key = self._session_key()
-        self.session_group = events.session_group_name(session_key) if session_key else ""
+        self.sign_in = events.sign_in_name(session_key) if session_key else ""
+        if self.sign_in:
+            await socket_signouts.watch(
+                self.channel_layer, sign_in=self.sign_in, channel=self.channel_name
+            )
         self.group = events.group_name(self.conversation_id)
-        for group in (self.session_group, self.group):
-            if group:
-                await self.channel_layer.group_add(group, self.channel_name)
+        await self.channel_layer.group_add(self.group, self.channel_name)
         # Who opens it, the language of its refusals (the page's), and the conversation's
         # last seq if that user owns it. The owner's own socket takes one statement
         # (session_check.socket_opening); anyone else is decided by Channels' get_user.
@@ -191,10 +194,11 @@ class ConversationConsumer(AsyncJsonWebsocketConsumer):
         await self._leave_groups()
 
     async def _leave_groups(self) -> None:
-        for group in (self.group, self.session_group):
-            if group:
-                await self.channel_layer.group_discard(group, self.channel_name)
-        self.group = self.session_group = ""
+        if self.sign_in:
+            socket_signouts.forget(sign_in=self.sign_in, channel=self.channel_name)
+        if self.group:
+            await self.channel_layer.group_discard(self.group, self.channel_name)
+        self.group = self.sign_in = ""
 
     # ---- client → server ---------------------------------------------------------------
 

@@ -43,6 +43,8 @@ logger = logging.getLogger(__name__)
 
 GROUP_MESSAGE_TYPE = "chat.event"
 SIGNED_OUT_MESSAGE_TYPE = "chat.signed_out"
+# The group every process serving sockets joins once (agents/socket_signouts.py).
+SIGNED_OUT_GROUP = "signed-out"
 
 
 def group_name(conversation_id: int) -> str:
@@ -50,16 +52,16 @@ def group_name(conversation_id: int) -> str:
     return f"conversation.{conversation_id}"
 
 
-def session_group_name(session_key: str) -> str:
-    """The group every socket opened with this sign-in joins (named by a hash of the key)."""
-    return "session." + hashlib.sha256(session_key.encode()).hexdigest()[:40]
+def sign_in_name(session_key: str) -> str:
+    """How a sign-out names the sign-in that ended: a hash of its session key, which itself
+    never goes through Redis."""
+    return hashlib.sha256(session_key.encode()).hexdigest()[:40]
 
 
 def publish_signed_out(session_key: str) -> None:
     """Tell the sockets of a sign-in that it ended (logout), once the transaction commits."""
-    message = {"type": SIGNED_OUT_MESSAGE_TYPE}
-    group = session_group_name(session_key)
-    transaction.on_commit(lambda: _publisher().send_to_group(group, message))
+    message = {"type": SIGNED_OUT_MESSAGE_TYPE, "sign_in": sign_in_name(session_key)}
+    transaction.on_commit(lambda: _publisher().send_to_group(SIGNED_OUT_GROUP, message))
 
 
 def publish_on_commit(stored: Sequence[RunEvent]) -> None:

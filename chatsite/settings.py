@@ -144,7 +144,7 @@ REDIS_URL = env.str("REDIS_URL", default="redis://127.0.0.1:6379/0")
 # two deployments (or test runs) on one Redis server never hear each other's groups.
 CHANNEL_LAYERS = {
     "default": {
-        "BACKEND": "channels_redis.pubsub.RedisPubSubChannelLayer",
+        "BACKEND": "agents.channel_layer.LocalChannelsPubSubLayer",
         "CONFIG": {
             "hosts": [REDIS_URL],
             "prefix": env.str("CHANNELS_PREFIX", default="chatsite")

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import pytest
+import redis.asyncio as aioredis
 from django.conf import settings
 from django.test import Client
 
+from agents import events
 from agents.models import AgentRun, Message
-from agents.services.conversations import message_send
+from agents.services.conversations import conversation_create, message_send
 from tests.consumers.sockets import client_id, close_code, receive, run, send, socket
 from tests.sign_ins import end_sign_in
 
@@ -44,6 +46,59 @@ def test_logout_closes_the_sockets_of_that_sign_in_only(user, conversation):
     assert signed_out == {"type": "error", "code": "signed_out", "message": "You have signed out."}
     assert code == 4401
     assert still_open == {"type": "pong"}
+
+
+def test_logout_closes_that_sign_in_s_sockets_on_every_conversation(user, conversation):
+    second_conversation = conversation_create(owner=user, title="Second")
+    browser, cookie = signed_in_client(user)
+
+    async def body():
+        sockets = [
+            socket(conversation.pk, cookie=cookie),
+            socket(second_conversation.pk, cookie=cookie),
+        ]
+        for communicator in sockets:
+            assert (await communicator.connect())[0]
+        # One closed before the logout: the sign-out goes to the others only.
+        await sockets[0].disconnect()
+        sockets[0] = socket(conversation.pk, cookie=cookie)
+        assert (await sockets[0].connect())[0]
+        await database(browser.logout)
+        return [(await receive(each))["code"] for each in sockets], [
+            await close_code(each) for each in sockets
+        ]
+
+    codes, closes = run(body)
+
+    assert codes == ["signed_out", "signed_out"]
+    assert closes == [4401, 4401]
+
+
+def test_sockets_of_many_sign_ins_share_one_sign_out_subscription(user, conversation):
+    """A socket subscribes to its conversation's group only: not to a group of its own
+    sign-in, nor (agents/channel_layer.py) to its own channel."""
+    cookies = [signed_in_client(user)[1] for _ in range(3)]
+    prefix = settings.CHANNEL_LAYERS["default"]["CONFIG"]["prefix"]
+
+    async def body():
+        sockets = [socket(conversation.pk, cookie=cookie) for cookie in cookies]
+        for communicator in sockets:
+            assert (await communicator.connect())[0]
+        client = aioredis.Redis.from_url(settings.REDIS_URL)
+        try:
+            subscribed = {name.decode() for name in await client.pubsub_channels(f"{prefix}*")}
+        finally:
+            await client.aclose()
+        for communicator in sockets:
+            await communicator.disconnect()
+        return subscribed
+
+    subscribed = run(body)
+
+    assert subscribed == {
+        f"{prefix}__group__{events.group_name(conversation.pk)}",
+        f"{prefix}__group__{events.SIGNED_OUT_GROUP}",
+    }
 
 
 @pytest.mark.parametrize(
