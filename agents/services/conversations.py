@@ -19,7 +19,7 @@ from django.db.models import Field
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
-from agents import rows
+from agents import events, rows
 from agents.llm.factory import model_name_for
 from agents.models import (
     AgentProfile,
@@ -28,6 +28,7 @@ from agents.models import (
     Message,
     ModelConfig,
     PromptVersion,
+    RunEvent,
     ToolConfig,
     UsageEntry,
 )
@@ -48,6 +49,7 @@ from agents.services.defaults import default_profile
 from agents.services.prompt_versions import prompt_version_current
 from agents.services.runs import (
     ACTIVE_STATUSES,
+    conversation_bump_sql,
     event_append,
     run_enqueue_on_commit,
     run_mark_cancelled,
@@ -202,22 +204,27 @@ def _send(
         )
         if extends_active and connection.vendor == "postgresql":
             run = _queue_run_with_its_message(
-                lock=lock, message=message, profile=profile, user=user
+                lock=lock,
+                message=message,
+                profile=profile,
+                user=user,
+                edited_from=edited_from,
+                conversation_fields=_touched(locked, first_message=content, fields=[]),
             )
         else:
             message.save(force_insert=True)
             if not extends_active:
                 branch_activate(conversation=locked, leaf_id=message.pk)
             run = _queue_run(lock=lock, message=message, profile=profile, user=user)
-        locked.active_leaf = message
-        # The conversation's own changes go with the seq bump: one UPDATE of its row.
-        event_append(
-            conversation=locked,
-            run=run,
-            type=FrameType.MESSAGE_CREATED,
-            payload=message_created_payload(message, edited_from=edited_from),
-            conversation_fields=_touched(locked, first_message=content, fields=["active_leaf"]),
-        )
+            locked.active_leaf = message
+            # The conversation's own changes go with the seq bump: one UPDATE of its row.
+            event_append(
+                conversation=locked,
+                run=run,
+                type=FrameType.MESSAGE_CREATED,
+                payload=message_created_payload(message, edited_from=edited_from),
+                conversation_fields=_touched(locked, first_message=content, fields=["active_leaf"]),
+            )
     conversation.title, conversation.last_seq = locked.title, locked.last_seq
     conversation.active_leaf_id = locked.active_leaf_id
     return SendResult(message=message, run=run, created=True)
@@ -594,38 +601,87 @@ def _queue_run(*, lock: _Locked, message: Message, profile: AgentProfile, user: 
 
 
 def _queue_run_with_its_message(
-    *, lock: _Locked, message: Message, profile: AgentProfile, user: User
+    *,
+    lock: _Locked,
+    message: Message,
+    profile: AgentProfile,
+    user: User,
+    edited_from: Message | None,
+    conversation_fields: dict[str, Any],
 ) -> AgentRun:
-    """``_queue_run`` for a new ``message`` not yet written, on PostgreSQL: the message, the
-    run and its ledger entry are one statement (CTEs, each row taking the id of the one
-    before), where the ORM sent three INSERTs that PostgreSQL parsed and planned every time;
-    the statement is prepared once per connection (agents/prepared.py)."""
+    """The rest of a send that continues the active branch, on PostgreSQL, as one statement
+    (CTEs, each row taking the ids of those before): the new ``message``, its queued run
+    and the run's ledger entry (``_queue_run``), the conversation's one UPDATE (the seq
+    bump, ``conversation_fields``, the branch's end moved to the message) and
+    ``message.created``, the message's id written into its payload. The ORM sent four
+    INSERTs and an UPDATE, each parsed and planned every time; this is prepared once per
+    connection (agents/prepared.py)."""
+    conversation = lock.conversation
     run = _new_run(lock=lock, message=message, profile=profile)
     try:
         entry = usage_entry_reserving(user_id=user.pk, run=run)
     except QuotaExceeded:
         raise _quota_refusal() from None
-    message_sql, message_params = rows.insert(message)
+    message_sql, message_params = rows.insert(message)  # sets created_at, as save() would
     run_sql, run_params = rows.insert(
         run, computed={"trigger_message_id": "(SELECT id FROM new_message)"}
     )
     entry_sql, entry_params = rows.insert(entry, computed={"run_id": "(SELECT id FROM new_run)"})
-    # Only the INSERTs built from the models' metadata are formatted in; values are parameters.
-    sql = (
-        f"WITH new_message AS ({message_sql} RETURNING id),"  # noqa: S608
-        f" new_run AS ({run_sql} RETURNING id),"
-        f" new_entry AS ({entry_sql} RETURNING id)"
-        " SELECT (SELECT id FROM new_message), (SELECT id FROM new_run),"
-        " (SELECT id FROM new_entry)"
+    bump_sql, bump_params = conversation_bump_sql(
+        conversation_fields, computed={"active_leaf": "(SELECT id FROM new_message)"}
     )
+    payload = message_created_payload(message, edited_from=edited_from)  # its id: below
+    # Only the INSERTs and the UPDATE built from the models' metadata are formatted in;
+    # values are parameters.
+    sql = f"""
+WITH new_message AS ({message_sql} RETURNING id),
+new_run AS ({run_sql} RETURNING id),
+new_entry AS ({entry_sql} RETURNING id),
+bumped AS ({bump_sql} RETURNING last_seq),
+appended AS (
+    INSERT INTO {connection.ops.quote_name(RunEvent._meta.db_table)}
+        (conversation_id, run_id, seq, type, payload, created_at)
+    SELECT %s, (SELECT id FROM new_run), bumped.last_seq, %s,
+        jsonb_set(%s::jsonb, '{{message,id}}', to_jsonb((SELECT id FROM new_message))), now()
+    FROM bumped
+    RETURNING id, seq, created_at
+)
+SELECT (SELECT id FROM new_message), (SELECT id FROM new_run), (SELECT id FROM new_entry),
+    appended.id, appended.seq, appended.created_at
+FROM appended
+"""  # noqa: S608
+    params = [
+        *message_params,
+        *run_params,
+        *entry_params,
+        1,
+        *bump_params,
+        conversation.pk,
+        conversation.pk,
+        str(FrameType.MESSAGE_CREATED),
+        json.dumps(payload),
+    ]
     with prepared_cursor() as cursor:
-        cursor.execute(sql, [*message_params, *run_params, *entry_params])
-        message_id, run_id, entry_id = cursor.fetchone()
+        cursor.execute(sql, params)
+        message_id, run_id, entry_id, event_id, seq, event_created_at = cursor.fetchone()
     rows.mark_saved(message, message_id)
     run.trigger_message = message
     rows.mark_saved(run, run_id)
     entry.run_id = run_id
     rows.mark_saved(entry, entry_id)
+    conversation.active_leaf = message
+    conversation.last_seq = seq
+    payload["message"]["id"] = message_id
+    event = RunEvent(
+        pk=event_id,
+        conversation=conversation,
+        run=run,
+        seq=seq,
+        type=FrameType.MESSAGE_CREATED,
+        payload=payload,
+        created_at=event_created_at,
+    )
+    events.publish_on_commit([event])
     run_enqueue_on_commit(run_id=run.pk)
     return run
 

@@ -132,7 +132,7 @@ def _bump_and_insert(
     """``events_append`` on PostgreSQL: the seq bump (with ``assign``) and the events' insert
     as one statement, the events taking the seqs the bump returned, as the worker's fenced
     writes do. Raises ``Conversation.DoesNotExist`` if the conversation was deleted."""
-    bump, bump_values = _bump_clause(assign)
+    bump, bump_values = conversation_bump_sql(assign)
     quote = connection.ops.quote_name
     # Only quoted names from the models' own metadata are formatted in; values are parameters.
     sql = f"""
@@ -175,9 +175,13 @@ RETURNING id, seq, created_at
     ]
 
 
-def _bump_clause(assign: Mapping[str, Any]) -> tuple[str, list[Any]]:
+def conversation_bump_sql(
+    assign: Mapping[str, Any], computed: Mapping[str, str] | None = None
+) -> tuple[str, list[Any]]:
     """``UPDATE`` of the conversation adding ``%s`` to ``last_seq``, setting ``assign``, for
-    the row ``id = %s``; and the values of ``assign`` (the two ``%s`` are the caller's)."""
+    the row ``id = %s``; and the values of ``assign`` (the two ``%s`` are the caller's).
+    ``computed`` maps a field's name to an SQL expression of the caller's statement (a new
+    row's id from one of its CTEs), written in place of a value."""
     quote = connection.ops.quote_name
     table = quote(Conversation._meta.db_table)
     column = quote(str(Conversation._meta.get_field("last_seq").column))
@@ -188,6 +192,9 @@ def _bump_clause(assign: Mapping[str, Any]) -> tuple[str, list[Any]]:
         field = cast("models.Field[Any, Any]", Conversation._meta.get_field(name))
         sets.append(f"{quote(str(field.column))} = %s")
         values.append(field.get_db_prep_save(value, connection))
+    for name, expression in (computed or {}).items():
+        field = cast("models.Field[Any, Any]", Conversation._meta.get_field(name))
+        sets.append(f"{quote(str(field.column))} = {expression}")
     return f"UPDATE {table} SET {', '.join(sets)} WHERE {key} = %s", values  # noqa: S608
 
 
@@ -199,7 +206,7 @@ def _bump_seq(conversation_id: int, *, by: int, assign: Mapping[str, Any]) -> in
     trip per append; ``UPDATE ... RETURNING`` (PostgreSQL, SQLite 3.35+) locks the row the same
     way. Raises ``Conversation.DoesNotExist`` if the conversation was deleted.
     """
-    bump, values = _bump_clause(assign)
+    bump, values = conversation_bump_sql(assign)
     column = connection.ops.quote_name(str(Conversation._meta.get_field("last_seq").column))
     # Only quoted names from the model's own metadata are formatted in; values are parameters.
     with prepared_cursor() as cursor:

@@ -9,7 +9,8 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from agents import rows
-from agents.models import AgentRun, Message, UsageEntry
+from agents.models import AgentRun, Conversation, Message, RunEvent, UsageEntry
+from agents.protocol import message_created_payload
 from agents.services.conversations import message_send
 from agents.services.prompt_versions import prompt_version_current
 
@@ -77,16 +78,19 @@ def test_insert_writes_every_column_as_the_orm_does(conversation, user, default_
     }
 
 
-def test_on_postgresql_a_sends_three_rows_are_one_statement(conversation, user):
+def test_on_postgresql_a_sends_rows_and_its_event_are_one_statement(conversation, user):
     if connection.vendor != "postgresql":
-        pytest.skip("PostgreSQL's path; SQLite saves the three rows one by one (the ORM)")
+        pytest.skip("PostgreSQL's path; SQLite saves the rows one by one (the ORM)")
+    last_seq = conversation.last_seq
     with CaptureQueriesContext(connection) as queries:
         result = message_send(conversation=conversation, user=user, content="hi", client_id="c")
-    inserts = [query["sql"] for query in queries if "INSERT INTO" in query["sql"]]
-    tables = (Message, AgentRun, UsageEntry)
-    [together] = [sql for sql in inserts if all(m._meta.db_table in sql for m in tables)]
-    assert len(inserts) == 2  # these three, and the message.created event
-    assert "agents_runevent" in next(sql for sql in inserts if sql != together)
+    # The lock and the reads under it are the send's other statements (and the savepoint,
+    # its transaction inside the test's).
+    others = ("SELECT", "SAVEPOINT", "RELEASE SAVEPOINT")
+    writes = [query["sql"] for query in queries if not query["sql"].lstrip().startswith(others)]
+    tables = (Message, AgentRun, UsageEntry, RunEvent, Conversation)
+    assert len(writes) == 1
+    assert all(model._meta.db_table in writes[0] for model in tables)
 
     # What the send hands back is what it wrote, and looks saved to the ORM.
     message, run = result.message, result.run
@@ -104,3 +108,12 @@ def test_on_postgresql_a_sends_three_rows_are_one_statement(conversation, user):
     )
     conversation.refresh_from_db()
     assert conversation.active_leaf_id == message.pk
+    assert conversation.title == "hi"
+
+    # message.created: the next seq, the message's id written into its payload, as stored
+    # and as handed back.
+    event = RunEvent.objects.get(conversation=conversation)
+    assert (event.seq, event.type, event.run_id) == (last_seq + 1, "message.created", run.pk)
+    assert conversation.last_seq == last_seq + 1
+    assert event.payload == message_created_payload(message)
+    assert event.payload["message"]["id"] == message.pk
