@@ -34,12 +34,15 @@ def build_executor(
     on_thought_delta: Callable[[ThoughtDelta], None] | None = None,
     budget_grants: int = 0,
     model_config: ModelConfig | None = None,
+    tool_configs: list[ToolConfig] | None = None,
 ) -> AgentExecutor:
     """An ``AgentExecutor`` for the profile version ``snapshot``.
 
     ``budget_grants`` is how many times the run's owner pressed Continue: each adds the
     profile's budgets once more. ``model_config``: the snapshot's endpoint row if the caller
     read it already (a run's claim reads it with the run); otherwise it is read here.
+    ``tool_configs``: the enabled tool rows among the snapshot's, if the caller read them
+    (the claim does, on PostgreSQL); otherwise they are read here.
 
     A model endpoint that is gone or unusable does not raise here: the run's first model
     call raises ``ModelError`` (code ``model_misconfigured``), like any model failure.
@@ -50,7 +53,7 @@ def build_executor(
     return executor_for(
         snapshot=snapshot,
         model=_chat_model(snapshot, model_config),
-        tool_configs=snapshot_tool_configs(snapshot),
+        tool_configs=snapshot_tool_configs(snapshot, enabled=tool_configs),
         user=user,
         conversation=conversation,
         should_cancel=should_cancel,
@@ -104,10 +107,15 @@ def _chat_model(snapshot: ProfileSnapshot, model_config: ModelConfig | None) -> 
     return chat_model_for(model_config)
 
 
-def snapshot_tool_configs(snapshot: ProfileSnapshot) -> list[ToolConfig]:
-    """The snapshot's tools that still exist and are enabled, in the snapshot's order."""
+def snapshot_tool_configs(
+    snapshot: ProfileSnapshot, *, enabled: list[ToolConfig] | None = None
+) -> list[ToolConfig]:
+    """The snapshot's tools that still exist and are enabled, in the snapshot's order;
+    ``enabled``: those rows, if the caller read them already (in any order)."""
     tool_ids = snapshot.tool_ids
-    rows = {row.pk: row for row in tool_configs_enabled(ids=list(tool_ids))}
+    if enabled is None:
+        enabled = tool_configs_enabled(ids=list(tool_ids))
+    rows = {row.pk: row for row in enabled}
     missing = [tool_id for tool_id in tool_ids if tool_id not in rows]
     if missing:
         logger.info("profile %s: tools %s are gone or disabled", snapshot.slug, missing)

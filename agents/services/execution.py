@@ -47,7 +47,7 @@ from django.db import DatabaseError, close_old_connections, connection
 from agents import events, loop_db
 from agents.live import LiveText
 from agents.llm.errors import public_failure_message
-from agents.models import AgentRun, Message
+from agents.models import AgentRun, Message, ToolConfig
 from agents.process_loop import process_loop
 from agents.react.errors import (
     AgentError,
@@ -71,8 +71,8 @@ from agents.services.approvals import (
 )
 from agents.services.runs import (
     RunLost,
-    run_claim,
     run_claim_refusal,
+    run_claim_with_tools,
     run_enqueue_on_commit,
     run_fail,
     run_finish,
@@ -169,12 +169,13 @@ def run_execute(*, run_id: int) -> None:
         logger.warning("run %s is still driven by a thread of this process; not claimed", run_id)
         return
     me = worker_id()
-    run = run_claim(run_id=run_id, worker_id=me)
-    if run is None:
+    claim = run_claim_with_tools(run_id=run_id, worker_id=me)
+    if claim is None:
         # Finished, cancelled, paused, or held by a live worker: normal for a redelivered or
         # rescued task, but a run that never starts is hard to explain without this line.
         logger.info("run %s not claimed: %s", run_id, run_claim_refusal(run_id=run_id))
         return
+    run = claim.run
     try:
         # Resuming after a pause the owner ended is not an interruption.
         if run.attempts - run.resumes > settings.AGENT_MAX_ATTEMPTS:
@@ -190,7 +191,7 @@ def run_execute(*, run_id: int) -> None:
         with _monitor.watch(run.pk) as watch:
             if run.cancel_requested_at is not None:
                 watch.cancel_requested.set()
-            _execute(run, watch, me)
+            _execute(run, watch, me, claim.tool_configs)
     except RunLost:
         logger.warning("run %s was taken over by another worker; this copy stops", run_id)
     except ObjectDoesNotExist:
@@ -252,7 +253,7 @@ def _store_pending(run: AgentRun, pending: list[Step], me: str) -> None:
         run_record_steps(run=run, steps=pending, worker_id=me)
 
 
-def _execute(run: AgentRun, watch: _Watch, me: str) -> None:
+def _execute(run: AgentRun, watch: _Watch, me: str, tool_configs: list[ToolConfig] | None) -> None:
     from agents.memory.services import memory_after_run, memory_for_run
     from agents.profile_snapshot import ProfileSnapshot
     from agents.runtime import build_executor
@@ -288,8 +289,9 @@ def _execute(run: AgentRun, watch: _Watch, me: str) -> None:
         on_answer_reset=on_answer_reset,
         on_thought_delta=live_text.thought_delta,
         budget_grants=run.budget_grants,
-        # The row the snapshot names, read with the claim (``run_claim``).
+        # The rows the snapshot names, read with the claim (``run_claim_with_tools``).
         model_config=run.model_config,
+        tool_configs=tool_configs,
     )
     steps = executor.arun(
         run.trigger_message.content,

@@ -10,8 +10,9 @@ from django.db import connection, transaction
 from django.utils import timezone
 
 from agents import events, protocol
-from agents.models import AgentRun, Conversation, Message, ModelCall
+from agents.models import AgentRun, Conversation, Message, ModelCall, ToolConfig
 from agents.process_loop import run_on_process_loop
+from agents.profile_snapshot import ProfileSnapshot
 from agents.react.types import (
     ActionStep,
     FinalAnswerStep,
@@ -20,6 +21,7 @@ from agents.react.types import (
     ThoughtStep,
     step_from_event,
 )
+from agents.runtime import snapshot_tool_configs
 from agents.selectors import events_after
 from agents.services.conversations import conversation_create, message_send
 from agents.services.runs import (
@@ -27,6 +29,7 @@ from agents.services.runs import (
     event_append,
     run_claim,
     run_claim_refusal,
+    run_claim_with_tools,
     run_fail,
     run_finish,
     run_finish_on_loop,
@@ -99,6 +102,54 @@ def test_the_claimed_run_and_its_rows_are_what_the_orm_reads(queued_run):
             assert getattr(claimed, field.attname) == getattr(read, field.attname), field
     assert run.status == AgentRun.Status.RUNNING
     assert (run.worker_id, run.attempts) == ("w1", 1)
+
+
+def _tool(name: str, *, enabled: bool = True) -> ToolConfig:
+    return ToolConfig.objects.create(
+        name=name, kind="calculator", description=name, enabled=enabled, config={"n": name}
+    )
+
+
+def test_on_postgresql_the_claim_reads_the_enabled_tools_of_its_version(
+    conversation, user, default_profile, django_assert_num_queries
+):
+    default_profile.tools.set([_tool("zeta"), _tool("alpha"), _tool("off", enabled=False)])
+    run = message_send(conversation=conversation, user=user, content="Tools?").run
+    fresh = {
+        tool.pk: tool
+        for tool in ToolConfig.objects.filter(enabled=True, name__in=["zeta", "alpha"])
+    }
+
+    statements = 1 if connection.vendor == "postgresql" else 2
+    with django_assert_num_queries(statements):
+        claim = run_claim_with_tools(run_id=run.pk, worker_id="w1")
+
+    assert claim.run.pk == run.pk
+    if connection.vendor != "postgresql":
+        assert claim.tool_configs is None  # read by the executor's builder instead
+        return
+    assert sorted(tool.pk for tool in claim.tool_configs) == sorted(fresh)
+    for claimed in claim.tool_configs:
+        for field in ToolConfig._meta.concrete_fields:
+            assert getattr(claimed, field.attname) == getattr(fresh[claimed.pk], field.attname)
+    # Ordered as the snapshot lists them, without another statement.
+    snapshot = ProfileSnapshot.from_version(claim.run.profile_version)
+    with django_assert_num_queries(0):
+        ordered = snapshot_tool_configs(snapshot, enabled=claim.tool_configs)
+    assert [tool.name for tool in ordered] == ["alpha", "zeta"]
+
+
+@pytest.mark.parametrize("tool_ids", [[], "not a list", ["7x", None, {"id": 1}]])
+def test_a_claimed_run_whose_version_names_no_usable_tools_has_none(queued_run, tool_ids):
+    version = queued_run.profile_version
+    version.snapshot = {**version.snapshot, "tool_ids": tool_ids}
+    version.save(update_fields=["snapshot"])
+    _tool("calc")
+
+    claim = run_claim_with_tools(run_id=queued_run.pk, worker_id="w1")
+
+    assert claim.run.status == AgentRun.Status.RUNNING
+    assert claim.tool_configs == ([] if connection.vendor == "postgresql" else None)
 
 
 def test_a_claimed_run_without_an_endpoint_or_a_version_reads_none(queued_run):
