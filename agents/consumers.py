@@ -45,7 +45,7 @@ from agents.protocol import (
 from agents.ratelimit import rate_limit_hit
 from agents.services.approvals import approval_decide, run_continue
 from agents.services.conversations import ConversationGone, message_send, run_cancel
-from agents.session_check import session_signs_in, socket_opening
+from agents.session_check import SignedOut, session_signs_in, socket_opening
 from agents.socket_drain import SCOPE_KEY, SocketDrain
 
 # Events read from the database per page of a replay; the socket drains between pages.
@@ -100,10 +100,6 @@ _open_sockets: dict[int, int] = {}
 
 class NotReading(Exception):
     """The client did not read what it was sent; the socket was closed."""
-
-
-class SignedOut(Exception):
-    """The socket's session no longer signs this user in."""
 
 
 class ConversationConsumer(AsyncJsonWebsocketConsumer):
@@ -484,9 +480,11 @@ class ConversationConsumer(AsyncJsonWebsocketConsumer):
         profile_slug: str | None,
         parent_id: int | None,
     ) -> None:
-        user = self._signed_in_user()
+        user = self.scope["user"]
         profile = None
         if profile_slug is not None:
+            # The profile is looked up for the user the session signs in, so that first.
+            user = self._signed_in_user()
             profile = selectors.profile_get(user=user, slug=profile_slug)
             if profile is None:
                 raise RequestRefused(
@@ -501,6 +499,9 @@ class ConversationConsumer(AsyncJsonWebsocketConsumer):
             client_id=client_id,
             profile=profile,
             parent_id=parent_id,
+            # Otherwise asked with the lock, in its statement (SignedOut if no longer; a
+            # socket without a session key is signed out).
+            signed_in_by=None if profile is not None else (self._session_key() or ""),
         )
 
     @_in_database_thread

@@ -50,17 +50,39 @@ def session_signs_in(*, session_key: str | None, user_id: int | None) -> bool:
     """
     if not session_key or user_id is None:
         return False
-    if not _decided_here():
+    if not decided_here():
         return _signs_in_through_get_user(session_key, user_id)
     row = _session_and_user(session_key, user_id)
     if row is None:  # no such session, expired, or no such user
         return False
     session_data, password, is_active = row
     user = User(pk=user_id, password=password, is_active=is_active)
+    return session_read_signs_in(session_key=session_key, session_data=session_data, user=user)
+
+
+def session_read_signs_in(*, session_key: str, session_data: str | None, user: User) -> bool:
+    """``session_signs_in`` from rows another statement read (where ``decided_here``): the
+    data of the unexpired session ``session_key`` (``session_data_sql``; None: there is no
+    such session) and ``user`` with its password and ``is_active``."""
+    if session_data is None:
+        return False
     verdict = _verdict(SessionStore().decode(session_data), user)
     if verdict is None:
-        return _signs_in_through_get_user(session_key, user_id)
+        return _signs_in_through_get_user(session_key, user.pk)
     return verdict
+
+
+def session_data_sql() -> str:
+    """A scalar subquery for another module's statement: the data of the unexpired session
+    of the parameters ``session_data_params`` gives, or NULL."""
+    sessions = connection.ops.quote_name(SessionStore.get_model_class()._meta.db_table)
+    # Only the table's name is formatted in.
+    return f"""(SELECT session_data FROM {sessions}
+        WHERE session_key = %s AND expire_date > %s)"""  # noqa: S608
+
+
+def session_data_params(session_key: str) -> list[Any]:
+    return [session_key, connection.ops.adapt_datetimefield_value(timezone.now())]
 
 
 @dataclass(frozen=True)
@@ -81,7 +103,7 @@ def socket_opening(*, session_key: str | None, conversation_id: int) -> SocketOp
     ended sign-in, or a session engine, user model or backend decided elsewhere): the socket
     then asks Channels' ``get_user`` and refuses or opens as it always has.
     """
-    if not session_key or not _decided_here():
+    if not session_key or not decided_here():
         return None
     row = _session_and_owner(session_key, conversation_id)
     if row is None:
@@ -93,7 +115,11 @@ def socket_opening(*, session_key: str | None, conversation_id: int) -> SocketOp
     return SocketOpening(user=owner, session=session, last_seq=last_seq)
 
 
-def _decided_here() -> bool:
+class SignedOut(Exception):
+    """The socket's session no longer signs this user in."""
+
+
+def decided_here() -> bool:
     """The sessions are rows of the database engine and the users Django's own model."""
     return settings.SESSION_ENGINE == DATABASE_ENGINE and settings.AUTH_USER_MODEL == "auth.User"
 

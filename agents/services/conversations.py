@@ -19,7 +19,7 @@ from django.db.models import Field
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
-from agents import events, rows
+from agents import events, rows, session_check
 from agents.llm.factory import model_name_for
 from agents.models import (
     AgentProfile,
@@ -137,6 +137,7 @@ def message_send(
     client_id: str | None = None,
     profile: AgentProfile | None = None,
     parent_id: int | None = None,
+    signed_in_by: str | None = None,
 ) -> SendResult:
     """Save a user message and queue a run for it; a repeated ``client_id`` is a no-op.
 
@@ -144,7 +145,8 @@ def message_send(
     message (the one the client shows), which then becomes the active one.
     Raises ``RequestRefused`` (and writes nothing) for bad content, a foreign conversation,
     a ``parent_id`` not in this conversation, the rate limit, the daily token quota, or a
-    run already in progress.
+    run already in progress; and ``SignedOut`` if ``signed_in_by``, the key of the session
+    that sends (a socket's), no longer signs ``user`` in (read with the conversation's lock).
     """
     return _send(
         conversation=conversation,
@@ -154,6 +156,7 @@ def message_send(
         profile=profile,
         parent_id=parent_id,
         after_active_leaf=parent_id is None,
+        signed_in_by=signed_in_by,
     )
 
 
@@ -167,13 +170,14 @@ def _send(
     parent_id: int | None,
     after_active_leaf: bool,
     edited_from: Message | None = None,
+    signed_in_by: str | None = None,
 ) -> SendResult:
     """``after_active_leaf``: the message continues the active branch; otherwise it is a
     child of ``parent_id`` (None: a new first message, as an edit of the first one is)."""
     _check_content(content)
     client_id = client_id or None
     with transaction.atomic():
-        lock = _lock_owned(conversation=conversation, user=user)
+        lock = _lock_owned(conversation=conversation, user=user, signed_in_by=signed_in_by)
         locked = lock.conversation
         check_parent = not after_active_leaf and parent_id is not None
         seen = _read_under_lock(
@@ -352,23 +356,45 @@ class _Locked:
         return self.profile_allowed
 
 
-def _lock_owned(*, conversation: Conversation, user: User) -> _Locked:
+def _lock_owned(
+    *, conversation: Conversation, user: User, signed_in_by: str | None = None
+) -> _Locked:
     """Lock the user's conversation row; with it, in the same statement, the profile a run
     would use (the conversation's, else the default one), that profile's model endpoint, its
     latest prompt version, its tools (what ``prompt_version_current`` compares) and whether
-    the user may use it (``_check_profile_allowed``).
+    the user may use it (``_check_profile_allowed``); and, with ``signed_in_by``, whether
+    that session still signs the user in (``agents/session_check.py``), or ``SignedOut``.
 
     Plain SQL: every send runs it, and the ORM's version (``select_for_update`` with
     ``select_related``) cost daphne several times as much to build as to run.
     """
+    with_session = signed_in_by is not None and session_check.decided_here()
+    session_params: list[Any] = []
+    if with_session:
+        session_params = session_check.session_data_params(cast(str, signed_in_by))
+    elif signed_in_by is not None and not session_check.session_signs_in(
+        session_key=signed_in_by, user_id=user.pk
+    ):
+        raise session_check.SignedOut
     with prepared_cursor() as cursor:
-        cursor.execute(_lock_sql(connection.vendor), [user.pk, conversation.pk, user.pk])
+        cursor.execute(
+            _lock_sql(connection.vendor, with_session=with_session),
+            [user.pk, *session_params, conversation.pk, user.pk],
+        )
         row = cursor.fetchone()
     if row is None:
         raise ConversationGone
-    # The models' columns, then whether the profile is allowed, then its tools.
+    # The models' columns, then whether the profile is allowed, its tools, and the session's
+    # data with the user's password and is_active.
     parts = instances(_LOCKED_MODELS, row)
-    allowed = row[-2]
+    allowed, tools, *session = row[_locked_columns() :]
+    if with_session:
+        session_data, password, is_active = session
+        owner = User(pk=user.pk, password=password, is_active=bool(is_active))
+        if not session_check.session_read_signs_in(
+            session_key=cast(str, signed_in_by), session_data=session_data, user=owner
+        ):
+            raise session_check.SignedOut
     locked = cast(Conversation, parts[0])
     profile = cast(AgentProfile | None, parts[1])
     latest = cast(PromptVersion | None, parts[3])
@@ -381,7 +407,7 @@ def _lock_owned(*, conversation: Conversation, user: User) -> _Locked:
         default_profile=profile if locked.profile_id is None else None,
         latest_version=latest,
         profile_id=profile.pk if profile is not None else None,
-        tools=_tool_pairs(row[-1]),
+        tools=_tool_pairs(tools),
         profile_allowed=bool(allowed) if profile is not None else None,
     )
 
@@ -390,10 +416,20 @@ _LOCKED_MODELS = (Conversation, AgentProfile, ModelConfig, PromptVersion)
 
 
 @functools.cache
-def _lock_sql(vendor: str) -> str:
+def _locked_columns() -> int:
+    return sum(len(model._meta.concrete_fields) for model in _LOCKED_MODELS)
+
+
+@functools.cache
+def _lock_sql(vendor: str, *, with_session: bool) -> str:
     """``_lock_owned``'s statement for the database ``vendor``, built once: joining the
     quoted names of four models' columns cost daphne about a tenth of a send."""
     quote = connection.ops.quote_name
+    session, session_join = "", ""
+    if with_session:
+        users = quote(User._meta.db_table)
+        session = f", {session_check.session_data_sql()}, u.password, u.is_active"
+        session_join = f"JOIN {users} AS u ON u.id = c.owner_id"
     conversations = quote(Conversation._meta.db_table)
     profiles = quote(AgentProfile._meta.db_table)
     endpoints = quote(ModelConfig._meta.db_table)
@@ -408,7 +444,9 @@ def _lock_sql(vendor: str) -> str:
     lock = " FOR UPDATE OF c" if connection.features.has_select_for_update_of else ""
     return f"""
         SELECT {selected}, {_profile_allowed_sql(profile="p")}, {_tools_by_name(profile="p")}
+            {session}
         FROM {conversations} AS c
+        {session_join}
         LEFT JOIN {profiles} AS p ON p.id = COALESCE(
             c.profile_id, (SELECT id FROM {profiles} WHERE is_default LIMIT 1)
         )

@@ -23,14 +23,15 @@ from tests.perf.test_query_counts import count_queries
 pytestmark = pytest.mark.django_db
 
 
-# The session and its user (1, agents/session_check.py), the conversation's row lock with the
-# profile a run would use (the default one, the conversation having none), its endpoint, its
-# latest prompt version, its tools and whether its groups allow the user (1), one read of its
-# messages and runs (1); then the message, the run, its ledger entry, the seq bump with the
-# conversation's own changes and the event: one statement on PostgreSQL, five elsewhere
-# (three INSERTs, the bump, the event's INSERT); plus the (save)point and its release.
+# The conversation's row lock with the profile a run would use (the default one, the
+# conversation having none), its endpoint, its latest prompt version, its tools, whether its
+# groups allow the user, and the session with its user (agents/session_check.py) (1); one
+# read of its messages and runs (1); then the message, the run, its ledger entry, the seq
+# bump with the conversation's own changes and the event: one statement on PostgreSQL, five
+# elsewhere (three INSERTs, the bump, the event's INSERT); plus the (save)point and its
+# release.
 def send_statements() -> int:
-    return 6 if connection.vendor == "postgresql" else 10
+    return 5 if connection.vendor == "postgresql" else 9
 
 
 def socket_send(user, conversation, *, content: str, client_id: str) -> None:
