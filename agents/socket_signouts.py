@@ -46,7 +46,9 @@ class _Listener:
         self.joined.set()
         while True:
             message = await self.layer.receive(channel)
-            for socket_channel in tuple(self.channels_by_sign_in.get(message["sign_in"], ())):
+            # .get: a notice without a name (another version's) must not end the listener.
+            sign_in = message.get("sign_in")
+            for socket_channel in tuple(self.channels_by_sign_in.get(sign_in, ())):
                 try:
                     await self.layer.send(socket_channel, {"type": events.SIGNED_OUT_MESSAGE_TYPE})
                 except Exception:  # one socket's failure must not end the listener

@@ -278,7 +278,7 @@ _CLAIM_READS = ("conversation__owner", "trigger_message", "profile_version", "mo
 def _claim_and_read(run_id: int, worker_id: str) -> Claim | None:
     """``run_claim`` on PostgreSQL as one statement: the UPDATE in a CTE, the rows of
     ``_CLAIM_READS`` joined to the row it returns, and the enabled tools its profile version
-    names (one row per tool, the run's columns repeated; the worker read them apart).
+    names (one row per tool, the run's columns repeated), which took a statement of their own.
 
     Plain SQL: the ORM's UPDATE and its five-table ``select_related`` cost a worker 2.9 ms of
     CPU per claim, most of it building the queries; this statement costs 1.0 ms

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 import redis.asyncio as aioredis
+from channels.layers import get_channel_layer
 from django.conf import settings
 from django.test import Client
 
@@ -72,6 +73,25 @@ def test_logout_closes_that_sign_in_s_sockets_on_every_conversation(user, conver
 
     assert codes == ["signed_out", "signed_out"]
     assert closes == [4401, 4401]
+
+
+def test_a_sign_out_notice_without_a_sign_in_changes_nothing(user, conversation):
+    browser, cookie = signed_in_client(user)
+
+    async def body():
+        communicator = socket(conversation.pk, cookie=cookie)
+        assert (await communicator.connect())[0]
+        layer = get_channel_layer()
+        await layer.group_send(events.SIGNED_OUT_GROUP, {"type": events.SIGNED_OUT_MESSAGE_TYPE})
+        await send(communicator, {"type": "ping"})
+        pong = await receive(communicator)
+        await database(browser.logout)  # the listener still passes the next one on
+        return pong, await receive(communicator), await close_code(communicator)
+
+    pong, signed_out, code = run(body)
+
+    assert pong == {"type": "pong"}
+    assert (signed_out["code"], code) == ("signed_out", 4401)
 
 
 def test_sockets_of_many_sign_ins_share_one_sign_out_subscription(user, conversation):
