@@ -29,12 +29,18 @@ class _LocalChannelsLoopLayer(RedisPubSubLoopLayer):
         return channel
 
     async def send(self, channel: str, message: dict[str, Any]) -> None:
+        if not self.deliver_here(channel, message):
+            await super().send(channel, message)
+
+    def deliver_here(self, channel: str, message: dict[str, Any]) -> bool:
+        """Put ``message`` on ``channel``'s queue if the channel is this process's; never
+        publishes. False if it is not (a consumer that has ended, or another process's)."""
         queue = self.channels.get(channel)
         if queue is None:
-            await super().send(channel, message)
-            return
+            return False
         # Serialised as a message from Redis would be, so receive() treats both alike.
         queue.put_nowait(self.channel_layer.serialize(message))
+        return True
 
 
 class LocalChannelsPubSubLayer(RedisPubSubChannelLayer):

@@ -6,7 +6,8 @@ an UNSUBSCRIBE as it closed, for a message that almost never comes. Here each ev
 that serves sockets joins one group, ``signed-out``, once, and keeps a map from a sign-in
 to the channels of its sockets in this process; a sign-out (``agents/events.py``) goes to
 that group with the sign-in's name, and the listener passes it to those channels, so each
-socket still handles it in turn with its other messages.
+socket still handles it in turn with its other messages. Passing it on is a hand-off inside
+the process (``agents/channel_layer.py``, ``deliver_here``): nothing here publishes.
 """
 
 from __future__ import annotations
@@ -48,9 +49,10 @@ class _Listener:
             message = await self.layer.receive(channel)
             # .get: a notice without a name (another version's) must not end the listener.
             sign_in = message.get("sign_in")
+            notice = {"type": events.SIGNED_OUT_MESSAGE_TYPE}
             for socket_channel in tuple(self.channels_by_sign_in.get(sign_in, ())):
                 try:
-                    await self.layer.send(socket_channel, {"type": events.SIGNED_OUT_MESSAGE_TYPE})
+                    self.layer.deliver_here(socket_channel, notice)
                 except Exception:  # one socket's failure must not end the listener
                     logger.exception("passing a sign-out to a socket failed")
 

@@ -82,6 +82,33 @@ def test_a_group_message_reaches_every_member_channel_through_redis():
     assert async_to_sync(body)() == [{"type": "chat.test", "text": "hello"}] * 2
 
 
+def test_delivering_here_never_publishes():
+    layer = get_channel_layer()
+    prefix = settings.CHANNEL_LAYERS["default"]["CONFIG"]["prefix"]
+
+    async def body():
+        channel = await layer.new_channel()
+        delivered = layer.deliver_here(channel, {"type": "chat.test"})
+        received = await asyncio.wait_for(layer.receive(channel), RECEIVE_TIMEOUT)
+        client = aioredis.Redis.from_url(settings.REDIS_URL)
+        pubsub = client.pubsub()
+        try:
+            await pubsub.subscribe(f"{prefix}specific.gone")
+            await pubsub.get_message(timeout=1)  # the subscription's confirmation
+            # A channel not in this process: nothing is delivered, and nothing published.
+            gone = layer.deliver_here(f"{prefix}specific.gone", {"type": "chat.test"})
+            published = await pubsub.get_message(ignore_subscribe_messages=True, timeout=0.5)
+        finally:
+            await pubsub.aclose()
+            await client.aclose()
+        await layer.flush()
+        return delivered, received, gone, published
+
+    delivered, received, gone, published = async_to_sync(body)()
+    assert (delivered, received) == (True, {"type": "chat.test"})
+    assert (gone, published) == (False, None)
+
+
 def test_a_receive_cancelled_forgets_the_channel():
     layer = get_channel_layer()
 
