@@ -60,7 +60,8 @@ def test_logout_closes_that_sign_in_s_sockets_on_every_conversation(user, conver
         ]
         for communicator in sockets:
             assert (await communicator.connect())[0]
-        # One closed before the logout: the sign-out goes to the others only.
+        # One closed and opened again before the logout: forgetting the closed socket
+        # keeps the sign-in's other sockets.
         await sockets[0].disconnect()
         sockets[0] = socket(conversation.pk, cookie=cookie)
         assert (await sockets[0].connect())[0]
