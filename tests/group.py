@@ -6,9 +6,22 @@ import asyncio
 import threading
 from typing import Any
 
+import redis.asyncio as aioredis
 from channels.layers import channel_layers
+from django.conf import settings
 
 from agents import events
+
+
+async def subscribed_in_redis() -> set[str]:
+    """The pub/sub channels of this test session's channel layer that Redis has a
+    subscriber for (any process's)."""
+    prefix = settings.CHANNEL_LAYERS["default"]["CONFIG"]["prefix"]
+    client = aioredis.Redis.from_url(settings.REDIS_URL)
+    try:
+        return {name.decode() for name in await client.pubsub_channels(f"{prefix}*")}
+    finally:
+        await client.aclose()
 
 
 class GroupListener:

@@ -11,17 +11,9 @@ from channels.layers import get_channel_layer
 from django.conf import settings
 
 from agents.channel_layer import LocalChannelsPubSubLayer
+from tests.group import subscribed_in_redis
 
 RECEIVE_TIMEOUT = 10
-
-
-async def _subscribed(pattern: str) -> set[str]:
-    """The pub/sub channels Redis has a subscriber for, of those matching ``pattern``."""
-    client = aioredis.Redis.from_url(settings.REDIS_URL)
-    try:
-        return {name.decode() for name in await client.pubsub_channels(pattern)}
-    finally:
-        await client.aclose()
 
 
 def test_the_project_uses_it():
@@ -35,9 +27,9 @@ def test_a_new_channel_takes_no_subscription_and_a_group_does():
     async def body():
         channel = await layer.new_channel()
         await layer.group_add("layer-test", channel)
-        subscribed = await _subscribed(f"{prefix}*")
+        subscribed = await subscribed_in_redis()
         await layer.group_discard("layer-test", channel)
-        after = await _subscribed(f"{prefix}*")
+        after = await subscribed_in_redis()
         await layer.flush()
         return channel, subscribed, after
 

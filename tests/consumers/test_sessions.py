@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pytest
-import redis.asyncio as aioredis
 from channels.layers import get_channel_layer
 from django.conf import settings
 from django.test import Client
@@ -12,6 +11,7 @@ from agents import events
 from agents.models import AgentRun, Message
 from agents.services.conversations import conversation_create, message_send
 from tests.consumers.sockets import client_id, close_code, receive, run, send, socket
+from tests.group import subscribed_in_redis
 from tests.sign_ins import end_sign_in
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -105,11 +105,7 @@ def test_sockets_of_many_sign_ins_share_one_sign_out_subscription(user, conversa
         sockets = [socket(conversation.pk, cookie=cookie) for cookie in cookies]
         for communicator in sockets:
             assert (await communicator.connect())[0]
-        client = aioredis.Redis.from_url(settings.REDIS_URL)
-        try:
-            subscribed = {name.decode() for name in await client.pubsub_channels(f"{prefix}*")}
-        finally:
-            await client.aclose()
+        subscribed = await subscribed_in_redis()
         for communicator in sockets:
             await communicator.disconnect()
         return subscribed
