@@ -18,6 +18,7 @@ from urllib.parse import parse_qs
 from channels.auth import get_user
 from channels.consumer import get_handler_name
 from channels.db import database_sync_to_async
+from channels.exceptions import StopConsumer
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
 from django.conf import settings
 from django.contrib.auth.models import User
@@ -179,6 +180,13 @@ class ConversationConsumer(AsyncJsonWebsocketConsumer):
             if after_seq < last_seq:  # read after the join: nothing newer is missed
                 await self._replay(after_seq=after_seq)
             await self._send_live_text()
+
+    async def websocket_disconnect(self, message: dict[str, Any]) -> None:
+        # Channels' own ends with a hop to the thread-sensitive executor to close that
+        # thread's stale connections, one hop per closing socket: this consumer never uses
+        # that thread (see dispatch), so the hop closed nothing. It joins no ``groups``.
+        await self.disconnect(message.get("code", 1005))
+        raise StopConsumer
 
     async def disconnect(self, code: int) -> None:
         if self.counted_user_id is not None:

@@ -6,8 +6,10 @@ import pytest
 from django.conf import settings
 from django.test import Client
 
+from agents import events
 from agents.protocol import CLOSE_NOT_FOUND
 from tests.consumers.sockets import QUIET_SECONDS, receive, run, send, session_cookie, socket
+from tests.group import subscribed_in_redis
 from tests.sign_ins import ENDINGS, end_sign_in
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -109,3 +111,32 @@ def test_a_refused_socket_gets_no_frame_published_after_it_was_refused(other_use
 
 
 # Cross-site and Origin-less handshakes: tests/security/test_sockets_and_forms.py.
+
+
+def test_a_closed_socket_leaves_its_group_without_channels_shared_thread(
+    user, conversation, monkeypatch
+):
+    # Channels' own disconnect handler hops to its one thread-sensitive thread to close that
+    # thread's connections; this consumer uses other threads, so the hop would only queue
+    # every closing socket of the process behind one thread.
+    hops = []
+
+    async def close_old_connections_hop():
+        hops.append(1)
+
+    monkeypatch.setattr(
+        "channels.generic.websocket.aclose_old_connections", close_old_connections_hop
+    )
+    group = f"{settings.CHANNEL_LAYERS['default']['CONFIG']['prefix']}__group__"
+    group += events.group_name(conversation.pk)
+    cookie = session_cookie(user)
+
+    async def body():
+        communicator = socket(conversation.pk, cookie=cookie)
+        assert (await communicator.connect())[0]
+        joined = group in await subscribed_in_redis()
+        await communicator.disconnect()
+        return joined, group in await subscribed_in_redis()
+
+    assert run(body) == (True, False)
+    assert hops == []
