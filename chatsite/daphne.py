@@ -4,9 +4,11 @@ daphne makes the asyncio loop Twisted runs on when ``daphne.server`` is first im
 loop's kind has to be chosen before that, here, rather than in settings or ``asgi.py``.
 """
 
+from agents.autobahn_debug import defer_autobahn_debug_formatting
 from agents.process_loop import make_uvloop_the_default
 
 make_uvloop_the_default()
+defer_autobahn_debug_formatting()
 
 from daphne.cli import CommandLineInterface  # noqa: E402
 
