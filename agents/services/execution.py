@@ -47,7 +47,7 @@ from django.db import DatabaseError, close_old_connections, connection
 from agents import events, loop_db
 from agents.live import LiveText
 from agents.llm.errors import public_failure_message
-from agents.models import AgentRun, Message, ToolConfig
+from agents.models import AgentRun, Message
 from agents.process_loop import process_loop
 from agents.react.errors import (
     AgentError,
@@ -70,6 +70,7 @@ from agents.services.approvals import (
     run_stop_at_budget,
 )
 from agents.services.runs import (
+    Claim,
     RunLost,
     run_claim_refusal,
     run_claim_with_tools,
@@ -169,7 +170,7 @@ def run_execute(*, run_id: int) -> None:
         logger.warning("run %s is still driven by a thread of this process; not claimed", run_id)
         return
     me = worker_id()
-    claim = run_claim_with_tools(run_id=run_id, worker_id=me)
+    claim = run_claim_with_tools(run_id=run_id, worker_id=me, announce=True)
     if claim is None:
         # Finished, cancelled, paused, or held by a live worker: normal for a redelivered or
         # rescued task, but a run that never starts is hard to explain without this line.
@@ -191,7 +192,7 @@ def run_execute(*, run_id: int) -> None:
         with _monitor.watch(run.pk) as watch:
             if run.cancel_requested_at is not None:
                 watch.cancel_requested.set()
-            _execute(run, watch, me, claim.tool_configs)
+            _execute(run, watch, me, claim)
     except RunLost:
         logger.warning("run %s was taken over by another worker; this copy stops", run_id)
     except ObjectDoesNotExist:
@@ -253,7 +254,7 @@ def _store_pending(run: AgentRun, pending: list[Step], me: str) -> None:
         run_record_steps(run=run, steps=pending, worker_id=me)
 
 
-def _execute(run: AgentRun, watch: _Watch, me: str, tool_configs: list[ToolConfig] | None) -> None:
+def _execute(run: AgentRun, watch: _Watch, me: str, claim: Claim) -> None:
     from agents.memory.services import memory_after_run, memory_for_run
     from agents.profile_snapshot import ProfileSnapshot
     from agents.runtime import build_executor
@@ -291,7 +292,7 @@ def _execute(run: AgentRun, watch: _Watch, me: str, tool_configs: list[ToolConfi
         budget_grants=run.budget_grants,
         # The rows the snapshot names, read with the claim (``run_claim_with_tools``).
         model_config=run.model_config,
-        tool_configs=tool_configs,
+        tool_configs=claim.tool_configs,
     )
     steps = executor.arun(
         run.trigger_message.content,
@@ -303,7 +304,10 @@ def _execute(run: AgentRun, watch: _Watch, me: str, tool_configs: list[ToolConfi
     # Nothing is held open while the run waits on the model or a tool, and this thread only
     # waits: the run is driven on the process's event loop with every other run it holds.
     connection.close()
-    drive = _drive(run, watch, me, snapshot.slug, live_text.track(steps), answer_so_far)
+    announced = claim.started is not None
+    drive = _drive(
+        run, watch, me, snapshot.slug, live_text.track(steps), answer_so_far, announced=announced
+    )
     answer = asyncio.run_coroutine_threadsafe(drive, process_loop()).result()
     if not isinstance(answer, _EndedEarly):
         memory_after_run(
@@ -326,18 +330,22 @@ async def _drive(
     profile: str,
     steps: AsyncIterator[Step],
     answer_so_far: list[str],
+    *,
+    announced: bool,
 ) -> Message | _EndedEarly | None:
-    """Announce the attempt, then store the run's steps as the engine yields them, on the
-    process's event loop; the writes the loop does not send itself (``loop_db``) run on the
-    database threads (``_db``). Returns the answer's message, or ``_ENDED_EARLY``."""
-    await _write(
-        run_started,
-        run_started_on_loop,
-        run=run,
-        model=run.model_name,
-        profile=profile,
-        worker_id=me,
-    )
+    """Announce the attempt (unless the claim did), then store the run's steps as the engine
+    yields them, on the process's event loop; the writes the loop does not send itself
+    (``loop_db``) run on the database threads (``_db``). Returns the answer's message, or
+    ``_ENDED_EARLY``."""
+    if not announced:  # the claim stores run.started on PostgreSQL (``Claim.started``)
+        await _write(
+            run_started,
+            run_started_on_loop,
+            run=run,
+            model=run.model_name,
+            profile=profile,
+            worker_id=me,
+        )
     # A model call's record and a thought are followed at once by the steps parsed from the
     # same reply (an action, an error, the answer): they wait here and are stored with those
     # in one transaction. Every other step may be followed by a tool or a model call, so it

@@ -228,12 +228,17 @@ def _stale_before() -> Any:
 
 
 class Claim(NamedTuple):
-    """A run taken by ``run_claim_with_tools``, and the tool rows read with it."""
+    """A run taken by ``run_claim_with_tools``, the tool rows read with it, and its
+    ``run.started`` if the claim announced the attempt."""
 
     run: AgentRun
     # The enabled tools among its profile version's, in no order (None: not read with the
     # claim; ``agents.runtime.snapshot_tool_configs`` reads them).
     tool_configs: list[ToolConfig] | None
+    # Stored (and published once committed) by the claim's own statement on PostgreSQL; None
+    # elsewhere, and for an attempt ``run_execute`` fails at once (too many attempts, no
+    # profile version), which is never announced.
+    started: RunEvent | None = None
 
 
 def run_claim(*, run_id: int, worker_id: str) -> AgentRun | None:
@@ -244,14 +249,16 @@ def run_claim(*, run_id: int, worker_id: str) -> AgentRun | None:
     comes back with what it starts with: its conversation and owner (the run's tools act for
     them), its question, its profile version and its model endpoint.
     """
-    claim = run_claim_with_tools(run_id=run_id, worker_id=worker_id)
+    claim = run_claim_with_tools(run_id=run_id, worker_id=worker_id, announce=False)
     return claim.run if claim is not None else None
 
 
-def run_claim_with_tools(*, run_id: int, worker_id: str) -> Claim | None:
-    """``run_claim``, with its tool rows read in the same statement on PostgreSQL."""
+def run_claim_with_tools(*, run_id: int, worker_id: str, announce: bool) -> Claim | None:
+    """``run_claim``, with its tool rows read in the same statement on PostgreSQL; with
+    ``announce``, that statement also stores the attempt's ``run.started`` (``Claim.started``)
+    unless the attempt is one ``run_execute`` fails before it starts."""
     if _fenced_sql_available():
-        return _claim_and_read(run_id, worker_id)
+        return _claim_and_read(run_id, worker_id, announce=announce)
     now = timezone.now()
     claimed = (
         AgentRun.objects.filter(pk=run_id, status__in=ACTIVE_STATUSES)
@@ -275,10 +282,15 @@ def run_claim_with_tools(*, run_id: int, worker_id: str) -> Claim | None:
 _CLAIM_READS = ("conversation__owner", "trigger_message", "profile_version", "model_config")
 
 
-def _claim_and_read(run_id: int, worker_id: str) -> Claim | None:
+def _claim_and_read(run_id: int, worker_id: str, *, announce: bool) -> Claim | None:
     """``run_claim`` on PostgreSQL as one statement: the UPDATE in a CTE, the rows of
     ``_CLAIM_READS`` joined to the row it returns, and the enabled tools its profile version
     names (one row per tool, the run's columns repeated), which took a statement of their own.
+    With ``announce``, the attempt's ``run.started`` is stored in the same statement (the
+    conversation's seq bumped, the event inserted, as ``_append_fenced`` does), unless
+    ``run_execute`` will fail the attempt before it starts: more attempts than
+    ``AGENT_MAX_ATTEMPTS`` allows, or no profile version. Its own statement after the claim
+    cost every run a round trip and a commit.
 
     Plain SQL: the ORM's UPDATE and its five-table ``select_related`` cost a worker 2.9 ms of
     CPU per claim, most of it building the queries; this statement costs 1.0 ms
@@ -303,6 +315,7 @@ def _claim_and_read(run_id: int, worker_id: str) -> Claim | None:
     selected += ", " + ", ".join(columns(ToolConfig, "t"))
     tables = [quote(model._meta.db_table) for model in models_read]
     tables.append(quote(ToolConfig._meta.db_table))
+    events_table = quote(RunEvent._meta.db_table)
     now = timezone.now()
     # The first attempt's claim is when the run started; later ones keep it.
     sql = f"""
@@ -313,8 +326,26 @@ WITH r AS (
     WHERE id = %(run)s AND status = ANY(%(active)s)
         AND (heartbeat_at IS NULL OR heartbeat_at < %(stale)s)
     RETURNING *
+), announced AS (
+    SELECT r.id, r.conversation_id, jsonb_build_object(
+        'attempt', r.attempts, 'model', r.model_name,
+        'profile', CASE WHEN jsonb_typeof(pv.snapshot -> 'slug') = 'string'
+            THEN pv.snapshot ->> 'slug' ELSE '' END,
+        'trigger_message_id', r.trigger_message_id) AS payload
+    FROM r JOIN {tables[4]} AS pv ON pv.id = r.profile_version_id
+    WHERE %(announce)s AND r.attempts - r.resumes <= %(max_attempts)s
+), bumped AS (
+    UPDATE {tables[1]} SET last_seq = last_seq + 1
+    WHERE id = (SELECT conversation_id FROM announced)
+    RETURNING last_seq
+), started AS (
+    INSERT INTO {events_table} (conversation_id, run_id, seq, type, payload, created_at)
+    SELECT a.conversation_id, a.id, bumped.last_seq, %(started)s, a.payload, now()
+    FROM announced AS a, bumped
+    RETURNING id, seq, payload, created_at
 )
-SELECT {selected} FROM r
+SELECT {selected}, started.id, started.seq, started.payload, started.created_at FROM r
+LEFT JOIN started ON true
 JOIN {tables[1]} AS c ON c.id = r.conversation_id
 JOIN {tables[2]} AS u ON u.id = c.owner_id
 LEFT JOIN {tables[3]} AS m ON m.id = r.trigger_message_id
@@ -333,6 +364,9 @@ LEFT JOIN {tables[6]} AS t ON t.enabled AND t.id::text IN (
         "run": run_id,
         "active": [str(status) for status in ACTIVE_STATUSES],
         "stale": _stale_before(),
+        "announce": announce,
+        "max_attempts": settings.AGENT_MAX_ATTEMPTS,
+        "started": FrameType.RUN_STARTED.value,
     }
     with prepared_cursor() as cursor:
         cursor.execute(sql, params)
@@ -344,10 +378,35 @@ LEFT JOIN {tables[6]} AS t ON t.enabled AND t.id::text IN (
     related = zip(_CLAIM_READS, (conversation, question, version, endpoint), strict=True)
     for path, value in related:
         _cache_related(AgentRun, path.split("__")[0], run, value)
-    # The tool's columns follow the others; a run without tools has one row, its tool NULL.
+    # The tool's columns follow the others (a run without tools has one row, its tool NULL),
+    # then the announcement's four (NULL if none).
     first_tool_column = sum(len(model._meta.concrete_fields) for model in models_read)
-    tools = [instance(ToolConfig, row[first_tool_column:]) for row in found]
-    return Claim(cast(AgentRun, run), [cast(ToolConfig, tool) for tool in tools if tool])
+    tools = [instance(ToolConfig, row[first_tool_column:-4]) for row in found]
+    started = _claim_started(run, found[0][-4:])
+    tool_configs = [cast(ToolConfig, tool) for tool in tools if tool]
+    return Claim(cast(AgentRun, run), tool_configs, started)
+
+
+def _claim_started(run: AgentRun, columns: Sequence[Any]) -> RunEvent | None:
+    """The ``run.started`` a claim stored, published once committed (None: not announced)."""
+    event_id, seq, payload, created_at = columns
+    if event_id is None:
+        return None
+    # Django's connections load jsonb as text (its JSONField decodes it).
+    payload = json.loads(payload) if isinstance(payload, str) else payload
+    # The conversation was read before the statement's own bump.
+    run.conversation.last_seq = seq
+    started = RunEvent(
+        pk=event_id,
+        conversation_id=run.conversation_id,
+        run_id=run.pk,
+        seq=seq,
+        type=FrameType.RUN_STARTED.value,
+        payload=payload,
+        created_at=created_at,
+    )
+    events.publish_on_commit([started])
+    return started
 
 
 def _cache_related(model: type[models.Model], name: str, obj: Any, value: Any) -> None:

@@ -122,7 +122,7 @@ def test_on_postgresql_the_claim_reads_the_enabled_tools_of_its_version(
 
     statements = 1 if connection.vendor == "postgresql" else 2
     with django_assert_num_queries(statements):
-        claim = run_claim_with_tools(run_id=run.pk, worker_id="w1")
+        claim = run_claim_with_tools(run_id=run.pk, worker_id="w1", announce=True)
 
     assert claim.run.pk == run.pk
     if connection.vendor != "postgresql":
@@ -146,7 +146,7 @@ def test_a_claimed_run_whose_version_names_no_usable_tools_has_none(queued_run, 
     version.save(update_fields=["snapshot"])
     _tool("calc")
 
-    claim = run_claim_with_tools(run_id=queued_run.pk, worker_id="w1")
+    claim = run_claim_with_tools(run_id=queued_run.pk, worker_id="w1", announce=False)
 
     assert claim.run.status == AgentRun.Status.RUNNING
     assert claim.tool_configs == ([] if connection.vendor == "postgresql" else None)
@@ -480,6 +480,82 @@ def record_steps(request):
 def record_started(request):
     """The same two ways for the announcement of an attempt."""
     return _threads_or_loop(request, run_started, _started_on_loop)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_claim_that_announces_stores_and_publishes_run_started_in_its_statement(
+    user, default_profile, django_assert_num_queries
+):
+    queued = message_send(conversation=conversation_create(owner=user), user=user, content="q")
+    run = queued.run
+    assert events.publish_flush()
+    listener = GroupListener(run.conversation_id)
+    last_seq = Conversation.objects.get(pk=run.conversation_id).last_seq
+
+    statements = 1 if connection.vendor == "postgresql" else 2
+    with django_assert_num_queries(statements):
+        claim = run_claim_with_tools(run_id=run.pk, worker_id="w1", announce=True)
+    assert events.publish_flush()
+
+    if connection.vendor != "postgresql":
+        assert claim.started is None  # run_execute announces it from the run driver
+        assert listener.received() == []
+        return
+    started = claim.started
+    # What run_started would have stored: the same payload, the next seq.
+    assert started.payload == protocol.run_started_payload(
+        attempt=1,
+        model=run.model_name,
+        profile=ProfileSnapshot.from_version(claim.run.profile_version).slug,
+        trigger_message_id=run.trigger_message_id,
+    )
+    assert (started.type, started.seq, started.run_id) == ("run.started", last_seq + 1, run.pk)
+    stored = run.events.get(type="run.started")
+    assert (stored.pk, stored.seq, stored.payload) == (started.pk, started.seq, started.payload)
+    assert stored.created_at == started.created_at
+    assert claim.run.conversation.last_seq == last_seq + 1
+    assert Conversation.objects.get(pk=run.conversation_id).last_seq == last_seq + 1
+    # Live as a replay would send it.
+    frames = [frame for message in listener.received() for frame in message["frames"]]
+    assert frames == [protocol.event_frame(stored)]
+
+
+@pytest.mark.parametrize(
+    ("attempts", "resumes", "announced"),
+    [(0, 0, True), ("max", 0, False), ("max", 1, True)],
+)
+def test_a_claim_announces_no_attempt_that_run_execute_fails_at_once(
+    queued_run, settings, attempts, resumes, announced
+):
+    attempts = settings.AGENT_MAX_ATTEMPTS if attempts == "max" else attempts
+    AgentRun.objects.filter(pk=queued_run.pk).update(attempts=attempts, resumes=resumes)
+    last_seq = Conversation.objects.get(pk=queued_run.conversation_id).last_seq
+
+    claim = run_claim_with_tools(run_id=queued_run.pk, worker_id="w1", announce=True)
+
+    announced = announced and connection.vendor == "postgresql"
+    assert (claim.started is not None) == announced
+    assert queued_run.events.filter(type="run.started").count() == int(announced)
+    assert Conversation.objects.get(pk=queued_run.conversation_id).last_seq == last_seq + int(
+        announced
+    )
+
+
+def test_a_claim_announces_nothing_for_a_run_without_a_version_or_when_not_asked(queued_run):
+    last_seq = Conversation.objects.get(pk=queued_run.conversation_id).last_seq
+    assert (
+        run_claim_with_tools(run_id=queued_run.pk, worker_id="w1", announce=False).started is None
+    )
+    AgentRun.objects.filter(pk=queued_run.pk).update(
+        profile_version=None, worker_id="", heartbeat_at=None
+    )
+
+    claim = run_claim_with_tools(run_id=queued_run.pk, worker_id="w2", announce=True)
+
+    assert claim.run.worker_id == "w2"
+    assert claim.started is None
+    assert not queued_run.events.filter(type="run.started").exists()
+    assert Conversation.objects.get(pk=queued_run.conversation_id).last_seq == last_seq
 
 
 @pytest.mark.django_db(transaction=True)
