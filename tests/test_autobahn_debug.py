@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pprint
+import string
 import subprocess
 import sys
 
@@ -17,7 +18,9 @@ SETTINGS = [
 def test_the_deferred_text_is_pprints_when_formatted():
     deferred = DeferredPformat(SETTINGS)
     assert str(deferred) == pprint.pformat(SETTINGS)
-    assert "\n{attrs}".format(attrs=deferred) == "\n" + pprint.pformat(SETTINGS)
+    # As Twisted's logger formats an event: a string.Formatter over the format and its fields.
+    formatted = string.Formatter().format("\n{attrs}", attrs=deferred)
+    assert formatted == "\n" + pprint.pformat(SETTINGS)
     assert f"{deferred:>400}".strip() == pprint.pformat(SETTINGS)
 
 
