@@ -34,4 +34,5 @@ class DeferredPformat:
 def defer_autobahn_debug_formatting() -> None:
     from autobahn.websocket import protocol
 
-    protocol.pformat = DeferredPformat
+    # A class where a function was: its instance stands in for the text until formatted.
+    protocol.pformat = DeferredPformat  # type: ignore[assignment]

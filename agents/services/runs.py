@@ -382,7 +382,7 @@ LEFT JOIN {tables[6]} AS t ON t.enabled AND t.id::text IN (
     # then the announcement's four (NULL if none).
     first_tool_column = sum(len(model._meta.concrete_fields) for model in models_read)
     tools = [instance(ToolConfig, row[first_tool_column:-4]) for row in found]
-    started = _claim_started(run, found[0][-4:])
+    started = _claim_started(cast(AgentRun, run), found[0][-4:])
     tool_configs = [cast(ToolConfig, tool) for tool in tools if tool]
     return Claim(cast(AgentRun, run), tool_configs, started)
 
