@@ -488,6 +488,11 @@ def _completion_json(
 
 class _QuietHTTPServer(ThreadingHTTPServer):
     daemon_threads = True
+    # socketserver's default listen backlog is 5: when hundreds of runs call the model at
+    # once (bench/run_concurrency.py), the connections past it were dropped by the kernel
+    # and retried a second later, so a run waited a second that no real endpoint makes it
+    # wait (uvicorn, which serves vLLM, listens with 2048). The kernel caps it at somaxconn.
+    request_queue_size = 2048
 
     def handle_error(self, request: Any, client_address: Any) -> None:
         # Clients hanging up (a deadline, a cancelled run) are routine here, not errors.

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import json
+import socket
 import threading
 import urllib.request
 
 import openai
 import pytest
 
-from agents.llm.scripted import Fail, Gate, Reply, ToolCalls, reply_from_dict
+from agents.llm.scripted import Fail, Gate, Reply, ScriptedServer, ToolCalls, reply_from_dict
 
 QUESTION = [{"role": "user", "content": "hello"}]
 
@@ -159,3 +160,21 @@ def test_reply_from_dict_builds_every_kind():
     calls = reply_from_dict({"type": "tool_calls", "calls": [{"name": "t", "arguments": {}}]})
     assert calls.tool_calls[0].name == "t"
     assert reply_from_dict({"type": "hang", "seconds": 1}).seconds == 1
+
+
+def test_a_burst_of_connections_waits_to_be_accepted_instead_of_being_dropped():
+    # Hundreds of runs call the model at once under load. With socketserver's default listen
+    # backlog (5) the kernel dropped the connections past it, and each was retried a second
+    # later: a pause no real endpoint adds. Nothing accepts here (the server is not started),
+    # so every connection below is one the kernel queued.
+    server = ScriptedServer()
+    host, port = server._httpd.server_address[:2]
+    clients = []
+    try:
+        for _ in range(200):
+            clients.append(socket.create_connection((host, port), timeout=0.5))
+    finally:
+        for client in clients:
+            client.close()
+        server.stop()
+    assert len(clients) == 200
