@@ -148,11 +148,11 @@ class ConversationConsumer(AsyncJsonWebsocketConsumer):
         # Who opens it, the language of its refusals (the page's), and the conversation's
         # last seq if that user owns it. The owner's own socket takes one statement
         # (session_check.socket_opening); anyone else is decided by Channels' get_user.
-        opened: tuple[str, int | None] | None = await self._open_as_owner()
+        opened: tuple[str, int | None, bool] | None = await self._open_as_owner()
         if opened is None:
             self.scope["user"] = await get_user(self.scope)
             opened = await self._connect_reads()
-        self.language, last_seq = opened
+        self.language, last_seq, run_unfinished = opened
         user = self.scope["user"]
         over_cap = (
             last_seq is not None
@@ -179,7 +179,10 @@ class ConversationConsumer(AsyncJsonWebsocketConsumer):
         with contextlib.suppress(NotReading):  # closed; the client reconnects from its seq
             if after_seq < last_seq:  # read after the join: nothing newer is missed
                 await self._replay(after_seq=after_seq)
-            await self._send_live_text()
+            # A run queued or started after that read publishes its text to the group,
+            # joined before it: without one then, Redis holds nothing this socket lacks.
+            if run_unfinished:
+                await self._send_live_text()
 
     async def websocket_disconnect(self, message: dict[str, Any]) -> None:
         # Channels' own ends with a hop to the thread-sensitive executor to close that
@@ -420,23 +423,25 @@ class ConversationConsumer(AsyncJsonWebsocketConsumer):
     # ---- database ----------------------------------------------------------------------
 
     @_in_database_thread
-    def _open_as_owner(self) -> tuple[str, int] | None:
+    def _open_as_owner(self) -> tuple[str, int, bool] | None:
         opening = socket_opening(
             session_key=self._session_key(), conversation_id=self.conversation_id
         )
         if opening is None:
             return None
         self.scope["user"] = opening.user
-        return socket_language(self.scope, session=opening.session), opening.last_seq
+        language = socket_language(self.scope, session=opening.session)
+        return language, opening.last_seq, opening.run_unfinished
 
     @_in_database_thread
-    def _connect_reads(self) -> tuple[str, int | None]:
-        """The socket's language, and the conversation's last seq if this user may open it."""
+    def _connect_reads(self) -> tuple[str, int | None, bool]:
+        """The socket's language, the conversation's last seq if this user may open it, and
+        True: whether a run is unfinished is left to the live text's own read."""
         language = socket_language(self.scope)
         user = self.scope.get("user")
         if user is None or not user.is_authenticated:
-            return language, None
-        return language, self._read_last_seq()
+            return language, None, True
+        return language, self._read_last_seq(), True
 
     @_in_database_thread
     def _last_seq(self) -> int | None:

@@ -36,7 +36,7 @@ from django.db import connection
 from django.utils import timezone
 from django.utils.crypto import constant_time_compare
 
-from agents.models import Conversation
+from agents.models import AgentRun, Conversation
 from agents.prepared import prepared_cursor
 from agents.rows import column_converter, columns, instance
 
@@ -92,6 +92,9 @@ class SocketOpening:
     user: User
     session: dict[str, Any]  # the session's data, decoded
     last_seq: int
+    # A run of the conversation was queued or running as it was read: only such a run's
+    # live text can be in Redis (agents/live.py) for the socket to send as it opens.
+    run_unfinished: bool
 
 
 def socket_opening(*, session_key: str | None, conversation_id: int) -> SocketOpening | None:
@@ -108,11 +111,13 @@ def socket_opening(*, session_key: str | None, conversation_id: int) -> SocketOp
     row = _session_and_owner(session_key, conversation_id)
     if row is None:
         return None
-    session_data, owner, last_seq = row
+    session_data, owner, last_seq, run_unfinished = row
     session: dict[str, Any] = SessionStore().decode(session_data)
     if _verdict(session, owner) is not True:
         return None
-    return SocketOpening(user=owner, session=session, last_seq=last_seq)
+    return SocketOpening(
+        user=owner, session=session, last_seq=last_seq, run_unfinished=run_unfinished
+    )
 
 
 class SignedOut(Exception):
@@ -169,27 +174,35 @@ def _session_and_user(session_key: str, user_id: int) -> tuple[str, str, bool] |
     return session_data, password, column_converter(User, "is_active")(is_active)
 
 
-def _session_and_owner(session_key: str, conversation_id: int) -> tuple[str, User, int] | None:
-    """The unexpired session's data, the conversation's owner (every column) and its last
-    seq, one statement."""
+def _session_and_owner(
+    session_key: str, conversation_id: int
+) -> tuple[str, User, int, bool] | None:
+    """The unexpired session's data, the conversation's owner (every column), its last seq
+    and whether a run of it is queued or running, one statement."""
     quote = connection.ops.quote_name
     users, conversations = quote(User._meta.db_table), quote(Conversation._meta.db_table)
+    runs = quote(AgentRun._meta.db_table)
+    writing = [str(AgentRun.Status.QUEUED), str(AgentRun.Status.RUNNING)]
+    # Only table and column names are formatted in; values are parameters.
     row = _with_session(
         session_key,
-        f"c.last_seq, {', '.join(columns(User, 'u'))}",
+        f"""c.last_seq, EXISTS (SELECT 1 FROM {runs} AS r WHERE r.conversation_id = c.id
+            AND r.status IN (%s, %s)), {", ".join(columns(User, "u"))}""",  # noqa: S608
         f"JOIN {conversations} AS c ON c.id = %s JOIN {users} AS u ON u.id = c.owner_id",
-        [conversation_id],
+        [*writing, conversation_id],
     )
     if row is None:
         return None
-    session_data, last_seq, *user_values = row
-    return session_data, cast(User, instance(User, user_values)), int(last_seq)
+    session_data, last_seq, run_unfinished, *user_values = row
+    user = cast(User, instance(User, user_values))
+    return session_data, user, int(last_seq), bool(run_unfinished)
 
 
 def _with_session(
-    session_key: str, select: str, joins: str, join_params: list[Any]
+    session_key: str, select: str, joins: str, params: list[Any]
 ) -> tuple[Any, ...] | None:
-    """The unexpired session's data and ``select`` over ``joins``: one row, or None."""
+    """The unexpired session's data and ``select`` over ``joins``: one row, or None.
+    ``params``: those of ``select``, then those of ``joins``."""
     sessions = connection.ops.quote_name(SessionStore.get_model_class()._meta.db_table)
     # Only names and this module's own clauses are formatted in; values are parameters.
     sql = f"""
@@ -198,7 +211,7 @@ def _with_session(
     """  # noqa: S608
     now = connection.ops.adapt_datetimefield_value(timezone.now())
     with prepared_cursor() as cursor:
-        cursor.execute(sql, [*join_params, session_key, now])
+        cursor.execute(sql, [*params, session_key, now])
         return cursor.fetchone()
 
 

@@ -12,7 +12,8 @@ from django.db import connection
 from django.test import Client
 from django.test.utils import CaptureQueriesContext
 
-from agents.services.conversations import conversation_create
+from agents.models import AgentRun
+from agents.services.conversations import conversation_create, message_send
 from agents.services.runs import event_append
 from agents.session_check import socket_opening
 from tests.sign_ins import ENDINGS, end_sign_in
@@ -51,6 +52,33 @@ def test_the_owners_live_session_opens_with_the_owner_and_the_last_seq(user):
         getattr(user, name) for name in fields
     ]
     assert int(opened.session["_auth_user_id"]) == user.pk
+
+
+@pytest.mark.parametrize(
+    ("status", "unfinished"),
+    [
+        (None, False),
+        (AgentRun.Status.QUEUED, True),
+        (AgentRun.Status.RUNNING, True),
+        (AgentRun.Status.AWAITING_APPROVAL, False),
+        (AgentRun.Status.SUCCEEDED, False),
+        (AgentRun.Status.CANCELLED, False),
+    ],
+)
+def test_the_opening_says_whether_a_run_may_be_writing_live_text(
+    user, settings, status, unfinished
+):
+    settings.CHAT_SENDS_PER_MINUTE = 0  # no limit: the counters outlive a test's rollback
+    conversation = conversation_create(owner=user)
+    if status is not None:
+        run = message_send(conversation=conversation, user=user, content="q").run
+        AgentRun.objects.filter(pk=run.pk).update(status=status)
+    # Another conversation's run is not this one's.
+    other = conversation_create(owner=user)
+    message_send(conversation=other, user=user, content="q")
+    _client, key = sign_in(user)
+
+    assert opening(key, conversation.pk).run_unfinished is unfinished
 
 
 @pytest.mark.parametrize("ended_by", ENDINGS)

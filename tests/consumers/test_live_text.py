@@ -95,3 +95,27 @@ def test_after_the_step_is_stored_a_joining_socket_gets_no_live_text(user, conve
     text.thought_delta(ThoughtDelta(call_index=0, offset=0, text="Thinking…"))
     text.settle()
     assert only_the_replay(user, conversation) == ["message.created"]
+
+
+def test_without_a_queued_or_running_run_the_opening_reads_no_live_text(
+    user, conversation, running, monkeypatch
+):
+    agent_run, text = running
+    text.answer_delta("Half an answer")  # left in Redis, as by a worker that died
+    text.flush()
+    AgentRun.objects.filter(pk=agent_run.pk).update(status=AgentRun.Status.FAILED)
+    reads = []
+    read_live_text = live.live_frames
+
+    async def counted(conversation_id):
+        reads.append(conversation_id)
+        return await read_live_text(conversation_id)
+
+    monkeypatch.setattr(live, "live_frames", counted)
+
+    assert only_the_replay(user, conversation) == ["message.created"]
+    assert reads == []
+    # A run in progress: the opening reads it.
+    AgentRun.objects.filter(pk=agent_run.pk).update(status=AgentRun.Status.RUNNING)
+    only_the_replay(user, conversation)
+    assert reads == [conversation.pk]
