@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import pprint
 import string
-import subprocess
-import sys
 
 from agents.autobahn_debug import DeferredPformat
+from tests.fresh_python import assert_prints_ok
 
 SETTINGS = [
     ("openHandshakeTimeout", 5, "WebSocketServerFactory"),
@@ -34,7 +33,7 @@ def test_nothing_is_formatted_until_asked(monkeypatch):
 
 
 def test_daphne_started_through_chatsite_daphne_defers_it():
-    # In a process of its own, as daphne is started (tests/test_process_loop.py).
+    # In a process of its own, as daphne is started.
     check = (
         "import chatsite.daphne;"
         "from autobahn.websocket import protocol;"
@@ -42,8 +41,4 @@ def test_daphne_started_through_chatsite_daphne_defers_it():
         "assert protocol.pformat is DeferredPformat;"
         "print('ok')"
     )
-    done = subprocess.run(
-        [sys.executable, "-c", check], capture_output=True, text=True, timeout=60, check=False
-    )
-    assert done.returncode == 0, done.stderr
-    assert done.stdout.strip() == "ok"
+    assert_prints_ok(check)

@@ -4,13 +4,12 @@ a wait on it from its own thread refused instead of hanging for ever."""
 from __future__ import annotations
 
 import asyncio
-import subprocess
-import sys
 import threading
 
 import pytest
 
 from agents.process_loop import on_process_loop, process_loop, run_on_process_loop
+from tests.fresh_python import assert_prints_ok
 
 
 async def _where() -> tuple[int, bool]:
@@ -49,8 +48,4 @@ def test_daphne_started_through_chatsite_daphne_runs_twisted_on_uvloop():
         "assert reactor._asyncioEventloop is daphne.server.twisted_loop;"
         "print('ok')"
     )
-    done = subprocess.run(
-        [sys.executable, "-c", check], capture_output=True, text=True, timeout=60, check=False
-    )
-    assert done.returncode == 0, done.stderr
-    assert done.stdout.strip() == "ok"
+    assert_prints_ok(check)
