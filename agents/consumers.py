@@ -152,7 +152,7 @@ class ConversationConsumer(AsyncJsonWebsocketConsumer):
         if opened is None:
             self.scope["user"] = await get_user(self.scope)
             opened = await self._connect_reads()
-        self.language, last_seq, run_unfinished = opened
+        self.language, last_seq, run_active = opened
         user = self.scope["user"]
         over_cap = (
             last_seq is not None
@@ -181,7 +181,7 @@ class ConversationConsumer(AsyncJsonWebsocketConsumer):
                 await self._replay(after_seq=after_seq)
             # A run queued or started after that read publishes its text to the group,
             # joined before it: without one then, Redis holds nothing this socket lacks.
-            if run_unfinished:
+            if run_active:
                 await self._send_live_text()
 
     async def websocket_disconnect(self, message: dict[str, Any]) -> None:
@@ -431,12 +431,12 @@ class ConversationConsumer(AsyncJsonWebsocketConsumer):
             return None
         self.scope["user"] = opening.user
         language = socket_language(self.scope, session=opening.session)
-        return language, opening.last_seq, opening.run_unfinished
+        return language, opening.last_seq, opening.run_active
 
     @_in_database_thread
     def _connect_reads(self) -> tuple[str, int | None, bool]:
         """The socket's language, the conversation's last seq if this user may open it, and
-        True: whether a run is unfinished is left to the live text's own read."""
+        True: whether a run is queued or running is left to the live text's own read."""
         language = socket_language(self.scope)
         user = self.scope.get("user")
         if user is None or not user.is_authenticated:

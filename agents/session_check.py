@@ -94,7 +94,7 @@ class SocketOpening:
     last_seq: int
     # A run of the conversation was queued or running as it was read: only such a run's
     # live text can be in Redis (agents/live.py) for the socket to send as it opens.
-    run_unfinished: bool
+    run_active: bool
 
 
 def socket_opening(*, session_key: str | None, conversation_id: int) -> SocketOpening | None:
@@ -111,13 +111,11 @@ def socket_opening(*, session_key: str | None, conversation_id: int) -> SocketOp
     row = _session_and_owner(session_key, conversation_id)
     if row is None:
         return None
-    session_data, owner, last_seq, run_unfinished = row
+    session_data, owner, last_seq, run_active = row
     session: dict[str, Any] = SessionStore().decode(session_data)
     if _verdict(session, owner) is not True:
         return None
-    return SocketOpening(
-        user=owner, session=session, last_seq=last_seq, run_unfinished=run_unfinished
-    )
+    return SocketOpening(user=owner, session=session, last_seq=last_seq, run_active=run_active)
 
 
 class SignedOut(Exception):
@@ -193,9 +191,9 @@ def _session_and_owner(
     )
     if row is None:
         return None
-    session_data, last_seq, run_unfinished, *user_values = row
+    session_data, last_seq, run_active, *user_values = row
     user = cast(User, instance(User, user_values))
-    return session_data, user, int(last_seq), bool(run_unfinished)
+    return session_data, user, int(last_seq), bool(run_active)
 
 
 def _with_session(

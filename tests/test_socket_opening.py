@@ -55,7 +55,7 @@ def test_the_owners_live_session_opens_with_the_owner_and_the_last_seq(user):
 
 
 @pytest.mark.parametrize(
-    ("status", "unfinished"),
+    ("status", "active"),
     [
         (None, False),
         (AgentRun.Status.QUEUED, True),
@@ -65,9 +65,7 @@ def test_the_owners_live_session_opens_with_the_owner_and_the_last_seq(user):
         (AgentRun.Status.CANCELLED, False),
     ],
 )
-def test_the_opening_says_whether_a_run_may_be_writing_live_text(
-    user, settings, status, unfinished
-):
+def test_the_opening_says_whether_a_run_may_be_writing_live_text(user, settings, status, active):
     settings.CHAT_SENDS_PER_MINUTE = 0  # no limit: the counters outlive a test's rollback
     conversation = conversation_create(owner=user)
     if status is not None:
@@ -78,7 +76,7 @@ def test_the_opening_says_whether_a_run_may_be_writing_live_text(
     message_send(conversation=other, user=user, content="q")
     _client, key = sign_in(user)
 
-    assert opening(key, conversation.pk).run_unfinished is unfinished
+    assert opening(key, conversation.pk).run_active is active
 
 
 @pytest.mark.parametrize("ended_by", ENDINGS)

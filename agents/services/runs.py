@@ -387,9 +387,10 @@ LEFT JOIN {tables[6]} AS t ON t.enabled AND t.id::text IN (
     return Claim(cast(AgentRun, run), tool_configs, started)
 
 
-def _claim_started(run: AgentRun, columns: Sequence[Any]) -> RunEvent | None:
-    """The ``run.started`` a claim stored, published once committed (None: not announced)."""
-    event_id, seq, payload, created_at = columns
+def _claim_started(run: AgentRun, returned: Sequence[Any]) -> RunEvent | None:
+    """The ``run.started`` a claim stored (its id, seq, payload and time as the statement
+    returned them), published once committed; None if it announced nothing."""
+    event_id, seq, payload, created_at = returned
     if event_id is None:
         return None
     # Django's connections load jsonb as text (its JSONField decodes it).
