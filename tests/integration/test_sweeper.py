@@ -44,3 +44,5 @@ def test_a_run_past_its_attempts_is_failed_visibly(live_stack, user, settings):
     failed = ended.events.get(type="run.failed")
     assert failed.payload["code"] == "too_many_attempts"
     assert failed.payload["message"]
+    # The attempt that failed at once was never announced (the claim announces the others).
+    assert not ended.events.filter(type="run.started").exists()
