@@ -296,16 +296,51 @@ def _claim_and_read(run_id: int, worker_id: str, *, announce: bool) -> Claim | N
     CPU per claim, most of it building the queries; this statement costs 1.0 ms
     (docs/performance.md, "A ninth round").
     """
+    models_read = _claim_models()
+    now = timezone.now()
+    sql = _claim_sql(connection.vendor)
+    params = {
+        "running": Status.RUNNING.value,
+        "holder": worker_id,
+        "now": now,
+        "run": run_id,
+        "active": [str(status) for status in ACTIVE_STATUSES],
+        "stale": _stale_before(),
+        "announce": announce,
+        "max_attempts": settings.AGENT_MAX_ATTEMPTS,
+        "started": FrameType.RUN_STARTED.value,
+    }
+    with prepared_cursor() as cursor:
+        cursor.execute(sql, params)
+        found = cursor.fetchall()
+    if not found:
+        return None
+    run, conversation, owner, question, version, endpoint = instances(models_read, found[0])
+    _cache_related(Conversation, "owner", conversation, owner)
+    related = zip(_CLAIM_READS, (conversation, question, version, endpoint), strict=True)
+    for path, value in related:
+        _cache_related(AgentRun, path.split("__")[0], run, value)
+    # The tool's columns follow the others (a run without tools has one row, its tool NULL),
+    # then the announcement's four (NULL if none).
+    first_tool_column = sum(len(model._meta.concrete_fields) for model in models_read)
+    tools = [instance(ToolConfig, row[first_tool_column:-4]) for row in found]
+    started = _claim_started(cast(AgentRun, run), found[0][-4:])
+    tool_configs = [cast(ToolConfig, tool) for tool in tools if tool]
+    return Claim(cast(AgentRun, run), tool_configs, started)
+
+
+@functools.cache
+def _claim_models() -> tuple[type[models.Model], ...]:
+    """The models whose rows a claim reads, in the order of its columns (then the tool's)."""
+    return (AgentRun, Conversation, get_user_model(), Message, PromptVersion, ModelConfig)
+
+
+@functools.cache
+def _claim_sql(vendor: str) -> str:
+    """``_claim_and_read``'s statement for the database ``vendor``, built once: it names every
+    column of seven models, and a worker claims once per run."""
     quote = connection.ops.quote_name
-    user_model = get_user_model()
-    models_read: tuple[type[models.Model], ...] = (
-        AgentRun,
-        Conversation,
-        user_model,
-        Message,
-        PromptVersion,
-        ModelConfig,
-    )
+    models_read = _claim_models()
     aliases = ("r", "c", "u", "m", "v", "e")
     selected = ", ".join(
         column
@@ -316,9 +351,8 @@ def _claim_and_read(run_id: int, worker_id: str, *, announce: bool) -> Claim | N
     tables = [quote(model._meta.db_table) for model in models_read]
     tables.append(quote(ToolConfig._meta.db_table))
     events_table = quote(RunEvent._meta.db_table)
-    now = timezone.now()
     # The first attempt's claim is when the run started; later ones keep it.
-    sql = f"""
+    return f"""
 WITH r AS (
     UPDATE {tables[0]}
     SET status = %(running)s, worker_id = %(holder)s, heartbeat_at = %(now)s,
@@ -357,34 +391,6 @@ LEFT JOIN {tables[6]} AS t ON t.enabled AND t.id::text IN (
         THEN v.snapshot -> 'tool_ids' ELSE '[]'::jsonb END)
 )
 """  # noqa: S608 (only table and column names are formatted in)
-    params = {
-        "running": Status.RUNNING.value,
-        "holder": worker_id,
-        "now": now,
-        "run": run_id,
-        "active": [str(status) for status in ACTIVE_STATUSES],
-        "stale": _stale_before(),
-        "announce": announce,
-        "max_attempts": settings.AGENT_MAX_ATTEMPTS,
-        "started": FrameType.RUN_STARTED.value,
-    }
-    with prepared_cursor() as cursor:
-        cursor.execute(sql, params)
-        found = cursor.fetchall()
-    if not found:
-        return None
-    run, conversation, owner, question, version, endpoint = instances(models_read, found[0])
-    _cache_related(Conversation, "owner", conversation, owner)
-    related = zip(_CLAIM_READS, (conversation, question, version, endpoint), strict=True)
-    for path, value in related:
-        _cache_related(AgentRun, path.split("__")[0], run, value)
-    # The tool's columns follow the others (a run without tools has one row, its tool NULL),
-    # then the announcement's four (NULL if none).
-    first_tool_column = sum(len(model._meta.concrete_fields) for model in models_read)
-    tools = [instance(ToolConfig, row[first_tool_column:-4]) for row in found]
-    started = _claim_started(cast(AgentRun, run), found[0][-4:])
-    tool_configs = [cast(ToolConfig, tool) for tool in tools if tool]
-    return Claim(cast(AgentRun, run), tool_configs, started)
 
 
 def _claim_started(run: AgentRun, returned: Sequence[Any]) -> RunEvent | None:
