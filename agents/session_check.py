@@ -82,6 +82,8 @@ def session_data_sql() -> str:
 
 
 def session_data_params(session_key: str) -> list[Any]:
+    """The session's key and now, for an unexpired session's ``session_key = %s AND
+    expire_date > %s`` (``session_data_sql``, ``_with_session``)."""
     return [session_key, connection.ops.adapt_datetimefield_value(timezone.now())]
 
 
@@ -207,9 +209,8 @@ def _with_session(
         SELECT s.session_data, {select} FROM {sessions} AS s {joins}
         WHERE s.session_key = %s AND s.expire_date > %s
     """  # noqa: S608
-    now = connection.ops.adapt_datetimefield_value(timezone.now())
     with prepared_cursor() as cursor:
-        cursor.execute(sql, [*params, session_key, now])
+        cursor.execute(sql, [*params, *session_data_params(session_key)])
         return cursor.fetchone()
 
 
