@@ -22,6 +22,7 @@ opening (a refusal, another engine) goes through Channels' ``get_user`` as befor
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from importlib import import_module
 from types import SimpleNamespace
@@ -55,15 +56,13 @@ def session_signs_in(*, session_key: str | None, user_id: int | None) -> bool:
     row = _session_and_user(session_key, user_id)
     if row is None:  # no such session, expired, or no such user
         return False
-    session_data, password, is_active = row
-    user = User(pk=user_id, password=password, is_active=is_active)
-    return session_read_signs_in(session_key=session_key, session_data=session_data, user=user)
+    return signs_in_read(session_key=session_key, user_id=user_id, values=row)
 
 
-def session_read_signs_in(*, session_key: str, session_data: str | None, user: User) -> bool:
+def _read_signs_in(*, session_key: str, session_data: str | None, user: User) -> bool:
     """``session_signs_in`` from rows another statement read (where ``decided_here``): the
-    data of the unexpired session ``session_key`` (``session_data_sql``; None: there is no
-    such session) and ``user`` with its password and ``is_active``."""
+    data of the unexpired session ``session_key`` (None: there is no such session) and
+    ``user`` with its password and ``is_active``."""
     if session_data is None:
         return False
     verdict = _verdict(SessionStore().decode(session_data), user)
@@ -72,19 +71,32 @@ def session_read_signs_in(*, session_key: str, session_data: str | None, user: U
     return verdict
 
 
-def session_data_sql() -> str:
-    """A scalar subquery for another module's statement: the data of the unexpired session
-    of the parameters ``session_data_params`` gives, or NULL."""
+def signs_in_sql(*, user_alias: str) -> str:
+    """Columns for another module's statement that joins the user as ``user_alias``: the
+    data of the unexpired session ``signs_in_params`` names (or NULL), the user's password
+    and ``is_active``; ``signs_in_read`` decides from them."""
     sessions = connection.ops.quote_name(SessionStore.get_model_class()._meta.db_table)
-    # Only the table's name is formatted in.
+    # Only the table's name and the alias are formatted in.
     return f"""(SELECT session_data FROM {sessions}
-        WHERE session_key = %s AND expire_date > %s)"""  # noqa: S608
+        WHERE session_key = %s AND expire_date > %s),
+        {user_alias}.password, {user_alias}.is_active"""  # noqa: S608
 
 
-def session_data_params(session_key: str) -> list[Any]:
+def signs_in_params(session_key: str) -> list[Any]:
     """The session's key and now, for an unexpired session's ``session_key = %s AND
-    expire_date > %s`` (``session_data_sql``, ``_with_session``)."""
+    expire_date > %s`` (``signs_in_sql``, ``_with_session``)."""
     return [session_key, connection.ops.adapt_datetimefield_value(timezone.now())]
+
+
+def signs_in_read(*, session_key: str, user_id: int, values: Sequence[Any]) -> bool:
+    """``session_signs_in`` from the columns of ``signs_in_sql``."""
+    session_data, password, is_active = values
+    user = User(pk=user_id, password=password, is_active=_is_active(is_active))
+    return _read_signs_in(session_key=session_key, session_data=session_data, user=user)
+
+
+def _is_active(value: Any) -> bool:
+    return bool(column_converter(User, "is_active")(value))
 
 
 @dataclass(frozen=True)
@@ -161,17 +173,14 @@ def _hash_verified(user: User, session_hash: str | None) -> bool:
     )
 
 
-def _session_and_user(session_key: str, user_id: int) -> tuple[str, str, bool] | None:
-    """The unexpired session's data with the user's password and ``is_active``, one statement
-    (plain SQL: building the ORM's two queries cost daphne more than running them)."""
+def _session_and_user(session_key: str, user_id: int) -> tuple[Any, ...] | None:
+    """The unexpired session's data with the user's password and ``is_active`` (as
+    ``signs_in_read`` takes them), one statement (plain SQL: building the ORM's two queries
+    cost daphne more than running them)."""
     users = connection.ops.quote_name(User._meta.db_table)
-    row = _with_session(
+    return _with_session(
         session_key, "u.password, u.is_active", f"JOIN {users} AS u ON u.id = %s", [user_id]
     )
-    if row is None:
-        return None
-    session_data, password, is_active = row
-    return session_data, password, column_converter(User, "is_active")(is_active)
 
 
 def _session_and_owner(
@@ -210,7 +219,7 @@ def _with_session(
         WHERE s.session_key = %s AND s.expire_date > %s
     """  # noqa: S608
     with prepared_cursor() as cursor:
-        cursor.execute(sql, [*params, *session_data_params(session_key)])
+        cursor.execute(sql, [*params, *signs_in_params(session_key)])
         return cursor.fetchone()
 
 

@@ -371,7 +371,7 @@ def _lock_owned(
     with_session = signed_in_by is not None and session_check.decided_here()
     session_params: list[Any] = []
     if with_session:
-        session_params = session_check.session_data_params(cast(str, signed_in_by))
+        session_params = session_check.signs_in_params(cast(str, signed_in_by))
     elif signed_in_by is not None and not session_check.session_signs_in(
         session_key=signed_in_by, user_id=user.pk
     ):
@@ -388,13 +388,10 @@ def _lock_owned(
     # data with the user's password and is_active.
     parts = instances(_LOCKED_MODELS, row)
     allowed, tools, *session = row[_locked_columns() :]
-    if with_session:
-        session_data, password, is_active = session
-        owner = User(pk=user.pk, password=password, is_active=bool(is_active))
-        if not session_check.session_read_signs_in(
-            session_key=cast(str, signed_in_by), session_data=session_data, user=owner
-        ):
-            raise session_check.SignedOut
+    if with_session and not session_check.signs_in_read(
+        session_key=cast(str, signed_in_by), user_id=user.pk, values=session
+    ):
+        raise session_check.SignedOut
     locked = cast(Conversation, parts[0])
     profile = cast(AgentProfile | None, parts[1])
     latest = cast(PromptVersion | None, parts[3])
@@ -428,7 +425,7 @@ def _lock_sql(vendor: str, *, with_session: bool) -> str:
     session, session_join = "", ""
     if with_session:
         users = quote(User._meta.db_table)
-        session = f", {session_check.session_data_sql()}, u.password, u.is_active"
+        session = f", {session_check.signs_in_sql(user_alias='u')}"
         session_join = f"JOIN {users} AS u ON u.id = c.owner_id"
     conversations = quote(Conversation._meta.db_table)
     profiles = quote(AgentProfile._meta.db_table)
