@@ -219,9 +219,13 @@ class WorkerProcess(_Process):
 
         node = self.node_name.replace("%h", socket.gethostname())
         control = getattr(app.control, command)
-        replies = control(self.queue, destination=[node], reply=True, timeout=10)
-        if not replies:
-            raise RuntimeError(f"{node} did not answer {command}:\n{self.log_text()[-3000:]}")
+        # A control command is broadcast on Redis pub/sub, and a worker that has just logged
+        # "ready." may not have subscribed yet: a command sent then reaches nobody. Both
+        # commands are safe to repeat (Celery leaves a queue it consumes, or does not, as is).
+        for _ in range(3):
+            if control(self.queue, destination=[node], reply=True, timeout=10):
+                return
+        raise RuntimeError(f"{node} did not answer {command}:\n{self.log_text()[-3000:]}")
 
 
 class DaphneProcess(_Process):
