@@ -14,6 +14,14 @@ process and the postmaster's reaped children, whoever their clients are; ``pg_ow
 database's backends and the server's background processes), and the Redis server. Medians
 over the repeats, then the ratio chatsite / floor.
 
+Both systems take their model replies from the floor's ``model_server.py``: chatsite from
+one such process started for the invocation, the floor from the one its ``bench.py`` starts
+(``--model-server scripted``: chatsite's from ``agents/llm/scripted.py`` in this process, as
+before 2026-11-26). Each round also says when the last send of the burst was
+accepted (its ``message.created`` arrived) and, for chatsite, the longest run counted from
+its own send's acceptance: the wall is about the sum of the two (``bench/intake.py``
+measures the intake alone).
+
     python3.11 -m venv .venv-floor   # then the floor README's pip line
     .venv/bin/python bench/run_vs_floor.py --runs 50,200 --repeats 3
 """
@@ -21,6 +29,7 @@ over the repeats, then the ratio chatsite / floor.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import statistics
@@ -38,11 +47,12 @@ from django.db import connection
 from agents.llm.scripted import ScriptedServer
 from agents.models import AgentRun
 
-FLOOR_DIR = live.ROOT.parent.parent / "shared" / "floor"
+FLOOR_DIR = live.ROOT.parent / "shared" / "floor"
 PROCESSES = ("worker", "socket", "pg_all", "pg_own", "redis")
-# Not the system's: the load generator (the sockets' clients and the model server; both in
-# this process for chatsite, two processes for the floor). It shares the two cores with the
-# system, so a dearer one would lower the system's efficiency without showing in its CPU.
+# Not the system's: the load generator (the sockets' clients and the model server: this
+# process and the floor's model server for chatsite, or this process alone with
+# ``--model-server scripted``; two processes for the floor). It shares the two cores with the
+# system, so a dearer one lowers the system's efficiency without showing in its CPU.
 LOADGEN = "loadgen"
 
 
@@ -96,14 +106,47 @@ def cpu(pid: int) -> float:
         return 0.0
 
 
+class FloorModelServer:
+    """The floor's own model server (``model_server.py``), in its own process: the same
+    replies as ``live.stepping_policy``, in the same 8-character chunks, so both systems are
+    measured against one load generator."""
+
+    def __init__(self, process: subprocess.Popen) -> None:
+        self.process = process
+        self.pid = process.pid
+        assert process.stdout is not None
+        ready = process.stdout.readline().split()
+        if ready[:1] != ["READY"]:
+            raise SystemExit(f"the floor's model server did not start: {ready}")
+        self.base_url = f"http://127.0.0.1:{int(ready[1])}/v1"
+
+
+@contextlib.contextmanager
+def floor_model_server(python: str, folder: Path, delay: float, tool_calls: int):
+    process = subprocess.Popen(
+        [python, "model_server.py", "--port", "0", "--delay", str(delay),
+         "--tool-calls", str(tool_calls)],
+        cwd=folder, stdout=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        yield FloorModelServer(process)
+    finally:
+        process.terminate()
+        process.wait(timeout=10)
+
+
 class Readings:
     """CPU seconds of chatsite's processes, read before and after a round."""
 
-    def __init__(self, worker: int, daphne: int, redis: int) -> None:
+    def __init__(self, worker: int, daphne: int, redis: int, model: int | None) -> None:
         self.pids = {"worker": worker, "socket": daphne, "redis": redis, LOADGEN: os.getpid()}
+        # The floor's model server, when chatsite uses it: load generator, as the floor's is.
+        self.model = model
 
     def read(self, own: list[int]) -> dict[str, float]:
         reading = {name: cpu(pid) for name, pid in self.pids.items()}
+        if self.model is not None:
+            reading[LOADGEN] += cpu(self.model)
         reading["pg_all"] = postgres_cpu_all()
         reading["pg_own"] = sum(cpu(pid) for pid in own)
         return reading
@@ -139,6 +182,11 @@ def chatsite_round(n: int, worker, daphne, profile, ideal: float, readings: Read
         "n": n,
         "wall": wall,
         "efficiency": ideal / wall,
+        # When the last send was accepted (its message.created arrived): how long the
+        # system took to take all N sends, a part of the wall no run's work can overlap.
+        "accepted": max(r["accepted"] for r in results) - outcome["began"],
+        # The longest run from its send's acceptance to its end: the wall less the intake.
+        "longest_run": max(r["finished"] - r["accepted"] for r in results),
         "p50": live.percentile(latencies, 50) * 1000,
         "p99": live.percentile(latencies, 99) * 1000,
         "clean": clean,
@@ -162,6 +210,7 @@ def floor_block(sizes: list[int], python: str, folder: Path, out: Path) -> list[
             "n": row["n"],
             "wall": row["wall"],
             "efficiency": row["efficiency"],
+            "accepted": row["accepted"],
             "p50": row["p50"],
             "p99": row["p99"],
             "clean": row["clean"],
@@ -186,10 +235,11 @@ def median_row(rows: list[dict]) -> dict:
     return {
         "wall": med(r["wall"] for r in rows),
         "efficiency": med(r["efficiency"] for r in rows),
+        "accepted": med(r["accepted"] for r in rows),
         "p50": med(r["p50"] for r in rows),
         "p99": med(r["p99"] for r in rows),
         "clean": min(r["clean"] for r in rows),
-        "cpu": {k: med(r["cpu"][k] for r in rows) for k in PROCESSES},
+        "cpu": {k: med(r["cpu"][k] for r in rows) for k in (*PROCESSES, LOADGEN)},
         "rss": {k: max(r["rss"][k] for r in rows) for k in rows[0]["rss"]},
     }
 
@@ -201,9 +251,11 @@ def total(cpu_ms: dict[str, float]) -> float:
 
 def report(sizes: list[int], rows: dict[str, list[dict]], label: str) -> None:
     print(f"\n### {label}: medians of {len(rows['chatsite']) // len(sizes)} repeats\n")
-    print("| system | N | wall s | efficiency | step p50 / p99 ms | CPU ms per run: worker / "
-          "socket / pg own (pg all) / redis | total | peak RSS worker / daphne MB |")  # fmt: skip
-    print("|---|---|---|---|---|---|---|---|")
+    print("| system | N | wall s | all sends accepted s | efficiency | step p50 / p99 ms | "
+          "CPU ms per run: worker / "
+          "socket / pg own (pg all) / redis | total | load generator | "
+          "peak RSS worker / daphne MB |")  # fmt: skip
+    print("|---|---|---|---|---|---|---|---|---|---|")
     for n in sizes:
         medians = {}
         for system in ("chatsite", "floor"):
@@ -214,10 +266,11 @@ def report(sizes: list[int], rows: dict[str, list[dict]], label: str) -> None:
             c = m["cpu"]
             rss = " / ".join(f"{v:.0f}" for v in m["rss"].values()) or "-"
             print(
-                f"| {system} | {n} | {m['wall']:.2f} | {m['efficiency']:.3f} | "
+                f"| {system} | {n} | {m['wall']:.2f} | {m['accepted']:.2f} | "
+                f"{m['efficiency']:.3f} | "
                 f"{m['p50']:.0f} / {m['p99']:.0f} | {c['worker']:.1f} / {c['socket']:.1f} / "
                 f"{c['pg_own']:.1f} ({c['pg_all']:.1f}) / {c['redis']:.1f} | "
-                f"{total(c):.1f} | {rss} |"
+                f"{total(c):.1f} | {c[LOADGEN]:.1f} | {rss} |"
             )
         if len(medians) == 2:
             ours, floor = medians["chatsite"]["cpu"], medians["floor"]["cpu"]
@@ -225,7 +278,7 @@ def report(sizes: list[int], rows: dict[str, list[dict]], label: str) -> None:
                 f"{ours[k] / floor[k]:.1f}" if floor[k] else "-"
                 for k in ("worker", "socket", "pg_own", "redis")
             )
-            print(f"| ratio | {n} | | | | {ratios} | {total(ours) / total(floor):.2f} | |")
+            print(f"| ratio | {n} | | | | | {ratios} | {total(ours) / total(floor):.2f} | | |")
 
 
 def main() -> None:
@@ -240,6 +293,13 @@ def main() -> None:
     parser.add_argument("--label", default=os.environ.get("BENCH_LABEL", "chatsite vs floor"))
     parser.add_argument("--out", default="", help="append every round as JSON lines here")
     parser.add_argument("--skip-floor", action="store_true", help="chatsite rounds only")
+    parser.add_argument(
+        "--model-server",
+        choices=("floor", "scripted"),
+        default="floor",
+        help="chatsite's model: the floor's model_server.py in its own process (the floor's "
+        "rounds use it too), or agents/llm/scripted.py's server in this process",
+    )
     args = parser.parse_args()
     if not Path(args.floor_python).exists():
         raise SystemExit(
@@ -251,41 +311,53 @@ def main() -> None:
     floor_out = Path(tempfile.mkdtemp(prefix="floor-")) / "runs.jsonl"
     rows: dict[str, list[dict]] = {"chatsite": [], "floor": []}
 
-    with ScriptedServer() as model_server:
+    with contextlib.ExitStack() as stack:
+        # The scripted server's address is also the processes' default endpoint (unused).
+        model_server = stack.enter_context(ScriptedServer())
         model = f"bench-floor-{int(time.time())}"
         model_server.policy(model, live.stepping_policy(args.tool_calls, args.delay))
-        profile = live.make_profile(model_server, model)
-        with live.stack(
-            model_server, concurrency=max(sizes) + 10, DATABASE_POOL_MAX_SIZE=args.pool
-        ) as (worker, daphne):
-            readings = Readings(worker.pid, daphne.pid, redis_pid())
-            chatsite_round(5, worker, daphne, profile, ideal, readings)  # warm-up
-            for repeat in range(args.repeats):
-                order = ("chatsite", "floor") if repeat % 2 == 0 else ("floor", "chatsite")
-                for system in order:
-                    if system == "floor" and args.skip_floor:
-                        continue
-                    if system == "floor":
-                        got = floor_block(sizes, args.floor_python, Path(args.floor_dir), floor_out)
-                    else:
-                        got = [
-                            chatsite_round(n, worker, daphne, profile, ideal, readings)
-                            for n in sizes
-                        ]
-                    for row in got:
-                        c = row["cpu"]
-                        print(
-                            f"{system:8} rep {repeat} N={row['n']:3} wall {row['wall']:.2f} "
-                            f"eff {row['efficiency']:.3f} p50/p99 {row['p50']:.0f}/"
-                            f"{row['p99']:.0f} clean {row['clean']}/{row['n']} takeovers "
-                            f"{row['takeovers']} CPU ms/run "
-                            + " ".join(f"{k} {c[k]:.1f}" for k in (*PROCESSES, LOADGEN)),
-                            flush=True,
-                        )
-                        if args.out:
-                            with open(args.out, "a") as out:
-                                out.write(json.dumps({"system": system, **row}) + "\n")
-                    rows[system].extend(got)
+        floor_model = None
+        if args.model_server == "floor":
+            floor_model = stack.enter_context(
+                floor_model_server(
+                    args.floor_python, Path(args.floor_dir), args.delay, args.tool_calls
+                )
+            )
+        profile = live.make_profile(floor_model or model_server, model)
+        worker, daphne = stack.enter_context(
+            live.stack(model_server, concurrency=max(sizes) + 10, DATABASE_POOL_MAX_SIZE=args.pool)
+        )
+        readings = Readings(
+            worker.pid, daphne.pid, redis_pid(), floor_model.pid if floor_model else None
+        )
+        chatsite_round(5, worker, daphne, profile, ideal, readings)  # warm-up
+        for repeat in range(args.repeats):
+            order = ("chatsite", "floor") if repeat % 2 == 0 else ("floor", "chatsite")
+            for system in order:
+                if system == "floor" and args.skip_floor:
+                    continue
+                if system == "floor":
+                    got = floor_block(sizes, args.floor_python, Path(args.floor_dir), floor_out)
+                else:
+                    got = [
+                        chatsite_round(n, worker, daphne, profile, ideal, readings) for n in sizes
+                    ]
+                for row in got:
+                    c = row["cpu"]
+                    print(
+                        f"{system:8} rep {repeat} N={row['n']:3} wall {row['wall']:.2f} "
+                        f"eff {row['efficiency']:.3f} accepted {row['accepted']:.2f} "
+                        f"longest run {row.get('longest_run', float('nan')):.2f} "
+                        f"p50/p99 {row['p50']:.0f}/"
+                        f"{row['p99']:.0f} clean {row['clean']}/{row['n']} takeovers "
+                        f"{row['takeovers']} CPU ms/run "
+                        + " ".join(f"{k} {c[k]:.1f}" for k in (*PROCESSES, LOADGEN)),
+                        flush=True,
+                    )
+                    if args.out:
+                        with open(args.out, "a") as out:
+                            out.write(json.dumps({"system": system, **row}) + "\n")
+                rows[system].extend(got)
     report(sizes, rows, args.label)
     sys.stdout.flush()
 
