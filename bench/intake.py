@@ -36,14 +36,13 @@ async def _burst(clients: list[tuple[str, str]], origin: str, daphne, worker) ->
     began = time.monotonic()
     for ws in sockets:
         await ws.send(json.dumps({"type": "message.send", "content": "go", "client_id": "1"}))
-    accepted = await asyncio.gather(*(_until(ws, ("message.created",)) for ws in sockets))
+    accepted = await asyncio.gather(*(_accepted(ws) for ws in sockets))
     after = psutil.Process(daphne.pid).cpu_times()
     # Backends that appeared during the burst started from zero.
     backends = sorted(set(backends) | set(await asyncio.to_thread(run_vs_floor.own_postgres_pids)))
     postgres_after = sum(run_vs_floor.cpu(pid) for pid in backends)
     worker.resume()
-    ends = ("run.finished", "run.failed", "run.cancelled")
-    ended = await asyncio.gather(*(_until(ws, ends) for ws in sockets))
+    ended = await asyncio.gather(*(_ended(ws) for ws in sockets))
     for ws in sockets:
         await ws.close()
     n = len(sockets)
@@ -57,12 +56,22 @@ async def _burst(clients: list[tuple[str, str]], origin: str, daphne, worker) ->
     }
 
 
-async def _until(ws, kinds: tuple[str, ...]):
-    """The time the first frame of one of ``kinds`` arrived (the frame's type, for ends)."""
+async def _accepted(ws) -> float:
+    """When the send's ``message.created`` arrived; a refused send ends the benchmark."""
     while True:
         frame = json.loads(await ws.recv())
-        if frame.get("type") in kinds:
-            return time.monotonic() if kinds == ("message.created",) else frame["type"]
+        if frame.get("type") == "error":
+            raise SystemExit(f"a send was refused: {frame}")
+        if frame.get("type") == "message.created":
+            return time.monotonic()
+
+
+async def _ended(ws) -> str:
+    """How the socket's run ended."""
+    while True:
+        frame = json.loads(await ws.recv())
+        if frame.get("type") in ("run.finished", "run.failed", "run.cancelled"):
+            return frame["type"]
 
 
 def main() -> None:
@@ -75,10 +84,10 @@ def main() -> None:
         model = f"bench-intake-{int(time.time())}"
         model_server.policy(model, live.stepping_policy(0, 0.0))
         profile = live.make_profile(model_server, model)
-        with live.stack(model_server, concurrency=args.sends + 10, DATABASE_POOL_MAX_SIZE="20") as (
-            worker,
-            daphne,
-        ):
+        processes = live.stack(
+            model_server, concurrency=args.sends + 10, DATABASE_POOL_MAX_SIZE="20"
+        )
+        with processes as (worker, daphne):
             # A first burst loads what the first send of a process loads (not measured).
             worker.pause()
             warm = run_concurrency.prepare(5, daphne, profile)
