@@ -19,7 +19,7 @@ one such process started for the invocation, the floor from the one its ``bench.
 (``--model-server scripted``: chatsite's from ``agents/llm/scripted.py`` in this process, as
 before 2026-11-26). Each round also says when the last send of the burst was
 accepted (its ``message.created`` arrived) and, for chatsite, the longest run counted from
-its own send's acceptance: the wall is about the sum of the two (``bench/intake.py``
+its own send's acceptance: the wall is at most the sum of the two (``bench/intake.py``
 measures the intake alone).
 
     python3.11 -m venv .venv-floor   # then the floor README's pip line
@@ -109,7 +109,7 @@ def cpu(pid: int) -> float:
 class FloorModelServer:
     """The floor's own model server (``model_server.py``), in its own process: the same
     replies as ``live.stepping_policy``, in the same 8-character chunks, so both systems are
-    measured against one load generator."""
+    measured against the same model server."""
 
     def __init__(self, process: subprocess.Popen) -> None:
         self.process = process
