@@ -694,6 +694,8 @@ class AgentRun(models.Model):
         OUT_OF_BUDGET = "out_of_budget", _("Out of budget")
 
     TERMINAL_STATUSES = (Status.SUCCEEDED, Status.FAILED, Status.CANCELLED)
+    # Held by a worker or waiting for one: the only runs that write live text.
+    ACTIVE_STATUSES = (Status.QUEUED, Status.RUNNING)
     PAUSED_STATUSES = (Status.AWAITING_APPROVAL, Status.OUT_OF_BUDGET)
 
     conversation = models.ForeignKey(

@@ -30,9 +30,6 @@ from agents.models import (
 from agents.prepared import prepared_cursor
 from agents.rows import StoredEvent, column_converter, columns, instance
 
-# The same statuses as agents.services.runs.ACTIVE_STATUSES; reads do not import services.
-_ACTIVE_RUN_STATUSES = (AgentRun.Status.QUEUED, AgentRun.Status.RUNNING)
-
 
 def conversation_list(
     *, user: User | AnonymousUser, q: str = "", archived: bool = False
@@ -47,7 +44,7 @@ def conversation_list(
         has_active_run=Exists(
             AgentRun.objects.filter(
                 conversation=OuterRef("pk"),
-                status__in=_ACTIVE_RUN_STATUSES,
+                status__in=AgentRun.ACTIVE_STATUSES,
             )
         )
     )
@@ -88,7 +85,7 @@ def _match_excerpt(messages: QuerySet[Message], q: str) -> Subquery:
 
 def conversation_has_active_run(*, conversation: Conversation) -> bool:
     return AgentRun.objects.filter(
-        conversation=conversation, status__in=_ACTIVE_RUN_STATUSES
+        conversation=conversation, status__in=AgentRun.ACTIVE_STATUSES
     ).exists()
 
 

@@ -191,14 +191,15 @@ def _session_and_owner(
     quote = connection.ops.quote_name
     users, conversations = quote(User._meta.db_table), quote(Conversation._meta.db_table)
     runs = quote(AgentRun._meta.db_table)
-    writing = [str(AgentRun.Status.QUEUED), str(AgentRun.Status.RUNNING)]
+    active = [str(status) for status in AgentRun.ACTIVE_STATUSES]
+    placeholders = ", ".join(["%s"] * len(active))
     # Only table and column names are formatted in; values are parameters.
     row = _with_session(
         session_key,
         f"""c.last_seq, EXISTS (SELECT 1 FROM {runs} AS r WHERE r.conversation_id = c.id
-            AND r.status IN (%s, %s)), {", ".join(columns(User, "u"))}""",  # noqa: S608
+            AND r.status IN ({placeholders})), {", ".join(columns(User, "u"))}""",  # noqa: S608
         f"JOIN {conversations} AS c ON c.id = %s JOIN {users} AS u ON u.id = c.owner_id",
-        [*writing, conversation_id],
+        [*active, conversation_id],
     )
     if row is None:
         return None

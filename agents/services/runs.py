@@ -57,7 +57,7 @@ from agents.services.usage import usage_record_run_tokens
 logger = logging.getLogger(__name__)
 
 Status = AgentRun.Status
-ACTIVE_STATUSES = (Status.QUEUED, Status.RUNNING)
+ACTIVE_STATUSES = AgentRun.ACTIVE_STATUSES
 
 
 class RunLost(Exception):
