@@ -6,7 +6,9 @@ import itertools
 
 import pytest
 from django.contrib.auth import get_user_model
+from django.db.backends.base.operations import BaseDatabaseOperations
 
+from tests.flushed_database import flush_retried_on_deadlock
 from tests.isolation import WORKER_FIXTURES, folder_queue, private_queue, session_keys_delete
 
 # Real celery worker / daphne processes for integration tests (documented in the module);
@@ -37,6 +39,16 @@ def _private_celery_queue(request):
         yield
         return
     with private_queue(folder_queue(request.node.path)):
+        yield
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _flush_retried_on_deadlock():
+    """A ``transaction=True`` test's closing flush is run again if it deadlocks with the
+    session's worker (tests/flushed_database.py)."""
+    flush = BaseDatabaseOperations.execute_sql_flush
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(BaseDatabaseOperations, "execute_sql_flush", flush_retried_on_deadlock(flush))
         yield
 
 
