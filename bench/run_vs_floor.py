@@ -12,7 +12,8 @@ CPU per run, for both, from /proc before and after each round: the worker, the s
 (daphne / the floor's ws server), PostgreSQL counted two ways (``pg_all``: every postgres
 process and the postmaster's reaped children, whoever their clients are; ``pg_own``: this
 database's backends and the server's background processes), and the Redis server. Medians
-over the repeats, then the ratio chatsite / floor.
+over the repeats, then the ratio chatsite / floor; under the table, the median of the ratios
+taken repeat by repeat (``paired_ratios``).
 
 Both systems take their model replies from the floor's ``model_server.py``: chatsite from
 one such process started for the invocation, the floor from the one its ``bench.py`` starts
@@ -279,6 +280,23 @@ def report(sizes: list[int], rows: dict[str, list[dict]], label: str) -> None:
                 for k in ("worker", "socket", "pg_own", "redis")
             )
             print(f"| ratio | {n} | | | | | {ratios} | {total(ours) / total(floor):.2f} | | |")
+    for n in sizes:
+        paired = paired_ratios(rows, n)
+        if paired:
+            print(
+                f"\nN = {n}, each repeat's chatsite round against the floor's of the same "
+                f"repeat: ratio {statistics.median(paired):.2f} at the median "
+                f"({min(paired):.2f} to {max(paired):.2f}, {len(paired)} pairs)"
+            )
+
+
+def paired_ratios(rows: dict[str, list[dict]], n: int) -> list[float]:
+    """chatsite's CPU per run over the floor's, repeat by repeat: the two blocks of a repeat
+    run one after the other, so a pair shares the machine's state, which on a shared machine
+    moves more between repeats than the ratio does within one."""
+    ours = [r for r in rows["chatsite"] if r["n"] == n]
+    floors = [r for r in rows["floor"] if r["n"] == n]
+    return [total(a["cpu"]) / total(b["cpu"]) for a, b in zip(ours, floors, strict=False)]
 
 
 def main() -> None:
