@@ -1,28 +1,32 @@
 """autobahn's debug lines, formatted only when one is written.
 
-Every websocket connection daphne accepts runs autobahn's ``_connectionMade``, which lists
-the protocol's settings and hands ``pprint.pformat`` of that list to a debug log call. The
-argument is built whether or not debug logging is on: about 2 % of daphne's CPU under load
-(docs/performance.md, a fifteenth round). The same text is still written when debug logging
-is on; it is only made later.
+autobahn builds the arguments of its debug log calls whether or not debug logging is on:
+``pprint.pformat`` of the protocol's settings on every connection daphne accepts, and
+``hltype``/``hlval`` (the caller's qualified name and the peer, coloured through click) on
+every frame written and every read from a socket. That was about 2 % of daphne's CPU under
+load for the settings (docs/performance.md, a fifteenth round) and about 5 % of its main
+thread for the frames (an eighteenth round). Each is replaced here by a stand-in that makes
+the same text when a debug line is formatted; with debug logging off, nothing formats it.
 """
 
 from __future__ import annotations
 
 import pprint
+from collections.abc import Callable
 from typing import Any
 
 
-class DeferredPformat:
-    """``pprint.pformat(value)``, computed when the log line is formatted."""
+class DeferredText:
+    """``make(value)``, computed when the log line is formatted."""
 
-    __slots__ = ("value",)
+    __slots__ = ("make", "value")
 
-    def __init__(self, value: Any) -> None:
+    def __init__(self, make: Callable[[Any], str], value: Any) -> None:
+        self.make = make
         self.value = value
 
     def __str__(self) -> str:
-        return pprint.pformat(self.value)
+        return self.make(self.value)
 
     def __repr__(self) -> str:
         return str(self)
@@ -31,8 +35,28 @@ class DeferredPformat:
         return format(str(self), spec)
 
 
+def deferring(make: Callable[[Any], str]) -> Callable[[Any], DeferredText]:
+    """``make``, deferred: the returned function stands in for it in a log call's arguments."""
+
+    def defer(value: Any) -> DeferredText:
+        return DeferredText(make, value)
+
+    return defer
+
+
+def _timings_text(timings: Any) -> str:
+    # Timings.__str__ calls the module's pformat and must return the text itself.
+    return pprint.pformat(timings._timings)
+
+
 def defer_autobahn_debug_formatting() -> None:
+    from autobahn import util
+    from autobahn.twisted import websocket as twisted_websocket
     from autobahn.websocket import protocol
 
-    # A class where a function was: its instance stands in for the text until formatted.
-    protocol.pformat = DeferredPformat  # type: ignore[assignment]
+    # The modules' own names: every log call in them looks these up when it runs.
+    protocol.pformat = deferring(pprint.pformat)  # type: ignore[assignment]
+    protocol.Timings.__str__ = _timings_text  # type: ignore[method-assign]
+    for module in (protocol, twisted_websocket):
+        module.hltype = deferring(util.hltype)  # type: ignore[attr-defined]
+        module.hlval = deferring(util.hlval)  # type: ignore[attr-defined]

@@ -12,6 +12,8 @@ from urllib.parse import urlparse
 
 import environ
 
+from chatsite.heap import collection_thresholds
+
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = Path(environ.Env().str("CHATSITE_VAR_DIR", default=str(BASE_DIR / "var")))
 VAR_DIR.mkdir(parents=True, exist_ok=True)
@@ -239,6 +241,9 @@ CHAT_PUBLIC_SHARES = env.bool("CHAT_PUBLIC_SHARES", default=False)
 # Threads per daphne process for the sockets' database calls (agents/consumers.py); each
 # may hold a database connection while it works.
 CHAT_SOCKET_DATABASE_THREADS = env.int("CHAT_SOCKET_DATABASE_THREADS", default=8)
+# The garbage collector's thresholds (gc.set_threshold: generations 0, 1, 2) in daphne and
+# the worker, set once their start-up heap is frozen (chatsite/heap.py).
+GC_THRESHOLDS = collection_thresholds(env.list("GC_THRESHOLDS", default=["10000", "10", "10"]))
 # While a run is in progress, a browser that hears nothing for this long sends `resume`
 # (static/js/chat.js): the last live frames of a run can be lost in the channel layer.
 CHAT_RESUME_AFTER_SILENT_SECONDS = env.float("CHAT_RESUME_AFTER_SILENT_SECONDS", default=12.0)

@@ -1,11 +1,11 @@
-"""autobahn's per-connection debug text is made only if a debug line is written."""
+"""autobahn's debug text (per connection, per frame) is made only if a debug line is written."""
 
 from __future__ import annotations
 
 import pprint
 import string
 
-from agents.autobahn_debug import DeferredPformat
+from agents.autobahn_debug import DeferredText, deferring
 from tests.fresh_python import assert_prints_ok
 
 SETTINGS = [
@@ -14,31 +14,51 @@ SETTINGS = [
 ]
 
 
-def test_the_deferred_text_is_pprints_when_formatted():
-    deferred = DeferredPformat(SETTINGS)
+def test_the_deferred_text_is_what_it_stands_for_when_formatted():
+    deferred = deferring(pprint.pformat)(SETTINGS)
+    assert isinstance(deferred, DeferredText)
     assert str(deferred) == pprint.pformat(SETTINGS)
+    assert repr(deferred) == pprint.pformat(SETTINGS)
     # As Twisted's logger formats an event: a string.Formatter over the format and its fields.
     formatted = string.Formatter().format("\n{attrs}", attrs=deferred)
     assert formatted == "\n" + pprint.pformat(SETTINGS)
     assert f"{deferred:>400}".strip() == pprint.pformat(SETTINGS)
 
 
-def test_nothing_is_formatted_until_asked(monkeypatch):
+def test_nothing_is_made_until_asked():
     calls = []
-    monkeypatch.setattr(pprint, "pformat", lambda value: calls.append(value) or "text")
-    deferred = DeferredPformat(SETTINGS)
+    deferred = deferring(lambda value: calls.append(value) or "text")(SETTINGS)
     assert calls == []
     assert str(deferred) == "text"
     assert calls == [SETTINGS]
 
 
 def test_daphne_started_through_chatsite_daphne_defers_it():
-    # In a process of its own, as daphne is started.
-    check = (
-        "import chatsite.daphne;"
-        "from autobahn.websocket import protocol;"
-        "from agents.autobahn_debug import DeferredPformat;"
-        "assert protocol.pformat is DeferredPformat;"
-        "print('ok')"
-    )
+    # In a process of its own, as daphne is started: the names autobahn's log calls use
+    # stand in for the same text, and Timings still prints as a string.
+    check = """
+import pprint
+import chatsite.daphne
+from autobahn import util
+from autobahn.twisted import websocket as twisted_websocket
+from autobahn.websocket import protocol
+from agents.autobahn_debug import DeferredText
+
+calls = []
+real = util.hltype
+util.hltype = lambda obj: calls.append(obj) or real(obj)
+chatsite.daphne.defer_autobahn_debug_formatting()  # again, around the counting hltype
+send = protocol.WebSocketProtocol.sendData
+for module in (protocol, twisted_websocket):
+    text = module.hltype(send)
+    assert isinstance(text, DeferredText) and calls == []
+    assert str(text) == real(send) and calls == [send], str(text)
+    calls.clear()
+    assert f"{module.hlval(12)}" == util.hlval(12)
+assert str(protocol.pformat(["a"])) == pprint.pformat(["a"])
+timings = protocol.Timings()
+timings.track("x")
+assert str(timings) == pprint.pformat(timings._timings), str(timings)
+print("ok")
+"""
     assert_prints_ok(check)
