@@ -18,8 +18,8 @@ from django.core.exceptions import ImproperlyConfigured
 def freeze_startup_objects() -> None:
     """Freeze the start-up heap, then set ``GC_THRESHOLDS``: the youngest generation
     collected every 10,000 net allocations rather than 700 took a worker's collector from
-    about 120 collections to about 10 in a round of 200 runs (docs/performance.md, an
-    eighteenth round)."""
+    about 115 collections to 8 in a round of 200 runs (docs/performance.md, an eighteenth
+    round)."""
     gc.collect()  # garbage of the start-up itself is freed, not kept for ever
     gc.freeze()
     gc.set_threshold(*settings.GC_THRESHOLDS)
