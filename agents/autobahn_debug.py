@@ -44,9 +44,12 @@ def deferring(make: Callable[[Any], str]) -> Callable[[Any], DeferredText]:
     return defer
 
 
-def _timings_text(timings: Any) -> str:
-    # Timings.__str__ calls the module's pformat and must return the text itself.
-    return pprint.pformat(timings._timings)
+def _as_text(method: Callable[[Any], Any]) -> Callable[[Any], str]:
+    # Timings.__str__ returns what the module's pformat returns, and must return text.
+    def text(self: Any) -> str:
+        return str(method(self))
+
+    return text
 
 
 def defer_autobahn_debug_formatting() -> None:
@@ -56,7 +59,7 @@ def defer_autobahn_debug_formatting() -> None:
 
     # The modules' own names: every log call in them looks these up when it runs.
     protocol.pformat = deferring(pprint.pformat)  # type: ignore[assignment]
-    protocol.Timings.__str__ = _timings_text  # type: ignore[method-assign]
+    protocol.Timings.__str__ = _as_text(protocol.Timings.__str__)  # type: ignore[method-assign]
     for module in (protocol, twisted_websocket):
         module.hltype = deferring(util.hltype)  # type: ignore[attr-defined]
         module.hlval = deferring(util.hlval)  # type: ignore[attr-defined]
