@@ -1,0 +1,69 @@
+"""What queueing a run costs the process that sends it: Celery's ``run_execute.delay`` (what a
+send calls after its commit) against a plain ``LPUSH`` of a message of about the same size,
+in alternating rounds (CPU time). The tasks go to a queue no worker reads, emptied at the end.
+
+    .venv/bin/python bench/publish_cost.py --calls 500 --rounds 6
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+from collections.abc import Callable
+
+import live  # noqa: F401 (settings and the bench's database and Redis)
+import redis
+from django.conf import settings
+
+from agents.tasks import run_execute
+from chatsite.celery import app
+
+UNREAD_QUEUE = "bench-publish-cost-unread"
+RAW_KEY = "bench-publish-cost-raw"
+
+
+def cpu_ms_per_call(call: Callable[[], object], calls: int) -> float:
+    for _ in range(50):
+        call()
+    began = time.process_time()
+    for _ in range(calls):
+        call()
+    return (time.process_time() - began) * 1000 / calls
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--calls", type=int, default=500)
+    parser.add_argument("--rounds", type=int, default=6)
+    args = parser.parse_args()
+    app.conf.task_routes = {"agents.run_execute": {"queue": UNREAD_QUEUE}}
+    raw = redis.Redis.from_url(settings.REDIS_URL)
+    with app.connection_for_write() as broker:
+        broker.default_channel.client.delete(UNREAD_QUEUE)
+        run_execute.delay(1)
+        message = broker.default_channel.client.lpop(UNREAD_QUEUE)
+    print(f"a queued run's message: {len(message)} bytes in Redis")
+
+    calls = {
+        "run_execute.delay": lambda: run_execute.delay(1),
+        "LPUSH": lambda: raw.lpush(RAW_KEY, message),
+    }
+    spent: dict[str, list[float]] = {name: [] for name in calls}
+    names = list(calls)
+    try:
+        for round_number in range(args.rounds):
+            for name in names if round_number % 2 == 0 else reversed(names):
+                spent[name].append(cpu_ms_per_call(calls[name], args.calls))
+    finally:
+        with app.connection_for_write() as broker:
+            broker.default_channel.queue_purge(UNREAD_QUEUE)
+        raw.delete(RAW_KEY)
+    print(f"CPU ms per call, {args.calls} calls a round:")
+    for name, values in spent.items():
+        rounds = ", ".join(f"{value:.3f}" for value in values)
+        print(f"  {name:18s} median {statistics.median(values):.3f}  ({rounds})")
+
+
+if __name__ == "__main__":
+    main()
