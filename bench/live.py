@@ -19,7 +19,7 @@ import sys
 import threading
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -200,6 +200,35 @@ def summary_ms(values: list[float]) -> str:
         f"p50 {percentile(values, 50) * 1000:.1f} ms, p95 {percentile(values, 95) * 1000:.1f} ms,"
         f" p99 {percentile(values, 99) * 1000:.1f} ms (n={len(values)})"
     )
+
+
+def cpu_ms_per_call(call: Callable[[], object], calls: int, warmup: int = 20) -> float:
+    """This process's CPU per call of ``call``, in ms, after ``warmup`` calls not counted."""
+    for _ in range(warmup):
+        call()
+    began = time.process_time()
+    for _ in range(calls):
+        call()
+    return (time.process_time() - began) * 1000 / calls
+
+
+def alternating_rounds(ways: dict[str, Callable[[], float]], rounds: int) -> dict[str, list[float]]:
+    """Each way's figure per round, the ways taking turns in alternating order, so that a
+    machine growing busier or quieter weighs on all of them alike."""
+    spent: dict[str, list[float]] = {name: [] for name in ways}
+    names = list(ways)
+    for round_number in range(rounds):
+        for name in names if round_number % 2 == 0 else reversed(names):
+            spent[name].append(ways[name]())
+    return spent
+
+
+def print_medians(title: str, spent: dict[str, list[float]]) -> None:
+    print(title)
+    width = max(len(name) for name in spent)
+    for name, values in spent.items():
+        rounds = ", ".join(f"{value:.3f}" for value in values)
+        print(f"  {name:{width}s}  median {statistics.median(values):.3f}  ({rounds})")
 
 
 # Browsers do not open hundreds of sockets in the same millisecond; a burst that large

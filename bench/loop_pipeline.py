@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import statistics
+import functools
 import time
 from collections.abc import Awaitable, Callable
 
@@ -58,20 +58,18 @@ def main() -> None:
         return asyncio.run_coroutine_threadsafe(coroutine, loop).result()  # type: ignore[arg-type]
 
     conn = on_loop(psycopg.AsyncConnection.connect(**loop_db._connect_kwargs()))
-    ways: dict[str, Callable[..., Awaitable[None]]] = {"pooled": pooled, "pipelined": pipelined}
-    spent: dict[str, list[float]] = {name: [] for name in ways}
-    names = list(ways)
-    for round_number in range(args.rounds + 2):
-        for name in names if round_number % 2 == 0 else reversed(names):
-            began = time.process_time()
-            on_loop(ways[name](ids, conn))
-            if round_number >= 2:  # the first two warm the pool and the prepared statements
-                spent[name].append((time.process_time() - began) * 1000 / len(ids))
+    ways = {"pooled": pooled, "pipelined": pipelined}
+
+    def cpu_ms_per_statement(way: Callable[..., Awaitable[None]]) -> float:
+        began = time.process_time()
+        on_loop(way(ids, conn))
+        return (time.process_time() - began) * 1000 / len(ids)
+
+    rounds = {name: functools.partial(cpu_ms_per_statement, way) for name, way in ways.items()}
+    live.alternating_rounds(rounds, 2)  # not counted: they warm the pool and the statements
+    spent = live.alternating_rounds(rounds, args.rounds)
     on_loop(conn.close())
-    print(f"CPU ms per statement, {len(ids)} at once, {args.rounds} rounds:")
-    for name, values in spent.items():
-        rounds = ", ".join(f"{value:.3f}" for value in values)
-        print(f"  {name:10s} median {statistics.median(values):.3f}  ({rounds})")
+    live.print_medians(f"CPU ms per statement, {len(ids)} at once, {args.rounds} rounds:", spent)
 
 
 if __name__ == "__main__":

@@ -8,11 +8,9 @@ in alternating rounds (CPU time). The tasks go to a queue no worker reads, empti
 from __future__ import annotations
 
 import argparse
-import statistics
-import time
-from collections.abc import Callable
+import functools
 
-import live  # noqa: F401 (settings and the bench's database and Redis)
+import live
 import redis
 from django.conf import settings
 
@@ -21,15 +19,6 @@ from chatsite.celery import app
 
 UNREAD_QUEUE = "bench-publish-cost-unread"
 RAW_KEY = "bench-publish-cost-raw"
-
-
-def cpu_ms_per_call(call: Callable[[], object], calls: int) -> float:
-    for _ in range(50):
-        call()
-    began = time.process_time()
-    for _ in range(calls):
-        call()
-    return (time.process_time() - began) * 1000 / calls
 
 
 def main() -> None:
@@ -49,20 +38,17 @@ def main() -> None:
         "run_execute.delay": lambda: run_execute.delay(1),
         "LPUSH": lambda: raw.lpush(RAW_KEY, message),
     }
-    spent: dict[str, list[float]] = {name: [] for name in calls}
-    names = list(calls)
+    rounds = {
+        name: functools.partial(live.cpu_ms_per_call, call, args.calls, warmup=50)
+        for name, call in calls.items()
+    }
     try:
-        for round_number in range(args.rounds):
-            for name in names if round_number % 2 == 0 else reversed(names):
-                spent[name].append(cpu_ms_per_call(calls[name], args.calls))
+        spent = live.alternating_rounds(rounds, args.rounds)
     finally:
         with app.connection_for_write() as broker:
             broker.default_channel.queue_purge(UNREAD_QUEUE)
         raw.delete(RAW_KEY)
-    print(f"CPU ms per call, {args.calls} calls a round:")
-    for name, values in spent.items():
-        rounds = ", ".join(f"{value:.3f}" for value in values)
-        print(f"  {name:18s} median {statistics.median(values):.3f}  ({rounds})")
+    live.print_medians(f"CPU ms per call, {args.calls} calls a round:", spent)
 
 
 if __name__ == "__main__":

@@ -8,9 +8,7 @@ the stored session (the check before every write until agents/session_check.py) 
 from __future__ import annotations
 
 import argparse
-import statistics
-import time
-from collections.abc import Callable
+import functools
 
 import live
 from django.conf import settings
@@ -18,15 +16,6 @@ from django.test import Client
 
 from agents import session_check
 from agents.session_check import session_signs_in
-
-
-def cpu_ms_per_call(check: Callable[[], bool], calls: int) -> float:
-    for _ in range(20):
-        check()
-    began = time.process_time()
-    for _ in range(calls):
-        assert check()
-    return (time.process_time() - began) * 1000 / calls
 
 
 def main() -> None:
@@ -48,15 +37,15 @@ def main() -> None:
         return session_signs_in(session_key=session_key, user_id=user.pk)
 
     checks = {"auth.get_user": through_get_user, "session_signs_in": one_statement}
-    spent: dict[str, list[float]] = {name: [] for name in checks}
-    names = list(checks)
-    for round_number in range(args.rounds):
-        for name in names if round_number % 2 == 0 else reversed(names):
-            spent[name].append(cpu_ms_per_call(checks[name], args.calls))
-    print(f"the session check, CPU ms per call, {args.calls} calls a round:")
-    for name, values in spent.items():
-        rounds = ", ".join(f"{value:.3f}" for value in values)
-        print(f"  {name:18s} median {statistics.median(values):.3f}  ({rounds})")
+    for name, check in checks.items():
+        if not check():
+            raise SystemExit(f"{name} does not find the session signing the user in")
+    rounds = {
+        name: functools.partial(live.cpu_ms_per_call, check, args.calls)
+        for name, check in checks.items()
+    }
+    spent = live.alternating_rounds(rounds, args.rounds)
+    live.print_medians(f"the session check, CPU ms per call, {args.calls} calls a round:", spent)
 
 
 if __name__ == "__main__":
