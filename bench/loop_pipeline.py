@@ -1,8 +1,13 @@
 """Whether the run driver's writes would cost the worker less sent together: N one-row
 statements at once on the process loop, each through ``agents.loop_db.fetch_all`` (a
-connection of the loop's pool per statement, as the steps' writes go), against all N on one
-connection in psycopg's pipeline mode with a sync after each (each still its own
-transaction). Alternating rounds; this process's CPU per statement (PostgreSQL only).
+connection of the loop's pool per statement, as the steps' writes go), against all N sent
+on one connection in psycopg's pipeline mode with one sync at the end. Alternating rounds;
+this process's CPU per statement (PostgreSQL only).
+
+The pipelined way is the most batching could save, not a way the driver could write: up to
+a sync, PostgreSQL runs the statements as one implicit transaction, so one run's failed
+write would undo the others'. Keeping each its own transaction takes a sync after each, and
+psycopg's ``Pipeline.sync`` waits for the results: a round trip per statement again.
 
     .venv/bin/python bench/loop_pipeline.py --statements 200 --rounds 12
 """
@@ -32,11 +37,10 @@ async def pooled(ids: list[int], _: psycopg.AsyncConnection) -> None:
 
 async def pipelined(ids: list[int], conn: psycopg.AsyncConnection) -> None:
     cursors = []
-    async with conn.pipeline() as pipeline:
+    async with conn.pipeline():  # its end sends the one sync and reads every result
         for pk in ids:
             cursor = conn.cursor()
             await cursor.execute(SQL, {"id": pk}, prepare=True)
-            await pipeline.sync()
             cursors.append(cursor)
     for cursor in cursors:
         await cursor.fetchall()

@@ -1,5 +1,5 @@
 """What queueing a run costs the process that sends it: Celery's ``run_execute.delay`` (what a
-send calls after its commit) against a plain ``LPUSH`` of a message of about the same size,
+send calls after its commit) against a plain ``LPUSH`` of the same message,
 in alternating rounds (CPU time). The tasks go to a queue no worker reads, emptied at the end.
 
     .venv/bin/python bench/publish_cost.py --calls 500 --rounds 6
