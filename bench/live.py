@@ -19,7 +19,7 @@ import sys
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -212,7 +212,9 @@ def cpu_ms_per_call(call: Callable[[], object], calls: int, warmup: int = 20) ->
     return (time.process_time() - began) * 1000 / calls
 
 
-def alternating_rounds(ways: dict[str, Callable[[], float]], rounds: int) -> dict[str, list[float]]:
+def alternating_rounds(
+    ways: Mapping[str, Callable[[], float]], rounds: int
+) -> dict[str, list[float]]:
     """Each way's figure per round, the ways taking turns in alternating order, so that a
     machine growing busier or quieter weighs on all of them alike."""
     spent: dict[str, list[float]] = {name: [] for name in ways}

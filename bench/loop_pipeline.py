@@ -18,7 +18,8 @@ import argparse
 import asyncio
 import functools
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable, Coroutine
+from typing import Any
 
 import live
 import psycopg
@@ -32,7 +33,8 @@ SQL = "UPDATE agents_conversation SET last_seq = last_seq WHERE id = %(id)s RETU
 
 
 async def pooled(ids: list[int], _: psycopg.AsyncConnection) -> None:
-    await asyncio.gather(*(loop_db.fetch_all(SQL, {"id": pk}) for pk in ids))
+    rows = await asyncio.gather(*(loop_db.fetch_all(SQL, {"id": pk}) for pk in ids))
+    _check_every_row_written(ids, rows)
 
 
 async def pipelined(ids: list[int], conn: psycopg.AsyncConnection) -> None:
@@ -42,8 +44,12 @@ async def pipelined(ids: list[int], conn: psycopg.AsyncConnection) -> None:
             cursor = conn.cursor()
             await cursor.execute(SQL, {"id": pk}, prepare=True)
             cursors.append(cursor)
-    for cursor in cursors:
-        await cursor.fetchall()
+    _check_every_row_written(ids, [await cursor.fetchall() for cursor in cursors])
+
+
+def _check_every_row_written(ids: list[int], rows: list[list[tuple[int]]]) -> None:
+    if [row for found in rows for (row,) in found] != ids:
+        raise SystemExit("a statement did not write its row: the figures would not compare")
 
 
 def main() -> None:
@@ -58,13 +64,13 @@ def main() -> None:
     ids = [conversation_create(owner=user).pk for _ in range(args.statements)]
     loop = process_loop()
 
-    def on_loop(coroutine: Awaitable[object]) -> object:
-        return asyncio.run_coroutine_threadsafe(coroutine, loop).result()  # type: ignore[arg-type]
+    def on_loop(coroutine: Coroutine[Any, Any, Any]) -> Any:
+        return asyncio.run_coroutine_threadsafe(coroutine, loop).result()
 
     conn = on_loop(psycopg.AsyncConnection.connect(**loop_db._connect_kwargs()))
     ways = {"pooled": pooled, "pipelined": pipelined}
 
-    def cpu_ms_per_statement(way: Callable[..., Awaitable[None]]) -> float:
+    def cpu_ms_per_statement(way: Callable[..., Coroutine[Any, Any, None]]) -> float:
         began = time.process_time()
         on_loop(way(ids, conn))
         return (time.process_time() - began) * 1000 / len(ids)
