@@ -24,7 +24,9 @@ import argparse
 import asyncio
 import json
 import time
+from collections.abc import Callable
 from datetime import datetime
+from urllib.parse import urlsplit
 
 import live
 
@@ -34,7 +36,14 @@ from agents.services.conversations import conversation_create
 STALL_SECONDS = 20.0
 
 
-async def one_client(url: str, cookie: str, origin: str, start: asyncio.Event, results: list):
+async def one_client(
+    url: str,
+    cookie: str,
+    origin: str,
+    start: asyncio.Event,
+    results: list,
+    on_accepted: Callable[[], None] = lambda: None,
+):
     async with await live.open_socket(url, cookie, origin) as ws:
         await start.wait()
         await ws.send(json.dumps({"type": "message.send", "content": "go", "client_id": "1"}))
@@ -57,6 +66,7 @@ async def one_client(url: str, cookie: str, origin: str, start: asyncio.Event, r
             seqs.append(frame["seq"])
             if frame["type"] == "message.created":
                 accepted = time.monotonic()
+                on_accepted()
             if frame["type"] == "step":
                 latencies.append(received - datetime.fromisoformat(frame["ts"]).timestamp())
             if frame["type"] in ("run.finished", "run.failed", "run.cancelled"):
@@ -74,25 +84,47 @@ async def one_client(url: str, cookie: str, origin: str, start: asyncio.Event, r
 
 
 def prepare(n: int, daphne, profile) -> list[tuple[str, str]]:
-    """N users, each with a conversation: (socket URL, session cookie)."""
+    """N users, each with a conversation: (socket URL, session cookie). ``daphne`` may be a
+    list of daphne processes: the sockets are then dealt out among them in turn."""
+    daphnes = daphne if isinstance(daphne, list) else [daphne]
     clients = []
-    for _ in range(n):
+    for i in range(n):
         user = live.make_user("bench")
         conversation = conversation_create(owner=user, profile=profile)
-        clients.append(
-            (daphne.ws_url(f"/ws/conversations/{conversation.pk}/"), live.session_cookie(user))
-        )
+        url = daphnes[i % len(daphnes)].ws_url(f"/ws/conversations/{conversation.pk}/")
+        clients.append((url, live.session_cookie(user)))
     return clients
 
 
-async def round_of(clients: list[tuple[str, str]], origin: str) -> dict:
+def page_origin(url: str) -> str:
+    """The origin of the page that would open this socket: the same host and port."""
+    return "http://" + urlsplit(url).netloc
+
+
+async def round_of(
+    clients: list[tuple[str, str]],
+    on_burst: Callable[[], None] = lambda: None,
+    on_all_accepted: Callable[[], None] = lambda: None,
+) -> dict:
+    """Every client connects, then all send at once. ``on_burst`` is called just before the
+    sends, ``on_all_accepted`` as the last send's ``message.created`` arrives (the end of
+    the intake), both on this loop."""
     start = asyncio.Event()
     results: list[dict] = []
+    waiting = len(clients)
+
+    def accepted() -> None:
+        nonlocal waiting
+        waiting -= 1
+        if waiting == 0:
+            on_all_accepted()
+
     tasks = [
-        asyncio.create_task(one_client(url, cookie, origin, start, results))
+        asyncio.create_task(one_client(url, cookie, page_origin(url), start, results, accepted))
         for url, cookie in clients
     ]
     await asyncio.sleep(2.0 + len(clients) / 20)  # let every socket connect before the sends
+    on_burst()
     began = time.monotonic()
     start.set()
     await asyncio.gather(*tasks)
@@ -134,7 +166,7 @@ def measure(n: int, pool: str, worker, daphne, profile, ideal: float) -> str:
     cpu_before = live.cpu_seconds(worker.pid), live.cpu_seconds(daphne.pid)
     others_before = live.service_cpu_seconds()
     with live.PeakRss(worker=worker.pid, daphne=daphne.pid) as rss:
-        outcome = live.run_async(round_of(clients, daphne.url))
+        outcome = live.run_async(round_of(clients))
     cpu = [
         (live.cpu_seconds(pid) - before) * 1000 / n
         for pid, before in zip((worker.pid, daphne.pid), cpu_before, strict=True)

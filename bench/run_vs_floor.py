@@ -21,7 +21,10 @@ one such process started for the invocation, the floor from the one its ``bench.
 before 2026-11-26). Each round also says when the last send of the burst was
 accepted (its ``message.created`` arrived) and, for chatsite, the longest run counted from
 its own send's acceptance: the wall is at most the sum of the two (``bench/intake.py``
-measures the intake alone).
+measures the intake alone). For chatsite it also reads every process's CPU at the burst and
+at the last acceptance, and prints what the intake cost per run and how many cores it kept
+busy. ``--daphnes K`` deals the sockets out among K daphne processes (the issue's figures
+are for one).
 
     python3.11 -m venv .venv-floor   # then the floor README's pip line
     .venv/bin/python bench/run_vs_floor.py --runs 50,200 --repeats 3
@@ -47,6 +50,7 @@ from django.db import connection
 
 from agents.llm.scripted import ScriptedServer
 from agents.models import AgentRun
+from tests.processes import DaphneProcess
 
 FLOOR_DIR = live.ROOT.parent / "shared" / "floor"
 PROCESSES = ("worker", "socket", "pg_all", "pg_own", "redis")
@@ -139,13 +143,18 @@ def floor_model_server(python: str, folder: Path, delay: float, tool_calls: int)
 class Readings:
     """CPU seconds of chatsite's processes, read before and after a round."""
 
-    def __init__(self, worker: int, daphne: int, redis: int, model: int | None) -> None:
-        self.pids = {"worker": worker, "socket": daphne, "redis": redis, LOADGEN: os.getpid()}
+    def __init__(self, worker: int, daphnes: list[int], redis: int, model: int | None) -> None:
+        self.pids = {
+            "worker": [worker],
+            "socket": daphnes,
+            "redis": [redis],
+            LOADGEN: [os.getpid()],
+        }
         # The floor's model server, when chatsite uses it: load generator, as the floor's is.
         self.model = model
 
     def read(self, own: list[int]) -> dict[str, float]:
-        reading = {name: cpu(pid) for name, pid in self.pids.items()}
+        reading = {name: sum(cpu(pid) for pid in pids) for name, pids in self.pids.items()}
         if self.model is not None:
             reading[LOADGEN] += cpu(self.model)
         reading["pg_all"] = postgres_cpu_all()
@@ -153,12 +162,26 @@ class Readings:
         return reading
 
 
-def chatsite_round(n: int, worker, daphne, profile, ideal: float, readings: Readings) -> dict:
-    clients = run_concurrency.prepare(n, daphne, profile)
+def chatsite_round(
+    n: int, worker, daphnes: list, profile, ideal: float, readings: Readings
+) -> dict:
+    clients = run_concurrency.prepare(n, daphnes, profile)
     own_before = own_postgres_pids()
     before = readings.read(own_before)
-    with live.PeakRss(worker=worker.pid, daphne=daphne.pid) as rss:
-        outcome = live.run_async(run_concurrency.round_of(clients, daphne.url))
+    # Peak RSS of each daphne: the first as "daphne", any others as "daphne2" and on.
+    rss_pids = {f"daphne{i + 1 if i else ''}": d.pid for i, d in enumerate(daphnes)}
+    # The CPU from the burst of sends to the last one's acceptance: what the intake cost,
+    # every process together (pg_all: a backend opened meanwhile is not in ``own`` yet).
+    at_burst: dict[str, float] = {}
+    at_intake: dict[str, float] = {}
+    with live.PeakRss(worker=worker.pid, **rss_pids) as rss:
+        outcome = live.run_async(
+            run_concurrency.round_of(
+                clients,
+                on_burst=lambda: at_burst.update(readings.read(own_before)),
+                on_all_accepted=lambda: at_intake.update(readings.read(own_before)),
+            )
+        )
     # Backends that appeared during the round started from zero.
     own = sorted(set(own_before) | set(own_postgres_pids()))
     after = readings.read(own)
@@ -193,6 +216,7 @@ def chatsite_round(n: int, worker, daphne, profile, ideal: float, readings: Read
         "clean": clean,
         "takeovers": takeovers,
         "cpu": {k: (after[k] - before.get(k, 0.0)) * 1000 / n for k in (*PROCESSES, LOADGEN)},
+        "intake_cpu": {k: (at_intake[k] - at_burst[k]) * 1000 / n for k in (*PROCESSES, LOADGEN)},
         "rss": {k: v / 2**20 for k, v in rss.peak.items()},
     }
 
@@ -290,6 +314,31 @@ def report(sizes: list[int], rows: dict[str, list[dict]], label: str) -> None:
             )
 
 
+def report_intake(sizes: list[int], rows: list[dict]) -> None:
+    """chatsite's CPU from the burst to the last send's acceptance, and how many of the
+    machine's cores it kept busy (the load generator included: it shares them)."""
+    med = statistics.median
+    for n in sizes:
+        of_n = [r for r in rows if r["n"] == n]
+        if not of_n:
+            continue
+        cpu_ms = {k: med(r["intake_cpu"][k] for r in of_n) for k in (*PROCESSES, LOADGEN)}
+        busy = med(
+            sum(r["intake_cpu"][k] for k in ("worker", "socket", "pg_all", "redis", LOADGEN))
+            * n
+            / 1000
+            / r["accepted"]
+            for r in of_n
+        )
+        print(
+            f"\nN = {n}, chatsite's intake (the burst to the last send accepted, "
+            f"{med(r['accepted'] for r in of_n):.2f} s): CPU ms per run worker "
+            f"{cpu_ms['worker']:.1f} / daphne {cpu_ms['socket']:.1f} / pg all "
+            f"{cpu_ms['pg_all']:.1f} / redis {cpu_ms['redis']:.1f} (load generator "
+            f"{cpu_ms[LOADGEN]:.1f}); cores busy {busy:.2f} of {os.cpu_count()}"
+        )
+
+
 def paired_ratios(rows: dict[str, list[dict]], n: int) -> list[float]:
     """chatsite's CPU per run over the floor's, repeat by repeat: the two blocks of a repeat
     run one after the other, so a pair shares the machine's state, which on a shared machine
@@ -318,6 +367,13 @@ def main() -> None:
         help="chatsite's model: the floor's model_server.py in its own process (the floor's "
         "rounds use it too), or agents/llm/scripted.py's server in this process",
     )
+    parser.add_argument(
+        "--daphnes",
+        type=int,
+        default=1,
+        help="daphne processes for chatsite, the sockets dealt out among them in turn (the "
+        "issue's figures are for one); their CPU is added up as the socket server's",
+    )
     args = parser.parse_args()
     if not Path(args.floor_python).exists():
         raise SystemExit(
@@ -345,10 +401,21 @@ def main() -> None:
         worker, daphne = stack.enter_context(
             live.stack(model_server, concurrency=max(sizes) + 10, DATABASE_POOL_MAX_SIZE=args.pool)
         )
+        daphnes = [daphne]
+        for _ in range(args.daphnes - 1):
+            more = DaphneProcess(
+                live.production_env(model_server, DATABASE_POOL_MAX_SIZE=args.pool)
+            )
+            more.start()
+            stack.callback(more.stop)
+            daphnes.append(more)
         readings = Readings(
-            worker.pid, daphne.pid, redis_pid(), floor_model.pid if floor_model else None
+            worker.pid,
+            [d.pid for d in daphnes],
+            redis_pid(),
+            floor_model.pid if floor_model else None,
         )
-        chatsite_round(5, worker, daphne, profile, ideal, readings)  # warm-up
+        chatsite_round(5 * len(daphnes), worker, daphnes, profile, ideal, readings)  # warm-up
         for repeat in range(args.repeats):
             order = ("chatsite", "floor") if repeat % 2 == 0 else ("floor", "chatsite")
             for system in order:
@@ -358,7 +425,7 @@ def main() -> None:
                     got = floor_block(sizes, args.floor_python, Path(args.floor_dir), floor_out)
                 else:
                     got = [
-                        chatsite_round(n, worker, daphne, profile, ideal, readings) for n in sizes
+                        chatsite_round(n, worker, daphnes, profile, ideal, readings) for n in sizes
                     ]
                 for row in got:
                     c = row["cpu"]
@@ -377,6 +444,7 @@ def main() -> None:
                             out.write(json.dumps({"system": system, **row}) + "\n")
                 rows[system].extend(got)
     report(sizes, rows, args.label)
+    report_intake(sizes, rows["chatsite"])
     sys.stdout.flush()
 
 
