@@ -84,7 +84,7 @@ def main() -> None:
         manager.create = timed(spent, f"{model.__name__}.create", manager.create)  # type: ignore[method-assign]
     # What the commit sets off: the run's task to the broker, message.created to the sockets.
     run_execute.delay = timed(spent, "Celery's publish", run_execute.delay)
-    events._Publisher.send = timed(spent, "the event's publish", events._Publisher.send)  # type: ignore[method-assign]
+    events._Publisher.send = timed(spent, "the event's hand-off", events._Publisher.send)  # type: ignore[method-assign]
 
     user = live.make_user("sendcost")
     targets = [conversation_create(owner=user) for _ in range(args.warmup + args.sends)]
