@@ -1,0 +1,1 @@
+"""Database connections: Django's backend, prepared cursors, and the event loop's pool."""
