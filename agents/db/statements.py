@@ -15,7 +15,7 @@ import functools
 from typing import Literal
 
 from django.contrib.auth.models import User
-from django.contrib.sessions.models import Session
+from django.contrib.sessions.backends.db import SessionStore
 from django.db import connection
 from django.db.backends.base.base import BaseDatabaseWrapper
 from django.db.models import Model
@@ -438,7 +438,7 @@ def session_columns(*, user_alias: str) -> sql.Composed:
     WHERE session_key = %s AND expire_date > %s),
     {password}, {is_active}"""
     ).format(
-        sessions=table(Session),
+        sessions=_sessions(),
         password=sql.Identifier(user_alias, "password"),
         is_active=sql.Identifier(user_alias, "is_active"),
     )
@@ -478,12 +478,18 @@ def session_and_owner(*, active: int) -> str:
     )
 
 
+def _sessions() -> sql.Identifier:
+    """The database session engine's table (imported only when a session is read here: a
+    project on another engine need not install its model)."""
+    return table(SessionStore.get_model_class())
+
+
 def _with_session(select: sql.Composable, joins: sql.Composable) -> str:
     return text(
         sql.SQL(
             """SELECT s.session_data, {select} FROM {sessions} AS s {joins}
 WHERE s.session_key = %s AND s.expire_date > %s"""
-        ).format(select=select, sessions=table(Session), joins=joins)
+        ).format(select=select, sessions=_sessions(), joins=joins)
     )
 
 

@@ -7,6 +7,7 @@ version, and the ``message.created`` event. The Celery task is enqueued only aft
 
 from __future__ import annotations
 
+import functools
 import json
 from dataclasses import dataclass
 from typing import Any, cast
@@ -385,7 +386,7 @@ def _lock_owned(
     # The models' columns, then whether the profile is allowed, its tools, and the session's
     # data with the user's password and is_active.
     parts = instances(statements.LOCKED_MODELS, row)
-    allowed, tools, *session = row[_LOCKED_COLUMNS:]
+    allowed, tools, *session = row[_locked_columns() :]
     if with_session and not session_check.signs_in_read(
         session_key=cast(str, signed_in_by), user_id=user.pk, values=session
     ):
@@ -407,7 +408,9 @@ def _lock_owned(
     )
 
 
-_LOCKED_COLUMNS = sum(len(model._meta.concrete_fields) for model in statements.LOCKED_MODELS)
+@functools.cache
+def _locked_columns() -> int:
+    return sum(len(model._meta.concrete_fields) for model in statements.LOCKED_MODELS)
 
 
 def _tool_pairs(value: str | None) -> ToolPairs | None:
