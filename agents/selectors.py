@@ -9,11 +9,11 @@ from dataclasses import dataclass, field
 from typing import Any, cast
 
 from django.contrib.auth.models import AnonymousUser, User
-from django.db import connection
 from django.db.models import Case, Count, Exists, F, OuterRef, Q, QuerySet, Subquery, Value, When
 from django.db.models.functions import Concat, Greatest, StrIndex, Substr, Upper
 from django.db.models.lookups import GreaterThan
 
+from agents.db import statements
 from agents.models import (
     AgentProfile,
     AgentRun,
@@ -28,7 +28,7 @@ from agents.models import (
     UserPreference,
 )
 from agents.prepared import prepared_cursor
-from agents.rows import StoredEvent, column_converter, columns, instance
+from agents.rows import StoredEvent, column_converter, instance
 
 
 def conversation_list(
@@ -105,10 +105,8 @@ def conversation_last_seq(*, user: User | AnonymousUser, conversation_id: int) -
     """
     if user.pk is None:
         return None
-    table = connection.ops.quote_name(Conversation._meta.db_table)
-    sql = f"SELECT last_seq FROM {table} WHERE id = %s AND owner_id = %s"  # noqa: S608 (the table)
     with prepared_cursor() as cursor:
-        cursor.execute(sql, [conversation_id, user.pk])
+        cursor.execute(statements.conversation_last_seq(), [conversation_id, user.pk])
         row = cursor.fetchone()
     return None if row is None else int(row[0])
 
@@ -127,15 +125,9 @@ def event_rows_after(*, conversation_id: int, after_seq: int, limit: int) -> lis
     Plain SQL, with the ORM's conversions: a connect, a resume and a gap each read a page,
     and building the query through the ORM cost daphne more than running it.
     """
-    quote = connection.ops.quote_name
-    table = quote(RunEvent._meta.db_table)
     names = StoredEvent._fields
-    sql = f"""
-        SELECT {", ".join(quote(name) for name in names)} FROM {table}
-        WHERE conversation_id = %s AND seq > %s ORDER BY seq LIMIT %s
-    """  # noqa: S608 (only names from this module are formatted in)
     with prepared_cursor() as cursor:
-        cursor.execute(sql, [conversation_id, after_seq, limit])
+        cursor.execute(statements.events_after(names), [conversation_id, after_seq, limit])
         rows = cursor.fetchall()
     convert = [column_converter(RunEvent, name) for name in names]
     return [
@@ -158,32 +150,13 @@ def message_list(*, conversation: Conversation, all_branches: bool = False) -> Q
 # message down to a leaf. Walking it is one recursive query, on PostgreSQL and SQLite alike.
 
 
-def _message_table() -> str:
-    return connection.ops.quote_name(Message._meta.db_table)
-
-
 def _branch_rows(
     *, conversation: Conversation, leaf_id: int | None, columns: tuple[str, ...]
 ) -> list[tuple[Any, ...]]:
     if leaf_id is None:
         return []
-    table = _message_table()
-    quote = connection.ops.quote_name
-    # Every column the caller wants, plus the parent the walk follows.
-    walked = tuple(dict.fromkeys(("id", "parent_id", *columns)))
-    names = ", ".join(quote(name) for name in walked)
-    joined = ", ".join(f"m.{quote(name)}" for name in walked)
-    wanted = ", ".join(quote(name) for name in columns)
-    sql = f"""
-        WITH RECURSIVE branch({names}) AS (
-            SELECT {names} FROM {table} WHERE id = %s AND conversation_id = %s
-            UNION ALL
-            SELECT {joined} FROM {table} m JOIN branch b ON m.id = b.parent_id
-        )
-        SELECT {wanted} FROM branch ORDER BY id
-    """  # noqa: S608 (only names from this module are formatted in)
     with prepared_cursor() as cursor:
-        cursor.execute(sql, [leaf_id, conversation.pk])
+        cursor.execute(statements.branch(columns), [leaf_id, conversation.pk])
         rows: list[tuple[Any, ...]] = cursor.fetchall()
     return rows
 
@@ -208,17 +181,8 @@ def branch_newest_leaf(*, conversation: Conversation, message_id: int) -> int | 
     """The leaf a switch to ``message_id`` shows: the newest message below it (itself if it
     has none). Children are written after their parents, so the newest is always a leaf.
     None when the message is not in this conversation."""
-    table = _message_table()
-    sql = f"""
-        WITH RECURSIVE below(id) AS (
-            SELECT id FROM {table} WHERE id = %s AND conversation_id = %s
-            UNION ALL
-            SELECT m.id FROM {table} m JOIN below b ON m.parent_id = b.id
-        )
-        SELECT MAX(id) FROM below
-    """  # noqa: S608 (only the table name is formatted in)
     with prepared_cursor() as cursor:
-        cursor.execute(sql, [message_id, conversation.pk])
+        cursor.execute(statements.branch_newest_leaf(), [message_id, conversation.pk])
         row = cursor.fetchone()
     return row[0] if row else None
 
@@ -490,14 +454,8 @@ def tool_configs_enabled(*, ids: list[int]) -> list[ToolConfig]:
     """
     if not ids:
         return []
-    table = connection.ops.quote_name(ToolConfig._meta.db_table)
-    placeholders = ", ".join(["%s"] * len(ids))
-    sql = (
-        f"SELECT {', '.join(columns(ToolConfig, 't'))} FROM {table} AS t "  # noqa: S608
-        f"WHERE t.id IN ({placeholders}) AND t.enabled"
-    )
     with prepared_cursor() as cursor:
-        cursor.execute(sql, ids)
+        cursor.execute(statements.tool_configs_enabled(len(ids)), ids)
         return [cast(ToolConfig, instance(ToolConfig, row)) for row in cursor.fetchall()]
 
 

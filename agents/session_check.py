@@ -37,9 +37,10 @@ from django.db import connection
 from django.utils import timezone
 from django.utils.crypto import constant_time_compare
 
-from agents.models import AgentRun, Conversation
+from agents.db import statements
+from agents.models import AgentRun
 from agents.prepared import prepared_cursor
-from agents.rows import column_converter, columns, instance
+from agents.rows import column_converter, instance
 
 DATABASE_ENGINE = "django.contrib.sessions.backends.db"
 
@@ -71,25 +72,15 @@ def _read_signs_in(*, session_key: str, session_data: str | None, user: User) ->
     return verdict
 
 
-def signs_in_sql(*, user_alias: str) -> str:
-    """Columns for another module's statement that joins the user as ``user_alias``: the
-    data of the unexpired session ``signs_in_params`` names (or NULL), the user's password
-    and ``is_active``; ``signs_in_read`` decides from them."""
-    sessions = connection.ops.quote_name(SessionStore.get_model_class()._meta.db_table)
-    # Only the table's name and the alias are formatted in.
-    return f"""(SELECT session_data FROM {sessions}
-        WHERE session_key = %s AND expire_date > %s),
-        {user_alias}.password, {user_alias}.is_active"""  # noqa: S608
-
-
 def signs_in_params(session_key: str) -> list[Any]:
     """The session's key and now, for an unexpired session's ``session_key = %s AND
-    expire_date > %s`` (``signs_in_sql``, ``_with_session``)."""
+    expire_date > %s`` (the statements of ``agents.db.statements``' session section, and
+    ``statements.session_columns`` in another module's statement)."""
     return [session_key, connection.ops.adapt_datetimefield_value(timezone.now())]
 
 
 def signs_in_read(*, session_key: str, user_id: int, values: Sequence[Any]) -> bool:
-    """``session_signs_in`` from the columns of ``signs_in_sql``."""
+    """``session_signs_in`` from the columns of ``statements.session_columns``."""
     session_data, password, is_active = values
     user = User(pk=user_id, password=password, is_active=_is_active(is_active))
     return _read_signs_in(session_key=session_key, session_data=session_data, user=user)
@@ -177,10 +168,7 @@ def _session_and_user(session_key: str, user_id: int) -> tuple[Any, ...] | None:
     """The unexpired session's data with the user's password and ``is_active`` (as
     ``signs_in_read`` takes them), one statement (plain SQL: building the ORM's two queries
     cost daphne more than running them)."""
-    users = connection.ops.quote_name(User._meta.db_table)
-    return _with_session(
-        session_key, "u.password, u.is_active", f"JOIN {users} AS u ON u.id = %s", [user_id]
-    )
+    return _read_with_session(statements.session_and_user(), session_key, [user_id])
 
 
 def _session_and_owner(
@@ -188,18 +176,9 @@ def _session_and_owner(
 ) -> tuple[str, User, int, bool] | None:
     """The unexpired session's data, the conversation's owner (every column), its last seq
     and whether a run of it is queued or running, one statement."""
-    quote = connection.ops.quote_name
-    users, conversations = quote(User._meta.db_table), quote(Conversation._meta.db_table)
-    runs = quote(AgentRun._meta.db_table)
     active = [str(status) for status in AgentRun.ACTIVE_STATUSES]
-    placeholders = ", ".join(["%s"] * len(active))
-    # Only table and column names are formatted in; values are parameters.
-    row = _with_session(
-        session_key,
-        f"""c.last_seq, EXISTS (SELECT 1 FROM {runs} AS r WHERE r.conversation_id = c.id
-            AND r.status IN ({placeholders})), {", ".join(columns(User, "u"))}""",  # noqa: S608
-        f"JOIN {conversations} AS c ON c.id = %s JOIN {users} AS u ON u.id = c.owner_id",
-        [*active, conversation_id],
+    row = _read_with_session(
+        statements.session_and_owner(active=len(active)), session_key, [*active, conversation_id]
     )
     if row is None:
         return None
@@ -208,17 +187,9 @@ def _session_and_owner(
     return session_data, user, int(last_seq), bool(run_active)
 
 
-def _with_session(
-    session_key: str, select: str, joins: str, params: list[Any]
-) -> tuple[Any, ...] | None:
-    """The unexpired session's data and ``select`` over ``joins``: one row, or None.
-    ``params``: those of ``select``, then those of ``joins``."""
-    sessions = connection.ops.quote_name(SessionStore.get_model_class()._meta.db_table)
-    # Only names and this module's own clauses are formatted in; values are parameters.
-    sql = f"""
-        SELECT s.session_data, {select} FROM {sessions} AS s {joins}
-        WHERE s.session_key = %s AND s.expire_date > %s
-    """  # noqa: S608
+def _read_with_session(sql: str, session_key: str, params: list[Any]) -> tuple[Any, ...] | None:
+    """One row of a statement that reads the unexpired session ``session_key`` (or None).
+    ``params``: the statement's own, before the session's key and now."""
     with prepared_cursor() as cursor:
         cursor.execute(sql, [*params, *signs_in_params(session_key)])
         return cursor.fetchone()

@@ -77,3 +77,57 @@ def test_the_servers_load_the_mcp_sdk_and_the_openapi_validator_only_when_used(e
         cwd=ROOT,
     )
     assert loaded.stdout.strip() == "[]"
+
+
+# Raw SQL lives in agents/db/statements.py, composed with psycopg.sql, and only that module
+# asks which database this is; everything else asks its capabilities (issue 36).
+STATEMENTS = AGENTS / "db" / "statements.py"
+# The run path's modules, which the run store's branch rewrites; it removes them from here.
+RUN_PATH_NOT_YET_MOVED = {
+    AGENTS / "services" / "runs.py",
+    AGENTS / "rows.py",
+    AGENTS / "prepared.py",
+    AGENTS / "loop_db.py",
+}
+
+
+def _project_modules() -> list[Path]:
+    """Every Python module of the project but its tests (migrations included)."""
+    found = list(ROOT.glob("*.py"))
+    for folder in ROOT.iterdir():
+        if folder.is_dir() and folder.name != "tests" and not folder.name.startswith("."):
+            found.extend(folder.rglob("*.py"))
+    return sorted(found)
+
+
+def _reads_the_vendor(path: Path) -> bool:
+    """Whether ``path`` reads a ``.vendor`` attribute (``connection.vendor`` and the like)."""
+    tree = ast.parse(path.read_text(), filename=str(path))
+    return any(isinstance(node, ast.Attribute) and node.attr == "vendor" for node in ast.walk(tree))
+
+
+def test_raw_sql_and_vendor_checks_live_in_the_statements_module():
+    offenders = [
+        str(path.relative_to(ROOT))
+        for path in _project_modules()
+        if path != STATEMENTS
+        and path not in RUN_PATH_NOT_YET_MOVED
+        and ("noqa: S608" in path.read_text() or _reads_the_vendor(path))
+    ]
+    assert offenders == [], (
+        "move the statement into agents/db/statements.py (psycopg.sql needs no noqa), and ask "
+        f"a capability there instead of the vendor: {offenders}"
+    )
+
+
+def test_the_sql_guard_sees_what_it_guards(tmp_path):
+    """The guard finds a vendor test and looks where the project's modules are."""
+    sample = tmp_path / "sample.py"
+    sample.write_text('if connection.vendor == "sqlite":\n    pass\n')
+    assert _reads_the_vendor(sample)
+    assert _reads_the_vendor(STATEMENTS)
+    modules = _project_modules()
+    assert AGENTS / "services" / "knowledge.py" in modules
+    assert AGENTS / "migrations" / "0013_run_updates_stay_on_their_page.py" in modules
+    assert ROOT / "chatsite" / "settings.py" in modules
+    assert not any("tests" in path.relative_to(ROOT).parts for path in modules)

@@ -11,16 +11,61 @@ below, as Django's own code asks ``connection.features``.
 
 from __future__ import annotations
 
+import functools
+from typing import Literal
+
+from django.contrib.auth.models import User
+from django.contrib.sessions.backends.db import SessionStore
 from django.db import connection
+from django.db.backends.base.base import BaseDatabaseWrapper
 from django.db.models import Model
 from psycopg import sql
 
+from agents.models import (
+    AgentProfile,
+    AgentRun,
+    Conversation,
+    KnowledgeChunk,
+    KnowledgeDocument,
+    Message,
+    ModelConfig,
+    PromptVersion,
+    RunEvent,
+    ToolConfig,
+)
+
+# Which full-text search a database has: PostgreSQL's tsvector (through Django's
+# ``django.contrib.postgres.search``), or SQLite's FTS5 table kept beside the chunks.
+FullTextSearch = Literal["tsvector", "fts5"]
+
 
 def fenced_statements_supported() -> bool:
-    """Whether the run store's one-statement writes (data-modifying CTEs over jsonb and
-    arrays) run here. Django names no such feature, so it is derived from the vendor, once,
-    in this module: PostgreSQL has them; SQLite, the embedded default, takes the ORM."""
+    """Whether the one-statement writes (data-modifying CTEs over jsonb and arrays: the run
+    store's and a send's) run here. Django names no such feature, so it is derived from the
+    vendor, once, in this module: PostgreSQL has them; SQLite, the embedded default, takes
+    the ORM."""
     return connection.vendor == "postgresql"
+
+
+def full_text_search() -> FullTextSearch | None:
+    """The full-text search the knowledge base uses here, or None where it has none."""
+    return _FULL_TEXT_SEARCH.get(connection.vendor)
+
+
+_FULL_TEXT_SEARCH: dict[str, FullTextSearch] = {"postgresql": "tsvector", "sqlite": "fts5"}
+
+
+def storage_parameters_supported(db: BaseDatabaseWrapper) -> bool:
+    """Whether a table takes storage parameters (``ALTER TABLE ... SET (fillfactor = ...)``):
+    PostgreSQL's do; SQLite has none. ``db``: the connection a migration runs on."""
+    return db.vendor == "postgresql"
+
+
+def text(statement: sql.Composable) -> str:
+    """A composed statement as the text Django's cursors take (its SQLite cursor rewrites
+    ``%s`` in a string; psycopg's own takes either). Quoting names needs no connection, and
+    psycopg's double quotes are SQLite's too."""
+    return statement.as_string(None)
 
 
 def table(model: type[Model]) -> sql.Identifier:
@@ -44,13 +89,518 @@ def column_list(model: type[Model], alias: str | None = None) -> sql.Composed:
 # --------------------------------------------------------------------------------------
 # A send and its reads (agents/services/conversations.py, agents/selectors.py)
 # --------------------------------------------------------------------------------------
+# Plain statements where the ORM cost more to build a query than to run it, on paths every
+# send, socket connect or run takes. Each is built once and kept (functools.cache): joining
+# the quoted names of several models' columns at every send would cost more than the ORM
+# it replaces.
+
+
+def conversation_last_seq() -> str:
+    """The conversation's last seq, if the user owns it.
+
+    Parameters: the conversation's id, the user's id. Returns ``last_seq`` (no row: not
+    there, or not this user's). Fences nothing; publishes nothing.
+    """
+    return _conversation_last_seq()
+
+
+@functools.cache
+def _conversation_last_seq() -> str:
+    return text(
+        sql.SQL("SELECT last_seq FROM {} WHERE id = %s AND owner_id = %s").format(
+            table(Conversation)
+        )
+    )
+
+
+def events_after(names: tuple[str, ...]) -> str:
+    """A page of a conversation's stored events after a seq, oldest first.
+
+    ``names``: the ``RunEvent`` columns to read. Parameters: the conversation's id, the seq
+    to read after, the page's size. Returns ``names``. Fences nothing; publishes nothing (a
+    replay sends what it reads to one socket).
+    """
+    return _events_after(names)
+
+
+@functools.cache
+def _events_after(names: tuple[str, ...]) -> str:
+    return text(
+        sql.SQL(
+            "SELECT {} FROM {} WHERE conversation_id = %s AND seq > %s ORDER BY seq LIMIT %s"
+        ).format(_names(names), table(RunEvent))
+    )
+
+
+def branch(columns: tuple[str, ...]) -> str:
+    """The messages from the first down to a leaf, oldest first: one recursive walk up the
+    ``parent_id`` links, on PostgreSQL and SQLite alike.
+
+    ``columns``: the ``Message`` columns to return. Parameters: the leaf's id, the
+    conversation's id (a leaf of another conversation gives no rows). Returns ``columns``.
+    Fences nothing; publishes nothing.
+    """
+    return _branch(columns)
+
+
+@functools.cache
+def _branch(columns: tuple[str, ...]) -> str:
+    walked = tuple(dict.fromkeys(("id", "parent_id", *columns)))  # and the link it follows
+    messages = table(Message)
+    return text(
+        sql.SQL(
+            """WITH RECURSIVE branch({walked}) AS (
+    SELECT {walked} FROM {messages} WHERE id = %s AND conversation_id = %s
+    UNION ALL
+    SELECT {joined} FROM {messages} AS m JOIN branch AS b ON m.id = b.parent_id
+)
+SELECT {wanted} FROM branch ORDER BY id"""
+        ).format(
+            walked=_names(walked),
+            messages=messages,
+            joined=sql.SQL(", ").join(sql.Identifier("m", name) for name in walked),
+            wanted=_names(columns),
+        )
+    )
+
+
+@functools.cache
+def branch_newest_leaf() -> str:
+    """The newest message below a message (itself if it has none): children are written
+    after their parents, so the newest is a leaf.
+
+    Parameters: the message's id, the conversation's id. Returns ``MAX(id)`` (NULL when the
+    message is not in that conversation). Fences nothing; publishes nothing.
+    """
+    messages = table(Message)
+    return text(
+        sql.SQL(
+            """WITH RECURSIVE below(id) AS (
+    SELECT id FROM {messages} WHERE id = %s AND conversation_id = %s
+    UNION ALL
+    SELECT m.id FROM {messages} AS m JOIN below AS b ON m.parent_id = b.id
+)
+SELECT MAX(id) FROM below"""
+        ).format(messages=messages)
+    )
+
+
+@functools.lru_cache(maxsize=64)
+def tool_configs_enabled(count: int) -> str:
+    """The enabled tools among ``count`` ids, in no particular order.
+
+    Parameters: the ``count`` ids. Returns every ``ToolConfig`` column (``column_list``,
+    which ``agents.rows.instance`` reads back). Fences nothing; publishes nothing.
+    """
+    return text(
+        sql.SQL("SELECT {} FROM {} AS t WHERE t.id IN ({}) AND t.enabled").format(
+            column_list(ToolConfig, "t"), table(ToolConfig), _placeholders(count)
+        )
+    )
+
+
+# The four models whose columns, in this order, begin a row of ``conversation_lock``.
+LOCKED_MODELS: tuple[type[Model], ...] = (Conversation, AgentProfile, ModelConfig, PromptVersion)
+
+
+def conversation_lock(*, with_session: bool) -> str:
+    """Lock the user's conversation row and read, in the same statement, what a send needs.
+
+    Parameters: the user's id (for ``profile_allowed``), with ``with_session`` the two of
+    ``session_columns``, then the conversation's id and the user's id.
+    Returns one row (none: not there, or not the user's): every column of the conversation,
+    of the profile a run would use (the conversation's, else ``default_profile_id``'s), of
+    that profile's model endpoint and of its latest prompt version (``latest_version_id``),
+    in ``LOCKED_MODELS`` order and NULL where there is none; then whether the user may use
+    the profile (``profile_allowed``), its tools (``tools_by_name``), and with
+    ``with_session`` the three of ``session_columns``.
+    Fences: the conversation's row (``FOR UPDATE OF c`` where the database can; SQLite takes
+    the write lock with the transaction, chatsite/settings.py). Publishes nothing.
+    """
+    return _conversation_lock(connection.vendor, with_session=with_session)
+
+
+@functools.cache
+def _conversation_lock(vendor: str, *, with_session: bool) -> str:
+    selected = sql.SQL(", ").join(
+        column_list(model, alias) for model, alias in zip(LOCKED_MODELS, "cpmv", strict=True)
+    )
+    session: sql.Composable = sql.SQL("")
+    session_join: sql.Composable = sql.SQL("")
+    if with_session:
+        session = sql.SQL(", {}").format(session_columns(user_alias="u"))
+        session_join = sql.SQL("JOIN {} AS u ON u.id = c.owner_id").format(table(User))
+    lock = sql.SQL(" FOR UPDATE OF c" if connection.features.has_select_for_update_of else "")
+    return text(
+        sql.SQL(
+            """SELECT {selected}, {allowed}, {tools}{session}
+FROM {conversations} AS c
+{session_join}
+LEFT JOIN {profiles} AS p ON p.id = COALESCE(c.profile_id, {default_profile})
+LEFT JOIN {endpoints} AS m ON m.id = p.model_config_id
+LEFT JOIN {versions} AS v ON v.id = {latest_version}
+WHERE c.id = %s AND c.owner_id = %s{lock}"""
+        ).format(
+            selected=selected,
+            allowed=profile_allowed_expression(profile="p"),
+            tools=tools_by_name(vendor, profile="p"),
+            session=session,
+            conversations=table(Conversation),
+            session_join=session_join,
+            profiles=table(AgentProfile),
+            default_profile=default_profile_id(),
+            endpoints=table(ModelConfig),
+            versions=table(PromptVersion),
+            latest_version=latest_version_id(profile="p"),
+            lock=lock,
+        )
+    )
+
+
+def default_profile_id() -> sql.Composed:
+    """An expression: the default profile's id, or NULL. The rule is the Python one of
+    ``agents.services.defaults.default_profile`` (at most one profile is the default, a
+    constraint of the model); tests/db/test_profile_rules.py proves them equal."""
+    return sql.SQL("(SELECT id FROM {} WHERE is_default LIMIT 1)").format(table(AgentProfile))
+
+
+def latest_version_id(*, profile: str) -> sql.Composed:
+    """An expression: the id of the latest prompt version (highest ``number``) of the
+    profile aliased ``profile``, or NULL. The rule is ``prompt_version_current``'s;
+    tests/db/test_profile_rules.py proves them equal."""
+    return sql.SQL("(SELECT id FROM {} WHERE profile_id = {} ORDER BY number DESC LIMIT 1)").format(
+        table(PromptVersion), sql.Identifier(profile, "id")
+    )
+
+
+def profile_allowed_expression(*, profile: str | None = None) -> sql.Composed:
+    """An expression: whether the user (the first parameter) may use a profile, the one
+    aliased ``profile`` or, without it, the one of the next two parameters (its id twice).
+
+    The rule is ``agents.selectors.profiles_for_user``'s (open to all when it names no
+    group, else to members of one of them); tests/db/test_profile_rules.py proves the two
+    agree for every user, profile and group membership it builds.
+    """
+    profile_id = sql.Identifier(profile, "id") if profile else sql.Placeholder()
+    return sql.SQL(
+        """(EXISTS (
+    SELECT 1 FROM {limits} AS allowed JOIN {memberships} AS member
+    ON member.group_id = allowed.group_id
+    WHERE member.user_id = %s AND allowed.agentprofile_id = {profile_id}
+) OR NOT EXISTS (SELECT 1 FROM {limits} WHERE agentprofile_id = {profile_id}))"""
+    ).format(
+        limits=table(AgentProfile.allowed_groups.through),
+        memberships=table(User.groups.through),
+        profile_id=profile_id,
+    )
+
+
+@functools.cache
+def profile_allowed() -> str:
+    """Whether the user may use the profile (``profile_allowed_expression``).
+
+    Parameters: the user's id, the profile's id twice. Returns one boolean. Fences nothing;
+    publishes nothing.
+    """
+    return text(sql.SQL("SELECT {}").format(profile_allowed_expression()))
+
+
+def tools_by_name(vendor: str, *, profile: str) -> sql.Composable:
+    """An expression: the (id, name) pairs of the tools of the profile aliased ``profile``,
+    ordered by name as ``agents.profile_snapshot`` orders them, as JSON text; NULL on a
+    database that has neither dialect (``profile_snapshot`` then reads them itself)."""
+    chosen = sql.SQL(
+        """FROM {links} AS pt JOIN {tools} AS t ON t.id = pt.toolconfig_id
+    WHERE pt.agentprofile_id = {profile_id}"""
+    ).format(
+        links=table(AgentProfile.tools.through),
+        tools=table(ToolConfig),
+        profile_id=sql.Identifier(profile, "id"),
+    )
+    if vendor == "postgresql":
+        return sql.SQL(
+            """COALESCE((SELECT json_agg(json_build_array(t.id, t.name) ORDER BY t.name)
+    {})::text, '[]')"""
+        ).format(chosen)
+    if vendor == "sqlite":
+        # No ORDER BY inside an aggregate before SQLite 3.44. An ordered subquery under an
+        # aggregate is not flattened, so its rows reach json_group_array in order
+        # (tests/db/test_profile_rules.py checks it against profile_snapshot's order).
+        return sql.SQL(
+            """(SELECT json_group_array(json_array(id, name)) FROM (
+    SELECT t.id, t.name {} ORDER BY t.name))"""
+        ).format(chosen)
+    return sql.SQL("NULL")
+
+
+def send_reads_under_lock(*, unfinished: int, client_id: bool, parent: bool) -> str:
+    """What a send must know of the conversation's messages and runs, read after its row
+    lock is taken (a statement that waited for the lock on PostgreSQL still reads with the
+    snapshot it started with).
+
+    Parameters: the conversation's id and the ``unfinished`` statuses that block a new run;
+    with ``client_id``, the conversation's id and the client id; with ``parent``, the
+    conversation's id and the parent message's id. Returns the status of the newest
+    unfinished run (or NULL), then with ``client_id`` the id of the message already sent
+    with it (or NULL), then with ``parent`` whether the parent is a message of the
+    conversation. Fences nothing (the caller holds ``conversation_lock``); publishes nothing.
+    """
+    return _send_reads_under_lock(unfinished, client_id, parent)
+
+
+@functools.cache
+def _send_reads_under_lock(unfinished: int, client_id: bool, parent: bool) -> str:
+    messages = table(Message)
+    reads = [
+        sql.SQL(
+            """(SELECT status FROM {} WHERE conversation_id = %s AND status IN ({})
+    ORDER BY id DESC LIMIT 1)"""
+        ).format(table(AgentRun), _placeholders(unfinished))
+    ]
+    if client_id:
+        reads.append(
+            sql.SQL(
+                """(SELECT id FROM {} WHERE conversation_id = %s AND client_id = %s
+    ORDER BY id LIMIT 1)"""
+            ).format(messages)
+        )
+    if parent:
+        reads.append(
+            sql.SQL("EXISTS (SELECT 1 FROM {} WHERE conversation_id = %s AND id = %s)").format(
+                messages
+            )
+        )
+    return text(sql.SQL("SELECT {}").format(sql.SQL(", ").join(reads)))
+
+
+def send_continuing_active_branch(
+    *, message_insert: str, run_insert: str, entry_insert: str, conversation_bump: str
+) -> str:
+    """The rest of a send that continues the active branch, as one statement (CTEs, each
+    row taking the ids of those before); PostgreSQL only (``fenced_statements_supported``).
+
+    The four pieces are the statements ``agents.rows.insert`` and the run store's
+    conversation bump build from the models' metadata, whose computed columns read the
+    CTEs: ``new_message``'s id for the run's trigger and the branch's new end,
+    ``new_run``'s for the ledger entry and the event.
+    Parameters: those of ``message_insert``, ``run_insert`` and ``entry_insert``, then those
+    of ``conversation_bump`` (the seq step first), then the conversation's id, the event's
+    type and its payload as JSON (``agents.protocol.message_created_payload``'s; only the
+    message's id, unknown until the INSERT, is written into it here, at ``message.id``).
+    Returns the new message's, run's, ledger entry's and event's ids, the event's seq and
+    its ``created_at``.
+    Fences: the conversation's row, through the bump (the caller holds
+    ``conversation_lock``). The caller publishes ``message.created`` after commit and
+    enqueues the run.
+    """
+    return text(
+        sql.SQL(
+            """WITH new_message AS ({message_insert} RETURNING id),
+new_run AS ({run_insert} RETURNING id),
+new_entry AS ({entry_insert} RETURNING id),
+bumped AS ({conversation_bump} RETURNING last_seq),
+appended AS (
+    INSERT INTO {events} (conversation_id, run_id, seq, type, payload, created_at)
+    SELECT %s, (SELECT id FROM new_run), bumped.last_seq, %s,
+        jsonb_set(%s::jsonb, '{{message,id}}', to_jsonb((SELECT id FROM new_message))), now()
+    FROM bumped
+    RETURNING id, seq, created_at
+)
+SELECT (SELECT id FROM new_message), (SELECT id FROM new_run), (SELECT id FROM new_entry),
+    appended.id, appended.seq, appended.created_at
+FROM appended"""
+        ).format(
+            message_insert=sql.SQL(message_insert),
+            run_insert=sql.SQL(run_insert),
+            entry_insert=sql.SQL(entry_insert),
+            conversation_bump=sql.SQL(conversation_bump),
+            events=table(RunEvent),
+        )
+    )
 
 
 # --------------------------------------------------------------------------------------
 # Sockets' session checks (the socket session check)
 # --------------------------------------------------------------------------------------
+# The rows ``django.contrib.auth.get_user`` reads, in one statement; the decision is made
+# from them in Python with Django's own pieces (tests/test_session_check.py proves every
+# answer equal to ``get_user``'s).
+
+
+def session_columns(*, user_alias: str) -> sql.Composed:
+    """Columns for a statement that joins the user as ``user_alias``: the data of the
+    unexpired session (or NULL), the user's password and ``is_active``.
+
+    Parameters: the session's key and now (``session_check.signs_in_params``).
+    """
+    return sql.SQL(
+        """(SELECT session_data FROM {sessions}
+    WHERE session_key = %s AND expire_date > %s),
+    {password}, {is_active}"""
+    ).format(
+        sessions=_sessions(),
+        password=sql.Identifier(user_alias, "password"),
+        is_active=sql.Identifier(user_alias, "is_active"),
+    )
+
+
+@functools.cache
+def session_and_user() -> str:
+    """The unexpired session's data with the user's password and ``is_active``.
+
+    Parameters: the user's id, the session's key, now. Returns ``session_data``,
+    ``password``, ``is_active`` (no row: no such session, expired, or no such user).
+    Fences nothing; publishes nothing.
+    """
+    return _with_session(
+        sql.SQL("u.password, u.is_active"),
+        sql.SQL("JOIN {} AS u ON u.id = %s").format(table(User)),
+    )
+
+
+@functools.lru_cache(maxsize=4)
+def session_and_owner(*, active: int) -> str:
+    """The unexpired session's data, the conversation's owner, its last seq and whether a
+    run of it is queued or running.
+
+    Parameters: the ``active`` statuses, the conversation's id, the session's key, now.
+    Returns ``session_data``, ``last_seq``, whether a run is active, then every ``User``
+    column (``column_list``). Fences nothing; publishes nothing.
+    """
+    return _with_session(
+        sql.SQL(
+            """c.last_seq, EXISTS (SELECT 1 FROM {runs} AS r WHERE r.conversation_id = c.id
+    AND r.status IN ({statuses})), {user}"""
+        ).format(runs=table(AgentRun), statuses=_placeholders(active), user=column_list(User, "u")),
+        sql.SQL("JOIN {} AS c ON c.id = %s JOIN {} AS u ON u.id = c.owner_id").format(
+            table(Conversation), table(User)
+        ),
+    )
+
+
+def _sessions() -> sql.Identifier:
+    """The database session engine's table (imported only when a session is read here: a
+    project on another engine need not install its model)."""
+    return table(SessionStore.get_model_class())
+
+
+def _with_session(select: sql.Composable, joins: sql.Composable) -> str:
+    return text(
+        sql.SQL(
+            """SELECT s.session_data, {select} FROM {sessions} AS s {joins}
+WHERE s.session_key = %s AND s.expire_date > %s"""
+        ).format(select=select, sessions=_sessions(), joins=joins)
+    )
 
 
 # --------------------------------------------------------------------------------------
 # The knowledge base's full-text index
 # --------------------------------------------------------------------------------------
+# On PostgreSQL the search is Django's own (``django.contrib.postgres.search``). On SQLite
+# it reads an FTS5 table kept beside ``KnowledgeChunk`` (rowid = the chunk's id), created
+# on first use rather than by a migration, so that test databases built without migrations
+# have it too.
+
+FTS5_TABLE = "agents_knowledgechunk_fts"
+
+
+@functools.cache
+def fts5_table_exists() -> str:
+    """Parameters: none. Returns a row when the FTS5 table exists."""
+    return text(
+        sql.SQL("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = {}").format(
+            sql.Literal(FTS5_TABLE)
+        )
+    )
+
+
+@functools.cache
+def fts5_table_create() -> str:
+    """Parameters: none. Creates the FTS5 table (title and text, Porter stemming)."""
+    return text(
+        sql.SQL(
+            "CREATE VIRTUAL TABLE IF NOT EXISTS {} "
+            "USING fts5(title, text, tokenize = 'porter unicode61')"
+        ).format(sql.Identifier(FTS5_TABLE))
+    )
+
+
+@functools.cache
+def fts5_index_every_chunk() -> str:
+    """Parameters: none. Indexes every stored chunk with its document's title."""
+    return text(
+        sql.SQL(
+            """INSERT INTO {fts} (rowid, title, text)
+SELECT c.id, d.title, c.text FROM {chunks} AS c JOIN {documents} AS d ON d.id = c.document_id"""
+        ).format(
+            fts=sql.Identifier(FTS5_TABLE),
+            chunks=table(KnowledgeChunk),
+            documents=table(KnowledgeDocument),
+        )
+    )
+
+
+@functools.cache
+def fts5_delete_chunk() -> str:
+    """Parameters: the chunk's id. Removes its row from the index."""
+    return text(sql.SQL("DELETE FROM {} WHERE rowid = %s").format(sql.Identifier(FTS5_TABLE)))
+
+
+@functools.cache
+def fts5_index_chunk() -> str:
+    """Parameters: the chunk's id, its document's title, its text."""
+    return text(
+        sql.SQL("INSERT INTO {} (rowid, title, text) VALUES (%s, %s, %s)").format(
+            sql.Identifier(FTS5_TABLE)
+        )
+    )
+
+
+@functools.cache
+def fts5_delete_orphans() -> str:
+    """Parameters: none. Removes the rows of chunks deleted without the knowledge service
+    (a cascade from the admin)."""
+    return text(
+        sql.SQL("DELETE FROM {} WHERE rowid NOT IN (SELECT id FROM {})").format(
+            sql.Identifier(FTS5_TABLE), table(KnowledgeChunk)
+        )
+    )
+
+
+@functools.cache
+def fts5_search() -> str:
+    """The best passages of a collection for an FTS5 query, best first (bm25: lower is
+    better; the title weighs more than the passage).
+
+    Parameters: the FTS5 match expression, the collection, the limit. Returns the
+    document's id and title, the chunk's position and text, and the score (higher is
+    better), as ``KnowledgeHit`` takes them. Fences nothing; publishes nothing.
+    """
+    fts = sql.Identifier(FTS5_TABLE)
+    return text(
+        sql.SQL(
+            """SELECT d.id, d.title, c.position, c.text, -bm25({fts}, 5.0, 1.0) AS score
+FROM {fts}
+JOIN {chunks} AS c ON c.id = {fts}.rowid
+JOIN {documents} AS d ON d.id = c.document_id
+WHERE {fts} MATCH %s AND d.collection = %s
+ORDER BY bm25({fts}, 5.0, 1.0), d.id, c.position
+LIMIT %s"""
+        ).format(fts=fts, chunks=table(KnowledgeChunk), documents=table(KnowledgeDocument))
+    )
+
+
+# --------------------------------------------------------------------------------------
+# Composition helpers
+# --------------------------------------------------------------------------------------
+
+
+def _names(names: tuple[str, ...]) -> sql.Composed:
+    return sql.SQL(", ").join(sql.Identifier(name) for name in names)
+
+
+def _placeholders(count: int) -> sql.Composed:
+    """``count`` parameters, comma-separated (an IN list)."""
+    if count < 1:
+        raise ValueError("an IN list needs at least one value")
+    return sql.SQL(", ").join([sql.Placeholder()] * count)

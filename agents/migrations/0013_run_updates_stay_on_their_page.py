@@ -4,13 +4,15 @@ update) instead of writing a new entry into each of the table's nine indexes."""
 
 from django.db import migrations
 
+from agents.db.statements import storage_parameters_supported
+
 # Room for a run's updates on its own page; the rest of each page is filled as before.
 RUN_FILLFACTOR = 80
 
 
 def _set_fillfactor(apps, schema_editor, value):
-    if schema_editor.connection.vendor != "postgresql":
-        return  # SQLite has no storage parameters
+    if not storage_parameters_supported(schema_editor.connection):
+        return
     table = schema_editor.quote_name(apps.get_model("agents", "AgentRun")._meta.db_table)
     schema_editor.execute(f"ALTER TABLE {table} SET (fillfactor = {int(value)})")
 

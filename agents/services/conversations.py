@@ -14,22 +14,21 @@ from typing import Any, cast
 
 from django.conf import settings
 from django.contrib.auth.models import User
-from django.db import connection, transaction
+from django.db import transaction
 from django.db.models import Field
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
 from agents import events, rows, session_check
+from agents.db import statements
 from agents.llm.factory import model_name_for
 from agents.models import (
     AgentProfile,
     AgentRun,
     Conversation,
     Message,
-    ModelConfig,
     PromptVersion,
     RunEvent,
-    ToolConfig,
     UsageEntry,
 )
 from agents.prepared import prepared_cursor
@@ -42,7 +41,7 @@ from agents.protocol import (
     message_created_payload,
 )
 from agents.ratelimit import rate_limit_hit
-from agents.rows import columns, instances
+from agents.rows import instances
 from agents.services.approvals import approvals_cancel
 from agents.services.branches import branch_activate
 from agents.services.defaults import default_profile
@@ -206,7 +205,7 @@ def _send(
             parent_id=parent_id,
             on_active_branch=extends_active,
         )
-        if extends_active and connection.vendor == "postgresql":
+        if extends_active and statements.fenced_statements_supported():
             run = _queue_run_with_its_message(
                 lock=lock,
                 message=message,
@@ -378,7 +377,7 @@ def _lock_owned(
         raise session_check.SignedOut
     with prepared_cursor() as cursor:
         cursor.execute(
-            _lock_sql(connection.vendor, with_session=with_session),
+            statements.conversation_lock(with_session=with_session),
             [user.pk, *session_params, conversation.pk, user.pk],
         )
         row = cursor.fetchone()
@@ -386,7 +385,7 @@ def _lock_owned(
         raise ConversationGone
     # The models' columns, then whether the profile is allowed, its tools, and the session's
     # data with the user's password and is_active.
-    parts = instances(_LOCKED_MODELS, row)
+    parts = instances(statements.LOCKED_MODELS, row)
     allowed, tools, *session = row[_locked_columns() :]
     if with_session and not session_check.signs_in_read(
         session_key=cast(str, signed_in_by), user_id=user.pk, values=session
@@ -409,71 +408,9 @@ def _lock_owned(
     )
 
 
-_LOCKED_MODELS = (Conversation, AgentProfile, ModelConfig, PromptVersion)
-
-
 @functools.cache
 def _locked_columns() -> int:
-    return sum(len(model._meta.concrete_fields) for model in _LOCKED_MODELS)
-
-
-@functools.cache
-def _lock_sql(vendor: str, *, with_session: bool) -> str:
-    """``_lock_owned``'s statement for the database ``vendor``, built once: joining the
-    quoted names of four models' columns cost daphne about a tenth of a send."""
-    quote = connection.ops.quote_name
-    session, session_join = "", ""
-    if with_session:
-        users = quote(User._meta.db_table)
-        session = f", {session_check.signs_in_sql(user_alias='u')}"
-        session_join = f"JOIN {users} AS u ON u.id = c.owner_id"
-    conversations = quote(Conversation._meta.db_table)
-    profiles = quote(AgentProfile._meta.db_table)
-    endpoints = quote(ModelConfig._meta.db_table)
-    versions = quote(PromptVersion._meta.db_table)
-    selected = ", ".join(
-        column
-        for model, alias in zip(_LOCKED_MODELS, "cpmv", strict=True)
-        for column in columns(model, alias)
-    )
-    # Only the conversation's row is locked; SQLite takes the write lock with the
-    # transaction instead (chatsite/settings.py).
-    lock = " FOR UPDATE OF c" if connection.features.has_select_for_update_of else ""
-    return f"""
-        SELECT {selected}, {_profile_allowed_sql(profile="p")}, {_tools_by_name(profile="p")}
-            {session}
-        FROM {conversations} AS c
-        {session_join}
-        LEFT JOIN {profiles} AS p ON p.id = COALESCE(
-            c.profile_id, (SELECT id FROM {profiles} WHERE is_default LIMIT 1)
-        )
-        LEFT JOIN {endpoints} AS m ON m.id = p.model_config_id
-        LEFT JOIN {versions} AS v ON v.id = (
-            SELECT id FROM {versions} WHERE profile_id = p.id ORDER BY number DESC LIMIT 1
-        )
-        WHERE c.id = %s AND c.owner_id = %s{lock}
-    """  # noqa: S608 (only table and column names are formatted in)
-
-
-def _tools_by_name(*, profile: str) -> str:
-    """A column for ``_lock_owned``: the (id, name) pairs of the tools of the profile aliased
-    ``profile``, ordered by name as ``profile_snapshot`` orders them, as JSON text."""
-    quote = connection.ops.quote_name
-    tools = quote(ToolConfig._meta.db_table)
-    links = quote(AgentProfile.tools.through._meta.db_table)
-    # Only table names and the alias are formatted in.
-    chosen = f"""FROM {links} AS pt JOIN {tools} AS t ON t.id = pt.toolconfig_id
-        WHERE pt.agentprofile_id = {profile}.id"""
-    if connection.vendor == "postgresql":
-        return f"""COALESCE((SELECT json_agg(json_build_array(t.id, t.name) ORDER BY t.name)
-            {chosen})::text, '[]')"""
-    if connection.vendor == "sqlite":
-        # No ORDER BY inside an aggregate before SQLite 3.44. An ordered subquery under an
-        # aggregate is not flattened, so its rows reach json_group_array in order (tests/
-        # services/test_conversations.py checks it against profile_snapshot's order).
-        return f"""(SELECT json_group_array(json_array(id, name)) FROM (
-            SELECT t.id, t.name {chosen} ORDER BY t.name))"""  # noqa: S608
-    return "NULL"  # elsewhere profile_snapshot reads them
+    return sum(len(model._meta.concrete_fields) for model in statements.LOCKED_MODELS)
 
 
 def _tool_pairs(value: str | None) -> ToolPairs | None:
@@ -500,30 +437,18 @@ def _read_under_lock(
     """
     # Plain SQL: every send runs it, and building it through the ORM cost daphne about ten
     # times what running it does (docs/performance.md, "A sixth round: daphne").
-    quote = connection.ops.quote_name
-    runs, messages = quote(AgentRun._meta.db_table), quote(Message._meta.db_table)
     # A paused run (waiting for an approval or a Continue) blocks sends as a running one does.
     unfinished = [str(status) for status in (*ACTIVE_STATUSES, *AgentRun.PAUSED_STATUSES)]
-    placeholders = ", ".join(["%s"] * len(unfinished))
-    # Only table names and placeholders are formatted in.
-    reads = [
-        f"""(SELECT status FROM {runs} WHERE conversation_id = %s AND status IN ({placeholders})
-        ORDER BY id DESC LIMIT 1)"""  # noqa: S608
-    ]
     params: list[Any] = [conversation.pk, *unfinished]
     if client_id is not None:
-        reads.append(
-            f"""(SELECT id FROM {messages} WHERE conversation_id = %s AND client_id = %s
-            ORDER BY id LIMIT 1)"""  # noqa: S608
-        )
         params += [conversation.pk, client_id]
     if parent_id is not None:
-        reads.append(
-            f"""EXISTS (SELECT 1 FROM {messages} WHERE conversation_id = %s AND id = %s)"""  # noqa: S608
-        )
         params += [conversation.pk, parent_id]
+    sql = statements.send_reads_under_lock(
+        unfinished=len(unfinished), client_id=client_id is not None, parent=parent_id is not None
+    )
     with prepared_cursor() as cursor:
-        cursor.execute("SELECT " + ", ".join(reads), params)
+        cursor.execute(sql, params)
         row = cursor.fetchone()
     blocking, *rest = row
     existing = rest.pop(0) if client_id is not None else None
@@ -578,28 +503,12 @@ def _check_profile_allowed(
     allowed = lock.allowed_of(profile) if lock is not None else None
     if allowed is None:
         with prepared_cursor() as cursor:
-            cursor.execute(f"SELECT {_profile_allowed_sql()}", [user.pk, profile.pk, profile.pk])
+            cursor.execute(statements.profile_allowed(), [user.pk, profile.pk, profile.pk])
             (allowed,) = cursor.fetchone()
     if not allowed:
         raise RequestRefused(
             RefusalCode.PROFILE_NOT_ALLOWED, _("That agent is not available to you.")
         )
-
-
-def _profile_allowed_sql(*, profile: str | None = None) -> str:
-    """Whether the user (the first parameter) may use a profile: the profile aliased
-    ``profile``, or the one of the second parameter."""
-    quote = connection.ops.quote_name
-    limits = quote(AgentProfile.allowed_groups.through._meta.db_table)
-    memberships = quote(User.groups.through._meta.db_table)
-    profile_id = f"{profile}.id" if profile else "%s"
-    # The user's id comes first either way: in the lock's statement this is a column, whose
-    # parameters precede the WHERE clause's. Only names and the alias are formatted in.
-    return f"""(EXISTS (
-            SELECT 1 FROM {limits} AS allowed JOIN {memberships} AS member
-            ON member.group_id = allowed.group_id
-            WHERE member.user_id = %s AND allowed.agentprofile_id = {profile_id}
-        ) OR NOT EXISTS (SELECT 1 FROM {limits} WHERE agentprofile_id = {profile_id}))"""  # noqa: S608
 
 
 def _profile_for(
@@ -666,25 +575,12 @@ def _queue_run_with_its_message(
         conversation_fields, computed={"active_leaf": "(SELECT id FROM new_message)"}
     )
     payload = message_created_payload(message, edited_from=edited_from)  # its id: below
-    # Only the INSERTs and the UPDATE built from the models' metadata are formatted in;
-    # values are parameters.
-    sql = f"""
-WITH new_message AS ({message_sql} RETURNING id),
-new_run AS ({run_sql} RETURNING id),
-new_entry AS ({entry_sql} RETURNING id),
-bumped AS ({bump_sql} RETURNING last_seq),
-appended AS (
-    INSERT INTO {connection.ops.quote_name(RunEvent._meta.db_table)}
-        (conversation_id, run_id, seq, type, payload, created_at)
-    SELECT %s, (SELECT id FROM new_run), bumped.last_seq, %s,
-        jsonb_set(%s::jsonb, '{{message,id}}', to_jsonb((SELECT id FROM new_message))), now()
-    FROM bumped
-    RETURNING id, seq, created_at
-)
-SELECT (SELECT id FROM new_message), (SELECT id FROM new_run), (SELECT id FROM new_entry),
-    appended.id, appended.seq, appended.created_at
-FROM appended
-"""  # noqa: S608
+    sql = statements.send_continuing_active_branch(
+        message_insert=message_sql,
+        run_insert=run_sql,
+        entry_insert=entry_sql,
+        conversation_bump=bump_sql,
+    )
     params = [
         *message_params,
         *run_params,

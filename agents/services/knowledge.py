@@ -2,9 +2,10 @@
 
 Ingesting extracts a document's text (plain text, Markdown or PDF), cuts it into chunks at
 paragraph boundaries with a little overlap, and indexes them. Search is PostgreSQL full-text
-search in production and SQLite FTS5 when embedded. The FTS5 table is created lazily here,
-not by a migration, so it also exists in test databases built without migrations; a chunk
-that is gone from ``KnowledgeChunk`` is ignored by the join even if its FTS row lingers.
+search in production and SQLite FTS5 when embedded (``statements.full_text_search``). The
+FTS5 table is created lazily here, not by a migration, so it also exists in test databases
+built without migrations; a chunk that is gone from ``KnowledgeChunk`` is ignored by the
+join even if its FTS row lingers. Its statements are in ``agents/db/statements.py``.
 """
 
 from __future__ import annotations
@@ -17,13 +18,14 @@ from pathlib import PurePath
 from django.conf import settings
 from django.db import connection, transaction
 
+from agents.db import statements
 from agents.models import KnowledgeChunk, KnowledgeDocument
 
 CHUNK_MAX_CHARS = 1200
 CHUNK_OVERLAP_CHARS = 200
 MAX_QUERY_TERMS = 24
 TEXT_SUFFIXES = {".txt", ".text", ".md", ".markdown", ".rst", ""}
-FTS_TABLE = "agents_knowledgechunk_fts"
+FTS_TABLE = statements.FTS5_TABLE
 
 _WORD = re.compile(r"\w+", re.UNICODE)
 _SENTENCE_END = re.compile(r"(?<=[.!?。！？])\s+")
@@ -68,7 +70,7 @@ def knowledge_document_ingest(*, document: KnowledgeDocument) -> int:
         KnowledgeChunk(document=document, position=number, text=text)
         for number, text in enumerate(chunk_text(document.text), start=1)
     )
-    if connection.vendor == "sqlite":
+    if statements.full_text_search() == "fts5":
         _fts_replace(old_ids=old_ids, document=document, chunks=chunks)
     return len(chunks)
 
@@ -77,7 +79,7 @@ def knowledge_document_ingest(*, document: KnowledgeDocument) -> int:
 def knowledge_document_delete(*, document: KnowledgeDocument) -> None:
     old_ids = list(document.chunks.values_list("id", flat=True))
     document.delete()
-    if connection.vendor == "sqlite":
+    if statements.full_text_search() == "fts5":
         _fts_replace(old_ids=old_ids, document=None, chunks=[])
 
 
@@ -191,12 +193,13 @@ def knowledge_search(*, collection: str, query: str, limit: int = 4) -> list[Kno
     terms = _WORD.findall(query.lower())[:MAX_QUERY_TERMS]
     if not terms or limit < 1:
         return []
-    if connection.vendor == "postgresql":
+    kind = statements.full_text_search()
+    if kind == "tsvector":
         return _postgres_search(collection, query, terms, limit)
-    if connection.vendor == "sqlite":
+    if kind == "fts5":
         return _sqlite_search(collection, terms, limit)
     raise NotImplementedError(
-        f"knowledge search supports PostgreSQL and SQLite, not {connection.vendor}"
+        f"knowledge search supports PostgreSQL and SQLite, not {connection.display_name}"
     )
 
 
@@ -233,21 +236,9 @@ def _postgres_search(
 def _sqlite_search(collection: str, terms: list[str], limit: int) -> list[KnowledgeHit]:
     _fts_ensure()
     quoted = ['"' + term.replace('"', '""') + '"' for term in terms]
-    chunk_table = KnowledgeChunk._meta.db_table
-    document_table = KnowledgeDocument._meta.db_table
-    # bm25: lower is better; the title column weighs more than the passage.
-    sql = f"""
-        SELECT d.id, d.title, c.position, c.text, -bm25({FTS_TABLE}, 5.0, 1.0) AS score
-        FROM {FTS_TABLE}
-        JOIN {chunk_table} c ON c.id = {FTS_TABLE}.rowid
-        JOIN {document_table} d ON d.id = c.document_id
-        WHERE {FTS_TABLE} MATCH %s AND d.collection = %s
-        ORDER BY bm25({FTS_TABLE}, 5.0, 1.0), d.id, c.position
-        LIMIT %s
-    """  # noqa: S608 (table names are ours; values are parameters)
     with connection.cursor() as cursor:
         for match in (" ".join(quoted), " OR ".join(quoted)):
-            cursor.execute(sql, [match, collection, limit])
+            cursor.execute(statements.fts5_search(), [match, collection, limit])
             rows = cursor.fetchall()
             if rows:
                 return [KnowledgeHit(*row) for row in rows]
@@ -261,21 +252,12 @@ def _sqlite_search(collection: str, terms: list[str], limit: int) -> list[Knowle
 
 def _fts_ensure() -> None:
     with connection.cursor() as cursor:
-        cursor.execute(
-            "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = %s", [FTS_TABLE]
-        )
+        cursor.execute(statements.fts5_table_exists())
         if cursor.fetchone():
             return
-        cursor.execute(
-            f"CREATE VIRTUAL TABLE IF NOT EXISTS {FTS_TABLE} "
-            "USING fts5(title, text, tokenize = 'porter unicode61')"
-        )
+        cursor.execute(statements.fts5_table_create())
         # Chunks written before the table existed (or while it was missing) are indexed now.
-        cursor.execute(
-            f"INSERT INTO {FTS_TABLE} (rowid, title, text) "  # noqa: S608 (our table names)
-            f"SELECT c.id, d.title, c.text FROM {KnowledgeChunk._meta.db_table} c "
-            f"JOIN {KnowledgeDocument._meta.db_table} d ON d.id = c.document_id"
-        )
+        cursor.execute(statements.fts5_index_every_chunk())
 
 
 def _fts_replace(
@@ -286,17 +268,11 @@ def _fts_replace(
     stale = [*old_ids, *(chunk.id for chunk in chunks)]
     with connection.cursor() as cursor:
         if stale:
-            cursor.executemany(
-                f"DELETE FROM {FTS_TABLE} WHERE rowid = %s",  # noqa: S608 (our table name)
-                [[chunk_id] for chunk_id in stale],
-            )
+            cursor.executemany(statements.fts5_delete_chunk(), [[chunk_id] for chunk_id in stale])
         if document is not None and chunks:
             cursor.executemany(
-                f"INSERT INTO {FTS_TABLE} (rowid, title, text) VALUES (%s, %s, %s)",  # noqa: S608
+                statements.fts5_index_chunk(),
                 [[chunk.id, document.title, chunk.text] for chunk in chunks],
             )
         # Rows of chunks deleted without this service (a cascade from the admin) go too.
-        cursor.execute(
-            f"DELETE FROM {FTS_TABLE} WHERE rowid NOT IN "  # noqa: S608
-            f"(SELECT id FROM {KnowledgeChunk._meta.db_table})"
-        )
+        cursor.execute(statements.fts5_delete_orphans())

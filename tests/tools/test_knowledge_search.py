@@ -212,7 +212,7 @@ def _check_sqlite_fts5(settings) -> None:
     assert hits[0].title == "Kettle warranty"
     assert FTS_TABLE in connection.introspection.table_names()
     sql = " ".join(query["sql"] for query in queries.captured_queries)
-    assert f"{FTS_TABLE} MATCH" in sql
+    assert f'"{FTS_TABLE}" MATCH' in sql
     assert "bm25" in sql
 
 
