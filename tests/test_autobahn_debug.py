@@ -5,7 +5,7 @@ from __future__ import annotations
 import pprint
 import string
 
-from agents.autobahn_debug import DeferredText, deferring
+from chatsite.server.patches.autobahn import DeferredText, deferring
 from tests.fresh_python import assert_prints_ok
 
 SETTINGS = [
@@ -38,16 +38,17 @@ def test_daphne_started_through_chatsite_daphne_defers_it():
     # stand in for the same text, and Timings still prints as a string.
     check = """
 import pprint
-import chatsite.daphne
+import chatsite.server.process.daphne
 from autobahn import util
 from autobahn.twisted import websocket as twisted_websocket
 from autobahn.websocket import protocol
-from agents.autobahn_debug import DeferredText
+from chatsite.server.patches.autobahn import DeferredText
 
 calls = []
 real = util.hltype
 util.hltype = lambda obj: calls.append(obj) or real(obj)
-chatsite.daphne.defer_autobahn_debug_formatting()  # again, around the counting hltype
+# Again, around the counting hltype.
+chatsite.server.process.daphne.defer_autobahn_debug_formatting()
 send = protocol.WebSocketProtocol.sendData
 for module in (protocol, twisted_websocket):
     text = module.hltype(send)

@@ -1,11 +1,11 @@
-"""daphne on uvloop: ``python -m chatsite.daphne`` takes daphne's own arguments.
+"""daphne on uvloop: ``python -m chatsite.server.process.daphne`` takes daphne's own arguments.
 
 daphne makes the asyncio loop Twisted runs on when ``daphne.server`` is first imported, so the
 loop's kind has to be chosen before that, here, rather than in settings or ``asgi.py``.
 """
 
-from agents.autobahn_debug import defer_autobahn_debug_formatting
 from agents.process_loop import make_uvloop_the_default
+from chatsite.server.patches.autobahn import defer_autobahn_debug_formatting
 
 make_uvloop_the_default()
 defer_autobahn_debug_formatting()

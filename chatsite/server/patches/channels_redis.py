@@ -6,7 +6,7 @@ then unsubscribes when the consumer ends: two Redis round trips per socket, each
 shard's lock, and about a third of what daphne spent on subscriptions. This project sends to
 groups only (a conversation's, ``signed-out``); a consumer's own channel only ever receives
 what a group delivers to it inside the process, or what this process puts on it
-(``agents/socket_signouts.py``). So here ``new_channel`` makes the local
+(``chatsite/server/sockets/signouts.py``). So here ``new_channel`` makes the local
 queue without a subscription, and ``send`` to a channel of this process puts the message on
 its queue directly. A ``send`` to a channel of another process is published as before, but
 no process subscribes to such channels any more: use a group to reach another process.

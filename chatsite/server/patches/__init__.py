@@ -1,0 +1,1 @@
+"""Every patch of a third-party library's internals, one module per library."""
