@@ -48,6 +48,8 @@ INSTALLED_APPS = [
     "rest_framework",
     "channels",
     "axes",
+    # The server plumbing: no models, the system checks of its library patches.
+    "chatsite.server.apps.ServerConfig",
     "agents",
 ]
 

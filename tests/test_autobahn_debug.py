@@ -42,13 +42,14 @@ import chatsite.server.process.daphne
 from autobahn import util
 from autobahn.twisted import websocket as twisted_websocket
 from autobahn.websocket import protocol
+from chatsite.server.patches import autobahn as autobahn_patch
 from chatsite.server.patches.autobahn import DeferredText
 
 calls = []
 real = util.hltype
 util.hltype = lambda obj: calls.append(obj) or real(obj)
 # Again, around the counting hltype.
-chatsite.server.process.daphne.defer_autobahn_debug_formatting()
+autobahn_patch.defer_autobahn_debug_formatting()
 send = protocol.WebSocketProtocol.sendData
 for module in (protocol, twisted_websocket):
     text = module.hltype(send)
@@ -61,5 +62,22 @@ timings = protocol.Timings()
 timings.track("x")
 assert str(timings) == pprint.pformat(timings._timings), str(timings)
 print("ok")
+"""
+    assert_prints_ok(check)
+
+
+def test_daphne_does_not_start_on_an_autobahn_that_changed_under_the_patch():
+    # daphne runs no system checks: its launcher runs the patch's own (chatsite.server.E001)
+    # before patching, and stops with its message.
+    check = """
+from autobahn.websocket import protocol
+del protocol.pformat
+try:
+    import chatsite.server.process.daphne
+except SystemExit as stopped:
+    message = str(stopped.code)
+    assert "chatsite.server.E001" in message and "pformat is gone" in message, message
+    assert "requirements.txt" in message, message
+    print("ok")
 """
     assert_prints_ok(check)
