@@ -30,10 +30,11 @@ test: deps browser gettext  ## Run the whole test suite (Redis is embedded if RE
 test-fast: deps gettext  ## Only the tests that need no worker, daphne or browser
 	$(PY) -m chatsite.server.process.embedded $(PY) -m pytest -m "not integration and not e2e" $(PYTEST_ARGS)
 
-lint: deps  ## ruff check, ruff format --check, mypy, and migrations in step with models
+lint: deps  ## ruff check, ruff format --check, mypy, the import layers, and migrations in step with models
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/mypy
+	$(VENV)/bin/lint-imports --no-cache
 	$(PY) manage.py makemigrations --check --dry-run
 
 format: deps  ## Apply ruff's fixes and formatting
