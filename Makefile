@@ -25,15 +25,16 @@ run: deps  ## Migrate and start the whole app (daphne, celery worker, Redis if R
 	SECURE_SSL_REDIRECT=0 SESSION_COOKIE_SECURE=0 CSRF_COOKIE_SECURE=0 $(PY) manage.py serve --port $(PORT)
 
 test: deps browser gettext  ## Run the whole test suite (Redis is embedded if REDIS_URL is unset)
-	$(PY) -m chatsite.embedded $(PY) -m pytest $(PYTEST_ARGS)
+	$(PY) -m chatsite.server.process.embedded $(PY) -m pytest $(PYTEST_ARGS)
 
 test-fast: deps gettext  ## Only the tests that need no worker, daphne or browser
-	$(PY) -m chatsite.embedded $(PY) -m pytest -m "not integration and not e2e" $(PYTEST_ARGS)
+	$(PY) -m chatsite.server.process.embedded $(PY) -m pytest -m "not integration and not e2e" $(PYTEST_ARGS)
 
-lint: deps  ## ruff check, ruff format --check, mypy, and migrations in step with models
+lint: deps  ## ruff check, ruff format --check, mypy, the import layers, and migrations in step with models
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/mypy
+	$(VENV)/bin/lint-imports --no-cache
 	$(PY) manage.py makemigrations --check --dry-run
 
 format: deps  ## Apply ruff's fixes and formatting
@@ -67,7 +68,7 @@ cjk-font:  ## Install a Chinese font (Debian's WenQuanYi Micro Hei) if none is i
 	  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq fonts-wqy-microhei) >/dev/null; }
 
 screenshots: deps browser gettext cjk-font  ## Retake the README's screenshots (bench/screenshots.py)
-	$(PY) -m chatsite.embedded $(PY) bench/screenshots.py $(PYTEST_ARGS)
+	$(PY) -m chatsite.server.process.embedded $(PY) bench/screenshots.py $(PYTEST_ARGS)
 
 bench: deps  ## Run the benchmarks in bench/ (see docs/performance.md)
 	@echo "see docs/performance.md for each script's command"

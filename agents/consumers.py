@@ -25,7 +25,7 @@ from django.contrib.auth.models import User
 from django.utils import translation
 from django.utils.translation import gettext as _
 
-from agents import events, live, selectors, socket_signouts
+from agents import events, live, selectors
 from agents.models import AgentRun, Conversation
 from agents.preferences import socket_language
 from agents.protocol import (
@@ -47,7 +47,8 @@ from agents.ratelimit import rate_limit_hit
 from agents.services.approvals import approval_decide, run_continue
 from agents.services.conversations import ConversationGone, message_send, run_cancel
 from agents.session_check import SignedOut, session_signs_in, socket_opening
-from agents.socket_drain import SCOPE_KEY, SocketDrain
+from chatsite.server.sockets import signouts
+from chatsite.server.sockets.drain import SCOPE_KEY, SocketDrain
 
 # Events read from the database per page of a replay; the socket drains between pages.
 REPLAY_BATCH = 200
@@ -140,7 +141,7 @@ class ConversationConsumer(AsyncJsonWebsocketConsumer):
         session_key = self._session_key()
         self.sign_in = events.sign_in_name(session_key) if session_key else ""
         if self.sign_in:
-            await socket_signouts.watch(
+            await signouts.watch(
                 self.channel_layer, sign_in=self.sign_in, channel=self.channel_name
             )
         self.group = events.group_name(self.conversation_id)
@@ -202,7 +203,7 @@ class ConversationConsumer(AsyncJsonWebsocketConsumer):
 
     async def _leave_groups(self) -> None:
         if self.sign_in:
-            socket_signouts.forget(sign_in=self.sign_in, channel=self.channel_name)
+            signouts.forget(sign_in=self.sign_in, channel=self.channel_name)
         if self.group:
             await self.channel_layer.group_discard(self.group, self.channel_name)
         self.group = self.sign_in = ""

@@ -6,6 +6,7 @@ Rotating SECRET_KEY makes stored secrets unreadable: they must be entered again.
 
 import base64
 import json
+from collections.abc import Mapping
 from functools import lru_cache
 
 from cryptography.fernet import Fernet, InvalidToken
@@ -55,3 +56,16 @@ def encrypt_json(values: dict[str, str]) -> str:
 
 def decrypt_json(token: str) -> dict[str, str]:
     return json.loads(decrypt_text(token)) if token else {}
+
+
+def write_only_values_merged(
+    *, current: Mapping[str, str], entered: Mapping[str, str]
+) -> dict[str, str]:
+    """``current`` with what was typed applied: a value replaces, an empty one removes."""
+    merged = dict(current)
+    for name, value in entered.items():
+        if value:
+            merged[name] = value
+        else:
+            merged.pop(name, None)
+    return merged

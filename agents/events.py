@@ -35,6 +35,7 @@ from django.db import transaction
 
 from agents.process_loop import on_process_loop, process_loop
 from agents.protocol import event_frame
+from chatsite.server.sockets.signouts import SIGNED_OUT_GROUP
 
 if TYPE_CHECKING:
     from agents.models import RunEvent
@@ -43,8 +44,6 @@ logger = logging.getLogger(__name__)
 
 GROUP_MESSAGE_TYPE = "chat.event"
 SIGNED_OUT_MESSAGE_TYPE = "chat.signed_out"
-# The group every process serving sockets joins once (agents/socket_signouts.py).
-SIGNED_OUT_GROUP = "signed-out"
 
 
 def group_name(conversation_id: int) -> str:

@@ -114,9 +114,9 @@ def _connect_kwargs() -> dict[str, Any]:
 
 
 async def _check(conn: Any) -> None:
-    """As ``chatsite/postgres/base.py`` checks Django's pooled connections: a round trip only
-    if the server wrote to the connection while it was idle (a FATAL message, a reset)."""
-    from chatsite.postgres.base import has_something_to_read
+    """As ``chatsite/server/db/postgres/base.py`` checks Django's pooled connections: a round
+    trip only if the server wrote to the connection while it was idle (a FATAL message, a reset)."""
+    from chatsite.server.db.postgres.base import has_something_to_read
 
     if conn.closed:
         raise conn.OperationalError("the pooled connection is closed")

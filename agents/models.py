@@ -73,14 +73,6 @@ class ModelConfig(models.Model):
         return self.name
 
     @property
-    def is_demo(self) -> bool:
-        """Whether the offline demo model answers runs with this endpoint: no base URL here
-        and none in the settings. The model client decides (``llm.factory.is_demo_model``)."""
-        from agents.llm.factory import is_demo_model
-
-        return is_demo_model(self)
-
-    @property
     def has_api_key(self) -> bool:
         return bool(self.api_key_encrypted)
 

@@ -57,7 +57,7 @@ def new_event_loop() -> asyncio.AbstractEventLoop:
 
 def make_uvloop_the_default() -> None:
     """Have ``asyncio.new_event_loop()`` return uvloop's loop, for code that makes its loop
-    itself (daphne, for Twisted: ``chatsite/daphne.py``)."""
+    itself (daphne, for Twisted: ``chatsite/server/process/daphne.py``)."""
     if uvloop is not None:
         asyncio.set_event_loop_policy(uvloop.EventLoopPolicy())
 

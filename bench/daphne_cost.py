@@ -337,9 +337,13 @@ class TreeDaphne(DaphneProcess):
         self.tree = tree
 
     def command(self) -> list[str]:
-        # A tree from before chatsite/daphne.py runs daphne itself (on asyncio's own loop).
-        on_uvloop = (self.tree / "chatsite" / "daphne.py").exists()
-        launcher = "chatsite.daphne" if on_uvloop else "daphne"
+        # The tree's own launcher: where it keeps it, or daphne itself (on asyncio's own loop)
+        # in a tree from before there was one.
+        launcher = "daphne"
+        for module in ("chatsite.server.process.daphne", "chatsite.daphne"):
+            if (self.tree / f"{module.replace('.', '/')}.py").exists():
+                launcher = module
+                break
         inner = [
             sys.executable,
             "-m",

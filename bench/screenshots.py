@@ -7,7 +7,7 @@ is taken, so a broken page fails the run instead of landing in the README. The m
 outside ``testpaths`` and its name does not start with ``test_``: ``make test`` never
 collects it. Run it with the test environment loaded (``.wtenv`` or ``make test``'s):
 
-    .venv/bin/python -m chatsite.embedded .venv/bin/python bench/screenshots.py
+    .venv/bin/python -m chatsite.server.process.embedded .venv/bin/python bench/screenshots.py
 
 The pictures go to ``docs/screenshots/`` (or ``CHATSITE_SCREENSHOT_DIR``); extra arguments
 go to pytest (``-k approval`` retakes one).

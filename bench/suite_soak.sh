@@ -11,7 +11,7 @@ failed=0
 for i in $(seq "$runs"); do
   start=$(date +%s)
   load_before=$(cut -d' ' -f1 /proc/loadavg)
-  .venv/bin/python -m chatsite.embedded .venv/bin/python -m pytest -q -p no:cacheprovider \
+  .venv/bin/python -m chatsite.server.process.embedded .venv/bin/python -m pytest -q -p no:cacheprovider \
     > "var/soak/run$i.log" 2>&1
   rc=$?
   [ "$rc" = 0 ] || failed=1

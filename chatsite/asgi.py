@@ -10,14 +10,14 @@ from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 from channels.sessions import CookieMiddleware  # noqa: E402
 
 from agents.routing import websocket_urlpatterns  # noqa: E402
-from agents.socket_drain import SocketDrainMiddleware  # noqa: E402
-from agents.socket_origin import SameOriginValidator  # noqa: E402
-from agents.socket_session import SocketSessionMiddleware  # noqa: E402
+from chatsite.server.sockets.drain import SocketDrainMiddleware  # noqa: E402
+from chatsite.server.sockets.origin import SameOriginValidator  # noqa: E402
+from chatsite.server.sockets.session import SocketSessionMiddleware  # noqa: E402
 
 application = ProtocolTypeRouter(
     {
         "http": django_asgi_app,
-        # Scheme, host and port of the page must be this site's (agents/socket_origin.py).
+        # Scheme, host and port of the page must be this site's (chatsite/server/sockets/origin.py).
         # The consumer finds the session's user itself, in the read that opens the socket
         # (agents/session_check.py, socket_opening), so no AuthMiddleware reads it first.
         "websocket": SocketDrainMiddleware(
@@ -28,7 +28,7 @@ application = ProtocolTypeRouter(
     }
 )
 
-# Last: whatever is loaded by now lives as long as the process (chatsite/heap.py).
-from chatsite.heap import freeze_startup_objects  # noqa: E402
+# Last: whatever is loaded by now lives as long as the process (chatsite/server/process/heap.py).
+from chatsite.server.process.heap import freeze_startup_objects  # noqa: E402
 
 freeze_startup_objects()

@@ -27,7 +27,7 @@ def __getattr__(name: str) -> dict[str, object]:
 
 @worker_ready.connect
 def _freeze_startup_objects(**kwargs: object) -> None:
-    # Everything the worker loaded lives as long as it does (chatsite/heap.py).
-    from chatsite.heap import freeze_startup_objects
+    # Everything the worker loaded lives as long as it does (chatsite/server/process/heap.py).
+    from chatsite.server.process.heap import freeze_startup_objects
 
     freeze_startup_objects()

@@ -12,7 +12,7 @@ from urllib.parse import urlparse
 
 import environ
 
-from chatsite.heap import collection_thresholds
+from chatsite.server.process.heap import collection_thresholds
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = Path(environ.Env().str("CHATSITE_VAR_DIR", default=str(BASE_DIR / "var")))
@@ -48,6 +48,8 @@ INSTALLED_APPS = [
     "rest_framework",
     "channels",
     "axes",
+    # The server plumbing: no models, the system checks of its library patches.
+    "chatsite.server.apps.ServerConfig",
     "agents",
 ]
 
@@ -130,8 +132,8 @@ else:
         }
         if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
             # Checked out connections are checked without a round trip unless the server
-            # wrote to them while they were idle (chatsite/postgres/base.py).
-            DATABASES["default"]["ENGINE"] = "chatsite.postgres"
+            # wrote to them while they were idle (chatsite/server/db/postgres/base.py).
+            DATABASES["default"]["ENGINE"] = "chatsite.server.db.postgres"
             DATABASES["default"]["CONN_HEALTH_CHECKS"] = False
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
@@ -146,7 +148,7 @@ REDIS_URL = env.str("REDIS_URL", default="redis://127.0.0.1:6379/0")
 # two deployments (or test runs) on one Redis server never hear each other's groups.
 CHANNEL_LAYERS = {
     "default": {
-        "BACKEND": "agents.channel_layer.LocalChannelsPubSubLayer",
+        "BACKEND": "chatsite.server.patches.channels_redis.LocalChannelsPubSubLayer",
         "CONFIG": {
             "hosts": [REDIS_URL],
             "prefix": env.str("CHANNELS_PREFIX", default="chatsite")
@@ -169,10 +171,12 @@ CACHES = {
 # redelivers a run that is still going.
 AGENT_RUN_HARD_LIMIT_SECONDS = env.int("AGENT_RUN_HARD_LIMIT_SECONDS", default=600)
 CELERY_BROKER_URL = env.str("CELERY_BROKER_URL", default=REDIS_URL)
-# kombu's Redis transport, less a client built per command (agents/broker.py). Only for a
-# plain redis:// URL: any other broker (rediss:// too) keeps its own transport.
+# kombu's Redis transport, less a client built per command (chatsite/server/patches/kombu.py).
+# Only for a plain redis:// URL: any other broker (rediss:// too) keeps its own transport.
 if urlparse(CELERY_BROKER_URL).scheme == "redis":
-    CELERY_BROKER_TRANSPORT = env.str("CELERY_BROKER_TRANSPORT", default="agents.broker:Transport")
+    CELERY_BROKER_TRANSPORT = env.str(
+        "CELERY_BROKER_TRANSPORT", default="chatsite.server.patches.kombu:Transport"
+    )
 CELERY_RESULT_BACKEND = None
 CELERY_TASK_IGNORE_RESULT = True
 CELERY_TASK_ACKS_LATE = True
@@ -242,7 +246,7 @@ CHAT_PUBLIC_SHARES = env.bool("CHAT_PUBLIC_SHARES", default=False)
 # may hold a database connection while it works.
 CHAT_SOCKET_DATABASE_THREADS = env.int("CHAT_SOCKET_DATABASE_THREADS", default=8)
 # The garbage collector's thresholds (gc.set_threshold: generations 0, 1, 2) in daphne and
-# the worker, set once their start-up heap is frozen (chatsite/heap.py).
+# the worker, set once their start-up heap is frozen (chatsite/server/process/heap.py).
 GC_THRESHOLDS = collection_thresholds(env.list("GC_THRESHOLDS", default=["10000", "10", "10"]))
 # While a run is in progress, a browser that hears nothing for this long sends `resume`
 # (static/js/chat.js): the last live frames of a run can be lost in the channel layer.

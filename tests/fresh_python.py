@@ -1,5 +1,5 @@
 """Checks run in a Python process of their own, for imports that change a process for good
-(``chatsite.daphne`` installs uvloop and patches autobahn; ``daphne.server`` installs
+(``chatsite.server.process.daphne`` installs uvloop and patches autobahn; ``daphne.server`` installs
 Twisted's reactor)."""
 
 from __future__ import annotations

@@ -237,7 +237,7 @@ class DaphneProcess(_Process):
 
     def command(self) -> list[str]:
         # Port 0: the kernel picks a free one and daphne logs which. As deployed: on uvloop.
-        return [*GUARDED_PYTHON, "chatsite.daphne", "-b", "127.0.0.1", "-p", "0",
+        return [*GUARDED_PYTHON, "chatsite.server.process.daphne", "-b", "127.0.0.1", "-p", "0",
                 "chatsite.asgi:application"]  # fmt: skip
 
     def ready(self) -> bool:

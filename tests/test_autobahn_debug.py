@@ -5,7 +5,7 @@ from __future__ import annotations
 import pprint
 import string
 
-from agents.autobahn_debug import DeferredText, deferring
+from chatsite.server.patches.autobahn import DeferredText, deferring
 from tests.fresh_python import assert_prints_ok
 
 SETTINGS = [
@@ -38,16 +38,18 @@ def test_daphne_started_through_chatsite_daphne_defers_it():
     # stand in for the same text, and Timings still prints as a string.
     check = """
 import pprint
-import chatsite.daphne
+import chatsite.server.process.daphne
 from autobahn import util
 from autobahn.twisted import websocket as twisted_websocket
 from autobahn.websocket import protocol
-from agents.autobahn_debug import DeferredText
+from chatsite.server.patches import autobahn as autobahn_patch
+from chatsite.server.patches.autobahn import DeferredText
 
 calls = []
 real = util.hltype
 util.hltype = lambda obj: calls.append(obj) or real(obj)
-chatsite.daphne.defer_autobahn_debug_formatting()  # again, around the counting hltype
+# Again, around the counting hltype.
+autobahn_patch.defer_autobahn_debug_formatting()
 send = protocol.WebSocketProtocol.sendData
 for module in (protocol, twisted_websocket):
     text = module.hltype(send)
@@ -60,5 +62,22 @@ timings = protocol.Timings()
 timings.track("x")
 assert str(timings) == pprint.pformat(timings._timings), str(timings)
 print("ok")
+"""
+    assert_prints_ok(check)
+
+
+def test_daphne_does_not_start_on_an_autobahn_that_changed_under_the_patch():
+    # daphne runs no system checks: its launcher runs the patch's own (chatsite.server.E001)
+    # before patching, and stops with its message.
+    check = """
+from autobahn.websocket import protocol
+del protocol.pformat
+try:
+    import chatsite.server.process.daphne
+except SystemExit as stopped:
+    message = str(stopped.code)
+    assert "chatsite.server.E001" in message and "pformat is gone" in message, message
+    assert "requirements.txt" in message, message
+    print("ok")
 """
     assert_prints_ok(check)

@@ -1,4 +1,5 @@
-"""The broker transport (agents/broker.py): one Redis client per channel, messages unchanged."""
+"""The broker transport (chatsite/server/patches/kombu.py): one Redis client per channel,
+messages unchanged."""
 
 from __future__ import annotations
 
@@ -7,8 +8,8 @@ import uuid
 import pytest
 from kombu import simple
 
-from agents import broker
 from chatsite.celery import app
+from chatsite.server.patches import kombu as broker
 
 
 def test_celery_publishes_and_consumes_through_this_transport():

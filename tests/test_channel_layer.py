@@ -1,4 +1,5 @@
-"""agents/channel_layer.py: a consumer's own channel lives in its process, groups in Redis."""
+"""chatsite/server/patches/channels_redis.py: a consumer's own channel lives in its process,
+groups in Redis."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from asgiref.sync import async_to_sync
 from channels.layers import get_channel_layer
 from django.conf import settings
 
-from agents.channel_layer import LocalChannelsPubSubLayer
+from chatsite.server.patches.channels_redis import LocalChannelsPubSubLayer
 from tests.group import subscribed_in_redis
 
 RECEIVE_TIMEOUT = 10

@@ -9,7 +9,7 @@ import sys
 import pytest
 from django.core.exceptions import ImproperlyConfigured
 
-from chatsite.heap import collection_thresholds
+from chatsite.server.process.heap import collection_thresholds
 
 
 def _start_daphnes_application(gc_thresholds: str) -> subprocess.CompletedProcess:

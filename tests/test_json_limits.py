@@ -1,4 +1,4 @@
-"""agents/json_limits.py: JSON from clients, with nesting bounded."""
+"""chatsite/server/json_limits.py: JSON from clients, with nesting bounded."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from agents.json_limits import JsonTooDeep, loads_bounded
+from chatsite.server.json_limits import JsonTooDeep, loads_bounded
 
 
 def test_a_document_within_the_limit_parses():

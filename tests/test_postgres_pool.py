@@ -1,5 +1,5 @@
-"""chatsite/postgres: a pooled connection is checked without a round trip unless the server
-wrote to it while it was idle."""
+"""chatsite/server/db/postgres: a pooled connection is checked without a round trip unless the
+server wrote to it while it was idle."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import psycopg
 import pytest
 from django.db import connection
 
-from chatsite.postgres.base import DatabaseWrapper, connection_is_sound
+from chatsite.server.db.postgres.base import DatabaseWrapper, connection_is_sound
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -105,7 +105,7 @@ def test_a_waiting_notification_gets_the_full_check_and_the_connection_is_kept(c
 def test_the_pool_replaces_a_connection_whose_backend_ended_while_it_was_idle(conninfo):
     settings_dict = {
         **connection.settings_dict,
-        "ENGINE": "chatsite.postgres",
+        "ENGINE": "chatsite.server.db.postgres",
         "CONN_MAX_AGE": 0,
         "CONN_HEALTH_CHECKS": False,
         "OPTIONS": {**connection.settings_dict["OPTIONS"], "pool": {"min_size": 1, "max_size": 1}},

@@ -42,7 +42,7 @@ def test_the_process_loop_is_uvloops():
 def test_daphne_started_through_chatsite_daphne_runs_twisted_on_uvloop():
     # In a process of its own: importing daphne.server installs Twisted's reactor for good.
     check = (
-        "import chatsite.daphne, daphne.server, uvloop;"
+        "import chatsite.server.process.daphne, daphne.server, uvloop;"
         "from twisted.internet import reactor;"
         "assert isinstance(daphne.server.twisted_loop, uvloop.Loop);"
         "assert reactor._asyncioEventloop is daphne.server.twisted_loop;"

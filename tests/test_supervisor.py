@@ -1,5 +1,5 @@
-"""``chatsite/supervisor.py``: the restart policy of ``manage.py serve``, with real child
-processes and a clock the test moves."""
+"""``chatsite/server/process/supervisor.py``: the restart policy of ``manage.py serve``, with
+real child processes and a clock the test moves."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from chatsite.supervisor import Child, RestartPolicy, Supervisor
+from chatsite.server.process.supervisor import Child, RestartPolicy, Supervisor
 
 EXIT_3 = [sys.executable, "-c", "import sys; sys.exit(3)"]
 SLEEP = [sys.executable, "-c", "import time; time.sleep(60)"]

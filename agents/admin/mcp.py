@@ -25,8 +25,7 @@ from agents.services.mcp import (
     mcp_server_tools,
     mcp_tools_enable,
 )
-from agents.tools.builtin.mcp_tool import needs_approval_by_default
-from agents.tools.mcp_client import RemoteTool
+from agents.tools.mcp_client import RemoteTool, needs_approval_by_default
 
 _HEADER_NAME = re.compile(r"^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")
 

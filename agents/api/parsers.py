@@ -1,4 +1,4 @@
-"""The API's JSON parser: DRF's, with a bound on nesting (``agents/json_limits.py``)."""
+"""The API's JSON parser: DRF's, with a bound on nesting (``chatsite/server/json_limits.py``)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from rest_framework.parsers import JSONParser
 from rest_framework.settings import api_settings
 from rest_framework.utils.json import strict_constant
 
-from agents.json_limits import JsonTooDeep, loads_bounded
+from chatsite.server.json_limits import JsonTooDeep, loads_bounded
 
 
 class DepthLimitedJSONParser(JSONParser):

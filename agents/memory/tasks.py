@@ -1,10 +1,11 @@
-"""The summariser task: thin, takes an id, safe to run twice (see the service it wraps)."""
+"""The summariser task: thin, takes an id, safe to run twice (see the service it wraps,
+``memory/summaries.py``)."""
 
 from __future__ import annotations
 
 from celery import shared_task
 
-from agents.memory import services
+from agents.memory import summaries
 from agents.models import Conversation
 from agents.react.errors import (
     ModelBadResponse,
@@ -39,17 +40,17 @@ def _memory_summary_create(
     if conversation is None:
         return None  # deleted since the task was enqueued
     try:
-        summary = services.memory_summary_create(
+        summary = summaries.memory_summary_create(
             conversation=conversation, force=force, leaf_id=leaf_id
         )
     except TRANSIENT_MODEL_ERRORS:
         raise  # retried: a /compact stays pending meanwhile
     except Exception:
         if force:
-            services.summary_request_done(conversation_id=conversation_id)
+            summaries.summary_request_done(conversation_id=conversation_id)
         raise
     if force:
-        services.summary_request_done(conversation_id=conversation_id)
+        summaries.summary_request_done(conversation_id=conversation_id)
     return summary.pk if summary else None
 
 

@@ -8,12 +8,16 @@ from dataclasses import dataclass
 from django.db import transaction
 from django.utils import timezone
 
-from agents.crypto import SecretUnreadable
+from agents.crypto import SecretUnreadable, write_only_values_merged
 from agents.models import McpServer, ToolConfig
 from agents.redaction import redact
-from agents.services.tools import write_only_values_merged
-from agents.tools.builtin.mcp_tool import endpoint_for, needs_approval_by_default
-from agents.tools.mcp_client import McpUnavailable, RemoteTool, list_tools
+from agents.tools.mcp_client import (
+    McpUnavailable,
+    RemoteTool,
+    endpoint_for,
+    list_tools,
+    needs_approval_by_default,
+)
 
 
 def mcp_server_headers_update(

@@ -9,7 +9,7 @@ from typing import Any
 
 from django.contrib.auth.models import User
 
-from agents.crypto import SecretUnreadable
+from agents.crypto import SecretUnreadable, write_only_values_merged
 from agents.models import ToolConfig
 from agents.react.tools import ToolInputError
 from agents.redaction import redact
@@ -29,19 +29,6 @@ def tool_config_secrets_update(
         return
     current = {} if clear_all else _readable_secrets(tool_config)
     tool_config.set_secrets(write_only_values_merged(current=current, entered=entered))
-
-
-def write_only_values_merged(
-    *, current: Mapping[str, str], entered: Mapping[str, str]
-) -> dict[str, str]:
-    """``current`` with what was typed applied: a value replaces, an empty one removes."""
-    merged = dict(current)
-    for name, value in entered.items():
-        if value:
-            merged[name] = value
-        else:
-            merged.pop(name, None)
-    return merged
 
 
 def tool_config_secret_values(tool_configs: Iterable[ToolConfig]) -> list[str]:

@@ -8,7 +8,9 @@ coroutines on the same loop that use the open session. A call that fails for any
 other than the tool's own error closes the session, so the next call connects afresh: a
 restarted server is picked up without restarting the worker.
 
-Pure Python (no Django): ``McpEndpoint`` carries everything needed to connect.
+No Django at run time: ``McpEndpoint`` carries everything needed to connect
+(``endpoint_for`` reads it from a server's row), and the tool (``tools/builtin/mcp_tool.py``)
+and the services (``services/mcp.py``) both build on this module.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ import concurrent.futures
 import contextlib
 import os
 import threading
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -28,6 +30,8 @@ import httpx2
 if TYPE_CHECKING:
     from mcp import Client
     from mcp_types import CallToolResult
+
+    from agents.models import McpServer
 
 T = TypeVar("T")
 
@@ -55,6 +59,29 @@ class RemoteTool:
     description: str
     input_schema: dict[str, Any]
     annotations: dict[str, Any] = field(default_factory=dict)
+
+
+def needs_approval_by_default(annotations: Mapping[str, Any]) -> bool:
+    """Whether a tool with these MCP annotations should wait for the user's approval.
+
+    Yes when the server marks it destructive or does not mark it read-only (the protocol's
+    default for a missing hint is "not read-only").
+    """
+    return annotations.get("destructiveHint") is True or annotations.get("readOnlyHint") is not True
+
+
+def endpoint_for(server: McpServer) -> McpEndpoint:
+    """How to reach ``server``; the key changes with every save, so sessions follow edits."""
+    stamp = server.updated_at.isoformat() if server.updated_at else "new"
+    return McpEndpoint(
+        key=f"{server.pk}:{stamp}",
+        transport=server.transport,
+        url=server.url,
+        headers=tuple(server.get_headers().items()),
+        command=server.command,
+        args=tuple(str(arg) for arg in server.args or ()),
+        connect_timeout=float(server.timeout_seconds),
+    )
 
 
 def list_tools(endpoint: McpEndpoint) -> list[RemoteTool]:

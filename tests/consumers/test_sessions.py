@@ -97,7 +97,7 @@ def test_a_sign_out_notice_without_a_sign_in_changes_nothing(user, conversation)
 
 def test_sockets_of_many_sign_ins_share_one_sign_out_subscription(user, conversation):
     """A socket subscribes to its conversation's group only: not to a group of its own
-    sign-in, nor (agents/channel_layer.py) to its own channel."""
+    sign-in, nor (chatsite/server/patches/channels_redis.py) to its own channel."""
     cookies = [signed_in_client(user)[1] for _ in range(3)]
     prefix = settings.CHANNEL_LAYERS["default"]["CONFIG"]["prefix"]
 

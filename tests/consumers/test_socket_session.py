@@ -1,4 +1,5 @@
-"""agents/socket_session.py: the session a socket's cookie names, and its messages untouched."""
+"""chatsite/server/sockets/session.py: the session a socket's cookie names, and its messages
+untouched."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import asyncio
 from django.conf import settings
 from django.contrib.sessions.backends.db import SessionStore
 
-from agents.socket_session import SocketSessionMiddleware
+from chatsite.server.sockets.session import SocketSessionMiddleware
 
 
 def _open(cookies: dict[str, str]) -> tuple[dict, object, object]:

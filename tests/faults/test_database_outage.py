@@ -148,7 +148,7 @@ def _worker_database() -> Iterator[tuple[dict[str, str], contextlib.AbstractCont
 
 # Without a pool each write opens its connection; with one (docs/deploy.md), the worker's
 # idle connections die in the outage and are found and replaced at check-out
-# (chatsite/postgres/base.py).
+# (chatsite/server/db/postgres/base.py).
 @pytest.mark.parametrize("pool_size", ["0", "20"], ids=["no-pool", "pool"])
 def test_a_database_outage_mid_run_loses_and_repeats_nothing(
     live_stack, spawn_worker, user, pool_size

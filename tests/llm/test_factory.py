@@ -78,10 +78,10 @@ def test_settings_endpoint_without_a_model_name_is_a_clear_error(no_endpoint):
     ("base_url", "settings_key"), [("", ""), ("", "sk-x"), ("http://127.0.0.1:1/v1", "")]
 )
 def test_a_config_is_demo_exactly_when_the_demo_model_answers(no_endpoint, base_url, settings_key):
-    """One truth: an endpoint row without a base URL is not the demo once the settings name
-    an endpoint, because the settings' endpoint then answers its runs."""
+    """An endpoint row without a base URL is not the demo once the settings name an endpoint,
+    because the settings' endpoint then answers its runs."""
     no_endpoint.OPENAI_API_KEY = settings_key
     no_endpoint.OPENAI_MODEL = "qwen"
     config = ModelConfig(name="default", base_url=base_url, model="m")
 
-    assert config.is_demo == is_demo_model(config) == (base_url == "" and settings_key == "")
+    assert is_demo_model(config) == (base_url == "" and settings_key == "")

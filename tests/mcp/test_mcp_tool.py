@@ -11,7 +11,7 @@ from agents.react.tools import ToolInputError
 from agents.services.mcp import mcp_server_discover, mcp_tools_enable
 from agents.services.tools import tool_config_run_once, tool_config_secret_values
 from agents.tools.base import REDACTED, ToolError
-from agents.tools.builtin.mcp_tool import needs_approval_by_default
+from agents.tools.mcp_client import needs_approval_by_default
 from agents.tools.registry import build_tool
 from tests.mcp.conftest import SECRET_TOKEN
 

@@ -6,7 +6,8 @@ from __future__ import annotations
 import pytest
 
 from agents.memory.selectors import summary_in_use
-from agents.memory.services import memory_for_run, memory_summary_create
+from agents.memory.services import memory_for_run
+from agents.memory.summaries import memory_summary_create
 from agents.models import AgentRun, MemorySummary, Message
 from agents.services.branches import branch_switch
 from agents.services.conversations import (

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from agents import events
-from agents.memory.services import memory_summary_create
+from agents.memory.summaries import memory_summary_create
 from agents.models import Conversation
 from tests.group import GroupListener
 from tests.memory.conftest import add_turn

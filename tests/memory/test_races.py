@@ -8,7 +8,7 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 from django.db import connection, transaction
 
-from agents.memory.services import memory_summary_create
+from agents.memory.summaries import memory_summary_create
 from agents.memory.testing import summariser_policy
 from agents.models import Conversation, MemorySummary
 from agents.profile_snapshot import profile_snapshot

@@ -7,8 +7,9 @@ from django.db import IntegrityError, transaction
 
 from agents.llm.scripted import Fail, Reply
 from agents.memory.selectors import summary_in_use, summary_list
-from agents.memory.services import memory_for_run, memory_summary_create
+from agents.memory.services import memory_for_run
 from agents.memory.strategies import split_turns
+from agents.memory.summaries import memory_summary_create
 from agents.models import AgentRun, MemorySummary, Message, RunEvent
 from agents.profile_snapshot import ProfileSnapshot
 from agents.react.errors import ModelBadResponse, ModelUnavailable

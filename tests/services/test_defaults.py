@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from agents.llm.factory import is_demo_model
 from agents.models import AgentProfile, ModelConfig, PromptVersion, ToolConfig
 from agents.services.defaults import DEFAULT_PROFILE_SLUG, DEFAULT_TOOLS, ensure_defaults
 from agents.tools.registry import tool_kinds
@@ -13,7 +14,7 @@ def test_a_migrated_database_can_answer_a_first_message(db):
     assert profile.slug == DEFAULT_PROFILE_SLUG
     assert profile.mode == AgentProfile.Mode.REACT
     assert sorted(profile.tools.values_list("name", flat=True)) == sorted(DEFAULT_TOOLS)
-    assert profile.model_config.is_demo  # settings' OPENAI_* or the demo model
+    assert is_demo_model(profile.model_config)  # settings' OPENAI_* or the demo model
     assert PromptVersion.objects.filter(profile=profile).count() == 1
 
 

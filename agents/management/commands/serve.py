@@ -1,9 +1,9 @@
 """``manage.py serve``: the whole app in one command (daphne, a celery worker, Redis if needed).
 
 Children share one ``REDIS_URL``: the environment's, or an embedded Redis started here when
-it is unset. A child that dies is started again, with backoff (``chatsite/supervisor.py``),
-so a Celery worker that exits when Redis restarts comes back by itself. Ctrl-C or SIGTERM
-stops every child.
+it is unset. A child that dies is started again, with backoff
+(``chatsite/server/process/supervisor.py``), so a Celery worker that exits when Redis restarts
+comes back by itself. Ctrl-C or SIGTERM stops every child.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand
 
 from agents.services.defaults import ensure_defaults
-from chatsite.supervisor import Child, Supervisor
+from chatsite.server.process.supervisor import Child, Supervisor
 
 
 class Command(BaseCommand):
@@ -42,8 +42,9 @@ class Command(BaseCommand):
             env = {**os.environ, "REDIS_URL": redis_url}
             supervisor = Supervisor(
                 [
-                    Child("daphne", [sys.executable, "-m", "chatsite.daphne", "-b", options["host"],
-                                     "-p", str(options["port"]), "chatsite.asgi:application"], env),
+                    Child("daphne", [sys.executable, "-m", "chatsite.server.process.daphne",
+                                     "-b", options["host"], "-p", str(options["port"]),
+                                     "chatsite.asgi:application"], env),
                     Child("celery", [sys.executable, "-m", "celery", "-A", "chatsite", "worker",
                                      "-P", "threads", "-c", str(options["concurrency"]),
                                      "--loglevel=INFO"], env),
@@ -73,7 +74,7 @@ def _redis():
     if os.environ.get("REDIS_URL"):
         yield os.environ["REDIS_URL"]
         return
-    from chatsite.embedded import embedded_redis
+    from chatsite.server.process.embedded import embedded_redis
 
     with embedded_redis() as url:
         print(f"REDIS_URL is unset: started an embedded Redis at {url}")

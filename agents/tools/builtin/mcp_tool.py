@@ -3,23 +3,20 @@
 The config names the server and the remote tool, and keeps the input schema and the
 annotations the server gave at discovery: the schema is what the model sees, the
 annotations (``readOnlyHint``, ``destructiveHint``) are what an approval step defaults from
-(``needs_approval_by_default``). The server's header values are secrets of this tool: they
-are redacted from everything it returns or raises.
+(``mcp_client.needs_approval_by_default``). The server's header values are secrets of this
+tool: they are redacted from everything it returns or raises.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from agents.react.tools import JsonDict
 from agents.tools.arguments import checked_arguments, object_schema
 from agents.tools.base import ConfiguredTool, ToolError
-from agents.tools.mcp_client import McpEndpoint, McpUnavailable, call_tool
-
-if TYPE_CHECKING:
-    from agents.models import McpServer
+from agents.tools.mcp_client import McpEndpoint, McpUnavailable, call_tool, endpoint_for
 
 # A result this long is cut before redaction; the engine cuts observations much shorter.
 MAX_RESULT_CHARS = 200_000
@@ -35,29 +32,6 @@ CONFIG_SCHEMA: dict[str, Any] = {
     "required": ["server", "tool"],
     "additionalProperties": False,
 }
-
-
-def needs_approval_by_default(annotations: Mapping[str, Any]) -> bool:
-    """Whether a tool with these MCP annotations should wait for the user's approval.
-
-    Yes when the server marks it destructive or does not mark it read-only (the protocol's
-    default for a missing hint is "not read-only").
-    """
-    return annotations.get("destructiveHint") is True or annotations.get("readOnlyHint") is not True
-
-
-def endpoint_for(server: McpServer) -> McpEndpoint:
-    """How to reach ``server``; the key changes with every save, so sessions follow edits."""
-    stamp = server.updated_at.isoformat() if server.updated_at else "new"
-    return McpEndpoint(
-        key=f"{server.pk}:{stamp}",
-        transport=server.transport,
-        url=server.url,
-        headers=tuple(server.get_headers().items()),
-        command=server.command,
-        args=tuple(str(arg) for arg in server.args or ()),
-        connect_timeout=float(server.timeout_seconds),
-    )
 
 
 class McpTool(ConfiguredTool):

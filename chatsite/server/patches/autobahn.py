@@ -7,6 +7,9 @@ every frame written and every read from a socket. That was about 2 % of daphne's
 load for the settings (docs/performance.md, a fifteenth round) and 9.8 µs a frame (an
 eighteenth round: 1.8 µs with the stand-in). Each is replaced here by a stand-in that makes
 the same text when a debug line is formatted; with debug logging off, nothing formats it.
+
+The names are replaced in autobahn's modules, so a release that renames or drops one would
+leave the stand-in unused without a word: ``check`` (``chatsite.server.E001``) says so.
 """
 
 from __future__ import annotations
@@ -14,6 +17,21 @@ from __future__ import annotations
 import pprint
 from collections.abc import Callable
 from typing import Any
+
+from chatsite.server.patches.targets import Target, check_for
+
+TARGETS = (
+    # What the stand-ins call to make the text, with the arguments autobahn passes.
+    Target("autobahn.util", "hltype", parameters=("obj",)),
+    Target("autobahn.util", "hlval", parameters=("val", "color", "bold")),
+    # The module-level names the log calls look up, which the patch replaces.
+    Target("autobahn.websocket.protocol", "pformat"),
+    Target("autobahn.websocket.protocol", "hltype"),
+    Target("autobahn.websocket.protocol", "hlval"),
+    Target("autobahn.twisted.websocket", "hltype"),
+    Target("autobahn.twisted.websocket", "hlval"),
+    Target("autobahn.websocket.protocol", "Timings.__str__", parameters=("self",)),
+)
 
 
 class DeferredText:
@@ -63,3 +81,11 @@ def defer_autobahn_debug_formatting() -> None:
     for module in (protocol, twisted_websocket):
         module.hltype = deferring(util.hltype)  # type: ignore[attr-defined]
         module.hlval = deferring(util.hlval)  # type: ignore[attr-defined]
+
+
+check = check_for(
+    check_id="chatsite.server.E001",
+    library="autobahn",
+    patch="chatsite/server/patches/autobahn.py",
+    targets=TARGETS,
+)

@@ -6,6 +6,9 @@ publish in daphne. Building one copies redis-py's table of response callbacks, a
 0.1 ms, and it was 3 % of a worker's CPU at 200 concurrent runs (docs/performance.md).
 The client only borrows a connection from the channel's pool per command, so one client
 per pool serves every thread, as redis-py allows; pipelines are still made per use.
+
+The override leans on the channel's ``pool`` and ``_create_client``: ``check``
+(``chatsite.server.E002``) fails at start-up if kombu changes them.
 """
 
 from __future__ import annotations
@@ -15,6 +18,15 @@ from collections.abc import Iterator
 from typing import Any
 
 from kombu.transport import redis
+
+from chatsite.server.patches.targets import Target, check_for
+
+TARGETS = (
+    Target("kombu.transport.redis", "Channel.conn_or_acquire", parameters=("self", "client")),
+    Target("kombu.transport.redis", "Channel._create_client", parameters=("self", "asynchronous")),
+    Target("kombu.transport.redis", "Channel.pool", kind=property),
+    Target("kombu.transport.redis", "Transport.Channel"),
+)
 
 
 class Channel(redis.Channel):
@@ -34,3 +46,11 @@ class Channel(redis.Channel):
 
 class Transport(redis.Transport):
     Channel = Channel
+
+
+check = check_for(
+    check_id="chatsite.server.E002",
+    library="kombu",
+    patch="chatsite/server/patches/kombu.py",
+    targets=TARGETS,
+)

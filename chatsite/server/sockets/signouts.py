@@ -4,10 +4,11 @@ A logout closes the sockets its sign-in opened (``ConversationConsumer.chat_sign
 Each socket used to join a group named after its sign-in: a Redis SUBSCRIBE as it opened and
 an UNSUBSCRIBE as it closed, for a message that almost never comes. Here each event loop
 that serves sockets joins one group, ``signed-out``, once, and keeps a map from a sign-in
-to the channels of its sockets in this process; a sign-out (``agents/events.py``) goes to
-that group with the sign-in's name, and the listener passes it to those channels, so each
-socket still handles it in turn with its other messages. Passing it on is a hand-off inside
-the process (``agents/channel_layer.py``, ``deliver_here``): nothing here publishes.
+to the channels of its sockets in this process; a sign-out (published by the domain, which
+names the message's type) goes to that group with the sign-in's name, and the listener passes
+the message as it came to those channels, so each socket still handles it in turn with its
+other messages. Passing it on is a hand-off inside the process
+(``chatsite/server/patches/channels_redis.py``, ``deliver_here``): nothing here publishes.
 """
 
 from __future__ import annotations
@@ -16,9 +17,10 @@ import asyncio
 import logging
 from typing import Any
 
-from agents import events
-
 logger = logging.getLogger(__name__)
+
+# The group every process serving sockets joins once; a sign-out is published to it.
+SIGNED_OUT_GROUP = "signed-out"
 
 
 class _Listener:
@@ -43,16 +45,15 @@ class _Listener:
 
     async def _listen(self) -> None:
         channel = await self.layer.new_channel()
-        await self.layer.group_add(events.SIGNED_OUT_GROUP, channel)
+        await self.layer.group_add(SIGNED_OUT_GROUP, channel)
         self.joined.set()
         while True:
             message = await self.layer.receive(channel)
             # .get: a notice without a name (another version's) must not end the listener.
             sign_in = message.get("sign_in")
-            notice = {"type": events.SIGNED_OUT_MESSAGE_TYPE}
             for socket_channel in tuple(self.channels_by_sign_in.get(sign_in, ())):
                 try:
-                    self.layer.deliver_here(socket_channel, notice)
+                    self.layer.deliver_here(socket_channel, message)
                 except Exception:  # one socket's failure must not end the listener
                     logger.exception("passing a sign-out to a socket failed")
 
@@ -63,7 +64,7 @@ _listeners: dict[asyncio.AbstractEventLoop, _Listener] = {}
 
 
 async def watch(layer: Any, *, sign_in: str, channel: str) -> None:
-    """Pass a sign-out of ``sign_in`` (``events.sign_in_name``) to ``channel`` from now on;
+    """Pass a sign-out of ``sign_in`` (as the publisher names it) to ``channel`` from now on;
     returns once this loop's listener is subscribed."""
     loop = asyncio.get_running_loop()
     for closed in [other for other in _listeners if other.is_closed()]:

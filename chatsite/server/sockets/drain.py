@@ -7,7 +7,8 @@ written and to resume once it has all gone out. ``SocketDrainMiddleware`` regist
 ``SocketDrain`` on the transport behind daphne's ``send`` and puts it in the scope; the
 consumer waits on it between replay pages (agents/consumers.py). Under a server without
 such a transport (the test client, another ASGI server) the scope holds None and nothing
-waits.
+waits; so that daphne still gives one is checked at start-up (``chatsite.server.E006``,
+``chatsite/server/patches/daphne.py``), not left to that silence.
 """
 
 from __future__ import annotations

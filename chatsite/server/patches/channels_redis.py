@@ -6,10 +6,14 @@ then unsubscribes when the consumer ends: two Redis round trips per socket, each
 shard's lock, and about a third of what daphne spent on subscriptions. This project sends to
 groups only (a conversation's, ``signed-out``); a consumer's own channel only ever receives
 what a group delivers to it inside the process, or what this process puts on it
-(``agents/socket_signouts.py``). So here ``new_channel`` makes the local
+(``chatsite/server/sockets/signouts.py``). So here ``new_channel`` makes the local
 queue without a subscription, and ``send`` to a channel of this process puts the message on
 its queue directly. A ``send`` to a channel of another process is published as before, but
 no process subscribes to such channels any more: use a group to reach another process.
+
+The subclasses lean on the parent's private state (``_layers``, ``_args``, ``_kwargs``, the
+loop layer's ``channels``) and on ``_wrap_close``: ``check`` (``chatsite.server.E003``) fails
+at start-up if channels-redis changes them.
 """
 
 from __future__ import annotations
@@ -20,6 +24,44 @@ from typing import Any
 
 from channels_redis.pubsub import RedisPubSubChannelLayer, RedisPubSubLoopLayer
 from channels_redis.utils import _wrap_close
+
+from chatsite.server.patches.targets import Target, check_for
+
+TARGETS = (
+    Target("channels_redis.pubsub", "RedisPubSubChannelLayer._get_layer", parameters=("self",)),
+    Target(
+        "channels_redis.pubsub",
+        "RedisPubSubChannelLayer.__init__",
+        # Where the layers, arguments and serializer this module reads are set.
+        source_contains=("self._args = args", "self._kwargs = kwargs", "self._layers = {}"),
+    ),
+    Target(
+        "channels_redis.pubsub",
+        "RedisPubSubLoopLayer.__init__",
+        parameters=(
+            "self",
+            "hosts",
+            "prefix",
+            "on_disconnect",
+            "on_reconnect",
+            "channel_layer",
+            "kwargs",
+        ),
+        source_contains=("self.channels = {}",),
+    ),
+    Target(
+        "channels_redis.pubsub", "RedisPubSubLoopLayer.new_channel", parameters=("self", "prefix")
+    ),
+    Target(
+        "channels_redis.pubsub",
+        "RedisPubSubLoopLayer.send",
+        parameters=("self", "channel", "message"),
+    ),
+    Target(
+        "channels_redis.pubsub", "RedisPubSubChannelLayer.serialize", parameters=("self", "message")
+    ),
+    Target("channels_redis.utils", "_wrap_close", parameters=("proxy", "loop")),
+)
 
 
 class _LocalChannelsLoopLayer(RedisPubSubLoopLayer):
@@ -55,3 +97,11 @@ class LocalChannelsPubSubLayer(RedisPubSubChannelLayer):
             self._layers[loop] = layer
             _wrap_close(self, loop)
         return layer
+
+
+check = check_for(
+    check_id="chatsite.server.E003",
+    library="channels-redis",
+    patch="chatsite/server/patches/channels_redis.py",
+    targets=TARGETS,
+)

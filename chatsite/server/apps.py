@@ -1,0 +1,27 @@
+"""The server plumbing as a Django app: it has no models, only the system checks of
+``chatsite/server/patches/``, registered here so that ``manage.py check`` runs them."""
+
+from __future__ import annotations
+
+from django.apps import AppConfig
+from django.core import checks
+
+
+class ServerConfig(AppConfig):
+    name = "chatsite.server"
+    label = "server"
+    verbose_name = "server plumbing"
+
+    def ready(self) -> None:
+        from chatsite.server.patches import (
+            autobahn,
+            channels,
+            channels_redis,
+            daphne,
+            kombu,
+            mcp,
+            openai,
+        )
+
+        for patch in (autobahn, kombu, channels_redis, openai, mcp, daphne, channels):
+            checks.register(patch.check)
