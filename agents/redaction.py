@@ -4,6 +4,9 @@ A secret rarely comes back verbatim: a tool puts it into a URL percent-encoded, 
 body escaped, into a Basic ``Authorization`` header base64-encoded, and a server that echoes
 the request (or an error page that quotes it) returns it in that form. ``Redactor`` matches
 each of those forms, so whatever text reaches the model, a page or a log loses all of them.
+A secret that is a whole ``Authorization`` value (``Bearer <token>``, ``Token <token>``,
+``Basic <base64>``) is also matched without its scheme, and Basic's decoded user and
+password each on their own: a server quotes the credential, rarely the header.
 Pure Python: the engine-facing tools, the model client and the admin all use it.
 """
 
@@ -24,6 +27,8 @@ MIN_REDACTED_LENGTH = 4
 # A base64 run this short would match by chance inside unrelated base64 text.
 _MIN_BASE64_FRAGMENT = 6
 _PERCENT_ESCAPE = re.compile(r"%([0-9A-F])([0-9A-F])")
+# An Authorization-style value: a scheme whose credential a server may quote on its own.
+_CREDENTIAL = re.compile(r"\s*(bearer|token|basic)\s+(\S+)\s*", re.IGNORECASE)
 
 
 class Redactor:
@@ -32,8 +37,9 @@ class Redactor:
     def __init__(self, secret_values: Iterable[str]) -> None:
         forms: set[str] = set()
         for value in secret_values:
-            if value and len(value) >= MIN_REDACTED_LENGTH:
-                forms.update(encoded_forms(value))
+            for part in secret_parts(value):
+                if len(part) >= MIN_REDACTED_LENGTH:
+                    forms.update(encoded_forms(part))
         # Longest first, so a form that contains another is replaced whole.
         patterns = [_pattern(form) for form in sorted(forms, key=len, reverse=True)]
         self._pattern = re.compile("|".join(patterns)) if patterns else None
@@ -46,6 +52,25 @@ class Redactor:
 
 def redact(text: str, secret_values: Iterable[str]) -> str:
     return Redactor(secret_values)(text)
+
+
+def secret_parts(value: str) -> set[str]:
+    """``value``, and for an ``Authorization`` value its credential without the scheme
+    (and, for Basic, the decoded ``user:password``, the user and the password)."""
+    parts = {value}
+    match = _CREDENTIAL.fullmatch(value)
+    if match is None:
+        return parts
+    scheme, credential = match.group(1).lower(), match.group(2)
+    parts.add(credential)
+    if scheme == "basic":
+        try:
+            decoded = base64.b64decode(credential, validate=True).decode()
+        except ValueError:  # not base64, or not UTF-8: the credential alone is the secret
+            return parts
+        user, colon, password = decoded.partition(":")
+        parts.update({decoded, user, password} if colon else {decoded})
+    return parts
 
 
 def encoded_forms(value: str) -> set[str]:
