@@ -32,6 +32,7 @@ from agents.react.prompt import validate_template
 from agents.services.knowledge import KnowledgeIngestError, extract_text
 from agents.services.tools import tool_config_secrets_update
 from agents.tools.base import SECRET_NAME_PATTERN
+from agents.tools.builtin.mcp_tool import runs_program
 from agents.tools.registry import tool_kinds, validate_tool_config
 
 _SECRET_NAME = re.compile(rf"^{SECRET_NAME_PATTERN}$")
@@ -225,6 +226,12 @@ def _kind_choices() -> list[tuple[str, str]]:
     ]
 
 
+def may_run_programs(user: Any) -> bool:
+    """A stdio MCP server runs a program on the worker's machine: superusers only set one
+    up, change it, or set up, change or test a tool that calls it."""
+    return bool(getattr(user, "is_superuser", False))
+
+
 class ToolConfigForm(forms.ModelForm):
     kind = forms.ChoiceField(choices=_kind_choices)
     config = IndentedJSONField(
@@ -258,8 +265,9 @@ class ToolConfigForm(forms.ModelForm):
             "needs_approval",
         ]
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
+    def __init__(self, *args: Any, user: Any = None, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
+        self.user = user
         current = self.instance.kind
         if current and current not in tool_kinds():
             # Keep a row whose kind was removed from the code editable (and visibly broken).
@@ -314,6 +322,17 @@ class ToolConfigForm(forms.ModelForm):
                 self.add_error(
                     target, message if field in ("kind", "config") else f"{field}: {message}"
                 )
+        if (
+            kind == "mcp"
+            and runs_program(cleaned.get("config") or {})
+            and not may_run_programs(self.user)
+        ):
+            raise forms.ValidationError(
+                _(
+                    "Only a superuser may create or change a tool of a stdio MCP server: "
+                    "calling it runs a program on the worker's machine."
+                )
+            )
         return cleaned
 
     def save(self, commit: bool = True) -> ToolConfig:

@@ -12,7 +12,11 @@ from agents.crypto import SecretUnreadable
 from agents.models import McpServer, ToolConfig
 from agents.redaction import redact
 from agents.services.tools import write_only_values_merged
-from agents.tools.builtin.mcp_tool import endpoint_for, needs_approval_by_default
+from agents.tools.builtin.mcp_tool import (
+    endpoint_for,
+    needs_approval_by_default,
+    server_url_refusal,
+)
 from agents.tools.mcp_client import McpUnavailable, RemoteTool, list_tools
 
 
@@ -47,6 +51,10 @@ def mcp_server_discover(*, server: McpServer) -> Discovery:
         error = "the stored headers are unreadable (SECRET_KEY changed); enter them again"
         mcp_server_record_contact(server_id=server.pk, error=error)
         return Discovery(tools=[], error=error)
+    refusal = server_url_refusal(endpoint.url) if endpoint.transport != "stdio" else ""
+    if refusal:
+        mcp_server_record_contact(server_id=server.pk, error=refusal)
+        return Discovery(tools=[], error=refusal)
     try:
         tools = list_tools(endpoint)
     except McpUnavailable as exc:

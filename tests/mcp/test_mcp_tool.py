@@ -14,6 +14,7 @@ from agents.services.mcp import mcp_server_discover, mcp_tools_enable
 from agents.services.tools import tool_config_run_once, tool_config_secret_values
 from agents.tools.base import REDACTED, ToolError
 from agents.tools.builtin.mcp_tool import needs_approval_by_default
+from agents.tools.mcp_client import NO_SESSION
 from agents.tools.registry import build_tool
 from tests.mcp.conftest import SECRET_TOKEN
 
@@ -179,10 +180,10 @@ def test_discovering_a_server_that_is_down_records_why(down_url, make_server):
     discovery = mcp_server_discover(server=server)
 
     assert discovery.tools == []
-    assert "cannot connect" in discovery.error
+    assert discovery.error == NO_SESSION
     server.refresh_from_db()
     assert server.state == McpServer.State.DOWN
-    assert "cannot connect" in server.last_error
+    assert server.last_error == NO_SESSION
 
 
 def test_header_values_reach_the_server_but_are_redacted_from_results(mcp_http_server, make_server):

@@ -13,9 +13,12 @@ import json
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+import httpx2
+
 from agents.react.tools import JsonDict
 from agents.tools.arguments import checked_arguments, object_schema
 from agents.tools.base import ConfiguredTool, ToolError
+from agents.tools.builtin.http_request import checked_target
 from agents.tools.mcp_client import McpEndpoint, McpUnavailable, call_tool
 
 if TYPE_CHECKING:
@@ -44,6 +47,34 @@ def needs_approval_by_default(annotations: Mapping[str, Any]) -> bool:
     default for a missing hint is "not read-only").
     """
     return annotations.get("destructiveHint") is True or annotations.get("readOnlyHint") is not True
+
+
+def runs_program(config: Mapping[str, Any]) -> bool:
+    """Whether an ``mcp`` tool with this config calls a stdio server, which runs a program
+    on the worker's machine (only superusers may set up, change or test such a tool)."""
+    from agents.models import McpServer
+
+    server_id = config.get("server") if isinstance(config, Mapping) else None
+    if not isinstance(server_id, int) or isinstance(server_id, bool):
+        return False
+    return McpServer.objects.filter(pk=server_id, transport=McpServer.Transport.STDIO).exists()
+
+
+def server_url_refusal(url: str) -> str:
+    """Why an HTTP server's URL must not be reached ("" when it may): ``http_request``'s
+    SSRF guard, with ``CHAT_MCP_ALLOW_HOSTS`` as the internal hosts it may reach. Checked
+    before every contact, since DNS may change."""
+    from django.conf import settings
+
+    try:
+        checked_target(httpx2.URL(url), allow_hosts=settings.CHAT_MCP_ALLOW_HOSTS)
+    except ToolError as exc:
+        return f"the server URL is refused: {exc}".replace(
+            "allow_hosts or allow_networks", "CHAT_MCP_ALLOW_HOSTS"
+        )
+    except (httpx2.InvalidURL, ValueError):
+        return "the server URL is refused: it is not a valid http(s) URL"
+    return ""
 
 
 def endpoint_for(server: McpServer) -> McpEndpoint:
@@ -118,6 +149,10 @@ class McpTool(ConfiguredTool):
                 )
             raise ToolError(f"the MCP server of {self.name} no longer exists")
         remote = self.config["tool"]
+        refusal = server_url_refusal(self._endpoint.url) if self._endpoint.url else ""
+        if self._endpoint.transport != "stdio" and refusal:
+            self._record_contact(error=refusal)
+            raise ToolError(f"the MCP server {self._server_name} is not called: {refusal}")
         try:
             result = call_tool(self._endpoint, remote, arguments, timeout=self.timeout_seconds)
         except McpUnavailable as exc:
