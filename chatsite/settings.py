@@ -327,6 +327,7 @@ REST_FRAMEWORK = {
     "PAGE_SIZE": 50,
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
     "EXCEPTION_HANDLER": "agents.api.exceptions.api_exception_handler",
+    "DEFAULT_METADATA_CLASS": "agents.api.metadata.RouteMetadata",
     # DRF's defaults, with a JSON parser that refuses deeply nested bodies with a 400.
     "DEFAULT_PARSER_CLASSES": [
         "agents.api.parsers.DepthLimitedJSONParser",

@@ -19,6 +19,7 @@ from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 
 from agents.crypto import SecretUnreadable
+from agents.json_limits import JsonTooDeep, loads_bounded
 from agents.models import (
     AgentProfile,
     Conversation,
@@ -210,7 +211,43 @@ def describe_stored_secrets(tool_config: ToolConfig) -> str:
         return gettext("unreadable (SECRET_KEY changed since they were saved): enter them again")
 
 
-class IndentedJSONField(forms.JSONField):
+# Admin JSON (a tool's config, a server's args, a sample input) nests a few levels; a
+# schema or a table inside may need more than a client's message does.
+ADMIN_JSON_DEPTH = 64
+
+
+class BoundedJSONField(forms.JSONField):
+    """A JSON field that refuses a document nested deeper than ``ADMIN_JSON_DEPTH`` with a
+    form error, where ``json.loads`` would raise ``RecursionError`` (a 500)."""
+
+    def to_python(self, value: Any) -> Any:
+        if isinstance(value, str) and not self.disabled:
+            _refuse_deep_json(value)
+        return super().to_python(value)
+
+    def bound_data(self, data: Any, initial: Any) -> Any:
+        if isinstance(data, str) and not self.disabled:
+            try:
+                _refuse_deep_json(data)
+            except forms.ValidationError:
+                return forms.fields.InvalidJSONInput(data)
+        return super().bound_data(data, initial)
+
+
+def _refuse_deep_json(text: str) -> None:
+    try:
+        loads_bounded(text, max_depth=ADMIN_JSON_DEPTH)
+    except JsonTooDeep:
+        raise forms.ValidationError(
+            gettext("The JSON is nested deeper than %(limit)d levels.")
+            % {"limit": ADMIN_JSON_DEPTH},
+            code="json_too_deep",
+        ) from None
+    except ValueError:
+        pass  # not JSON: the field says so in its own words
+
+
+class IndentedJSONField(BoundedJSONField):
     """JSON shown indented, so a table or a header list is editable by eye."""
 
     def prepare_value(self, value: Any) -> str:
@@ -382,6 +419,7 @@ class TestToolForm(forms.Form):
     def clean_sample_input(self) -> str | dict[str, Any]:
         text = self.cleaned_data["sample_input"].strip()
         if text.startswith("{"):
+            _refuse_deep_json(text)
             try:
                 parsed = json.loads(text)
             except json.JSONDecodeError as exc:

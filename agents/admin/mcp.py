@@ -16,6 +16,7 @@ from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 
 from agents.admin.forms import (
+    BoundedJSONField,
     WriteOnlyTextarea,
     may_run_programs,
     new_tool_name_error,
@@ -67,7 +68,7 @@ class McpServerForm(forms.ModelForm):
         assume_scheme="https",
         help_text=_("Streamable HTTP: the endpoint, e.g. https://tools.example.com/mcp"),
     )
-    args = forms.JSONField(
+    args = BoundedJSONField(
         required=False,
         initial=list,
         widget=forms.Textarea(attrs={"rows": 2, "class": "vLargeTextField"}),
