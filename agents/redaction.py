@@ -42,6 +42,7 @@ class Redactor:
                     forms.update(encoded_forms(part))
         # Longest first, so a form that contains another is replaced whole.
         patterns = [_pattern(form) for form in sorted(forms, key=len, reverse=True)]
+        self.longest_form = max((len(form.encode()) for form in forms), default=0)
         self._pattern = re.compile("|".join(patterns)) if patterns else None
 
     def __call__(self, text: str) -> str:
@@ -83,6 +84,9 @@ def encoded_forms(value: str) -> set[str]:
         quote(quote(value, safe=""), safe=""),  # encoded twice, as a URL inside a query
         json.dumps(value)[1:-1],
         json.dumps(value, ensure_ascii=False)[1:-1],
+        # Escaped twice: a JSON string inside a JSON document an API quotes back.
+        json.dumps(json.dumps(value)[1:-1])[1:-1],
+        json.dumps(json.dumps(value, ensure_ascii=False)[1:-1], ensure_ascii=False)[1:-1],
         html.escape(value),
         html.escape(value, quote=False),
     }

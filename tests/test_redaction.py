@@ -82,3 +82,12 @@ def test_basic_credentials_are_blanked_encoded_decoded_and_part_by_part():
     assert Redactor(["Basic not-base64!"])("Basic not-base64! then not-base64!") == (
         f"{REDACTED} then {REDACTED}"
     )
+
+
+def test_a_secret_escaped_twice_as_json_is_blanked():
+    secret = 'pa"ss\\word-123'
+    quoted = json.dumps({"quoted": json.dumps({"k": secret})})
+
+    blanked = Redactor([secret])(quoted)
+
+    assert json.loads(json.loads(blanked)["quoted"]) == {"k": REDACTED}

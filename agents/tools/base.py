@@ -94,6 +94,11 @@ class ConfiguredTool(Tool):
         """Replace ``{secret:NAME}`` references with the secret values."""
         return _SECRET_REFERENCE.sub(lambda match: self.secret(match.group(1)), template)
 
+    def longest_secret_form(self) -> int:
+        """The length of the longest text a secret of this tool can be redacted from: a
+        tool that cuts what it read must read that much past the cut (``redact`` first)."""
+        return self._redactor.longest_form
+
     def redact(self, text: str) -> str:
         """``text`` without any secret value, in any encoding a request could carry it."""
         return self._redactor(text)

@@ -273,18 +273,23 @@ class HttpRequestTool(ConfiguredTool):
                         response.headers["location"],
                         "",
                     )
+                # Read past the cap by the longest form a secret can take, and redact before
+                # cutting: a secret across the edge is then blanked whole, not shown but
+                # for its last characters.
+                limit = cap + self.longest_secret_form()
                 received = bytearray()
                 truncated = False
                 for chunk in response.iter_bytes():
                     received += chunk
-                    if len(received) > cap:
-                        del received[cap:]
+                    if len(received) > limit:
+                        del received[limit:]
                         truncated = True
                         break
                 # A shut-down socket reads as the end of a body that had no length.
                 deadline.check(timed_out)
-                text = _as_text(response, bytes(received))
-                if truncated:
+                text = self.redact(_as_text(response, bytes(received)))
+                if truncated or len(received) > cap:
+                    text = text.encode()[:cap].decode(errors="ignore")
                     text += f"\n[response cut at {cap} bytes]"
                 return response.status_code, response.reason_phrase, None, text
         except httpx.TimeoutException:
