@@ -38,6 +38,7 @@ from agents.preferences import remember_in_session, supported_language
 from agents.protocol import RequestRefused, event_frame, max_message_chars
 from agents.services import conversations as conversation_services
 from agents.services.preferences import preference_update
+from agents.services.tools import tool_names_reading_private_data
 from agents.transcript import transcript
 
 # --------------------------------------------------------------------------------------
@@ -329,6 +330,7 @@ def shared_conversation(request: HttpRequest, token: str) -> HttpResponse:
         (event_frame(event) for event in stored),
         secrets=selectors.tool_secret_values(),
         branch=selectors.active_branch_view(conversation=conversation),
+        hidden_tools=tool_names_reading_private_data(),
     )
     response = render(request, "agents/shared.html", {"title": str(conversation), "turns": turns})
     # The token is the key: keep it out of Referer headers and search engines.

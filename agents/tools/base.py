@@ -38,6 +38,9 @@ class ConfiguredTool(Tool):
     # Tools that query the database set this: the engine runs each call in a fresh thread,
     # whose connection would otherwise stay open after the thread ends.
     uses_database: ClassVar[bool] = False
+    # What it returns comes from the user's own private data beyond the conversation it runs
+    # in (their other conversations): a shared page does not show its observations.
+    reads_private_data: ClassVar[bool] = False
 
     def __init__(
         self,
