@@ -4,6 +4,9 @@ A secret rarely comes back verbatim: a tool puts it into a URL percent-encoded, 
 body escaped, into a Basic ``Authorization`` header base64-encoded, and a server that echoes
 the request (or an error page that quotes it) returns it in that form. ``Redactor`` matches
 each of those forms, so whatever text reaches the model, a page or a log loses all of them.
+A secret that is a whole ``Authorization`` value (``Bearer <token>``, ``Token <token>``,
+``Basic <base64>``) is also matched without its scheme, and Basic's decoded user and
+password each on their own: a server quotes the credential, rarely the header.
 Pure Python: the engine-facing tools, the model client and the admin all use it.
 """
 
@@ -24,6 +27,8 @@ MIN_REDACTED_LENGTH = 4
 # A base64 run this short would match by chance inside unrelated base64 text.
 _MIN_BASE64_FRAGMENT = 6
 _PERCENT_ESCAPE = re.compile(r"%([0-9A-F])([0-9A-F])")
+# An Authorization-style value: a scheme whose credential a server may quote on its own.
+_CREDENTIAL = re.compile(r"\s*(bearer|token|basic)\s+(\S+)\s*", re.IGNORECASE)
 
 
 class Redactor:
@@ -32,10 +37,12 @@ class Redactor:
     def __init__(self, secret_values: Iterable[str]) -> None:
         forms: set[str] = set()
         for value in secret_values:
-            if value and len(value) >= MIN_REDACTED_LENGTH:
-                forms.update(encoded_forms(value))
+            for part in secret_parts(value):
+                if len(part) >= MIN_REDACTED_LENGTH:
+                    forms.update(encoded_forms(part))
         # Longest first, so a form that contains another is replaced whole.
         patterns = [_pattern(form) for form in sorted(forms, key=len, reverse=True)]
+        self.longest_form = max((len(form.encode()) for form in forms), default=0)
         self._pattern = re.compile("|".join(patterns)) if patterns else None
 
     def __call__(self, text: str) -> str:
@@ -48,6 +55,25 @@ def redact(text: str, secret_values: Iterable[str]) -> str:
     return Redactor(secret_values)(text)
 
 
+def secret_parts(value: str) -> set[str]:
+    """``value``, and for an ``Authorization`` value its credential without the scheme
+    (and, for Basic, the decoded ``user:password``, the user and the password)."""
+    parts = {value}
+    match = _CREDENTIAL.fullmatch(value)
+    if match is None:
+        return parts
+    scheme, credential = match.group(1).lower(), match.group(2)
+    parts.add(credential)
+    if scheme == "basic":
+        try:
+            decoded = base64.b64decode(credential, validate=True).decode()
+        except ValueError:  # not base64, or not UTF-8: the credential alone is the secret
+            return parts
+        user, colon, password = decoded.partition(":")
+        parts.update({decoded, user, password} if colon else {decoded})
+    return parts
+
+
 def encoded_forms(value: str) -> set[str]:
     """``value`` as written, URL-, form-, JSON- and HTML-encoded, and inside base64."""
     forms = {
@@ -58,6 +84,9 @@ def encoded_forms(value: str) -> set[str]:
         quote(quote(value, safe=""), safe=""),  # encoded twice, as a URL inside a query
         json.dumps(value)[1:-1],
         json.dumps(value, ensure_ascii=False)[1:-1],
+        # Escaped twice: a JSON string inside a JSON document an API quotes back.
+        json.dumps(json.dumps(value)[1:-1])[1:-1],
+        json.dumps(json.dumps(value, ensure_ascii=False)[1:-1], ensure_ascii=False)[1:-1],
         html.escape(value),
         html.escape(value, quote=False),
     }

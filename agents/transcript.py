@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -93,11 +93,16 @@ def transcript(
     *,
     secrets: Sequence[str] = (),
     branch: BranchView | None = None,
+    hidden_tools: Collection[str] = (),
 ) -> list[TranscriptTurn]:
     """The turns of a conversation, in log order, from its stored frames; with ``branch``,
-    only the questions and runs the active branch shows (the log holds every branch)."""
+    only the questions and runs the active branch shows (the log holds every branch).
+
+    The observations of ``hidden_tools`` (tools that read the owner's other conversations)
+    are replaced by a note saying so: a share shows this conversation, nothing else."""
     turns: list[TranscriptTurn] = []
     runs: dict[int, TranscriptTurn] = {}
+    hidden = {name.strip().casefold() for name in hidden_tools}
 
     # Matches a secret however it was encoded, HTML-escaped in an answer's html included.
     blank = Redactor(secrets)
@@ -124,7 +129,10 @@ def transcript(
         elif run_id is None:
             continue
         elif kind == FrameType.STEP:
-            run_turn(run_id).steps.append(_step(frame, blank))
+            step = _step(frame, blank)
+            if step.kind == "observation" and step.tool.strip().casefold() in hidden:
+                step.text = gettext("(Not shown: this tool read the owner's other conversations.)")
+            run_turn(run_id).steps.append(step)
         elif kind == FrameType.RUN_FINISHED:
             turn = run_turn(run_id)
             turn.status = "succeeded"

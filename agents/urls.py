@@ -11,7 +11,8 @@ urlpatterns = [
         "c/<int:conversation_id>/archive/", views.conversation_archive, name="conversation_archive"
     ),
     path("archived/", views.archived, name="archived"),
-    path("s/<str:token>/", views.shared_conversation, name="shared_conversation"),
+    # A token is URL-safe base64 (agents/models.py): anything else is no share, a 404.
+    path("s/<slug:token>/", views.shared_conversation, name="shared_conversation"),
     path("accounts/login/", views.login_view, name="login"),
     path("accounts/logout/", views.logout_view, name="logout"),
     path("accounts/signup/", views.signup, name="signup"),

@@ -7,6 +7,7 @@ the thread with the same code that applies live frames (docs/protocol.md).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from functools import wraps
 from typing import Any
@@ -36,8 +37,10 @@ from agents.models import AgentProfile, Conversation
 from agents.permissions import signed_in_user
 from agents.preferences import remember_in_session, supported_language
 from agents.protocol import RequestRefused, event_frame, max_message_chars
+from agents.ratelimit import rate_limit_hit
 from agents.services import conversations as conversation_services
 from agents.services.preferences import preference_update
+from agents.services.tools import tool_names_reading_private_data
 from agents.transcript import transcript
 
 # --------------------------------------------------------------------------------------
@@ -59,9 +62,31 @@ class SignInView(auth_views.LoginView):
 
 login_view = SignInView.as_view()
 logout_view = auth_views.LogoutView.as_view()
-password_change = auth_views.PasswordChangeView.as_view(
-    success_url=reverse_lazy("password_change_done")
-)
+
+
+class PasswordChangeView(auth_views.PasswordChangeView):
+    """Django's, with the sign-in throttle's allowance: the old password is a password
+    check like a sign-in, so a stolen session must not guess it at will."""
+
+    def post(self, request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+        user_id = request.user.pk  # signed in: the view requires it
+        if settings.AXES_ENABLED and user_id is not None:
+            decision = rate_limit_hit(
+                action="password_change",
+                user_id=user_id,
+                limit=settings.AXES_FAILURE_LIMIT,
+                window_seconds=settings.AXES_COOLOFF_TIME.total_seconds(),
+            )
+            if not decision.allowed:
+                minutes = max(1, math.ceil(decision.retry_after / 60))
+                message = _(
+                    "Too many attempts to change the password; try again in %(minutes)d minutes."
+                ) % {"minutes": minutes}
+                return HttpResponse(message, status=429, content_type="text/plain")
+        return super().post(request, *args, **kwargs)
+
+
+password_change = PasswordChangeView.as_view(success_url=reverse_lazy("password_change_done"))
 password_change_done = auth_views.PasswordChangeDoneView.as_view()
 
 
@@ -329,6 +354,7 @@ def shared_conversation(request: HttpRequest, token: str) -> HttpResponse:
         (event_frame(event) for event in stored),
         secrets=selectors.tool_secret_values(),
         branch=selectors.active_branch_view(conversation=conversation),
+        hidden_tools=tool_names_reading_private_data(),
     )
     response = render(request, "agents/shared.html", {"title": str(conversation), "turns": turns})
     # The token is the key: keep it out of Referer headers and search engines.

@@ -229,6 +229,9 @@ AGENT_LOOP_DATABASE_CONNECTIONS = env.int("AGENT_LOOP_DATABASE_CONNECTIONS", def
 # Every worker sweeps for runs no one holds; a queued run this old lost its broker message.
 AGENT_SWEEP_INTERVAL_SECONDS = env.float("AGENT_SWEEP_INTERVAL_SECONDS", default=2.0)
 AGENT_QUEUED_RESCUE_SECONDS = env.float("AGENT_QUEUED_RESCUE_SECONDS", default=120.0)
+# Internal hosts ("name" for every port, "name:port") that MCP servers' URLs may point at;
+# every other private, loopback or metadata address is refused (agents/tools/builtin/mcp_tool.py).
+CHAT_MCP_ALLOW_HOSTS = env.list("CHAT_MCP_ALLOW_HOSTS", default=[])
 # A run paused for approval that long is ended as declined by the sweeper (seconds; 24 h).
 CHAT_APPROVAL_EXPIRES_AFTER = env.int("CHAT_APPROVAL_EXPIRES_AFTER", default=24 * 3600)
 CHAT_MAX_MESSAGE_CHARS = env.int("CHAT_MAX_MESSAGE_CHARS", default=16000)
@@ -328,6 +331,7 @@ REST_FRAMEWORK = {
     "PAGE_SIZE": 50,
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
     "EXCEPTION_HANDLER": "agents.api.exceptions.api_exception_handler",
+    "DEFAULT_METADATA_CLASS": "agents.api.metadata.RouteMetadata",
     # DRF's defaults, with a JSON parser that refuses deeply nested bodies with a 400.
     "DEFAULT_PARSER_CLASSES": [
         "agents.api.parsers.DepthLimitedJSONParser",

@@ -16,6 +16,10 @@ os.environ.setdefault("CHATSITE_TEST_FAST_HASHER", "1")
 for name in ("SECURE_SSL_REDIRECT", "SESSION_COOKIE_SECURE", "CSRF_COOKIE_SECURE"):
     os.environ.setdefault(name, "0")
 
+# The MCP servers tests start listen on loopback, which the SSRF guard refuses unless it is
+# allowed (tests/mcp/test_mcp_ssrf.py checks the guard with the list emptied).
+os.environ.setdefault("CHAT_MCP_ALLOW_HOSTS", "127.0.0.1")
+
 
 def session_redis_names(session: str) -> dict[str, str]:
     """The settings that put everything a test session keeps in Redis under its own name.

@@ -59,3 +59,35 @@ def test_short_or_empty_secrets_are_not_redacted():
 
 def test_the_longest_form_wins_when_one_contains_another():
     assert redact("x=abcd1234efgh", ["abcd1234", "abcd1234efgh"]) == f"x={REDACTED}"
+
+
+@pytest.mark.parametrize("scheme", ["Bearer", "Token", "bearer"])
+def test_an_authorization_credential_is_blanked_without_its_scheme(scheme):
+    blank = Redactor([f"{scheme} tok_abc123xyz"])
+
+    assert blank("token tok_abc123xyz is expired") == f"token {REDACTED} is expired"
+    assert blank('{"detail": "bad tok_abc123xyz"}') == f'{{"detail": "bad {REDACTED}"}}'
+
+
+def test_basic_credentials_are_blanked_encoded_decoded_and_part_by_part():
+    encoded = base64.b64encode(b"svc-robot:pa55-w0rd-long").decode()
+    blank = Redactor([f"Basic {encoded}"])
+
+    said = blank(f"got {encoded}; user svc-robot:pa55-w0rd-long, password pa55-w0rd-long")
+
+    assert "pa55-w0rd-long" not in said
+    assert "svc-robot" not in said
+    assert encoded not in said
+    # A Basic value that is not base64 is blanked whole and as the credential alone.
+    assert Redactor(["Basic not-base64!"])("Basic not-base64! then not-base64!") == (
+        f"{REDACTED} then {REDACTED}"
+    )
+
+
+def test_a_secret_escaped_twice_as_json_is_blanked():
+    secret = 'pa"ss\\word-123'
+    quoted = json.dumps({"quoted": json.dumps({"k": secret})})
+
+    blanked = Redactor([secret])(quoted)
+
+    assert json.loads(json.loads(blanked)["quoted"]) == {"k": REDACTED}

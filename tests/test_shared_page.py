@@ -75,6 +75,22 @@ def test_a_tool_secret_in_a_step_is_blanked(client, other_user, shared):
     assert "42 (key [secret])" in text
 
 
+def test_observations_of_a_tool_reading_other_conversations_are_not_shown(
+    client, other_user, shared
+):
+    ToolConfig.objects.create(name="Past_Chats", kind="conversation_search", description="d")
+    step = RunEvent.objects.filter(type="step", payload__kind="observation").get()
+    # The model may spell a tool's name in another case: the engine still runs it.
+    step.payload = {**step.payload, "tool": "past_chats", "text": "My private diary: I owe 40"}
+    step.save()
+    client.force_login(other_user)
+
+    text = client.get(f"/s/{shared.token}/").content.decode()
+
+    assert "My private diary" not in text
+    assert "Not shown: this tool read the owner&#x27;s other conversations." in text
+
+
 def test_an_anonymous_visitor_is_sent_to_sign_in(client, shared):
     response = client.get(f"/s/{shared.token}/")
     assert response.status_code == 302

@@ -32,7 +32,9 @@ from agents.react.prompt import validate_template
 from agents.services.knowledge import KnowledgeIngestError, extract_text
 from agents.services.tools import tool_config_secrets_update
 from agents.tools.base import SECRET_NAME_PATTERN
+from agents.tools.builtin.mcp_tool import runs_program
 from agents.tools.registry import tool_kinds, validate_tool_config
+from chatsite.server.json_limits import JsonTooDeep, loads_bounded
 
 _SECRET_NAME = re.compile(rf"^{SECRET_NAME_PATTERN}$")
 
@@ -209,7 +211,43 @@ def describe_stored_secrets(tool_config: ToolConfig) -> str:
         return gettext("unreadable (SECRET_KEY changed since they were saved): enter them again")
 
 
-class IndentedJSONField(forms.JSONField):
+# Admin JSON (a tool's config, a server's args, a sample input) nests a few levels; a
+# schema or a table inside may need more than a client's message does.
+ADMIN_JSON_DEPTH = 64
+
+
+class BoundedJSONField(forms.JSONField):
+    """A JSON field that refuses a document nested deeper than ``ADMIN_JSON_DEPTH`` with a
+    form error, where ``json.loads`` would raise ``RecursionError`` (a 500)."""
+
+    def to_python(self, value: Any) -> Any:
+        if isinstance(value, str) and not self.disabled:
+            _refuse_deep_json(value)
+        return super().to_python(value)
+
+    def bound_data(self, data: Any, initial: Any) -> Any:
+        if isinstance(data, str) and not self.disabled:
+            try:
+                _refuse_deep_json(data)
+            except forms.ValidationError:
+                return forms.fields.InvalidJSONInput(data)
+        return super().bound_data(data, initial)
+
+
+def _refuse_deep_json(text: str) -> None:
+    try:
+        loads_bounded(text, max_depth=ADMIN_JSON_DEPTH)
+    except JsonTooDeep:
+        raise forms.ValidationError(
+            gettext("The JSON is nested deeper than %(limit)d levels.")
+            % {"limit": ADMIN_JSON_DEPTH},
+            code="json_too_deep",
+        ) from None
+    except ValueError:
+        pass  # not JSON: the field says so in its own words
+
+
+class IndentedJSONField(BoundedJSONField):
     """JSON shown indented, so a table or a header list is editable by eye."""
 
     def prepare_value(self, value: Any) -> str:
@@ -223,6 +261,12 @@ def _kind_choices() -> list[tuple[str, str]]:
         (name, f"{name} — {kind.summary}" if kind.summary else name)
         for name, kind in sorted(tool_kinds().items())
     ]
+
+
+def may_run_programs(user: Any) -> bool:
+    """A stdio MCP server runs a program on the worker's machine: superusers only set one
+    up, change it, or set up, change or test a tool that calls it."""
+    return bool(getattr(user, "is_superuser", False))
 
 
 class ToolConfigForm(forms.ModelForm):
@@ -258,8 +302,9 @@ class ToolConfigForm(forms.ModelForm):
             "needs_approval",
         ]
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
+    def __init__(self, *args: Any, user: Any = None, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
+        self.user = user
         current = self.instance.kind
         if current and current not in tool_kinds():
             # Keep a row whose kind was removed from the code editable (and visibly broken).
@@ -314,6 +359,17 @@ class ToolConfigForm(forms.ModelForm):
                 self.add_error(
                     target, message if field in ("kind", "config") else f"{field}: {message}"
                 )
+        if (
+            kind == "mcp"
+            and runs_program(cleaned.get("config") or {})
+            and not may_run_programs(self.user)
+        ):
+            raise forms.ValidationError(
+                _(
+                    "Only a superuser may create or change a tool of a stdio MCP server: "
+                    "calling it runs a program on the worker's machine."
+                )
+            )
         return cleaned
 
     def save(self, commit: bool = True) -> ToolConfig:
@@ -363,6 +419,7 @@ class TestToolForm(forms.Form):
     def clean_sample_input(self) -> str | dict[str, Any]:
         text = self.cleaned_data["sample_input"].strip()
         if text.startswith("{"):
+            _refuse_deep_json(text)
             try:
                 parsed = json.loads(text)
             except json.JSONDecodeError as exc:

@@ -15,7 +15,13 @@ from django.urls import URLPattern, reverse
 from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 
-from agents.admin.forms import WriteOnlyTextarea, new_tool_name_error, suggested_tool_name
+from agents.admin.forms import (
+    BoundedJSONField,
+    WriteOnlyTextarea,
+    may_run_programs,
+    new_tool_name_error,
+    suggested_tool_name,
+)
 from agents.admin.pages import ExtraPagesAdmin, change_url, pretty
 from agents.crypto import SecretUnreadable
 from agents.models import McpServer, ToolConfig
@@ -28,11 +34,6 @@ from agents.services.mcp import (
 from agents.tools.mcp_client import RemoteTool, needs_approval_by_default
 
 _HEADER_NAME = re.compile(r"^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")
-
-
-def may_run_programs(user: Any) -> bool:
-    """A stdio server runs a program on the worker's machine: superusers only."""
-    return bool(getattr(user, "is_superuser", False))
 
 
 def _runs_program(server: McpServer | None) -> bool:
@@ -66,7 +67,7 @@ class McpServerForm(forms.ModelForm):
         assume_scheme="https",
         help_text=_("Streamable HTTP: the endpoint, e.g. https://tools.example.com/mcp"),
     )
-    args = forms.JSONField(
+    args = BoundedJSONField(
         required=False,
         initial=list,
         widget=forms.Textarea(attrs={"rows": 2, "class": "vLargeTextField"}),
@@ -250,30 +251,39 @@ class McpServerAdmin(ExtraPagesAdmin):
         ]
 
     def discover_view(self, request: HttpRequest, object_id: int) -> HttpResponse:
-        server: McpServer = self._get_for_view(request, object_id)
-        if request.method == "POST" and not request.user.has_perm("agents.add_toolconfig"):
-            raise PermissionDenied
-        discovery = mcp_server_discover(server=server)
-        server.refresh_from_db()
-        enabled = mcp_server_tools(server=server)
-        form = EnableToolsForm(
-            request.POST if request.method == "POST" else None,
-            tools=discovery.tools,
-            enabled=enabled,
-        )
-        if request.method == "POST" and form.is_valid():
-            created = mcp_tools_enable(
-                server=server,
-                choices=form.cleaned_data["chosen"],
-                timeout_seconds=form.cleaned_data["timeout_seconds"],
+        """GET shows the page and contacts nobody; a POST asks the server for its tools
+        ("discover") or enables the ticked ones. Contacting a server starts a stdio program
+        or sends a request from this machine: the change permission on the server (a
+        superuser's, for stdio), and the add permission on tools to enable any."""
+        if request.method != "POST":
+            server: McpServer = self._get_for_view(request, object_id)
+            discovery = None
+            form = None
+        else:
+            server = self._get_for_change(request, object_id)
+            enabling = "discover" not in request.POST
+            if enabling and not request.user.has_perm("agents.add_toolconfig"):
+                raise PermissionDenied
+            discovery = mcp_server_discover(server=server)
+            server.refresh_from_db()
+            form = EnableToolsForm(
+                request.POST if enabling else None,
+                tools=discovery.tools,
+                enabled=mcp_server_tools(server=server),
             )
-            names = ", ".join(tool.name for tool in created)
-            messages.success(
-                request,
-                gettext("Enabled %(names)s. Put them on agent profiles to let agents use them.")
-                % {"names": names},
-            )
-            return HttpResponseRedirect(reverse("admin:agents_toolconfig_changelist"))
+            if enabling and form.is_valid():
+                created = mcp_tools_enable(
+                    server=server,
+                    choices=form.cleaned_data["chosen"],
+                    timeout_seconds=form.cleaned_data["timeout_seconds"],
+                )
+                names = ", ".join(tool.name for tool in created)
+                messages.success(
+                    request,
+                    gettext("Enabled %(names)s. Put them on agent profiles to let agents use them.")
+                    % {"names": names},
+                )
+                return HttpResponseRedirect(reverse("admin:agents_toolconfig_changelist"))
         context = {
             **self.page_context(
                 request, server, gettext("Discover: %(name)s") % {"name": server.name}
@@ -281,7 +291,8 @@ class McpServerAdmin(ExtraPagesAdmin):
             "server": server,
             "discovery": discovery,
             "form": form,
-            "rows": form.rows(),
+            "rows": form.rows() if form is not None else [],
+            "may_contact": self.has_change_permission(request, server),
             "server_url": change_url(server),
         }
         return TemplateResponse(request, "admin/agents/mcpserver/discover.html", context)

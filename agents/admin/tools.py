@@ -14,13 +14,23 @@ from django.urls import URLPattern, path
 from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 
-from agents.admin.forms import TestToolForm, ToolConfigForm, describe_stored_secrets
+from agents.admin.forms import (
+    TestToolForm,
+    ToolConfigForm,
+    describe_stored_secrets,
+    may_run_programs,
+)
 from agents.admin.openapi import openapi_import_view
 from agents.admin.pages import ExtraPagesAdmin
 from agents.models import ToolConfig
 from agents.permissions import signed_in_user
 from agents.services.tools import tool_config_run_once
+from agents.tools.builtin.mcp_tool import runs_program
 from agents.tools.registry import tool_kinds
+
+
+def _calls_a_program(tool_config: ToolConfig) -> bool:
+    return tool_config.kind == "mcp" and runs_program(tool_config.config or {})
 
 
 @admin.register(ToolConfig)
@@ -50,6 +60,22 @@ class ToolConfigAdmin(ExtraPagesAdmin):
     @admin.display(description=_("Secrets"))
     def secrets_state(self, obj: ToolConfig) -> str:
         return describe_stored_secrets(obj)
+
+    def get_form(self, request: HttpRequest, obj: Any = None, change: bool = False, **kwargs: Any):
+        form_class = super().get_form(request, obj, change, **kwargs)
+        user = request.user
+
+        class FormForUser(form_class):  # type: ignore[misc, valid-type]
+            def __init__(self, *args: Any, **form_kwargs: Any) -> None:
+                super().__init__(*args, user=user, **form_kwargs)
+
+        return FormForUser
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        # Changing or testing a tool of a stdio server runs a program on this machine.
+        if obj is not None and _calls_a_program(obj) and not may_run_programs(request.user):
+            return False
+        return super().has_change_permission(request, obj)
 
     def change_form_context(self) -> dict[str, Any]:
         kinds = [

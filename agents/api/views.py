@@ -108,9 +108,15 @@ class ConversationCollectionView(ApiView):
 
     def get_queryset(self):
         params = self.request.query_params
+        q = params.get("q", "")
+        if "\x00" in q:
+            # PostgreSQL cannot hold a NUL in text: the query would fail with a 500.
+            raise RequestRefused(
+                RefusalCode.INVALID_FIELD, _("The search text cannot contain a NUL character.")
+            )
         return selectors.conversation_list(
             user=self.request.user,
-            q=params.get("q", ""),
+            q=q,
             archived=params.get("archived", "").lower() in ("1", "true", "yes"),
         )
 

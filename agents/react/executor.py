@@ -11,7 +11,8 @@ the two give the same steps. Steps of one iteration, in order:
 - ``ThoughtStep`` when the reply had any thought text (it carries that call's tokens);
 - one ``ActionStep`` per tool call, then per call, in order: an ``ErrorStep`` if it failed
   (unknown tool, invalid arguments, tool error, timeout) and its ``ObservationStep``;
-- or, for a reply that could not be used: ``ErrorStep`` (``parse_error`` / ``empty_reply``)
+- or, for a reply that could not be used: ``ErrorStep`` (``parse_error`` / ``empty_reply``,
+  or ``repeated_call_id`` for a native reply whose calls share an id: none of them runs)
   and an ``ObservationStep`` (tool ``""``) telling the model the format again;
 - and finally one ``FinalAnswerStep``. Its tokens are the whole run's totals (this call to
   ``run`` plus the ``ModelCallRecord`` s among ``prior_steps``); its ``duration_ms`` is this
@@ -27,7 +28,10 @@ Pauses for a person: before a batch of tool calls starts, a call to a tool with
 the prior steps gets an ``ApprovalRequestStep`` (one per such call, never twice), and then
 ``AwaitingApproval`` is raised: nothing of the batch has run. Run again with the decisions in
 ``prior_steps``, an approved call runs once and a declined one becomes an ``ErrorStep``
-(``declined``) and its observation, with the person's reason. ``AgentConfig.budget``
+(``declined``) and its observation, with the person's reason. Every call's id is the
+engine's (``call-<n>``, unique within the run; a native call's own id only pairs its result
+in the messages), and a decision applies only to the call its request showed: same id, tool
+and arguments (``Transcript.decision_for``). ``AgentConfig.budget``
 (``RunBudget``) stops a run with ``BudgetExhausted`` before a model call once the steps or
 tokens are used up, or before a batch that would pass a tool's number of calls; run again
 with a larger budget, it goes on from the stored steps.
@@ -140,6 +144,7 @@ from agents.react.types import (
     StopReason,
     ThoughtDelta,
     ThoughtStep,
+    ToolCall,
 )
 
 # How often a long tool call or a streaming reply asks ``should_cancel``.
@@ -591,9 +596,9 @@ class AgentExecutor:
         waiting: list[tuple[ToolRun, Tool]] = []
         for run in runs:
             tool = self._resolve(run.action.tool)
-            if tool is None:
-                continue
-            decision = transcript.decisions.get(run.action.call_id)
+            if tool is None or self._decided_on_another_call(transcript, run.action, tool):
+                continue  # it will not run
+            decision = transcript.decision_for(run.action.call_id, tool.name, run.action.tool_input)
             if decision is not None and not decision.approved:
                 continue  # declined: it will not run, so it costs nothing
             limit = budget.tool_calls.get(tool.name) if budget is not None else None
@@ -612,11 +617,12 @@ class AgentExecutor:
         if not waiting:
             return
         for run, tool in waiting:
-            if run.action.call_id not in transcript.approval_requested:
-                transcript.approval_requested.add(run.action.call_id)
-                yield ApprovalRequestStep(
+            if run.action.call_id not in transcript.requests:
+                request = ApprovalRequestStep(
                     tool=tool.name, call_id=run.action.call_id, tool_input=run.action.tool_input
                 )
+                transcript.requests[request.call_id] = request
+                yield request
         raise AwaitingApproval([run.action.call_id for run, _ in waiting])
 
     def _limit_reached(self, state: _Run) -> StopReason | None:
@@ -684,15 +690,25 @@ class AgentExecutor:
         if state.streamed and self.on_answer_reset is not None:
             state.streamed = ""
             self.on_answer_reset()
+        repeated = _repeated_id(completion.tool_calls)
+        if repeated is not None:
+            # Which of the calls a decision or a result belongs to could not be told apart:
+            # none of them runs, and the model is told why.
+            self._end_thought(state, "")
+            message = self.labels.repeated_call_id.format(call_id=repeated)
+            yield from self._unusable_reply(state, "repeated_call_id", ParseError(message), text)
+            return None
         self._end_thought(state, text)
         yield from self._thought(text, record)
         turn = Turn(thought=text)
         for call in completion.tool_calls:
             state.actions += 1
+            # The engine names the call; the model's id only pairs the result in the messages.
             action = ActionStep(
                 tool=call.name,
                 tool_input=_arguments_for_display(call.arguments),
-                call_id=call.id or f"call-{state.actions}",
+                call_id=f"call-{state.actions}",
+                model_call_id=call.id,
             )
             turn.runs.append(ToolRun(action))
             yield action
@@ -743,6 +759,8 @@ class AgentExecutor:
         """
         if error is not None and error.code == "empty_reply":
             turn.correction = self.labels.empty_reply
+        elif error is not None and error.code == "repeated_call_id":
+            turn.correction = error.message
         else:
             problem = error.message if error is not None else "?"
             turn.correction = self.labels.format_reminder.format(
@@ -971,13 +989,26 @@ class AgentExecutor:
         except ToolInputError as error:
             message = self.labels.invalid_arguments.format(name=tool.name, error=error)
             return tool, ErrorStep(code="invalid_arguments", message=message)
-        decision = state.transcript.decisions.get(action.call_id)
+        transcript = state.transcript
+        if self._decided_on_another_call(transcript, action, tool):
+            message = self.labels.approval_mismatch.format(name=tool.name)
+            return tool, ErrorStep(code="approval_mismatch", message=message)
+        decision = transcript.decision_for(action.call_id, tool.name, action.tool_input)
         if decision is not None and not decision.approved:
             reason = decision.reason.strip()
             said = self.labels.declined_reason.format(reason=reason) if reason else ""
             message = self.labels.tool_declined.format(name=tool.name, reason=said)
             return tool, ErrorStep(code="declined", message=message)
         return tool, _ToolCall(tool, arguments)
+
+    @staticmethod
+    def _decided_on_another_call(transcript: Transcript, action: ActionStep, tool: Tool) -> bool:
+        """A call that needs approval under an id whose request showed another call. Ids are
+        the engine's own, unique within a run, so only a run stored before they were can
+        hold one; it is refused rather than run on someone else's decision."""
+        if not tool.needs_approval:
+            return False
+        return transcript.request_for(action.call_id, tool.name, action.tool_input) == "other"
 
     def _tool_input(self, tool_input: str | JsonDict, mode: str) -> str | JsonDict:
         """Native calls must carry a JSON object; a ReAct Action Input may be plain text."""
@@ -1079,6 +1110,16 @@ def _as_text(result: object) -> str:
         return json.dumps(result, ensure_ascii=False, default=str)
     except (TypeError, ValueError):
         return str(result)
+
+
+def _repeated_id(calls: Sequence[ToolCall]) -> str | None:
+    """The first id that more than one of a reply's calls carry (calls without one aside)."""
+    seen: set[str] = set()
+    for call in calls:
+        if call.id and call.id in seen:
+            return call.id
+        seen.add(call.id)
+    return None
 
 
 def _arguments_for_display(arguments: str) -> str | JsonDict:

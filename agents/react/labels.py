@@ -42,6 +42,15 @@ class LabelSet:
     # The observation of a call the user declined (approval before side effects).
     tool_declined: str = "The user declined this call to {name}; it was not run.{reason}"
     declined_reason: str = " Their reason: {reason}"
+    # A native reply that gave two of its tool calls the same id: none of them ran.
+    repeated_call_id: str = (
+        "Your reply was refused and none of its tool calls ran: more than one call had the "
+        "id {call_id!r}. Give every tool call in a reply its own id."
+    )
+    # A call under an id a person approved or declined for another call (it did not run).
+    approval_mismatch: str = (
+        "The call to {name} was not run: the decision under its id was taken on another call."
+    )
 
     def label(self, role: str) -> str:
         return str(getattr(self, role))
@@ -130,6 +139,11 @@ CHINESE = LabelSet(
     assistant_name="助手",
     tool_declined="用户拒绝了对 {name} 的这次调用，它没有运行。{reason}",
     declined_reason="理由：{reason}",
+    repeated_call_id=(
+        "你的回复被拒绝，其中的工具调用都没有运行：多个调用使用了同一个 id {call_id!r}。"
+        "同一个回复中的每个工具调用都要有自己的 id。"
+    ),
+    approval_mismatch="对 {name} 的调用没有运行：这个 id 下的决定是针对另一个调用作出的。",
 )
 
 LABEL_SETS: dict[str, LabelSet] = {ENGLISH.code: ENGLISH, CHINESE.code: CHINESE}

@@ -30,7 +30,7 @@ from agents.react.types import (
 )
 
 # Error codes of replies that could not be used (as opposed to failed tool calls).
-REPLY_ERRORS = frozenset({"parse_error", "empty_reply"})
+REPLY_ERRORS = frozenset({"parse_error", "empty_reply", "repeated_call_id"})
 
 
 @dataclass
@@ -62,9 +62,28 @@ class Transcript:
     last_error: ErrorStep | None = None  # of the last unusable reply
     parse_errors: int = 0
     mode_switch: ModeSwitchStep | None = None
-    # Approval before side effects: the calls a person was asked about, and their decisions.
-    approval_requested: set[str] = field(default_factory=set)
+    # Approval before side effects: the calls a person was asked about (the first request
+    # for a call id is the one a decision answers), and their decisions.
+    requests: dict[str, ApprovalRequestStep] = field(default_factory=dict)
     decisions: dict[str, ApprovalDecisionStep] = field(default_factory=dict)
+
+    def request_for(self, call_id: str, tool: str, tool_input: str | JsonDict) -> str:
+        """Whether the person was asked about this exact call: ``"asked"``, ``"no"``, or
+        ``"other"`` when the request under ``call_id`` showed another tool or arguments."""
+        request = self.requests.get(call_id)
+        if request is None:
+            return "no"
+        same = request.tool == tool and same_arguments(request.tool_input, tool_input)
+        return "asked" if same else "other"
+
+    def decision_for(
+        self, call_id: str, tool: str, tool_input: str | JsonDict
+    ) -> ApprovalDecisionStep | None:
+        """The decision on this exact call: one taken on a request that showed the same tool
+        and arguments (docs/architecture.md, "Pauses"); None otherwise."""
+        if self.request_for(call_id, tool, tool_input) != "asked":
+            return None
+        return self.decisions.get(call_id)
 
     @property
     def action_count(self) -> int:
@@ -120,7 +139,7 @@ def transcript_from_steps(steps: Iterable[Step]) -> Transcript:
         elif isinstance(step, ModeSwitchStep):
             transcript.mode_switch = step
         elif isinstance(step, ApprovalRequestStep):
-            transcript.approval_requested.add(step.call_id)
+            transcript.requests.setdefault(step.call_id, step)
         elif isinstance(step, ApprovalDecisionStep):
             transcript.decisions[step.call_id] = step
         elif isinstance(step, FinalAnswerStep):
@@ -139,6 +158,17 @@ def _attach_observation(turns: list[Turn], step: ObservationStep) -> None:
             return
     if current.invalid_text is not None and not current.correction:
         current.correction = step.text
+
+
+def canonical_arguments(tool_input: str | JsonDict) -> str:
+    """A call's arguments as one text: JSON with sorted keys for a dict, else as written."""
+    if isinstance(tool_input, dict):
+        return json.dumps(tool_input, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    return tool_input
+
+
+def same_arguments(shown: str | JsonDict, called: str | JsonDict) -> bool:
+    return type(shown) is type(called) and canonical_arguments(shown) == canonical_arguments(called)
 
 
 def tool_input_text(tool_input: str | JsonDict) -> str:
@@ -182,7 +212,7 @@ def native_messages(turns: Iterable[Turn]) -> list[ChatMessage]:
                 "content": turn.thought or None,
                 "tool_calls": [
                     {
-                        "id": run.action.call_id,
+                        "id": _id_for_model(run.action),
                         "type": "function",
                         "function": {
                             "name": run.action.tool,
@@ -195,9 +225,16 @@ def native_messages(turns: Iterable[Turn]) -> list[ChatMessage]:
         )
         for run in turn.runs:
             content = run.observation.text if run.observation else ""
-            call_id = run.action.call_id
+            call_id = _id_for_model(run.action)
             messages.append({"role": "tool", "tool_call_id": call_id, "content": content})
     return messages
+
+
+def _id_for_model(action: ActionStep) -> str:
+    """The id the model gave the call (some servers check that ids look like their own), or
+    the engine's when it gave none. The model's ids are unique within a reply (a reply that
+    repeats one is refused), which is all the pairing needs."""
+    return action.model_call_id or action.call_id
 
 
 def _arguments_json(tool_input: str | JsonDict) -> str:

@@ -91,10 +91,16 @@ class ThoughtStep:
 
 @dataclass(frozen=True)
 class ActionStep:
+    """One tool call the engine will run. ``call_id`` is the engine's own, unique within the
+    run: approvals and observations are matched on it. ``model_call_id`` is the id the model
+    gave a native call, kept only to pair the tool's result with the call in the messages
+    sent back to the model; it decides nothing."""
+
     tool: str
     tool_input: str | JsonDict
     call_id: str
     kind: Literal["action"] = "action"
+    model_call_id: str = ""
 
 
 @dataclass(frozen=True)
@@ -112,7 +118,8 @@ class ObservationStep:
 class ErrorStep:
     """Something went wrong that the model is told about and may recover from."""
 
-    # parse_error | empty_reply | unknown_tool | invalid_arguments | tool_error | tool_timeout
+    # parse_error | empty_reply | repeated_call_id | unknown_tool | invalid_arguments |
+    # tool_error | tool_timeout | declined | approval_mismatch
     code: str
     message: str
     kind: Literal["error"] = "error"
@@ -150,7 +157,10 @@ class ModeSwitchStep:
 @dataclass(frozen=True)
 class ApprovalRequestStep:
     """A tool call that waits for a person's decision before it runs (the tool is marked
-    ``needs_approval``). Yielded just before the engine raises ``AwaitingApproval``."""
+    ``needs_approval``). Yielded just before the engine raises ``AwaitingApproval``.
+
+    ``tool`` and ``tool_input`` are exactly the call that will run: a decision on this
+    request applies only to the action with the same ``call_id``, tool and arguments."""
 
     tool: str
     call_id: str
@@ -161,7 +171,9 @@ class ApprovalRequestStep:
 @dataclass(frozen=True)
 class ApprovalDecisionStep:
     """The decision on an ``ApprovalRequestStep``, handed back in ``prior_steps``: an approved
-    call runs once, a declined one becomes an observation saying so (with the reason)."""
+    call runs once, a declined one becomes an observation saying so (with the reason). It is
+    bound to the request of its ``call_id``, and through it to that call's tool and
+    arguments (``Transcript.decision_for``)."""
 
     call_id: str
     approved: bool

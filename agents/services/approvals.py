@@ -41,6 +41,7 @@ from agents.services.runs import (
     run_enqueue_on_commit,
     run_mark_cancelled,
 )
+from agents.services.usage import QuotaExceeded, usage_reserve_again
 
 logger = logging.getLogger(__name__)
 
@@ -159,6 +160,10 @@ def approval_decide(
     if approval is None:
         raise RequestRefused(RefusalCode.NOT_FOUND, _("No such approval request."))
     decision = Decision.APPROVED if approve else Decision.DECLINED
+    with transaction.atomic():
+        # On its own, before the run's row is locked: a Continue takes the locks the
+        # other way round.
+        _count_against_quota(approval.run, user)
     decided = _decide(approval, decision=decision, reason=reason.strip(), user=user)
     if decided is None:
         approval.refresh_from_db()
@@ -227,6 +232,7 @@ def run_continue(*, run: AgentRun, user: User) -> AgentRun:
                 RefusalCode.NOT_PAUSED,
                 _("This run is not stopped at a budget; nothing to continue."),
             )
+        _count_against_quota(locked, user)
         AgentRun.objects.filter(pk=run.pk).update(budget_grants=F("budget_grants") + 1)
         locked.refresh_from_db(fields=["budget_grants"])
         event_append(
@@ -240,6 +246,19 @@ def run_continue(*, run: AgentRun, user: User) -> AgentRun:
         _requeue(run)
     run.refresh_from_db()
     return run
+
+
+def _count_against_quota(run: AgentRun, user: User) -> None:
+    """The owner's decision or Continue sets the model going again, so it counts against
+    the daily quota like a send (agents/services/usage.py); refused when nothing is left,
+    and the pause stays as it was."""
+    try:
+        usage_reserve_again(user_id=user.pk, run=run)
+    except QuotaExceeded:
+        raise RequestRefused(
+            RefusalCode.QUOTA_EXCEEDED,
+            _("You have used today's token allowance: stop the run, or go on tomorrow."),
+        ) from None
 
 
 def _requeue(run: AgentRun) -> None:

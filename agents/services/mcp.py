@@ -17,6 +17,7 @@ from agents.tools.mcp_client import (
     endpoint_for,
     list_tools,
     needs_approval_by_default,
+    server_url_refusal,
 )
 
 
@@ -51,6 +52,10 @@ def mcp_server_discover(*, server: McpServer) -> Discovery:
         error = "the stored headers are unreadable (SECRET_KEY changed); enter them again"
         mcp_server_record_contact(server_id=server.pk, error=error)
         return Discovery(tools=[], error=error)
+    refusal = server_url_refusal(endpoint.url) if endpoint.transport != "stdio" else ""
+    if refusal:
+        mcp_server_record_contact(server_id=server.pk, error=refusal)
+        return Discovery(tools=[], error=refusal)
     try:
         tools = list_tools(endpoint)
     except McpUnavailable as exc:

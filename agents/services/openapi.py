@@ -9,7 +9,7 @@ from typing import Any
 from django.db import transaction
 
 from agents.models import ToolConfig
-from agents.tools.builtin.http_request import RefusedTarget
+from agents.tools.base import ToolError
 from agents.tools.builtin.openapi_operation import CONFIG_SCHEMA, OpenApiOperation
 from agents.tools.openapi import Operation, tool_config
 from agents.tools.registry import validate_tool_config
@@ -96,5 +96,5 @@ def _refuse_private_target(operation: Operation, config: dict[str, Any]) -> None
     url = httpx2.URL(config["url_template"].split("{", 1)[0])
     try:
         probe._checked(url)
-    except RefusedTarget as exc:
+    except ToolError as exc:  # RefusedTarget, or a host that does not resolve
         raise ImportRefused(f"{operation.key} is refused: {exc}") from None

@@ -45,6 +45,15 @@ def tool_config_secret_values(tool_configs: Iterable[ToolConfig]) -> list[str]:
     return values
 
 
+def tool_names_reading_private_data() -> set[str]:
+    """The names of the configured tools whose results quote the user's other private data
+    (``ConfiguredTool.reads_private_data``): what a shared page leaves out."""
+    private_kinds = [
+        name for name, kind in tool_kinds().items() if kind.tool_class.reads_private_data
+    ]
+    return set(ToolConfig.objects.filter(kind__in=private_kinds).values_list("name", flat=True))
+
+
 def _readable_secrets(tool_config: ToolConfig) -> dict[str, str]:
     try:
         return tool_config.get_secrets()

@@ -163,6 +163,33 @@ def _reservation(user_id: int) -> int:
     return 0 if left is None else min(left, settings.CHAT_QUOTA_RESERVATION_TOKENS)
 
 
+def usage_reserve_again(*, user_id: int, run: AgentRun) -> None:
+    """A paused run its owner resumes (Continue, a decision on a call) starts its model
+    again, so it counts like a send: ``QuotaExceeded`` when nothing is left today, else its
+    entry holds a fresh share on top of what it used. Inside the transaction that resumes
+    it; the user's row stays locked until that commits, as for a start."""
+    if not settings.CHAT_DAILY_TOKEN_QUOTA:
+        return
+    user_model = get_user_model()
+    list(user_model.objects.select_for_update().filter(pk=user_id).values_list("pk"))
+    entry = UsageEntry.objects.filter(run_id=run.pk).first()
+    own_hold = 0
+    if entry is not None:
+        used = entry.prompt_tokens + entry.completion_tokens
+        own_hold = max(entry.reserved_tokens - used, 0)
+    left = quota_left_today(user_id=user_id)
+    if left is None:
+        return
+    # What the run already holds is its own: it counts as left for it.
+    left += own_hold
+    if left <= 0:
+        raise QuotaExceeded
+    share = min(left, settings.CHAT_QUOTA_RESERVATION_TOKENS)
+    UsageEntry.objects.filter(run_id=run.pk).update(
+        reserved_tokens=F("prompt_tokens") + F("completion_tokens") + share
+    )
+
+
 def usage_record_run_tokens(*, run: AgentRun, prompt_tokens: int, completion_tokens: int) -> None:
     """Add a run's model call to its ledger entry (in the transaction storing the call).
 

@@ -38,6 +38,9 @@ class ConfiguredTool(Tool):
     # Tools that query the database set this: the engine runs each call in a fresh thread,
     # whose connection would otherwise stay open after the thread ends.
     uses_database: ClassVar[bool] = False
+    # What it returns comes from the user's own private data beyond the conversation it runs
+    # in (their other conversations): a shared page does not show its observations.
+    reads_private_data: ClassVar[bool] = False
 
     def __init__(
         self,
@@ -93,6 +96,11 @@ class ConfiguredTool(Tool):
     def fill_secrets(self, template: str) -> str:
         """Replace ``{secret:NAME}`` references with the secret values."""
         return _SECRET_REFERENCE.sub(lambda match: self.secret(match.group(1)), template)
+
+    def longest_secret_form(self) -> int:
+        """The length of the longest text a secret of this tool can be redacted from: a
+        tool that cuts what it read must read that much past the cut (``redact`` first)."""
+        return self._redactor.longest_form
 
     def redact(self, text: str) -> str:
         """``text`` without any secret value, in any encoding a request could carry it."""

@@ -18,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextlib
+import logging
 import os
 import threading
 from collections.abc import Awaitable, Mapping
@@ -26,6 +27,10 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import anyio
 import httpx2
+from django.conf import settings
+
+from agents.tools.base import ToolError
+from agents.tools.builtin.http_request import checked_target
 
 if TYPE_CHECKING:
     from mcp import Client
@@ -34,10 +39,20 @@ if TYPE_CHECKING:
     from agents.models import McpServer
 
 T = TypeVar("T")
+logger = logging.getLogger(__name__)
 
 
 class McpUnavailable(Exception):
     """The server could not be reached, or the call did not complete (no tool result)."""
+
+
+# What every failure to open a session with an HTTP server says, whatever the cause: a
+# closed port, a port open to something else and an HTTP server that is not MCP must not be
+# told apart, or a server URL would map the network. The cause is logged for operators.
+NO_SESSION = (
+    "no MCP session could be opened: the server is down, unreachable, too slow to answer "
+    "or not an MCP server"
+)
 
 
 @dataclass(frozen=True)
@@ -84,21 +99,39 @@ def endpoint_for(server: McpServer) -> McpEndpoint:
     )
 
 
+def server_url_refusal(url: str) -> str:
+    """Why an HTTP server's URL must not be reached ("" when it may): ``http_request``'s
+    SSRF guard, with ``CHAT_MCP_ALLOW_HOSTS`` as the internal hosts it may reach. Checked
+    before every contact, since DNS may change."""
+    try:
+        checked_target(httpx2.URL(url), allow_hosts=settings.CHAT_MCP_ALLOW_HOSTS)
+    except ToolError as exc:
+        return f"the server URL is refused: {exc}".replace(
+            "allow_hosts or allow_networks", "CHAT_MCP_ALLOW_HOSTS"
+        )
+    except (httpx2.InvalidURL, ValueError):
+        return "the server URL is refused: it is not a valid http(s) URL"
+    return ""
+
+
 def list_tools(endpoint: McpEndpoint) -> list[RemoteTool]:
     """Every tool the server offers, over a connection of its own (closed afterwards)."""
 
     async def discover() -> list[RemoteTool]:
-        with anyio.fail_after(endpoint.connect_timeout):
-            async with _client(endpoint) as client:
-                tools: list[RemoteTool] = []
-                cursor: str | None = None
-                for _ in range(100):  # a paginator that never ends must not hang discovery
-                    listing = await client.list_tools(cursor=cursor)
-                    tools.extend(_remote_tool(tool) for tool in listing.tools)
-                    cursor = listing.next_cursor
-                    if not cursor:
-                        break
-                return tools
+        try:
+            with anyio.fail_after(endpoint.connect_timeout):
+                async with _client(endpoint) as client:
+                    tools: list[RemoteTool] = []
+                    cursor: str | None = None
+                    for _ in range(100):  # a paginator that never ends must not hang it
+                        listing = await client.list_tools(cursor=cursor)
+                        tools.extend(_remote_tool(tool) for tool in listing.tools)
+                        cursor = listing.next_cursor
+                        if not cursor:
+                            break
+                    return tools
+        except Exception as exc:  # anyio wraps failures in groups
+            raise McpUnavailable(_opening_failure(endpoint, exc)) from None
 
     return _run_on_loop(discover(), timeout=endpoint.connect_timeout + 1)
 
@@ -146,7 +179,7 @@ class _Session:
                 await self.closing.wait()
         except BaseException as exc:  # anyio wraps failures in groups: report the first leaf
             if not self.opened.done():
-                self.opened.set_exception(McpUnavailable(describe_failure(exc)))
+                self.opened.set_exception(McpUnavailable(_opening_failure(self.endpoint, exc)))
             if isinstance(exc, asyncio.CancelledError):
                 raise
 
@@ -158,9 +191,11 @@ class _Session:
         except TimeoutError:
             self.closing.set()
             self.task.cancel()
-            raise McpUnavailable(
-                f"no connection within {self.endpoint.connect_timeout:g} s"
-            ) from None
+            reason = f"no connection within {self.endpoint.connect_timeout:g} s"
+            if self.endpoint.transport != "stdio":
+                logger.info("MCP server #%s: %s", _server_id(self.endpoint), reason)
+                reason = NO_SESSION
+            raise McpUnavailable(reason) from None
         assert self.client is not None
         return self.client
 
@@ -237,6 +272,21 @@ async def _client(endpoint: McpEndpoint) -> Any:
         # No response cache: a call must reach the server, and discovery must be current.
         client = await stack.enter_async_context(Client(server, cache=None, mode="legacy"))
         yield client
+
+
+def _opening_failure(endpoint: McpEndpoint, exc: BaseException) -> str:
+    """Why no session opened: the cause for a program of ours (stdio), ``NO_SESSION`` for
+    a URL (the cause goes to the log)."""
+    reason = describe_failure(exc)
+    if endpoint.transport == "stdio":
+        return reason
+    logger.info("MCP server #%s: no session: %s", _server_id(endpoint), reason)
+    return NO_SESSION
+
+
+def _server_id(endpoint: McpEndpoint) -> str:
+    """The server's id, for the log (its URL may carry a token)."""
+    return endpoint.key.split(":", 1)[0]
 
 
 def describe_failure(exc: BaseException) -> str:

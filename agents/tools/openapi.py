@@ -20,9 +20,17 @@ from referencing import Registry, Resource
 from referencing.exceptions import Unresolvable
 from referencing.jsonschema import DRAFT202012
 
+from chatsite.server.json_limits import JsonTooDeep, loads_bounded
+
 HTTP_METHODS = ("get", "put", "post", "delete", "patch", "head")
 _NOT_A_NAME = re.compile(r"[^A-Za-z0-9_]+")
 _MAX_REF_DEPTH = 32
+# Bounds on what an import reads: nesting, YAML aliases, values once aliases are followed,
+# and values written while inlining the operations' schemas.
+MAX_DOCUMENT_DEPTH = 100
+MAX_YAML_ALIASES = 1000
+MAX_DOCUMENT_NODES = 500_000
+MAX_EXPANDED_VALUES = 200_000
 
 
 class OpenApiDocumentError(ValueError):
@@ -58,14 +66,17 @@ class Operation:
 
 
 def read_document(text: str) -> dict[str, Any]:
-    """The validated document, or ``OpenApiDocumentError`` saying what is wrong."""
+    """The validated document, or ``OpenApiDocumentError`` saying what is wrong.
+
+    A document nested deeper than ``MAX_DOCUMENT_DEPTH``, with more than
+    ``MAX_YAML_ALIASES`` YAML aliases, or that expands (aliases followed) to more than
+    ``MAX_DOCUMENT_NODES`` values is refused before anything walks it."""
     try:
-        document = json.loads(text)
+        document = loads_bounded(text, max_depth=MAX_DOCUMENT_DEPTH)
+    except JsonTooDeep as exc:
+        raise OpenApiDocumentError(f"the document is {exc}") from None
     except json.JSONDecodeError:
-        try:
-            document = yaml.safe_load(text)
-        except yaml.YAMLError as exc:
-            raise OpenApiDocumentError(f"the document is neither JSON nor YAML: {exc}") from None
+        document = _yaml_document(text)
     if not isinstance(document, dict):
         raise OpenApiDocumentError("the document must be a JSON or YAML object")
     if not str(document.get("openapi", "")).startswith("3."):
@@ -85,12 +96,96 @@ def read_document(text: str) -> dict[str, Any]:
     return document
 
 
+def _yaml_document(text: str) -> Any:
+    try:
+        document = yaml.load(text, Loader=_BoundedYamlLoader)  # noqa: S506 (a SafeLoader)
+    except yaml.YAMLError as exc:
+        raise OpenApiDocumentError(f"the document is neither JSON nor YAML: {exc}") from None
+    except RecursionError:
+        raise OpenApiDocumentError(
+            f"the document is nested deeper than {MAX_DOCUMENT_DEPTH} levels"
+        ) from None
+    _check_shape(document)
+    return document
+
+
+class _BoundedYamlLoader(yaml.SafeLoader):
+    """PyYAML's safe loader, refusing a document with more than ``MAX_YAML_ALIASES``
+    aliases: each one can double what a reader of the document walks."""
+
+    aliases_seen = 0
+
+    def compose_node(self, parent: Any, index: Any) -> Any:
+        if self.check_event(yaml.AliasEvent):
+            self.aliases_seen += 1
+            if self.aliases_seen > MAX_YAML_ALIASES:
+                raise OpenApiDocumentError(
+                    f"the document uses more than {MAX_YAML_ALIASES} YAML aliases"
+                )
+        return super().compose_node(parent, index)
+
+
+def _check_shape(document: Any) -> None:
+    """Refuse a loaded document too deep, or that expands to too many values (a value an
+    alias shares counts once per place it appears). Counted once per distinct object, so
+    the check itself stays linear in the text."""
+    sizes: dict[int, tuple[int, int]] = {}  # id -> (values below and itself, depth)
+    entered: set[int] = set()
+    pending: list[tuple[Any, bool]] = [(document, False)]
+    while pending:
+        value, children_done = pending.pop()
+        if id(value) in sizes or not isinstance(value, dict | list):
+            continue
+        children = list(value.values()) if isinstance(value, dict) else value
+        containers = [child for child in children if isinstance(child, dict | list)]
+        if not children_done:
+            if id(value) in entered:  # reached again below itself: an alias of an ancestor
+                raise OpenApiDocumentError("the document contains itself (a YAML alias loop)")
+            entered.add(id(value))
+            pending.append((value, True))
+            pending.extend((child, False) for child in containers if id(child) not in sizes)
+            continue
+        below = [sizes.get(id(child), (1, 0)) for child in containers]
+        size = 1 + len(children) - len(containers) + sum(count for count, _ in below)
+        depth = 1 + max((level for _, level in below), default=0)
+        if depth > MAX_DOCUMENT_DEPTH:
+            raise OpenApiDocumentError(
+                f"the document is nested deeper than {MAX_DOCUMENT_DEPTH} levels"
+            )
+        if size > MAX_DOCUMENT_NODES:
+            raise OpenApiDocumentError(
+                f"the document expands to more than {MAX_DOCUMENT_NODES} values"
+            )
+        sizes[id(value)] = (size, depth)
+
+
+class _BoundedResolver:
+    """The document's resolver, with a budget of schema values ``_inline`` may write: a
+    schema that refers to itself several times per level would otherwise expand
+    exponentially before the depth cut."""
+
+    def __init__(self, resolver: Any) -> None:
+        self._resolver = resolver
+        self.values_left = MAX_EXPANDED_VALUES
+
+    def lookup(self, reference: str) -> Any:
+        return self._resolver.lookup(reference)
+
+    def spend(self) -> None:
+        self.values_left -= 1
+        if self.values_left < 0:
+            raise OpenApiDocumentError(
+                f"the operations' schemas expand to more than {MAX_EXPANDED_VALUES} values "
+                "($ref followed); simplify the schemas that refer to themselves"
+            )
+
+
 def operations(document: dict[str, Any]) -> list[Operation]:
     """Every operation of the document, in document order, with its arguments resolved."""
     # An OpenAPI document names no JSON-schema dialect; its "#/..." pointers are plain JSON
     # pointers, which any dialect resolves the same way.
     resource = Resource.from_contents(document, default_specification=DRAFT202012)
-    resolver = Registry().with_resource("", resource).resolver("")
+    resolver = _BoundedResolver(Registry().with_resource("", resource).resolver(""))
     schemes = _security_schemes(document, resolver)
     default_security = document.get("security")
     found: list[Operation] = []
@@ -261,6 +356,7 @@ def _inline(schema: Any, resolver: Any, depth: int = 0) -> Any:
     """``schema`` with local ``$ref``s replaced by what they point at (recursion cut short)."""
     if depth > _MAX_REF_DEPTH:
         return {}
+    resolver.spend()
     if isinstance(schema, dict):
         if "$ref" in schema:
             return _inline(_lookup(schema["$ref"], resolver), resolver, depth + 1)

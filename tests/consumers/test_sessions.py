@@ -76,6 +76,35 @@ def test_logout_closes_that_sign_in_s_sockets_on_every_conversation(user, conver
     assert closes == [4401, 4401]
 
 
+def test_a_password_changed_elsewhere_closes_the_other_sign_ins_sockets(user, conversation):
+    """Without any write from the socket: it neither reads nor hears anything more."""
+    _laptop, cookie = signed_in_client(user)
+    phone, _ = signed_in_client(user)
+
+    def change_password() -> None:
+        response = phone.post(
+            "/accounts/password/",
+            {
+                "old_password": "pw-for-tests-1",
+                "new_password1": "a-new-pass-phrase-77",
+                "new_password2": "a-new-pass-phrase-77",
+            },
+        )
+        assert response.status_code == 302
+
+    async def body():
+        laptop_socket = socket(conversation.pk, cookie=cookie)
+        assert (await laptop_socket.connect())[0]
+        await database(change_password)
+        signed_out = await receive(laptop_socket)
+        return signed_out, await close_code(laptop_socket)
+
+    signed_out, code = run(body)
+
+    assert signed_out["code"] == "signed_out"
+    assert code == 4401
+
+
 def test_a_sign_out_notice_without_a_sign_in_changes_nothing(user, conversation):
     browser, cookie = signed_in_client(user)
 

@@ -77,7 +77,9 @@ def test_a_native_mode_run_calls_the_tool_answers_and_exports(live_stack, user):
     assert (thought["kind"], thought["text"]) == ("thought", "I should multiply.")
     assert (action["kind"], action["tool"]) == ("action", "calculator")
     assert action["tool_input"] == {"expression": "6*7"}
-    assert action["call_id"]
+    # The engine names the call; the model's own id only pairs the result sent back to it.
+    assert action["call_id"] == "call-1"
+    assert action["model_call_id"]
     assert (observation["kind"], observation["text"].strip()) == ("observation", "42")
     assert observation["call_id"] == action["call_id"]
     _assert_answered(frames, conversation, NATIVE_ANSWER)
@@ -87,7 +89,7 @@ def test_a_native_mode_run_calls_the_tool_answers_and_exports(live_stack, user):
     first, second = live_stack.model.requests(model)
     assert [tool["function"]["name"] for tool in first["tools"]] == ["calculator"]
     assert "Observation:" not in json.dumps(first.get("stop") or [])
-    assert [m["tool_call_id"] for m in _tool_messages(second)] == [action["call_id"]]
+    assert [m["tool_call_id"] for m in _tool_messages(second)] == [action["model_call_id"]]
     assert _tool_messages(second)[0]["content"].strip() == "42"
 
     exported = _export(live_stack, conversation, user, "json")
@@ -126,7 +128,7 @@ def test_a_native_mode_run_resumes_after_a_worker_kill_without_calling_the_tool_
     # them as the assistant's tool call and the tool's answer, and nothing ran again.
     requests = live_stack.model.requests(model)
     assert len(requests) == 3
-    call_id = next(e.payload["call_id"] for e in events if e.payload.get("kind") == "action")
+    call_id = next(e.payload["model_call_id"] for e in events if e.payload.get("kind") == "action")
     resumed = requests[2]["messages"]
     calls = [m for m in resumed if m["role"] == "assistant" and m.get("tool_calls")]
     assert [c["id"] for m in calls for c in m["tool_calls"]] == [call_id]

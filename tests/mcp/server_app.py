@@ -82,6 +82,14 @@ def whoami(ctx: Context) -> str:
     return f"you sent: {(ctx.headers or {}).get('authorization')}"
 
 
+@server.tool(annotations=ToolAnnotations(readOnlyHint=True))
+def token_status(ctx: Context) -> str:
+    """Fails quoting the credential it received without its scheme, as careless servers do."""
+    _record("token_status", ctx)
+    _, _, credential = ((ctx.headers or {}).get("authorization") or "").partition(" ")
+    raise ToolError(f"token {credential} is expired")
+
+
 if __name__ == "__main__":
     if sys.argv[1] == "stdio":
         server.run("stdio")

@@ -10,6 +10,7 @@ from django.contrib.auth.models import Permission
 from django.urls import reverse
 
 from agents.models import McpServer, ToolConfig
+from agents.tools.mcp_client import NO_SESSION
 from tests.admin.conftest import page_text
 from tests.mcp.conftest import SECRET_TOKEN
 
@@ -78,7 +79,7 @@ def test_discover_lists_the_tools_and_enables_the_chosen_ones_renamed_on_a_clash
     ToolConfig.objects.create(name="add", kind="calculator", description="Another add.")
     url = reverse("admin:agents_mcpserver_discover", args=[server.pk])
 
-    page = page_text(staff_client.get(url))
+    page = page_text(staff_client.post(url, {"discover": "1"}))
 
     assert 'data-remote="add"' in page
     assert 'data-remote="send_mail"' in page
@@ -88,7 +89,7 @@ def test_discover_lists_the_tools_and_enables_the_chosen_ones_renamed_on_a_clash
     assert 'value="add_2"' in page  # "add" is taken: a free name is suggested
     assert SECRET_TOKEN not in page
 
-    rows = ["add", "send_mail", "forecast", "refuse", "hang", "whoami"]
+    rows = ["add", "send_mail", "forecast", "refuse", "hang", "whoami", "token_status"]
     data = {"timeout_seconds": "4"}
     for index, name in enumerate(rows):
         data[f"name_{index}"] = {"add": "add", "send_mail": "mail_send"}.get(name, name)
@@ -112,7 +113,7 @@ def test_discover_lists_the_tools_and_enables_the_chosen_ones_renamed_on_a_clash
     assert made["mail_send"].description == "Sends an email."
 
     # Tools already enabled are shown as such, not offered again.
-    page = page_text(staff_client.get(url))
+    page = page_text(staff_client.post(url, {"discover": "1"}))
     assert 'value="remote_add"' in page
     server.refresh_from_db()
     assert server.state == McpServer.State.UP
@@ -123,12 +124,13 @@ def test_discover_on_a_server_that_is_down_shows_the_error_and_the_state(
 ):
     server = make_server(url=down_url, timeout_seconds=3)
 
-    page = page_text(staff_client.get(reverse("admin:agents_mcpserver_discover", args=[server.pk])))
+    url = reverse("admin:agents_mcpserver_discover", args=[server.pk])
+    page = page_text(staff_client.post(url, {"discover": "1"}))
 
-    assert "The server did not answer: cannot connect" in page
+    assert f"The server did not answer: {NO_SESSION}" in page
     assert 'id="server-state" class="chatsite-failed">Down<' in page
     change = page_text(staff_client.get(reverse("admin:agents_mcpserver_change", args=[server.pk])))
-    assert "cannot connect" in change  # the last error, on the server's page
+    assert NO_SESSION in change  # the last error, on the server's page
     listing = page_text(staff_client.get(reverse("admin:agents_mcpserver_changelist")))
     assert "Down" in listing
 

@@ -8,10 +8,12 @@ import pytest
 
 from agents.models import McpServer, ToolConfig
 from agents.react.tools import ToolInputError
+from agents.redaction import redact
+from agents.selectors import tool_secret_values
 from agents.services.mcp import mcp_server_discover, mcp_tools_enable
 from agents.services.tools import tool_config_run_once, tool_config_secret_values
 from agents.tools.base import REDACTED, ToolError
-from agents.tools.mcp_client import needs_approval_by_default
+from agents.tools.mcp_client import NO_SESSION, needs_approval_by_default
 from agents.tools.registry import build_tool
 from tests.mcp.conftest import SECRET_TOKEN
 
@@ -41,7 +43,15 @@ def test_discovery_over_http_lists_tools_with_schemas_and_records_the_state(
 
     assert discovery.error == ""
     tools = {tool.name: tool for tool in discovery.tools}
-    assert set(tools) == {"add", "send_mail", "forecast", "refuse", "hang", "whoami"}
+    assert set(tools) == {
+        "add",
+        "send_mail",
+        "forecast",
+        "refuse",
+        "hang",
+        "whoami",
+        "token_status",
+    }
     assert tools["add"].description == "Adds two whole numbers."
     assert tools["add"].input_schema["properties"]["a"]["type"] == "integer"
     assert tools["add"].input_schema["required"] == ["a", "b"]
@@ -169,10 +179,10 @@ def test_discovering_a_server_that_is_down_records_why(down_url, make_server):
     discovery = mcp_server_discover(server=server)
 
     assert discovery.tools == []
-    assert "cannot connect" in discovery.error
+    assert discovery.error == NO_SESSION
     server.refresh_from_db()
     assert server.state == McpServer.State.DOWN
-    assert "cannot connect" in server.last_error
+    assert server.last_error == NO_SESSION
 
 
 def test_header_values_reach_the_server_but_are_redacted_from_results(mcp_http_server, make_server):
@@ -190,6 +200,22 @@ def test_header_values_reach_the_server_but_are_redacted_from_results(mcp_http_s
     assert SECRET_TOKEN not in McpServer.objects.get(pk=server.pk).headers_encrypted
     # Pages that show this tool's output redact the server's headers too.
     assert f"Bearer {SECRET_TOKEN}" in tool_config_secret_values([row])
+
+
+def test_a_token_the_server_quotes_without_its_scheme_is_redacted(mcp_http_server, make_server):
+    server = make_server(
+        url=mcp_http_server.url, headers={"Authorization": f"Bearer {SECRET_TOKEN}"}
+    )
+    row = _enable(server, "token_status")["token_status"]
+
+    with pytest.raises(ToolError) as raised:
+        build_tool(row, user=None).run()
+
+    assert f"token {REDACTED} is expired" in str(raised.value)
+    assert SECRET_TOKEN not in str(raised.value)
+    # A shared page blanks what slipped into a step with every tool secret: MCP headers too.
+    assert f"Bearer {SECRET_TOKEN}" in tool_secret_values()
+    assert SECRET_TOKEN not in redact(f"token {SECRET_TOKEN} is expired", tool_secret_values())
 
 
 def test_test_tool_works_for_mcp_tools(mcp_http_server, make_server):

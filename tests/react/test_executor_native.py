@@ -33,8 +33,10 @@ def test_tool_call_then_answer(harness):
     assert kinds(without_records(steps)) == ["thought", "action", "observation", "final_answer"]
     thought, action, observation, answer = without_records(steps)
     assert thought.text == "Adding."
-    assert (action.tool, action.tool_input, action.call_id) == ("adder", {"a": 2, "b": 3}, "call_1")
-    assert (observation.text, observation.call_id) == ("5", "call_1")
+    # The engine names the call; the model's id is kept to pair the result in the messages.
+    assert (action.tool, action.tool_input) == ("adder", {"a": 2, "b": 3})
+    assert (action.call_id, action.model_call_id) == ("call-1", "call_1")
+    assert (observation.text, observation.call_id) == ("5", "call-1")
     assert (answer.text, answer.stop_reason) == ("The sum is 5.", "answer")
     assert "".join(harness.deltas) == "The sum is 5."
 
@@ -74,8 +76,8 @@ def test_parallel_calls_run_together_and_are_reported_one_by_one(harness):
     ]
     observations = [s for s in steps if isinstance(s, ObservationStep)]
     assert [(o.call_id, o.text, o.is_error) for o in observations] == [
-        ("call_1", "met a", False),
-        ("call_2", "met b", False),
+        ("call-1", "met a", False),
+        ("call-2", "met b", False),
     ]
     tool_messages = [m for m in harness.model.calls[1].messages if m["role"] == "tool"]
     assert [m["tool_call_id"] for m in tool_messages] == ["call_1", "call_2"]

@@ -13,8 +13,10 @@ from agents.react.executor import AgentConfig, AgentExecutor, RunBudget
 from agents.react.prompt import PromptConfig
 from agents.react.testing import ScriptedChatModel, tool_calls
 from agents.react.types import (
+    ActionStep,
     ApprovalDecisionStep,
     ApprovalRequestStep,
+    ErrorStep,
     FinalAnswerStep,
     ModelCallRecord,
     ObservationStep,
@@ -176,3 +178,29 @@ def test_a_tool_call_budget_stops_before_the_call_over_it():
     resumed = list(executor(model, [adder], config=more).run("q", prior_steps=stored(first)))
     assert adder.calls == [(2, 3), (5, 1)]
     assert final(resumed).text == "6"
+
+
+def test_a_decision_applies_only_to_the_call_its_request_showed():
+    """A run stored before the engine named its calls may hold two calls under one id: the
+    decision on the first does not run the second."""
+    shown = ActionStep(tool="adder", tool_input={"a": 2, "b": 3}, call_id="c1")
+    other = ActionStep(tool="adder", tool_input={"a": 5, "b": 1}, call_id="c1")
+    prior = [
+        shown,
+        ApprovalRequestStep(tool="adder", call_id="c1", tool_input={"a": 2, "b": 3}),
+        ApprovalDecisionStep(call_id="c1", approved=True),
+        ObservationStep(tool="adder", call_id="c1", text="5"),
+        other,
+    ]
+    adder = GuardedAdder()
+
+    steps = list(
+        executor(ScriptedChatModel(["done"]), [adder], mode="tools").run(
+            "q", prior_steps=stored(prior)
+        )
+    )
+
+    assert adder.calls == []
+    [error] = [step for step in steps if isinstance(step, ErrorStep)]
+    assert error.code == "approval_mismatch"
+    assert final(steps).text == "done"

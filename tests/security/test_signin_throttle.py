@@ -101,3 +101,21 @@ def test_the_lock_lifts_after_the_cool_off(client, make_user):
     AccessAttempt.objects.update(attempt_time=timezone.now() - timedelta(minutes=16))
     assert sign_in(client, SITE, "alice", PASSWORD).status_code == 302
     assert signed_in(client)
+
+
+def test_guessing_the_old_password_on_the_change_form_is_throttled(client, make_user):
+    user = make_user("pat")
+    client.force_login(user)
+    form = {"new_password1": "a-new-pass-phrase-77", "new_password2": "a-new-pass-phrase-77"}
+
+    guesses = [
+        client.post("/accounts/password/", {**form, "old_password": f"guess-{n}"}).status_code
+        for n in range(5)
+    ]
+    right = client.post("/accounts/password/", {**form, "old_password": "pw-for-tests-1"})
+
+    assert guesses == [200] * 5  # the form says the old password is wrong
+    assert right.status_code == 429
+    assert "Too many attempts to change the password" in right.content.decode()
+    user.refresh_from_db()
+    assert user.check_password("pw-for-tests-1")

@@ -10,7 +10,15 @@ import pytest
 from django.utils import timezone
 
 from agents.llm.scripted import Reply
-from agents.models import AgentProfile, AgentRun, Message, ModelConfig, ToolApproval, ToolConfig
+from agents.models import (
+    AgentProfile,
+    AgentRun,
+    Message,
+    ModelConfig,
+    ToolApproval,
+    ToolConfig,
+    UsageEntry,
+)
 from agents.protocol import RefusalCode, RequestRefused
 from agents.services.approvals import (
     approval_decide,
@@ -462,3 +470,65 @@ def test_a_decision_of_the_wrong_shape_is_refused_and_decides_nothing(
     run.refresh_from_db()
     assert run.status == AgentRun.Status.AWAITING_APPROVAL
     run_cancel(run=run, user=user)
+
+
+def _run_with_ledger_entry(user, profile) -> AgentRun:
+    """A queued run with the usage entry a send opens with it."""
+    run = _queued_run(user, profile)
+    UsageEntry.objects.create(
+        user_id=user.pk,
+        kind=UsageEntry.Kind.RUN,
+        run_id=run.pk,
+        conversation_id=run.conversation_id,
+    )
+    return run
+
+
+def test_continue_counts_against_the_daily_quota_like_a_send(
+    user, scripted_profile, scripted_model, guarded_tool, settings
+):
+    ToolConfig.objects.filter(pk=guarded_tool.pk).update(needs_approval=False)
+    profile, model = scripted_profile(Reply(ADD), Reply(FINAL), budget_steps=1)
+    run = _run_with_ledger_entry(user, profile)
+    run_execute(run.pk)
+    run.refresh_from_db()
+    assert run.status == AgentRun.Status.OUT_OF_BUDGET
+    # The first step used more than the whole day's allowance.
+    settings.CHAT_DAILY_TOKEN_QUOTA = 1
+
+    with pytest.raises(RequestRefused) as refused:
+        run_continue(run=run, user=user)
+
+    assert refused.value.code == RefusalCode.QUOTA_EXCEEDED
+    run.refresh_from_db()
+    assert (run.status, run.budget_grants) == (AgentRun.Status.OUT_OF_BUDGET, 0)
+    assert not run.events.filter(type="run.continued").exists()
+    assert len(scripted_model.requests(model)) == 1
+
+
+def test_a_decision_counts_against_the_daily_quota_like_a_send(
+    user, scripted_profile, scripted_model, settings
+):
+    profile, _ = scripted_profile(Reply(ADD), Reply(FINAL))
+    run = _run_with_ledger_entry(user, profile)
+    run_execute(run.pk)
+    approval = ToolApproval.objects.get(run=run)
+    settings.CHAT_DAILY_TOKEN_QUOTA = 1
+
+    with pytest.raises(RequestRefused) as refused:
+        approval_decide(approval_id=approval.pk, user=user, approve=True)
+
+    assert refused.value.code == RefusalCode.QUOTA_EXCEEDED
+    approval.refresh_from_db()
+    assert approval.decision == ""
+    run.refresh_from_db()
+    assert run.status == AgentRun.Status.AWAITING_APPROVAL
+
+    # With the allowance back, the same decision goes through and holds a share of it.
+    settings.CHAT_DAILY_TOKEN_QUOTA = 100_000
+    approval_decide(approval_id=approval.pk, user=user, approve=True)
+    run.refresh_from_db()
+    assert run.status == AgentRun.Status.QUEUED
+    entry = UsageEntry.objects.get(run_id=run.pk)
+    used = entry.prompt_tokens + entry.completion_tokens
+    assert entry.reserved_tokens == used + settings.CHAT_QUOTA_RESERVATION_TOKENS

@@ -674,3 +674,20 @@ def test_allow_hosts_entries_are_checked():
         "allow_hosts.3": "'[::1' is not a host, host:port or [IPv6]:port",
         "allow_hosts.4": "'c/d:1' is not a host, host:port or [IPv6]:port",
     }
+
+
+def test_a_secret_across_the_cap_is_redacted_before_the_cut(server):
+    tool = _tool(
+        secrets={"KEY": TOKEN},
+        url_template=_base(server) + "/hello?name={pad}{secret:KEY}",
+        allow_networks=["127.0.0.0/8"],
+        # "hello " and the padding take 15 bytes: the cap falls on the token's last character.
+        max_response_bytes=15 + len(TOKEN) - 1,
+    )
+
+    output = tool.run(pad="p" * 9)
+
+    assert server.received[-1]["path"].endswith(TOKEN)  # it was sent…
+    assert TOKEN[:-1] not in output  # …and not shown but for its last character
+    assert output.startswith(f"HTTP 200 OK\n\nhello {'p' * 9}[secr")
+    assert output.endswith(f"\n[response cut at {15 + len(TOKEN) - 1} bytes]")

@@ -27,6 +27,7 @@ class ConversationSearch(ConfiguredTool):
     )
 
     uses_database = True
+    reads_private_data = True
 
     def run(self, query: str) -> str:
         from agents.selectors import message_search

@@ -27,7 +27,7 @@ import re
 import socket
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote, urlsplit
@@ -273,18 +273,23 @@ class HttpRequestTool(ConfiguredTool):
                         response.headers["location"],
                         "",
                     )
+                # Read past the cap by the longest form a secret can take, and redact before
+                # cutting: a secret across the edge is then blanked whole, not shown but
+                # for its last characters.
+                limit = cap + self.longest_secret_form()
                 received = bytearray()
                 truncated = False
                 for chunk in response.iter_bytes():
                     received += chunk
-                    if len(received) > cap:
-                        del received[cap:]
+                    if len(received) > limit:
+                        del received[limit:]
                         truncated = True
                         break
                 # A shut-down socket reads as the end of a body that had no length.
                 deadline.check(timed_out)
-                text = _as_text(response, bytes(received))
-                if truncated:
+                text = self.redact(_as_text(response, bytes(received)))
+                if truncated or len(received) > cap:
+                    text = text.encode()[:cap].decode(errors="ignore")
                     text += f"\n[response cut at {cap} bytes]"
                 return response.status_code, response.reason_phrase, None, text
         except httpx.TimeoutException:
@@ -301,36 +306,47 @@ class HttpRequestTool(ConfiguredTool):
             raise ToolError(f"request to {target.url.host} failed: {exc}") from None
 
     def _checked(self, url: httpx.URL) -> _Target:
-        if url.scheme not in ("http", "https"):
-            raise RefusedTarget("only http:// and https:// URLs are allowed")
-        host = url.host.rstrip(".").lower()
-        if not host:
-            raise RefusedTarget("the URL has no host")
-        port = url.port or (443 if url.scheme == "https" else 80)
-        allowed_hosts = {_host_entry(entry) for entry in self.config["allow_hosts"]}
-        host_allowed = (host, None) in allowed_hosts or (host, port) in allowed_hosts
-        if host in METADATA_HOSTNAMES and not host_allowed:
-            raise RefusedTarget(f"{host} is a cloud metadata service")
-        addresses = _resolve(host, port)
-        networks = [
-            ipaddress.ip_network(net, strict=False) for net in self.config["allow_networks"]
-        ]
-        for address in addresses:
-            refusal = _refusal(address)
-            if refusal is None:
-                continue
-            if address in METADATA_ADDRESSES and not host_allowed:
-                raise RefusedTarget(
-                    f"{host} resolves to {_shown(address)}, a cloud metadata address"
-                )
-            if host_allowed or any(_within(address, network) for network in networks):
-                continue
-            article = "an" if refusal[0] in "aeiou" else "a"
-            raise RefusedTarget(
-                f"{host} resolves to {_shown(address)}, {article} {refusal} address; an "
-                "administrator can allow it with allow_hosts or allow_networks"
-            )
-        return _Target(url=url, address=str(addresses[0]))
+        return checked_target(
+            url,
+            allow_hosts=self.config["allow_hosts"],
+            allow_networks=self.config["allow_networks"],
+        )
+
+
+def checked_target(
+    url: httpx.URL, *, allow_hosts: Sequence[str], allow_networks: Sequence[str] = ()
+) -> _Target:
+    """The SSRF guard: ``url``'s host resolved once, every address public or allowed.
+
+    Raises ``RefusedTarget`` for a host that must not be reached and ``ToolError`` for one
+    that does not resolve. Every client of an admin-set URL goes through it: this tool, the
+    OpenAPI operations and their import, MCP servers."""
+    if url.scheme not in ("http", "https"):
+        raise RefusedTarget("only http:// and https:// URLs are allowed")
+    host = url.host.rstrip(".").lower()
+    if not host:
+        raise RefusedTarget("the URL has no host")
+    port = url.port or (443 if url.scheme == "https" else 80)
+    allowed_hosts = {_host_entry(entry) for entry in allow_hosts}
+    host_allowed = (host, None) in allowed_hosts or (host, port) in allowed_hosts
+    if host in METADATA_HOSTNAMES and not host_allowed:
+        raise RefusedTarget(f"{host} is a cloud metadata service")
+    addresses = _resolve(host, port)
+    networks = [ipaddress.ip_network(net, strict=False) for net in allow_networks]
+    for address in addresses:
+        refusal = _refusal(address)
+        if refusal is None:
+            continue
+        if address in METADATA_ADDRESSES and not host_allowed:
+            raise RefusedTarget(f"{host} resolves to {_shown(address)}, a cloud metadata address")
+        if host_allowed or any(_within(address, network) for network in networks):
+            continue
+        article = "an" if refusal[0] in "aeiou" else "a"
+        raise RefusedTarget(
+            f"{host} resolves to {_shown(address)}, {article} {refusal} address; an "
+            "administrator can allow it with allow_hosts or allow_networks"
+        )
+    return _Target(url=url, address=str(addresses[0]))
 
 
 class _Deadline:

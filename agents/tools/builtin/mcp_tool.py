@@ -16,7 +16,13 @@ from typing import Any
 from agents.react.tools import JsonDict
 from agents.tools.arguments import checked_arguments, object_schema
 from agents.tools.base import ConfiguredTool, ToolError
-from agents.tools.mcp_client import McpEndpoint, McpUnavailable, call_tool, endpoint_for
+from agents.tools.mcp_client import (
+    McpEndpoint,
+    McpUnavailable,
+    call_tool,
+    endpoint_for,
+    server_url_refusal,
+)
 
 # A result this long is cut before redaction; the engine cuts observations much shorter.
 MAX_RESULT_CHARS = 200_000
@@ -32,6 +38,17 @@ CONFIG_SCHEMA: dict[str, Any] = {
     "required": ["server", "tool"],
     "additionalProperties": False,
 }
+
+
+def runs_program(config: Mapping[str, Any]) -> bool:
+    """Whether an ``mcp`` tool with this config calls a stdio server, which runs a program
+    on the worker's machine (only superusers may set up, change or test such a tool)."""
+    from agents.models import McpServer
+
+    server_id = config.get("server") if isinstance(config, Mapping) else None
+    if not isinstance(server_id, int) or isinstance(server_id, bool):
+        return False
+    return McpServer.objects.filter(pk=server_id, transport=McpServer.Transport.STDIO).exists()
 
 
 class McpTool(ConfiguredTool):
@@ -92,6 +109,10 @@ class McpTool(ConfiguredTool):
                 )
             raise ToolError(f"the MCP server of {self.name} no longer exists")
         remote = self.config["tool"]
+        refusal = server_url_refusal(self._endpoint.url) if self._endpoint.url else ""
+        if self._endpoint.transport != "stdio" and refusal:
+            self._record_contact(error=refusal)
+            raise ToolError(f"the MCP server {self._server_name} is not called: {refusal}")
         try:
             result = call_tool(self._endpoint, remote, arguments, timeout=self.timeout_seconds)
         except McpUnavailable as exc:
