@@ -37,9 +37,9 @@ from django.db import connection
 from django.utils import timezone
 from django.utils.crypto import constant_time_compare
 
+from agents.db.rows import column_converter, columns, instance
 from agents.models import AgentRun, Conversation
-from agents.prepared import prepared_cursor
-from agents.rows import column_converter, columns, instance
+from chatsite.server.db.prepared import prepared_cursor
 
 DATABASE_ENGINE = "django.contrib.sessions.backends.db"
 

@@ -5,7 +5,7 @@ loop's kind has to be chosen before that, here, rather than in settings or ``asg
 """
 
 from agents.autobahn_debug import defer_autobahn_debug_formatting
-from agents.process_loop import make_uvloop_the_default
+from chatsite.server.loop import make_uvloop_the_default
 
 make_uvloop_the_default()
 defer_autobahn_debug_formatting()

@@ -113,7 +113,8 @@ else:
     DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
     if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
         # The run path's hot statements go through a cursor that psycopg prepares on first
-        # use (agents/prepared.py); off behind a pooler that cannot keep prepared statements.
+        # use (chatsite/server/db/prepared.py); off behind a pooler that cannot keep prepared
+        # statements.
         DATABASES["default"].setdefault("OPTIONS", {})["prepare_threshold"] = (
             0 if env.bool("DATABASE_PREPARED_STATEMENTS", default=True) else None
         )
@@ -220,7 +221,7 @@ AGENT_CANCEL_POLL_SECONDS = env.float("AGENT_CANCEL_POLL_SECONDS", default=0.25)
 # themselves share one event loop.
 AGENT_DATABASE_THREADS = env.int("AGENT_DATABASE_THREADS", default=4)
 # PostgreSQL connections of a worker's event loop, for its runs' stored steps, starts and
-# ends (agents/loop_db.py); 0 sends those writes through the database threads too.
+# ends (chatsite/server/db/loop_pool.py); 0 sends those writes through the database threads too.
 AGENT_LOOP_DATABASE_CONNECTIONS = env.int("AGENT_LOOP_DATABASE_CONNECTIONS", default=4)
 # Every worker sweeps for runs no one holds; a queued run this old lost its broker message.
 AGENT_SWEEP_INTERVAL_SECONDS = env.float("AGENT_SWEEP_INTERVAL_SECONDS", default=2.0)

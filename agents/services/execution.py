@@ -15,7 +15,8 @@ The run driver: a Celery task (threads pool, ``CELERY_WORKER_POOL``) claims its 
 it up in its own thread, through the ORM; then the run's steps are driven by ``_drive`` on the
 process's one event loop (``process_loop()``, where the model calls are made), as a task beside
 every other run the process holds, and the task's thread only waits for it to end. The steps'
-writes go to a few database threads (``_db``); the engine's tools run in threads of their own.
+writes go through the run store (``agents/runs/``), which sends them from the loop or on a
+few database threads; the engine's tools run in threads of their own.
 So a run waiting on the model or a tool costs no thread's time, and the process's runs do not
 take turns at the interpreter lock. The threads pool cannot kill a task at a hard time limit;
 a run's time is bounded by the engine's ``max_execution_time``, the model client's deadline
@@ -26,16 +27,14 @@ and the monitor's ``AGENT_RUN_HARD_LIMIT_SECONDS`` instead. The Celery tasks in
 from __future__ import annotations
 
 import asyncio
-import concurrent.futures
 import contextlib
 import logging
 import os
 import socket
 import threading
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
 
 import psycopg
 from django import db as django_db
@@ -44,11 +43,10 @@ from django.core.cache import cache
 from django.core.exceptions import ObjectDoesNotExist
 from django.db import DatabaseError, close_old_connections, connection
 
-from agents import events, loop_db
+from agents import events
 from agents.live import LiveText
 from agents.llm.errors import public_failure_message
 from agents.models import AgentRun, Message
-from agents.process_loop import process_loop
 from agents.react.errors import (
     AgentError,
     AwaitingApproval,
@@ -63,36 +61,20 @@ from agents.react.types import (
     Step,
     ThoughtStep,
 )
+from agents.runs.base import Claim, RunLost, RunStore
+from agents.runs.queue import run_enqueue_on_commit
+from agents.runs.reads import run_claim_refusal, run_prior_steps
+from agents.runs.store import run_store
+from agents.runs.threads import in_database_thread
 from agents.services.approvals import (
     approvals_expire,
     budget_pauses_expire,
     run_pause_for_approval,
     run_stop_at_budget,
 )
-from agents.services.runs import (
-    Claim,
-    RunLost,
-    run_claim_refusal,
-    run_claim_with_tools,
-    run_enqueue_on_commit,
-    run_fail,
-    run_finish,
-    run_finish_on_loop,
-    run_heartbeat,
-    run_mark_cancelled,
-    run_prior_steps,
-    run_record_steps,
-    run_record_steps_on_loop,
-    run_started,
-    run_started_on_loop,
-    runs_cancel_requested,
-    runs_needing_rescue,
-    runs_release,
-)
+from chatsite.server.loop import process_loop
 
 logger = logging.getLogger(__name__)
-
-_T = TypeVar("_T")
 
 
 def worker_id() -> str:
@@ -114,7 +96,8 @@ def runs_rescue(*, enqueue: Callable[[int], None]) -> list[int]:
     approvals_expire()
     budget_pauses_expire()
     rescued = []
-    for run_id in runs_needing_rescue(queued_for_seconds=settings.AGENT_QUEUED_RESCUE_SECONDS):
+    store = run_store()
+    for run_id in store.needing_rescue(queued_for_seconds=settings.AGENT_QUEUED_RESCUE_SECONDS):
         if cache.add(
             f"chat:rescued:{run_id}", 1, timeout=max(1, settings.AGENT_HEARTBEAT_STALE_SECONDS)
         ):
@@ -144,7 +127,9 @@ def runs_hand_back(*, enqueue: Callable[[int], None]) -> list[int]:
     """
     _shutting_down.set()
     watches = _monitor.watches()
-    released = runs_release(run_ids=[watch.run_id for watch in watches], worker_id=worker_id())
+    released = run_store().release(
+        run_ids=[watch.run_id for watch in watches], worker_id=worker_id()
+    )
     for run_id in released:
         enqueue(run_id)
     for watch in watches:
@@ -170,7 +155,8 @@ def run_execute(*, run_id: int) -> None:
         logger.warning("run %s is still driven by a thread of this process; not claimed", run_id)
         return
     me = worker_id()
-    claim = run_claim_with_tools(run_id=run_id, worker_id=me, announce=True)
+    store = run_store()
+    claim = store.claim(run_id=run_id, worker_id=me, announce=True)
     if claim is None:
         # Finished, cancelled, paused, or held by a live worker: normal for a redelivered or
         # rescued task, but a run that never starts is hard to explain without this line.
@@ -183,11 +169,11 @@ def run_execute(*, run_id: int) -> None:
             message = (
                 f"The run was interrupted {run.attempts - run.resumes - 1} times and was given up."
             )
-            run_fail(run=run, code="too_many_attempts", message=message, worker_id=me)
+            store.fail(run=run, code="too_many_attempts", message=message, worker_id=me)
             return
         if run.profile_version is None:
             message = "The agent this run used was deleted."
-            run_fail(run=run, code="no_profile", message=message, worker_id=me)
+            store.fail(run=run, code="no_profile", message=message, worker_id=me)
             return
         with _monitor.watch(run.pk) as watch:
             if run.cancel_requested_at is not None:
@@ -210,7 +196,7 @@ def run_execute(*, run_id: int) -> None:
         else:
             logger.exception("run %s failed", run_id)
             message = "The agent stopped because of an internal error."
-            run_fail(run=run, code="internal_error", message=message, worker_id=me)
+            store.fail(run=run, code="internal_error", message=message, worker_id=me)
     finally:
         events.publish_flush(timeout=5)
 
@@ -223,7 +209,7 @@ _CONNECTION_ENDED_STATES = ("57P01", "57P02", "57P03")
 def _connection_broke(error: BaseException) -> bool:
     """Whether ``error`` says the database connection ended, not that a statement failed (a
     deadlock or a timeout is the run's own failure). Django wraps psycopg's error (the
-    database threads); the loop's connections raise psycopg's own (loop_db)."""
+    database threads); the loop's connections raise psycopg's own (``loop_pool``)."""
     if isinstance(error, django_db.Error) and isinstance(error.__cause__, psycopg.Error):
         error = error.__cause__
     if isinstance(error, psycopg.InterfaceError):
@@ -239,7 +225,7 @@ def _hand_back(run_id: int, me: str) -> None:
     """Release one run this worker holds and queue it again; if the database is still out of
     reach, the sweeper finds it by its stale heartbeat instead."""
     try:
-        released = runs_release(run_ids=[run_id], worker_id=me)
+        released = run_store().release(run_ids=[run_id], worker_id=me)
     except DatabaseError:
         logger.warning("run %s could not be handed back; the sweeper will", run_id)
         return
@@ -247,11 +233,11 @@ def _hand_back(run_id: int, me: str) -> None:
         run_enqueue_on_commit(run_id=released_id)
 
 
-def _store_pending(run: AgentRun, pending: list[Step], me: str) -> None:
+async def _store_pending(store: RunStore, run: AgentRun, pending: list[Step], me: str) -> None:
     """Store what was held back for the next step before the run ends without that step (a
     failed model call's record, most often)."""
     if pending:
-        run_record_steps(run=run, steps=pending, worker_id=me)
+        await store.arecord(run=run, steps=pending, worker_id=me)
 
 
 def _execute(run: AgentRun, watch: _Watch, me: str, claim: Claim) -> None:
@@ -306,7 +292,14 @@ def _execute(run: AgentRun, watch: _Watch, me: str, claim: Claim) -> None:
     connection.close()
     announced = claim.started is not None
     drive = _drive(
-        run, watch, me, snapshot.slug, live_text.track(steps), answer_so_far, announced=announced
+        run_store(),
+        run,
+        watch,
+        me,
+        snapshot.slug,
+        live_text.track(steps),
+        answer_so_far,
+        announced=announced,
     )
     answer = asyncio.run_coroutine_threadsafe(drive, process_loop()).result()
     if not isinstance(answer, _EndedEarly):
@@ -324,6 +317,7 @@ _ENDED_EARLY = _EndedEarly()
 
 
 async def _drive(
+    store: RunStore,
     run: AgentRun,
     watch: _Watch,
     me: str,
@@ -334,18 +328,10 @@ async def _drive(
     announced: bool,
 ) -> Message | _EndedEarly | None:
     """Announce the attempt (unless the claim did), then store the run's steps as the engine
-    yields them, on the process's event loop; the writes the loop does not send itself
-    (``loop_db``) run on the database threads (``_db``). Returns the answer's message, or
-    ``_ENDED_EARLY``."""
-    if not announced:  # the claim stores run.started on PostgreSQL (``Claim.started``)
-        await _write(
-            run_started,
-            run_started_on_loop,
-            run=run,
-            model=run.model_name,
-            profile=profile,
-            worker_id=me,
-        )
+    yields them, on the process's event loop, through the run store's awaited writes (which
+    never block the loop). Returns the answer's message, or ``_ENDED_EARLY``."""
+    if not announced:  # a store may store run.started with the claim (``Claim.started``)
+        await store.astart(run=run, model=run.model_name, profile=profile, worker_id=me)
     # A model call's record and a thought are followed at once by the steps parsed from the
     # same reply (an action, an error, the answer): they wait here and are stored with those
     # in one transaction. Every other step may be followed by a tool or a model call, so it
@@ -370,33 +356,28 @@ async def _drive(
                 pending.append(step)
                 continue
             if isinstance(step, FinalAnswerStep):
-                answer = await _write(
-                    run_finish,
-                    run_finish_on_loop,
-                    run=run,
-                    step=step,
-                    worker_id=me,
-                    preceding=pending,
-                )
+                answer = await store.afinish(run=run, step=step, worker_id=me, preceding=pending)
             else:
-                await _record_steps(run, [*pending, step], me)
+                await store.arecord(run=run, steps=[*pending, step], worker_id=me)
             pending = []
     except RunCancelled:
         if watch.lost:
             logger.warning("run %s was lost while this worker drove it; this copy stops", run.pk)
             return _ENDED_EARLY
-        await _db(_store_pending, run, pending, me)
+        await _store_pending(store, run, pending, me)
         partial = "".join(answer_so_far)
-        await _db(run_mark_cancelled, run=run, partial_answer=partial, worker_id=me)
+        await store.acancel(run=run, partial_answer=partial, worker_id=me)
         return _ENDED_EARLY
     except AwaitingApproval:
-        await _db(_store_pending, run, pending, me)
+        await _store_pending(store, run, pending, me)
         # The worker is freed: the run waits in the database, not in this process.
-        await _db(run_pause_for_approval, run=run, requests=approval_requests, worker_id=me)
+        await in_database_thread(
+            run_pause_for_approval, run=run, requests=approval_requests, worker_id=me
+        )
         return _ENDED_EARLY
     except BudgetExhausted as error:
-        await _db(_store_pending, run, pending, me)
-        await _db(
+        await _store_pending(store, run, pending, me)
+        await in_database_thread(
             run_stop_at_budget,
             run=run,
             limit=error.limit,
@@ -406,96 +387,20 @@ async def _drive(
         )
         return _ENDED_EARLY
     except ModelError as error:
-        await _db(_store_pending, run, pending, me)
+        await _store_pending(store, run, pending, me)
         # The user gets a plain reason and the run's id; staff read the detail in the inspector.
         message = public_failure_message(error, reference=f"run {run.pk}")
-        await _db(
-            run_fail, run=run, code=error.code, message=message, detail=str(error), worker_id=me
+        await store.afail(
+            run=run, code=error.code, message=message, detail=str(error), worker_id=me
         )
         return _ENDED_EARLY
     except AgentError as error:
-        await _db(_store_pending, run, pending, me)
+        await _store_pending(store, run, pending, me)
         code = getattr(error, "code", "") or "agent_error"
         message = str(error) or "The agent stopped."
-        await _db(run_fail, run=run, code=code, message=message, worker_id=me)
+        await store.afail(run=run, code=code, message=message, worker_id=me)
         return _ENDED_EARLY
     return answer
-
-
-async def _write(
-    on_threads: Callable[..., _T], on_loop: Callable[..., Awaitable[_T]], **kwargs: Any
-) -> _T:
-    """One of the run driver's fenced writes: sent from the loop on its own connections where
-    the process has them (``loop_db``), else made on a database thread."""
-    if loop_db.available():
-        return await on_loop(**kwargs)
-    return await _db(on_threads, **kwargs)
-
-
-async def _record_steps(run: AgentRun, steps: list[Step], me: str) -> None:
-    await _write(run_record_steps, run_record_steps_on_loop, run=run, steps=steps, worker_id=me)
-
-
-# --------------------------------------------------------------------------------------
-# The database threads: where the run driver's writes wait for PostgreSQL
-# --------------------------------------------------------------------------------------
-
-
-class _DatabaseThreads:
-    """A few threads that make the database calls of every run this process drives.
-
-    Each keeps its connection while more calls are queued behind it, and gives it back (to
-    the pool, or closed) once the queue is empty: under load a write costs no connect, and
-    an idle worker holds no connection.
-    """
-
-    def __init__(self, size: int) -> None:
-        self._executor = concurrent.futures.ThreadPoolExecutor(
-            max_workers=size, thread_name_prefix="chatsite-db"
-        )
-        self._lock = threading.Lock()
-        self._queued = 0
-
-    async def call(self, function: Callable[..., _T], /, *args: Any, **kwargs: Any) -> _T:
-        with self._lock:
-            self._queued += 1
-        future = self._executor.submit(self._run, function, args, kwargs)
-        future.add_done_callback(self._forget_if_cancelled)
-        return await asyncio.wrap_future(future)
-
-    def _forget_if_cancelled(self, future: concurrent.futures.Future[Any]) -> None:
-        # Cancelled before a thread took it (its run was cancelled): it will not count down.
-        if future.cancelled():
-            with self._lock:
-                self._queued -= 1
-
-    def _run(
-        self, function: Callable[..., _T], args: tuple[Any, ...], kwargs: dict[str, Any]
-    ) -> _T:
-        failed = True
-        try:
-            result = function(*args, **kwargs)
-            failed = False
-            return result
-        finally:
-            with self._lock:
-                self._queued -= 1
-                idle = self._queued == 0
-            if failed or idle:
-                connection.close()
-
-
-_db_threads: _DatabaseThreads | None = None
-_db_threads_lock = threading.Lock()
-
-
-async def _db(function: Callable[..., _T], /, *args: Any, **kwargs: Any) -> _T:
-    global _db_threads
-    if _db_threads is None:
-        with _db_threads_lock:
-            if _db_threads is None:
-                _db_threads = _DatabaseThreads(settings.AGENT_DATABASE_THREADS)
-    return await _db_threads.call(function, *args, **kwargs)
 
 
 # --------------------------------------------------------------------------------------
@@ -576,12 +481,12 @@ class _RunMonitor:
                 continue
             try:
                 _fail_overdue(watches)
-                for run_id in runs_cancel_requested(run_ids=list(watches)):
+                for run_id in run_store().cancel_requested(run_ids=list(watches)):
                     if not watches[run_id].cancel_requested.is_set():
                         watches[run_id].stop()
                 if time.monotonic() - last_beat >= settings.AGENT_HEARTBEAT_INTERVAL_SECONDS:
                     last_beat = time.monotonic()
-                    held = run_heartbeat(run_ids=list(watches), worker_id=worker_id())
+                    held = run_store().heartbeat(run_ids=list(watches), worker_id=worker_id())
                     for run_id, watch in watches.items():
                         if run_id not in held and not watch.lost:
                             watch.stop(lost=True)
@@ -607,7 +512,7 @@ def _fail_overdue(watches: dict[int, _Watch]) -> None:
         run = AgentRun.objects.select_related("conversation").filter(pk=run_id).first()
         if run is not None:
             message = f"The run took longer than {limit} seconds and was stopped."
-            run_fail(run=run, code="run_timeout", message=message, worker_id=worker_id())
+            run_store().fail(run=run, code="run_timeout", message=message, worker_id=worker_id())
         # After the failure is stored: the run's thread, woken, finds the run ended.
         watch.stop(lost=True)
 

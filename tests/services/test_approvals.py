@@ -12,6 +12,7 @@ from django.utils import timezone
 from agents.llm.scripted import Reply
 from agents.models import AgentProfile, AgentRun, Message, ModelConfig, ToolApproval, ToolConfig
 from agents.protocol import RefusalCode, RequestRefused
+from agents.runs.store import runs_needing_rescue
 from agents.services.approvals import (
     approval_decide,
     approvals_expire,
@@ -19,7 +20,6 @@ from agents.services.approvals import (
     run_continue,
 )
 from agents.services.conversations import conversation_create, message_send, run_cancel
-from agents.services.runs import runs_needing_rescue
 from agents.tasks import run_execute
 
 pytestmark = pytest.mark.django_db(transaction=True)
