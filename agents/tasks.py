@@ -23,6 +23,7 @@ def _run_execute(run_id: int) -> None:
         # Back to the queue for a worker that stays (acks_late: nothing is lost).
         raise Reject(requeue=True)
     try:
+        # Returns once the run is on the process's loop, not when it ends.
         execution.run_execute(run_id=run_id)
     finally:
         # Threads of the pool are reused: give the connection back between tasks.

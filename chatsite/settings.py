@@ -188,10 +188,13 @@ CELERY_BROKER_TRANSPORT_OPTIONS = {
 CELERY_TASK_DEFAULT_QUEUE = env.str("CELERY_TASK_DEFAULT_QUEUE", default="celery")
 CELERY_TASK_ALWAYS_EAGER = env.bool("CELERY_TASK_ALWAYS_EAGER", default=False)
 CELERY_WORKER_HIJACK_ROOT_LOGGER = False
-# Runs mostly wait on the model, so one process holds many in threads. The threads pool has
-# no hard time limit: the engine's max_execution_time and the model deadline bound a run.
+# A run's task only claims the run, sets it up and hands it to the process's event loop,
+# which drives every run the process holds: the threads are how many runs are set up at
+# once (and summaries made), not how many are driven. The threads pool has no hard time
+# limit: the engine's max_execution_time, the model deadline and the run monitor's
+# AGENT_RUN_HARD_LIMIT_SECONDS bound a run.
 CELERY_WORKER_POOL = env.str("CELERY_WORKER_POOL", default="threads")
-CELERY_WORKER_CONCURRENCY = env.int("CELERY_WORKER_CONCURRENCY", default=100)
+CELERY_WORKER_CONCURRENCY = env.int("CELERY_WORKER_CONCURRENCY", default=20)
 
 # --- Model endpoint ---------------------------------------------------------------------
 # Empty OPENAI_BASE_URL means the offline demo model (agents/llm/demo.py) answers.

@@ -14,7 +14,8 @@ per run, and a run waiting on the model holds no database connection.
 The run driver: a Celery task (threads pool, ``CELERY_WORKER_POOL``) claims its run and sets
 it up in its own thread, through the ORM; then the run's steps are driven by ``_drive`` on the
 process's one event loop (``process_loop()``, where the model calls are made), as a task beside
-every other run the process holds, and the task's thread only waits for it to end. The steps'
+every other run the process holds, and the task returns: its thread is free for the next
+run as soon as this one is on the loop. The steps'
 writes go through the run store (``agents/runs/``), which sends them from the loop or on a
 few database threads; the engine's tools run in threads of their own.
 So a run waiting on the model or a tool costs no thread's time, and the process's runs do not
@@ -27,14 +28,16 @@ and the monitor's ``AGENT_RUN_HARD_LIMIT_SECONDS`` instead. The Celery tasks in
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import contextlib
 import logging
 import os
 import socket
 import threading
 import time
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Coroutine, Iterator
 from dataclasses import dataclass, field
+from typing import Any
 
 import psycopg
 from django import db as django_db
@@ -144,16 +147,24 @@ def runs_hand_back(*, enqueue: Callable[[int], None]) -> list[int]:
 # --------------------------------------------------------------------------------------
 
 
-def run_execute(*, run_id: int) -> None:
-    """Drive one run to its end in this thread, or return at once if it is not ours."""
+def run_execute(*, run_id: int) -> concurrent.futures.Future[None] | None:
+    """Claim the run, set it up, and hand it to the process's loop, which drives it to its
+    end beside every other run the process holds; returns at once, with the future of that
+    drive (None if the run is not ours, or ended before it was handed over).
+
+    The calling thread (a Celery task's) is free as soon as the run is on the loop, so the
+    worker's concurrency caps how many runs it starts at once, not how many it drives. The
+    task is acknowledged before the run ends: a worker that dies meanwhile leaves the run's
+    heartbeat to go stale, and the sweeper queues it again (docs/architecture.md, recovery).
+    """
     # A run paused and resumed at once (an approval decided within moments) can arrive
-    # while the thread that paused it is still leaving: wait for that, briefly.
+    # while the drive that paused it is still leaving: wait for that, briefly.
     if not _monitor.wait_until_free(run_id, timeout=settings.AGENT_HEARTBEAT_INTERVAL_SECONDS):
-        # A thread of this process still drives the run and only its heartbeat lagged (the
-        # database was unreachable): the claim would succeed under the same worker id and
-        # start a second copy writing the same steps.
-        logger.warning("run %s is still driven by a thread of this process; not claimed", run_id)
-        return
+        # This process still drives the run and only its heartbeat lagged (the database was
+        # unreachable): the claim would succeed under the same worker id and start a second
+        # copy writing the same steps.
+        logger.warning("run %s is still driven by this process; not claimed", run_id)
+        return None
     me = worker_id()
     store = run_store()
     claim = store.claim(run_id=run_id, worker_id=me, announce=True)
@@ -161,8 +172,9 @@ def run_execute(*, run_id: int) -> None:
         # Finished, cancelled, paused, or held by a live worker: normal for a redelivered or
         # rescued task, but a run that never starts is hard to explain without this line.
         logger.info("run %s not claimed: %s", run_id, run_claim_refusal(run_id=run_id))
-        return
+        return None
     run = claim.run
+    watch: _Watch | None = None
     try:
         # Resuming after a pause the owner ended is not an interruption.
         if run.attempts - run.resumes > settings.AGENT_MAX_ATTEMPTS:
@@ -170,35 +182,72 @@ def run_execute(*, run_id: int) -> None:
                 f"The run was interrupted {run.attempts - run.resumes - 1} times and was given up."
             )
             store.fail(run=run, code="too_many_attempts", message=message, worker_id=me)
-            return
+            return None
         if run.profile_version is None:
             message = "The agent this run used was deleted."
             store.fail(run=run, code="no_profile", message=message, worker_id=me)
-            return
-        with _monitor.watch(run.pk) as watch:
-            if run.cancel_requested_at is not None:
-                watch.cancel_requested.set()
-            _execute(run, watch, me, claim)
-    except RunLost:
-        logger.warning("run %s was taken over by another worker; this copy stops", run_id)
-    except ObjectDoesNotExist:
-        # The conversation (and with it the run) was deleted while it ran.
-        logger.info("run %s disappeared while running", run_id)
+            return None
+        watch = _monitor.start_watch(run.pk)
+        if run.cancel_requested_at is not None:
+            watch.cancel_requested.set()
+        drive = _prepare(run, watch, me, claim)
     except Exception as error:
+        if watch is not None:
+            _monitor.end_watch(run.pk)
         close_old_connections()
-        if _connection_broke(error):
-            # A write's connection broke: the database went away, or the connection had died
-            # unseen (a cut network path sends nothing, so no check at check-out can tell).
-            # Whether that write committed is unknown; the stored steps say, so the run is
-            # resumed from them (by any worker), not failed.
-            logger.warning("run %s lost its database connection", run_id, exc_info=True)
-            _hand_back(run_id, me)
-        else:
-            logger.exception("run %s failed", run_id)
-            message = "The agent stopped because of an internal error."
-            store.fail(run=run, code="internal_error", message=message, worker_id=me)
+        _run_stopped_by(error, run, me)
+        return None
     finally:
         events.publish_flush(timeout=5)
+    return asyncio.run_coroutine_threadsafe(_drive_to_end(drive, run, me), process_loop())
+
+
+def run_execute_to_end(*, run_id: int) -> None:
+    """``run_execute``, waiting in this thread until the run's drive ends (tests, and any
+    caller that must see the run's end)."""
+    future = run_execute(run_id=run_id)
+    if future is not None:
+        future.result()
+
+
+async def _drive_to_end(drive: _Drive, run: AgentRun, me: str) -> None:
+    """Drive the run on the loop, summarise it if it ended with its answer, and deal with
+    whatever stopped it as ``run_execute`` deals with an error while it sets the run up
+    (``_run_stopped_by``)."""
+    try:
+        answer = await drive.steps
+        if not isinstance(answer, _EndedEarly):
+            await in_database_thread(drive.after_run, answer)
+    except Exception as error:
+        try:
+            await in_database_thread(_run_stopped_by, error, run, me)
+        except Exception:
+            # The database is out of reach: the run's heartbeat goes stale, and the sweeper
+            # queues it again.
+            logger.exception("run %s could not be ended; the sweeper will rescue it", run.pk)
+    finally:
+        _monitor.end_watch(run.pk)
+
+
+def _run_stopped_by(error: Exception, run: AgentRun, me: str) -> None:
+    """What stopping a run for ``error`` means: a run taken over or deleted stops quietly, a
+    run whose database connection broke is handed back, any other error fails it."""
+    if isinstance(error, RunLost):
+        logger.warning("run %s was taken over by another worker; this copy stops", run.pk)
+    elif isinstance(error, ObjectDoesNotExist):
+        # The conversation (and with it the run) was deleted while it ran.
+        logger.info("run %s disappeared while running", run.pk)
+    elif _connection_broke(error):
+        # A write's connection broke: the database went away, or the connection had died
+        # unseen (a cut network path sends nothing, so no check at check-out can tell).
+        # Whether that write committed is unknown; the stored steps say, so the run is
+        # resumed from them (by any worker), not failed.
+        logger.warning("run %s lost its database connection", run.pk, exc_info=error)
+        _hand_back(run.pk, me)
+    else:
+        logger.error("run %s failed", run.pk, exc_info=error)
+        message = "The agent stopped because of an internal error."
+        run_store().fail(run=run, code="internal_error", message=message, worker_id=me)
 
 
 # SQLSTATEs of a connection that ended: class 08 (connection exception), and the server
@@ -240,7 +289,18 @@ async def _store_pending(store: RunStore, run: AgentRun, pending: list[Step], me
         await store.arecord(run=run, steps=pending, worker_id=me)
 
 
-def _execute(run: AgentRun, watch: _Watch, me: str, claim: Claim) -> None:
+@dataclass
+class _Drive:
+    """A run set up to be driven: the coroutine that stores its steps, and what to do with
+    its answer (in a database thread) once it ends with one."""
+
+    steps: Coroutine[Any, Any, Message | _EndedEarly | None]
+    after_run: Callable[[Message | None], None]
+
+
+def _prepare(run: AgentRun, watch: _Watch, me: str, claim: Claim) -> _Drive:
+    """Everything a run starts with, read through the ORM in the calling thread: its
+    snapshot, the steps of earlier attempts, its memory, its executor."""
     from agents.memory.services import memory_after_run, memory_for_run
     from agents.profile_snapshot import ProfileSnapshot
     from agents.runtime import build_executor
@@ -287,11 +347,8 @@ def _execute(run: AgentRun, watch: _Watch, me: str, claim: Claim) -> None:
         prior_steps=prior_steps,
         interrupt=watch.interrupted,
     )
-    # Nothing is held open while the run waits on the model or a tool, and this thread only
-    # waits: the run is driven on the process's event loop with every other run it holds.
-    connection.close()
     announced = claim.started is not None
-    drive = _drive(
+    steps_driven = _drive(
         run_store(),
         run,
         watch,
@@ -301,11 +358,13 @@ def _execute(run: AgentRun, watch: _Watch, me: str, claim: Claim) -> None:
         answer_so_far,
         announced=announced,
     )
-    answer = asyncio.run_coroutine_threadsafe(drive, process_loop()).result()
-    if not isinstance(answer, _EndedEarly):
+
+    def after_run(answer: Message | None) -> None:
         memory_after_run(
             conversation=conversation, snapshot=snapshot, run=run, context=memory, answer=answer
         )
+
+    return _Drive(steps_driven, after_run)
 
 
 class _EndedEarly:
@@ -443,7 +502,7 @@ class _RunMonitor:
             return list(self._watches.values())
 
     def holds(self, run_id: int) -> bool:
-        """Whether a thread of this process is driving the run right now."""
+        """Whether this process is driving the run right now."""
         with self._lock:
             return run_id in self._watches
 
@@ -453,8 +512,8 @@ class _RunMonitor:
         with self._released:
             return self._released.wait_for(lambda: run_id not in self._watches, timeout)
 
-    @contextlib.contextmanager
-    def watch(self, run_id: int) -> Iterator[_Watch]:
+    def start_watch(self, run_id: int) -> _Watch:
+        """Watch a run this process starts driving, until ``end_watch``."""
         watch = _Watch(run_id)
         with self._lock:
             self._watches[run_id] = watch
@@ -463,12 +522,21 @@ class _RunMonitor:
                     target=self._loop, name="chatsite-run-monitor", daemon=True
                 )
                 self._thread.start()
+        return watch
+
+    def end_watch(self, run_id: int) -> None:
+        """The process no longer drives the run."""
+        with self._lock:
+            self._watches.pop(run_id, None)
+            self._released.notify_all()
+
+    @contextlib.contextmanager
+    def watch(self, run_id: int) -> Iterator[_Watch]:
+        watch = self.start_watch(run_id)
         try:
             yield watch
         finally:
-            with self._lock:
-                self._watches.pop(run_id, None)
-                self._released.notify_all()
+            self.end_watch(run_id)
 
     def _loop(self) -> None:
         last_beat = time.monotonic()
@@ -497,10 +565,10 @@ class _RunMonitor:
 
 
 def _fail_overdue(watches: dict[int, _Watch]) -> None:
-    """End runs past the hard limit, whatever their thread is stuck on.
+    """End runs past the hard limit, whatever their drive is stuck on.
 
-    The threads pool cannot kill a task, so this is the backstop behind the engine's
-    ``max_execution_time`` and the model deadline: the run is failed visibly and its thread,
+    Nothing kills a run's drive from outside, so this is the backstop behind the engine's
+    ``max_execution_time`` and the model deadline: the run is failed visibly and its drive,
     once it wakes, finds the run lost and writes nothing more.
     """
     limit = settings.AGENT_RUN_HARD_LIMIT_SECONDS

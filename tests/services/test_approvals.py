@@ -20,7 +20,7 @@ from agents.services.approvals import (
     run_continue,
 )
 from agents.services.conversations import conversation_create, message_send, run_cancel
-from agents.tasks import run_execute
+from tests.driving import run_execute
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

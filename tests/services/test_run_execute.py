@@ -15,7 +15,7 @@ from agents.models import AgentProfile, AgentRun, ModelCall, ModelConfig, ToolCo
 from agents.react.types import ActionStep, ObservationStep, ThoughtStep
 from agents.runs.store import run_claim, run_record_step, run_store
 from agents.services.conversations import conversation_create
-from agents.tasks import run_execute
+from tests.driving import run_execute
 from tests.group import GroupListener
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -295,9 +295,13 @@ def test_each_reply_reaches_the_browser_as_one_batch(user, scripted_profile):
 
 def test_runs_queued_under_the_tasks_old_name_still_execute():
     """Messages a broker holds from before the task was named after its service."""
+    from agents import tasks
+    from agents.runs.queue import RUN_TASK
     from chatsite.celery import app
 
-    assert app.tasks["agents.run_agent"].run is app.tasks["agents.run_execute"].run
+    assert app.tasks["agents.run_agent"].run is tasks.run_execute.run
+    # The name the services queue a run by (agents/runs/queue.py) is the task's.
+    assert app.tasks[RUN_TASK].run is tasks.run_execute.run
 
 
 def test_a_stop_that_comes_after_the_run_ended_leaves_the_threads_next_run_alone(
