@@ -21,7 +21,9 @@ def run_enqueue_on_commit(*, run_id: int) -> None:
 def run_enqueue(*, run_id: int) -> None:
     """Queue the run's task now (the run is committed)."""
     if current_app.conf.task_always_eager:
-        # ``send_task`` always goes to the broker; an eager app runs the task here instead.
+        # ``send_task`` always goes to the broker; an eager app runs the task here instead,
+        # once the project's tasks modules are imported, as a worker imports them at start.
+        current_app.loader.import_default_modules()
         current_app.tasks[RUN_TASK].apply(args=[run_id])
         return
     current_app.send_task(RUN_TASK, args=[run_id])
