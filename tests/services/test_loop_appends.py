@@ -13,6 +13,10 @@ import psycopg
 import pytest
 from django.db import connection
 
+from agents.react.types import ThoughtStep
+from agents.runs.postgres import PostgresRunStore
+from agents.runs.store import run_claim
+from agents.services.conversations import conversation_create, message_send
 from chatsite.server.db import loop_pool
 from chatsite.server.loop import run_on_process_loop
 
@@ -60,7 +64,24 @@ def test_runs_that_arrive_together_share_one_pool_as_it_opens():
     assert loop_pool._pool is first_pool is not None
 
 
-def test_the_loop_writes_only_on_postgresql_and_when_enabled(settings):
+def test_the_loop_sends_statements_only_when_it_has_connections_for_them(settings):
     assert loop_pool.available()
     settings.AGENT_LOOP_DATABASE_CONNECTIONS = 0
     assert not loop_pool.available()
+
+
+def test_without_loop_connections_the_driver_writes_on_a_database_thread(
+    settings, user, default_profile
+):
+    """The PostgreSQL store sends the same statement on a database thread instead."""
+    settings.AGENT_LOOP_DATABASE_CONNECTIONS = 0
+    queued = message_send(conversation=conversation_create(owner=user), user=user, content="q")
+    run = run_claim(run_id=queued.run.pk, worker_id="w1")
+    assert run is not None
+
+    stored = run_on_process_loop(
+        PostgresRunStore().arecord(run=run, steps=[ThoughtStep(text="on a thread")], worker_id="w1")
+    )
+
+    assert [event.seq for event in stored] == [2]
+    assert run.events.get(seq=2).payload["text"] == "on a thread"
