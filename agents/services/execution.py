@@ -49,7 +49,9 @@ from django.db import DatabaseError, close_old_connections, connection
 from agents import events
 from agents.live import LiveText
 from agents.llm.errors import public_failure_message
+from agents.memory.services import memory_after_run, memory_for_run
 from agents.models import AgentRun, Message
+from agents.profile_snapshot import ProfileSnapshot
 from agents.react.errors import (
     AgentError,
     AwaitingApproval,
@@ -69,6 +71,7 @@ from agents.runs.queue import run_enqueue_on_commit
 from agents.runs.reads import run_claim_refusal, run_prior_steps
 from agents.runs.store import run_store
 from agents.runs.threads import in_database_thread
+from agents.runtime import build_executor
 from agents.services.approvals import (
     approvals_expire,
     budget_pauses_expire,
@@ -301,10 +304,6 @@ class _Drive:
 def _prepare(run: AgentRun, watch: _Watch, me: str, claim: Claim) -> _Drive:
     """Everything a run starts with, read through the ORM in the calling thread: its
     snapshot, the steps of earlier attempts, its memory, its executor."""
-    from agents.memory.services import memory_after_run, memory_for_run
-    from agents.profile_snapshot import ProfileSnapshot
-    from agents.runtime import build_executor
-
     assert run.profile_version is not None  # run_execute fails a run without one
     snapshot = ProfileSnapshot.from_version(run.profile_version)
     conversation = run.conversation
