@@ -9,7 +9,7 @@ kept in Redis on the way (``KeptText``), in order with the frame, without blocki
 caller: the model's streaming callbacks run on the model client's event loop
 (``agents/llm/client.py``), which must never wait on a socket.
 
-Sends are handed to the process's event loop (``agents/process_loop.py``), where a worker
+Sends are handed to the process's event loop (``chatsite/server/loop.py``), where a worker
 also drives its runs: a caller (a database thread after its commit, a run, daphne) is never
 blocked, and whatever is queued when Redis is next free goes out as one pipeline, in the
 order it was submitted.
@@ -33,8 +33,8 @@ from channels.layers import channel_layers
 from django.conf import settings
 from django.db import transaction
 
-from agents.process_loop import on_process_loop, process_loop
 from agents.protocol import event_frame
+from chatsite.server.loop import on_process_loop, process_loop
 from chatsite.server.sockets.signouts import SIGNED_OUT_GROUP
 
 if TYPE_CHECKING:
@@ -74,7 +74,8 @@ def publish_on_commit(stored: Sequence[RunEvent]) -> None:
 
 def publish_committed(stored: Sequence[RunEvent]) -> None:
     """Publish events of one conversation, in order, that are already committed: written by
-    a statement with its own commit, outside any transaction (``agents/loop_db.py``)."""
+    a statement with its own commit, outside any transaction (the event loop's connections,
+    ``chatsite/server/db/loop_pool.py``)."""
     if not stored:
         return
     _publisher().send(stored[0].conversation_id, [event_frame(event) for event in stored])
@@ -156,7 +157,7 @@ class _Drop:
 
 
 class _Publisher:
-    """This process's sends to Redis, on the process's loop (``agents/process_loop.py``).
+    """This process's sends to Redis, on the process's loop (``chatsite/server/loop.py``).
 
     Everything submitted, from any thread, joins one queue; one task sends what has queued
     up as one pipeline on one connection, in the order it was submitted. So frames of one

@@ -15,9 +15,9 @@ from typing import Any
 
 from django.conf import settings
 
+from agents.db.rows import StoredEvent
 from agents.models import AgentRun, MemorySummary, Message, RunEvent, ToolApproval
 from agents.rendering import render_markdown
-from agents.rows import StoredEvent
 
 
 class FrameType(StrEnum):

@@ -14,6 +14,7 @@ from django.db.models.functions import Concat, Greatest, StrIndex, Substr, Upper
 from django.db.models.lookups import GreaterThan
 
 from agents.db import statements
+from agents.db.rows import StoredEvent, column_converter, instance
 from agents.models import (
     AgentProfile,
     AgentRun,
@@ -27,8 +28,7 @@ from agents.models import (
     ToolConfig,
     UserPreference,
 )
-from agents.prepared import prepared_cursor
-from agents.rows import StoredEvent, column_converter, instance
+from chatsite.server.db.prepared import prepared_cursor
 
 
 def conversation_list(

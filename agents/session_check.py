@@ -38,9 +38,9 @@ from django.utils import timezone
 from django.utils.crypto import constant_time_compare
 
 from agents.db import statements
+from agents.db.rows import column_converter, instance
 from agents.models import AgentRun
-from agents.prepared import prepared_cursor
-from agents.rows import column_converter, instance
+from chatsite.server.db.prepared import prepared_cursor
 
 DATABASE_ENGINE = "django.contrib.sessions.backends.db"
 

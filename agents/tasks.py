@@ -7,7 +7,7 @@ import logging
 import threading
 import time
 
-from celery import shared_task
+from celery import current_app, shared_task
 from celery.exceptions import Reject
 from celery.signals import worker_ready, worker_shutting_down
 from django.conf import settings
@@ -23,7 +23,11 @@ def _run_execute(run_id: int) -> None:
         # Back to the queue for a worker that stays (acks_late: nothing is lost).
         raise Reject(requeue=True)
     try:
-        execution.run_execute(run_id=run_id)
+        # Returns once the run is on the process's loop, not when it ends.
+        drive = execution.run_execute(run_id=run_id)
+        if drive is not None and current_app.conf.task_always_eager:
+            # An eager app runs a task as a call, to its end: so does the run's.
+            drive.result()
     finally:
         # Threads of the pool are reused: give the connection back between tasks.
         connection.close()

@@ -41,8 +41,8 @@ from agents import events
 from agents.llm.scripted import ScriptedServer
 from agents.models import AgentRun, RunEvent
 from agents.protocol import FrameType
+from agents.runs.log import events_append
 from agents.services.conversations import conversation_create
-from agents.services.runs import events_append
 from tests.processes import DaphneProcess
 
 PHASES = ("connect", "send", "frames", "idle", "close")

@@ -1,5 +1,5 @@
 """Whether the run driver's writes would cost the worker less sent together: N one-row
-statements at once on the process loop, each through ``agents.loop_db.fetch_all`` (a
+statements at once on the process loop, each through ``chatsite.server.db.loop_pool.fetch_all`` (a
 connection of the loop's pool per statement, as the steps' writes go), against all N sent
 on one connection in psycopg's pipeline mode with one sync at the end. Alternating rounds;
 this process's CPU per statement (PostgreSQL only).
@@ -24,16 +24,16 @@ from typing import Any
 import live
 import psycopg
 
-from agents import loop_db
-from agents.process_loop import process_loop
 from agents.services.conversations import conversation_create
+from chatsite.server.db import loop_pool
+from chatsite.server.loop import process_loop
 
 # A write of one row that changes nothing, on rows of this bench's own user.
 SQL = "UPDATE agents_conversation SET last_seq = last_seq WHERE id = %(id)s RETURNING id"
 
 
 async def pooled(ids: list[int], _: psycopg.AsyncConnection) -> None:
-    rows = await asyncio.gather(*(loop_db.fetch_all(SQL, {"id": pk}) for pk in ids))
+    rows = await asyncio.gather(*(loop_pool.fetch_all(SQL, {"id": pk}) for pk in ids))
     _check_every_row_written(ids, rows)
 
 
@@ -58,7 +58,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=12)
     args = parser.parse_args()
     live.migrate()
-    if not loop_db.available():
+    if not loop_pool.available():
         raise SystemExit("the loop's connections are PostgreSQL's only: set DATABASE_URL")
     user = live.make_user("looppipeline")
     ids = [conversation_create(owner=user).pk for _ in range(args.statements)]
@@ -67,7 +67,7 @@ def main() -> None:
     def on_loop(coroutine: Coroutine[Any, Any, Any]) -> Any:
         return asyncio.run_coroutine_threadsafe(coroutine, loop).result()
 
-    conn = on_loop(psycopg.AsyncConnection.connect(**loop_db._connect_kwargs()))
+    conn = on_loop(psycopg.AsyncConnection.connect(**loop_pool._connect_kwargs()))
     ways = {"pooled": pooled, "pipelined": pipelined}
 
     def cpu_ms_per_statement(way: Callable[..., Coroutine[Any, Any, None]]) -> float:

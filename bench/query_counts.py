@@ -21,8 +21,8 @@ from django.db import connection
 from django.test import Client, override_settings
 
 from agents.react.types import ThoughtStep
+from agents.runs.store import run_claim, run_record_step
 from agents.services.conversations import conversation_create, message_send
-from agents.services.runs import run_claim, run_record_step
 from tests.perf.history import add_conversations, add_turns
 
 PLAIN_STATIC = {

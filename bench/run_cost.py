@@ -35,9 +35,9 @@ from django.db import connection
 from django.db.backends import utils as backend_utils
 from django.db.backends.base import base as backend_base
 
-from agents import loop_db
 from agents.services.conversations import conversation_create, message_send
 from agents.services.execution import run_execute
+from chatsite.server.db import loop_pool
 
 ACTION = live.ACTION
 FINAL = live.FINAL
@@ -47,11 +47,11 @@ FINAL = live.FINAL
 def statements_in_every_thread() -> Iterator[list[str]]:
     """The SQL of every thread while inside, with the BEGIN, COMMIT and ROLLBACK Django logs:
     a run's writes are made on the worker's database threads and its event loop's own
-    connections (``agents/loop_db.py``), not the task's own thread."""
+    connections (``chatsite/server/db/loop_pool.py``), not the task's own thread."""
     seen: list[str] = []
     execute = backend_utils.CursorWrapper._execute_with_wrappers
     transaction_control = backend_base.debug_transaction
-    loop_fetch_all = loop_db.fetch_all
+    loop_fetch_all = loop_pool.fetch_all
 
     async def recording_fetch_all(sql, params):
         seen.append(sql)
@@ -69,13 +69,13 @@ def statements_in_every_thread() -> Iterator[list[str]]:
 
     backend_utils.CursorWrapper._execute_with_wrappers = recording_execute
     backend_base.debug_transaction = recording_transaction_control
-    loop_db.fetch_all = recording_fetch_all
+    loop_pool.fetch_all = recording_fetch_all
     try:
         yield seen
     finally:
         backend_utils.CursorWrapper._execute_with_wrappers = execute
         backend_base.debug_transaction = transaction_control
-        loop_db.fetch_all = loop_fetch_all
+        loop_pool.fetch_all = loop_fetch_all
 
 
 def start_model_server() -> tuple[subprocess.Popen, str]:

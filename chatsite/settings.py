@@ -115,7 +115,8 @@ else:
     DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
     if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
         # The run path's hot statements go through a cursor that psycopg prepares on first
-        # use (agents/prepared.py); off behind a pooler that cannot keep prepared statements.
+        # use (chatsite/server/db/prepared.py); off behind a pooler that cannot keep prepared
+        # statements.
         DATABASES["default"].setdefault("OPTIONS", {})["prepare_threshold"] = (
             0 if env.bool("DATABASE_PREPARED_STATEMENTS", default=True) else None
         )
@@ -191,10 +192,13 @@ CELERY_BROKER_TRANSPORT_OPTIONS = {
 CELERY_TASK_DEFAULT_QUEUE = env.str("CELERY_TASK_DEFAULT_QUEUE", default="celery")
 CELERY_TASK_ALWAYS_EAGER = env.bool("CELERY_TASK_ALWAYS_EAGER", default=False)
 CELERY_WORKER_HIJACK_ROOT_LOGGER = False
-# Runs mostly wait on the model, so one process holds many in threads. The threads pool has
-# no hard time limit: the engine's max_execution_time and the model deadline bound a run.
+# A run's task only claims the run, sets it up and hands it to the process's event loop,
+# which drives every run the process holds: the threads are how many runs are set up at
+# once (and summaries made), not how many are driven. The threads pool has no hard time
+# limit: the engine's max_execution_time, the model deadline and the run monitor's
+# AGENT_RUN_HARD_LIMIT_SECONDS bound a run.
 CELERY_WORKER_POOL = env.str("CELERY_WORKER_POOL", default="threads")
-CELERY_WORKER_CONCURRENCY = env.int("CELERY_WORKER_CONCURRENCY", default=100)
+CELERY_WORKER_CONCURRENCY = env.int("CELERY_WORKER_CONCURRENCY", default=20)
 
 # --- Model endpoint ---------------------------------------------------------------------
 # Empty OPENAI_BASE_URL means the offline demo model (agents/llm/demo.py) answers.
@@ -224,7 +228,7 @@ AGENT_CANCEL_POLL_SECONDS = env.float("AGENT_CANCEL_POLL_SECONDS", default=0.25)
 # themselves share one event loop.
 AGENT_DATABASE_THREADS = env.int("AGENT_DATABASE_THREADS", default=4)
 # PostgreSQL connections of a worker's event loop, for its runs' stored steps, starts and
-# ends (agents/loop_db.py); 0 sends those writes through the database threads too.
+# ends (chatsite/server/db/loop_pool.py); 0 sends those writes through the database threads too.
 AGENT_LOOP_DATABASE_CONNECTIONS = env.int("AGENT_LOOP_DATABASE_CONNECTIONS", default=4)
 # Every worker sweeps for runs no one holds; a queued run this old lost its broker message.
 AGENT_SWEEP_INTERVAL_SECONDS = env.float("AGENT_SWEEP_INTERVAL_SECONDS", default=2.0)

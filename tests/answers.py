@@ -8,8 +8,9 @@ from django.utils import timezone
 from agents.models import AgentRun, Conversation, Message, PromptVersion
 from agents.protocol import FrameType, message_created_payload
 from agents.react.types import ActionStep, FinalAnswerStep, ObservationStep, ThoughtStep
+from agents.runs.log import event_append
+from agents.runs.store import run_finish, run_record_step, run_started
 from agents.services.branches import branch_activate
-from agents.services.runs import event_append, run_finish, run_record_step, run_started
 
 
 def finished_answer(

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from agents.models import AgentRun, Message, ToolApproval
 from agents.react.types import ApprovalRequestStep
+from agents.runs.store import run_claim
 from agents.services.approvals import run_pause_for_approval
-from agents.services.runs import run_claim
 
 
 def paused_run(conversation) -> tuple[AgentRun, ToolApproval]:

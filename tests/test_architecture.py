@@ -86,13 +86,6 @@ def test_the_servers_load_the_mcp_sdk_and_the_openapi_validator_only_when_used(e
 # Raw SQL lives in agents/db/statements.py, composed with psycopg.sql, and only that module
 # asks which database this is; everything else asks its capabilities (issue 36).
 STATEMENTS = AGENTS / "db" / "statements.py"
-# The run path's modules, which the run store's branch rewrites; it removes them from here.
-RUN_PATH_NOT_YET_MOVED = {
-    AGENTS / "services" / "runs.py",
-    AGENTS / "rows.py",
-    AGENTS / "prepared.py",
-    AGENTS / "loop_db.py",
-}
 
 
 def _project_modules() -> list[Path]:
@@ -114,9 +107,7 @@ def test_raw_sql_and_vendor_checks_live_in_the_statements_module():
     offenders = [
         str(path.relative_to(ROOT))
         for path in _project_modules()
-        if path != STATEMENTS
-        and path not in RUN_PATH_NOT_YET_MOVED
-        and ("noqa: S608" in path.read_text() or _reads_the_vendor(path))
+        if path != STATEMENTS and ("noqa: S608" in path.read_text() or _reads_the_vendor(path))
     ]
     assert offenders == [], (
         "move the statement into agents/db/statements.py (psycopg.sql needs no noqa), and ask "
@@ -135,20 +126,6 @@ def test_the_sql_guard_sees_what_it_guards(tmp_path):
     assert AGENTS / "migrations" / "0013_run_updates_stay_on_their_page.py" in modules
     assert ROOT / "chatsite" / "settings.py" in modules
     assert not any("tests" in path.relative_to(ROOT).parts for path in modules)
-
-
-# The one cycle left, and only until the run-store branch (issue 36) lands: it moves the run's
-# writes out of agents/services/runs.py, and with them this cycle. Drop the entry at merge.
-ALLOWED_CYCLES: list[frozenset[str]] = [
-    frozenset(
-        {
-            "agents.services.approvals",
-            "agents.services.execution",
-            "agents.services.runs",
-            "agents.tasks",
-        }
-    ),
-]
 
 
 @functools.cache
@@ -218,18 +195,11 @@ def test_no_module_of_agents_or_chatsite_is_in_an_import_cycle():
     """docs/architecture.md: no import cycles, imports inside functions included. A cycle
     is broken by design (a piece moved down a layer, a function passed in, a task sent by
     name), never by hiding one import in a function."""
-    cycles = [c for c in _cycles(_import_graph()) if frozenset(c) not in ALLOWED_CYCLES]
+    cycles = _cycles(_import_graph())
 
     assert cycles == [], "import cycles:\n" + "\n".join(
         " <-> ".join(sorted(cycle)) for cycle in cycles
     )
-
-
-def test_every_allowed_cycle_is_still_there():
-    """An allow-list entry whose cycle is gone would let it come back unseen: drop it."""
-    found = {frozenset(cycle) for cycle in _cycles(_import_graph())}
-
-    assert [sorted(allowed) for allowed in ALLOWED_CYCLES if allowed not in found] == []
 
 
 def test_the_cycle_finder_sees_a_cycle_through_several_modules_and_none_in_a_chain():

@@ -10,8 +10,8 @@ from django.utils import timezone
 from agents.format_stats import parse_errors_by_model
 from agents.models import AgentRun
 from agents.react.types import ErrorStep, FinalAnswerStep, ModeSwitchStep, ObservationStep
+from agents.runs.store import run_finish, run_record_step
 from agents.services.conversations import conversation_create, message_send
-from agents.services.runs import run_finish, run_record_step
 
 pytestmark = pytest.mark.django_db
 

@@ -1,4 +1,5 @@
-"""agents/prepared.py: the run path's plain SQL, prepared once per connection on PostgreSQL."""
+"""chatsite/server/db/prepared.py: the run path's plain SQL, prepared once per connection on
+PostgreSQL."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from django.contrib.contenttypes.models import ContentType
 from django.db import IntegrityError, connection, transaction
 from django.test.utils import CaptureQueriesContext
 
-from agents.prepared import prepared_cursor
+from chatsite.server.db.prepared import prepared_cursor
 
 pytestmark = pytest.mark.django_db
 

@@ -1,4 +1,4 @@
-"""The process's one event loop (agents/process_loop.py): work handed to it from a thread, and
+"""The process's one event loop (chatsite/server/loop.py): work handed to it from a thread, and
 a wait on it from its own thread refused instead of hanging for ever."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import threading
 
 import pytest
 
-from agents.process_loop import on_process_loop, process_loop, run_on_process_loop
+from chatsite.server.loop import on_process_loop, process_loop, run_on_process_loop
 from tests.fresh_python import assert_prints_ok
 
 

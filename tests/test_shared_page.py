@@ -8,9 +8,10 @@ from django.utils import timezone
 
 from agents.models import AgentRun, ConversationShare, Message, RunEvent, ToolConfig
 from agents.protocol import FrameType, message_created_payload
+from agents.runs.log import event_append
+from agents.runs.store import run_fail
 from agents.services.branches import branch_activate
 from agents.services.conversations import conversation_create
-from agents.services.runs import event_append, run_fail
 from agents.services.shares import share_create, share_revoke
 from tests.answers import finished_answer
 

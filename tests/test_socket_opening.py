@@ -13,8 +13,8 @@ from django.test import Client
 from django.test.utils import CaptureQueriesContext
 
 from agents.models import AgentRun
+from agents.runs.log import event_append
 from agents.services.conversations import conversation_create, message_send
-from agents.services.runs import event_append
 from agents.session_check import socket_opening
 from tests.sign_ins import ENDINGS, end_sign_in
 from tests.test_session_check import LookupBackend

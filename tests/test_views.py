@@ -14,8 +14,8 @@ from django.urls import reverse
 from agents import selectors
 from agents.models import AgentProfile, Conversation, Message, ModelConfig
 from agents.react.types import FinalAnswerStep
+from agents.runs.store import run_claim, run_finish
 from agents.services.conversations import conversation_create, message_send
-from agents.services.runs import run_claim, run_finish
 
 pytestmark = pytest.mark.django_db
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from agents.models import AgentRun
 from agents.react.types import ModelCallRecord
-from agents.services.runs import run_record_model_call
+from agents.runs.store import run_record_model_call
 
 
 def spend(run: AgentRun, *, prompt_tokens: int, completion_tokens: int) -> None:

@@ -1,7 +1,7 @@
 """The chat model the engine calls: any OpenAI-compatible endpoint, through the openai SDK.
 
 Every call streams, and every call of the process runs on its one event loop
-(``agents/process_loop.py``): a worker's run driver awaits ``acomplete`` there, and a thread
+(``chatsite/server/loop.py``): a worker's run driver awaits ``acomplete`` there, and a thread
 that calls ``complete`` hands the call over and waits. A call is stoppable at any moment,
 before the first byte too: cancelling its task closes the HTTP stream at once (the engine's
 ``arun`` does so when its run is interrupted). What this module adds over the SDK:
@@ -18,7 +18,7 @@ before the first byte too: cancelling its task closes the HTTP stream at once (t
   echoes them (``agents/llm/errors.py``).
 - Usage from the stream's last chunk, or counted with tiktoken when the server sends none.
 
-``on_text`` runs on the process's loop (``agents/process_loop.py``), where a worker drives
+``on_text`` runs on the process's loop (``chatsite/server/loop.py``), where a worker drives
 all its runs: it must not block (the engine's filters and ``agents/events.py`` only hand
 text on).
 Failures leave as the ``ModelError`` family of ``agents/react/errors.py``.
@@ -43,7 +43,6 @@ import openai
 from agents.llm.errors import endpoint_secrets, redacted_model_error
 from agents.llm.http import CompletionStream, completion_stream
 from agents.llm.tokens import count_message_tokens, count_tokens
-from agents.process_loop import run_on_process_loop
 from agents.react.errors import (
     ModelAuthError,
     ModelBadResponse,
@@ -55,6 +54,7 @@ from agents.react.errors import (
 )
 from agents.react.types import ChatMessage, Completion, JsonDict, ToolCall
 from agents.redaction import Redactor
+from chatsite.server.loop import run_on_process_loop
 
 logger = logging.getLogger(__name__)
 
@@ -106,7 +106,7 @@ class OpenAIChatModel:
         temperature: float | None = None,
         on_text: Callable[[str], None] | None = None,
     ) -> Completion:
-        """Call the model on the process's loop (``agents/process_loop.py``) and wait for the
+        """Call the model on the process's loop (``chatsite/server/loop.py``) and wait for the
         whole reply."""
         return run_on_process_loop(
             self.acomplete(

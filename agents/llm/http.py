@@ -8,7 +8,7 @@ here. The SDK's ``httpx2`` client spends about twice aiohttp's CPU on a streamed
 per chunk), and a worker streams one completion per step of every run it drives
 (docs/performance.md, issue 18).
 
-One ``ClientSession`` per event loop: the process's loop (``agents/process_loop.py``) of a
+One ``ClientSession`` per event loop: the process's loop (``chatsite/server/loop.py``) of a
 worker keeps its connections alive between a run's calls. Proxies come from the
 environment (``HTTPS_PROXY``, ``NO_PROXY``) as with httpx, and TLS from the system's
 certificate store (``SSL_CERT_FILE`` points elsewhere).

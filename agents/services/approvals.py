@@ -34,13 +34,10 @@ from agents.protocol import (
     run_continued_payload,
 )
 from agents.react.types import ApprovalRequestStep
-from agents.services.runs import (
-    RunLost,
-    event_append,
-    events_append,
-    run_enqueue_on_commit,
-    run_mark_cancelled,
-)
+from agents.runs.base import RunLost
+from agents.runs.log import event_append, events_append
+from agents.runs.queue import run_enqueue_on_commit
+from agents.runs.store import run_mark_cancelled
 from agents.services.usage import QuotaExceeded, usage_reserve_again
 
 logger = logging.getLogger(__name__)

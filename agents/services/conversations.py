@@ -19,8 +19,9 @@ from django.db.models import Field
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
-from agents import events, rows, session_check
-from agents.db import statements
+from agents import events, session_check
+from agents.db import rows, statements
+from agents.db.rows import instances
 from agents.llm.factory import model_name_for
 from agents.models import (
     AgentProfile,
@@ -31,7 +32,6 @@ from agents.models import (
     RunEvent,
     UsageEntry,
 )
-from agents.prepared import prepared_cursor
 from agents.profile_snapshot import ProfileSnapshot, ToolPairs, snapshot_model_config
 from agents.protocol import (
     FrameType,
@@ -41,24 +41,21 @@ from agents.protocol import (
     message_created_payload,
 )
 from agents.ratelimit import rate_limit_hit
-from agents.rows import instances
+from agents.runs.log import conversation_bump_sql, event_append
+from agents.runs.portable import ACTIVE_STATUSES
+from agents.runs.queue import run_enqueue_on_commit
+from agents.runs.store import run_mark_cancelled
 from agents.services.approvals import approvals_cancel
 from agents.services.branches import branch_activate
 from agents.services.defaults import default_profile
 from agents.services.prompt_versions import prompt_version_current
-from agents.services.runs import (
-    ACTIVE_STATUSES,
-    conversation_bump_sql,
-    event_append,
-    run_enqueue_on_commit,
-    run_mark_cancelled,
-)
 from agents.services.usage import (
     QuotaExceeded,
     usage_check_quota,
     usage_entry_reserving,
     usage_reserve,
 )
+from chatsite.server.db.prepared import prepared_cursor
 
 TITLE_CHARS = 60
 
@@ -559,7 +556,7 @@ def _queue_run_with_its_message(
     bump, ``conversation_fields``, the branch's end moved to the message) and
     ``message.created``, the message's id written into its payload. The ORM sent four
     INSERTs and an UPDATE, each parsed and planned every time; this is prepared once per
-    connection (agents/prepared.py)."""
+    connection (chatsite/server/db/prepared.py)."""
     conversation = lock.conversation
     run = _new_run(lock=lock, message=message, profile=profile)
     try:

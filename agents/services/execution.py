@@ -14,8 +14,10 @@ per run, and a run waiting on the model holds no database connection.
 The run driver: a Celery task (threads pool, ``CELERY_WORKER_POOL``) claims its run and sets
 it up in its own thread, through the ORM; then the run's steps are driven by ``_drive`` on the
 process's one event loop (``process_loop()``, where the model calls are made), as a task beside
-every other run the process holds, and the task's thread only waits for it to end. The steps'
-writes go to a few database threads (``_db``); the engine's tools run in threads of their own.
+every other run the process holds, and the task returns: its thread is free for the next
+run as soon as this one is on the loop. The steps'
+writes go through the run store (``agents/runs/``), which sends them from the loop or on a
+few database threads; the engine's tools run in threads of their own.
 So a run waiting on the model or a tool costs no thread's time, and the process's runs do not
 take turns at the interpreter lock. The threads pool cannot kill a task at a hard time limit;
 a run's time is bounded by the engine's ``max_execution_time``, the model client's deadline
@@ -33,9 +35,9 @@ import os
 import socket
 import threading
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Coroutine, Iterator
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import Any
 
 import psycopg
 from django import db as django_db
@@ -44,11 +46,12 @@ from django.core.cache import cache
 from django.core.exceptions import ObjectDoesNotExist
 from django.db import DatabaseError, close_old_connections, connection
 
-from agents import events, loop_db
+from agents import events
 from agents.live import LiveText
 from agents.llm.errors import public_failure_message
+from agents.memory.services import memory_after_run, memory_for_run
 from agents.models import AgentRun, Message
-from agents.process_loop import process_loop
+from agents.profile_snapshot import ProfileSnapshot
 from agents.react.errors import (
     AgentError,
     AwaitingApproval,
@@ -63,36 +66,21 @@ from agents.react.types import (
     Step,
     ThoughtStep,
 )
+from agents.runs.base import Claim, RunLost, RunStore
+from agents.runs.queue import run_enqueue_on_commit
+from agents.runs.reads import run_claim_refusal, run_prior_steps
+from agents.runs.store import run_store
+from agents.runs.threads import in_database_thread
+from agents.runtime import build_executor
 from agents.services.approvals import (
     approvals_expire,
     budget_pauses_expire,
     run_pause_for_approval,
     run_stop_at_budget,
 )
-from agents.services.runs import (
-    Claim,
-    RunLost,
-    run_claim_refusal,
-    run_claim_with_tools,
-    run_enqueue_on_commit,
-    run_fail,
-    run_finish,
-    run_finish_on_loop,
-    run_heartbeat,
-    run_mark_cancelled,
-    run_prior_steps,
-    run_record_steps,
-    run_record_steps_on_loop,
-    run_started,
-    run_started_on_loop,
-    runs_cancel_requested,
-    runs_needing_rescue,
-    runs_release,
-)
+from chatsite.server.loop import process_loop
 
 logger = logging.getLogger(__name__)
-
-_T = TypeVar("_T")
 
 
 def worker_id() -> str:
@@ -114,7 +102,8 @@ def runs_rescue(*, enqueue: Callable[[int], None]) -> list[int]:
     approvals_expire()
     budget_pauses_expire()
     rescued = []
-    for run_id in runs_needing_rescue(queued_for_seconds=settings.AGENT_QUEUED_RESCUE_SECONDS):
+    store = run_store()
+    for run_id in store.needing_rescue(queued_for_seconds=settings.AGENT_QUEUED_RESCUE_SECONDS):
         if cache.add(
             f"chat:rescued:{run_id}", 1, timeout=max(1, settings.AGENT_HEARTBEAT_STALE_SECONDS)
         ):
@@ -144,7 +133,9 @@ def runs_hand_back(*, enqueue: Callable[[int], None]) -> list[int]:
     """
     _shutting_down.set()
     watches = _monitor.watches()
-    released = runs_release(run_ids=[watch.run_id for watch in watches], worker_id=worker_id())
+    released = run_store().release(
+        run_ids=[watch.run_id for watch in watches], worker_id=worker_id()
+    )
     for run_id in released:
         enqueue(run_id)
     for watch in watches:
@@ -159,60 +150,107 @@ def runs_hand_back(*, enqueue: Callable[[int], None]) -> list[int]:
 # --------------------------------------------------------------------------------------
 
 
-def run_execute(*, run_id: int) -> None:
-    """Drive one run to its end in this thread, or return at once if it is not ours."""
+def run_execute(*, run_id: int) -> concurrent.futures.Future[None] | None:
+    """Claim the run, set it up, and hand it to the process's loop, which drives it to its
+    end beside every other run the process holds; returns at once, with the future of that
+    drive (None if the run is not ours, or ended before it was handed over).
+
+    The calling thread (a Celery task's) is free as soon as the run is on the loop, so the
+    worker's concurrency caps how many runs it starts at once, not how many it drives. The
+    task is acknowledged before the run ends: a worker that dies meanwhile leaves the run's
+    heartbeat to go stale, and the sweeper queues it again (docs/architecture.md, recovery).
+    """
     # A run paused and resumed at once (an approval decided within moments) can arrive
-    # while the thread that paused it is still leaving: wait for that, briefly.
+    # while the drive that paused it is still leaving: wait for that, briefly.
     if not _monitor.wait_until_free(run_id, timeout=settings.AGENT_HEARTBEAT_INTERVAL_SECONDS):
-        # A thread of this process still drives the run and only its heartbeat lagged (the
-        # database was unreachable): the claim would succeed under the same worker id and
-        # start a second copy writing the same steps.
-        logger.warning("run %s is still driven by a thread of this process; not claimed", run_id)
-        return
+        # This process still drives the run and only its heartbeat lagged (the database was
+        # unreachable): the claim would succeed under the same worker id and start a second
+        # copy writing the same steps.
+        logger.warning("run %s is still driven by this process; not claimed", run_id)
+        return None
     me = worker_id()
-    claim = run_claim_with_tools(run_id=run_id, worker_id=me, announce=True)
+    store = run_store()
+    claim = store.claim(run_id=run_id, worker_id=me, announce=True)
     if claim is None:
         # Finished, cancelled, paused, or held by a live worker: normal for a redelivered or
         # rescued task, but a run that never starts is hard to explain without this line.
         logger.info("run %s not claimed: %s", run_id, run_claim_refusal(run_id=run_id))
-        return
+        return None
     run = claim.run
+    watch: _Watch | None = None
     try:
         # Resuming after a pause the owner ended is not an interruption.
         if run.attempts - run.resumes > settings.AGENT_MAX_ATTEMPTS:
             message = (
                 f"The run was interrupted {run.attempts - run.resumes - 1} times and was given up."
             )
-            run_fail(run=run, code="too_many_attempts", message=message, worker_id=me)
-            return
+            store.fail(run=run, code="too_many_attempts", message=message, worker_id=me)
+            return None
         if run.profile_version is None:
             message = "The agent this run used was deleted."
-            run_fail(run=run, code="no_profile", message=message, worker_id=me)
-            return
-        with _monitor.watch(run.pk) as watch:
-            if run.cancel_requested_at is not None:
-                watch.cancel_requested.set()
-            _execute(run, watch, me, claim)
-    except RunLost:
-        logger.warning("run %s was taken over by another worker; this copy stops", run_id)
-    except ObjectDoesNotExist:
-        # The conversation (and with it the run) was deleted while it ran.
-        logger.info("run %s disappeared while running", run_id)
+            store.fail(run=run, code="no_profile", message=message, worker_id=me)
+            return None
+        watch = _monitor.start_watch(run.pk)
+        if run.cancel_requested_at is not None:
+            watch.cancel_requested.set()
+        drive = _prepare(run, watch, me, claim)
     except Exception as error:
+        if watch is not None:
+            _monitor.end_watch(run.pk)
         close_old_connections()
-        if _connection_broke(error):
-            # A write's connection broke: the database went away, or the connection had died
-            # unseen (a cut network path sends nothing, so no check at check-out can tell).
-            # Whether that write committed is unknown; the stored steps say, so the run is
-            # resumed from them (by any worker), not failed.
-            logger.warning("run %s lost its database connection", run_id, exc_info=True)
-            _hand_back(run_id, me)
-        else:
-            logger.exception("run %s failed", run_id)
-            message = "The agent stopped because of an internal error."
-            run_fail(run=run, code="internal_error", message=message, worker_id=me)
+        _run_stopped_by(error, run, me)
+        return None
     finally:
         events.publish_flush(timeout=5)
+    return asyncio.run_coroutine_threadsafe(_drive_to_end(drive, run, me), process_loop())
+
+
+def run_execute_to_end(*, run_id: int) -> None:
+    """``run_execute``, waiting in this thread until the run's drive ends (tests, and any
+    caller that must see the run's end)."""
+    future = run_execute(run_id=run_id)
+    if future is not None:
+        future.result()
+
+
+async def _drive_to_end(drive: _Drive, run: AgentRun, me: str) -> None:
+    """Drive the run on the loop, summarise it if it ended with its answer, and deal with
+    whatever stopped it as ``run_execute`` deals with an error while it sets the run up
+    (``_run_stopped_by``)."""
+    try:
+        answer = await drive.steps
+        if not isinstance(answer, _EndedEarly):
+            await in_database_thread(drive.after_run, answer)
+    except Exception as error:
+        try:
+            await in_database_thread(_run_stopped_by, error, run, me)
+        except Exception:
+            # The database is out of reach: the run's heartbeat goes stale, and the sweeper
+            # queues it again.
+            logger.exception("run %s could not be ended; the sweeper will rescue it", run.pk)
+    finally:
+        _monitor.end_watch(run.pk)
+
+
+def _run_stopped_by(error: Exception, run: AgentRun, me: str) -> None:
+    """What stopping a run for ``error`` means: a run taken over or deleted stops quietly, a
+    run whose database connection broke is handed back, any other error fails it."""
+    if isinstance(error, RunLost):
+        logger.warning("run %s was taken over by another worker; this copy stops", run.pk)
+    elif isinstance(error, ObjectDoesNotExist):
+        # The conversation (and with it the run) was deleted while it ran.
+        logger.info("run %s disappeared while running", run.pk)
+    elif _connection_broke(error):
+        # A write's connection broke: the database went away, or the connection had died
+        # unseen (a cut network path sends nothing, so no check at check-out can tell).
+        # Whether that write committed is unknown; the stored steps say, so the run is
+        # resumed from them (by any worker), not failed.
+        logger.warning("run %s lost its database connection", run.pk, exc_info=error)
+        _hand_back(run.pk, me)
+    else:
+        logger.error("run %s failed", run.pk, exc_info=error)
+        message = "The agent stopped because of an internal error."
+        run_store().fail(run=run, code="internal_error", message=message, worker_id=me)
 
 
 # SQLSTATEs of a connection that ended: class 08 (connection exception), and the server
@@ -223,7 +261,7 @@ _CONNECTION_ENDED_STATES = ("57P01", "57P02", "57P03")
 def _connection_broke(error: BaseException) -> bool:
     """Whether ``error`` says the database connection ended, not that a statement failed (a
     deadlock or a timeout is the run's own failure). Django wraps psycopg's error (the
-    database threads); the loop's connections raise psycopg's own (loop_db)."""
+    database threads); the loop's connections raise psycopg's own (``loop_pool``)."""
     if isinstance(error, django_db.Error) and isinstance(error.__cause__, psycopg.Error):
         error = error.__cause__
     if isinstance(error, psycopg.InterfaceError):
@@ -239,7 +277,7 @@ def _hand_back(run_id: int, me: str) -> None:
     """Release one run this worker holds and queue it again; if the database is still out of
     reach, the sweeper finds it by its stale heartbeat instead."""
     try:
-        released = runs_release(run_ids=[run_id], worker_id=me)
+        released = run_store().release(run_ids=[run_id], worker_id=me)
     except DatabaseError:
         logger.warning("run %s could not be handed back; the sweeper will", run_id)
         return
@@ -247,18 +285,25 @@ def _hand_back(run_id: int, me: str) -> None:
         run_enqueue_on_commit(run_id=released_id)
 
 
-def _store_pending(run: AgentRun, pending: list[Step], me: str) -> None:
+async def _store_pending(store: RunStore, run: AgentRun, pending: list[Step], me: str) -> None:
     """Store what was held back for the next step before the run ends without that step (a
     failed model call's record, most often)."""
     if pending:
-        run_record_steps(run=run, steps=pending, worker_id=me)
+        await store.arecord(run=run, steps=pending, worker_id=me)
 
 
-def _execute(run: AgentRun, watch: _Watch, me: str, claim: Claim) -> None:
-    from agents.memory.services import memory_after_run, memory_for_run
-    from agents.profile_snapshot import ProfileSnapshot
-    from agents.runtime import build_executor
+@dataclass
+class _Drive:
+    """A run set up to be driven: the coroutine that stores its steps, and what to do with
+    its answer (in a database thread) once it ends with one."""
 
+    steps: Coroutine[Any, Any, Message | _EndedEarly | None]
+    after_run: Callable[[Message | None], None]
+
+
+def _prepare(run: AgentRun, watch: _Watch, me: str, claim: Claim) -> _Drive:
+    """Everything a run starts with, read through the ORM in the calling thread: its
+    snapshot, the steps of earlier attempts, its memory, its executor."""
     assert run.profile_version is not None  # run_execute fails a run without one
     snapshot = ProfileSnapshot.from_version(run.profile_version)
     conversation = run.conversation
@@ -301,18 +346,24 @@ def _execute(run: AgentRun, watch: _Watch, me: str, claim: Claim) -> None:
         prior_steps=prior_steps,
         interrupt=watch.interrupted,
     )
-    # Nothing is held open while the run waits on the model or a tool, and this thread only
-    # waits: the run is driven on the process's event loop with every other run it holds.
-    connection.close()
     announced = claim.started is not None
-    drive = _drive(
-        run, watch, me, snapshot.slug, live_text.track(steps), answer_so_far, announced=announced
+    steps_driven = _drive(
+        run_store(),
+        run,
+        watch,
+        me,
+        snapshot.slug,
+        live_text.track(steps),
+        answer_so_far,
+        announced=announced,
     )
-    answer = asyncio.run_coroutine_threadsafe(drive, process_loop()).result()
-    if not isinstance(answer, _EndedEarly):
+
+    def after_run(answer: Message | None) -> None:
         memory_after_run(
             conversation=conversation, snapshot=snapshot, run=run, context=memory, answer=answer
         )
+
+    return _Drive(steps_driven, after_run)
 
 
 class _EndedEarly:
@@ -324,6 +375,7 @@ _ENDED_EARLY = _EndedEarly()
 
 
 async def _drive(
+    store: RunStore,
     run: AgentRun,
     watch: _Watch,
     me: str,
@@ -334,18 +386,10 @@ async def _drive(
     announced: bool,
 ) -> Message | _EndedEarly | None:
     """Announce the attempt (unless the claim did), then store the run's steps as the engine
-    yields them, on the process's event loop; the writes the loop does not send itself
-    (``loop_db``) run on the database threads (``_db``). Returns the answer's message, or
-    ``_ENDED_EARLY``."""
-    if not announced:  # the claim stores run.started on PostgreSQL (``Claim.started``)
-        await _write(
-            run_started,
-            run_started_on_loop,
-            run=run,
-            model=run.model_name,
-            profile=profile,
-            worker_id=me,
-        )
+    yields them, on the process's event loop, through the run store's awaited writes (which
+    never block the loop). Returns the answer's message, or ``_ENDED_EARLY``."""
+    if not announced:  # a store may store run.started with the claim (``Claim.started``)
+        await store.astart(run=run, model=run.model_name, profile=profile, worker_id=me)
     # A model call's record and a thought are followed at once by the steps parsed from the
     # same reply (an action, an error, the answer): they wait here and are stored with those
     # in one transaction. Every other step may be followed by a tool or a model call, so it
@@ -370,33 +414,28 @@ async def _drive(
                 pending.append(step)
                 continue
             if isinstance(step, FinalAnswerStep):
-                answer = await _write(
-                    run_finish,
-                    run_finish_on_loop,
-                    run=run,
-                    step=step,
-                    worker_id=me,
-                    preceding=pending,
-                )
+                answer = await store.afinish(run=run, step=step, worker_id=me, preceding=pending)
             else:
-                await _record_steps(run, [*pending, step], me)
+                await store.arecord(run=run, steps=[*pending, step], worker_id=me)
             pending = []
     except RunCancelled:
         if watch.lost:
             logger.warning("run %s was lost while this worker drove it; this copy stops", run.pk)
             return _ENDED_EARLY
-        await _db(_store_pending, run, pending, me)
+        await _store_pending(store, run, pending, me)
         partial = "".join(answer_so_far)
-        await _db(run_mark_cancelled, run=run, partial_answer=partial, worker_id=me)
+        await store.acancel(run=run, partial_answer=partial, worker_id=me)
         return _ENDED_EARLY
     except AwaitingApproval:
-        await _db(_store_pending, run, pending, me)
+        await _store_pending(store, run, pending, me)
         # The worker is freed: the run waits in the database, not in this process.
-        await _db(run_pause_for_approval, run=run, requests=approval_requests, worker_id=me)
+        await in_database_thread(
+            run_pause_for_approval, run=run, requests=approval_requests, worker_id=me
+        )
         return _ENDED_EARLY
     except BudgetExhausted as error:
-        await _db(_store_pending, run, pending, me)
-        await _db(
+        await _store_pending(store, run, pending, me)
+        await in_database_thread(
             run_stop_at_budget,
             run=run,
             limit=error.limit,
@@ -406,96 +445,20 @@ async def _drive(
         )
         return _ENDED_EARLY
     except ModelError as error:
-        await _db(_store_pending, run, pending, me)
+        await _store_pending(store, run, pending, me)
         # The user gets a plain reason and the run's id; staff read the detail in the inspector.
         message = public_failure_message(error, reference=f"run {run.pk}")
-        await _db(
-            run_fail, run=run, code=error.code, message=message, detail=str(error), worker_id=me
+        await store.afail(
+            run=run, code=error.code, message=message, detail=str(error), worker_id=me
         )
         return _ENDED_EARLY
     except AgentError as error:
-        await _db(_store_pending, run, pending, me)
+        await _store_pending(store, run, pending, me)
         code = getattr(error, "code", "") or "agent_error"
         message = str(error) or "The agent stopped."
-        await _db(run_fail, run=run, code=code, message=message, worker_id=me)
+        await store.afail(run=run, code=code, message=message, worker_id=me)
         return _ENDED_EARLY
     return answer
-
-
-async def _write(
-    on_threads: Callable[..., _T], on_loop: Callable[..., Awaitable[_T]], **kwargs: Any
-) -> _T:
-    """One of the run driver's fenced writes: sent from the loop on its own connections where
-    the process has them (``loop_db``), else made on a database thread."""
-    if loop_db.available():
-        return await on_loop(**kwargs)
-    return await _db(on_threads, **kwargs)
-
-
-async def _record_steps(run: AgentRun, steps: list[Step], me: str) -> None:
-    await _write(run_record_steps, run_record_steps_on_loop, run=run, steps=steps, worker_id=me)
-
-
-# --------------------------------------------------------------------------------------
-# The database threads: where the run driver's writes wait for PostgreSQL
-# --------------------------------------------------------------------------------------
-
-
-class _DatabaseThreads:
-    """A few threads that make the database calls of every run this process drives.
-
-    Each keeps its connection while more calls are queued behind it, and gives it back (to
-    the pool, or closed) once the queue is empty: under load a write costs no connect, and
-    an idle worker holds no connection.
-    """
-
-    def __init__(self, size: int) -> None:
-        self._executor = concurrent.futures.ThreadPoolExecutor(
-            max_workers=size, thread_name_prefix="chatsite-db"
-        )
-        self._lock = threading.Lock()
-        self._queued = 0
-
-    async def call(self, function: Callable[..., _T], /, *args: Any, **kwargs: Any) -> _T:
-        with self._lock:
-            self._queued += 1
-        future = self._executor.submit(self._run, function, args, kwargs)
-        future.add_done_callback(self._forget_if_cancelled)
-        return await asyncio.wrap_future(future)
-
-    def _forget_if_cancelled(self, future: concurrent.futures.Future[Any]) -> None:
-        # Cancelled before a thread took it (its run was cancelled): it will not count down.
-        if future.cancelled():
-            with self._lock:
-                self._queued -= 1
-
-    def _run(
-        self, function: Callable[..., _T], args: tuple[Any, ...], kwargs: dict[str, Any]
-    ) -> _T:
-        failed = True
-        try:
-            result = function(*args, **kwargs)
-            failed = False
-            return result
-        finally:
-            with self._lock:
-                self._queued -= 1
-                idle = self._queued == 0
-            if failed or idle:
-                connection.close()
-
-
-_db_threads: _DatabaseThreads | None = None
-_db_threads_lock = threading.Lock()
-
-
-async def _db(function: Callable[..., _T], /, *args: Any, **kwargs: Any) -> _T:
-    global _db_threads
-    if _db_threads is None:
-        with _db_threads_lock:
-            if _db_threads is None:
-                _db_threads = _DatabaseThreads(settings.AGENT_DATABASE_THREADS)
-    return await _db_threads.call(function, *args, **kwargs)
 
 
 # --------------------------------------------------------------------------------------
@@ -538,7 +501,7 @@ class _RunMonitor:
             return list(self._watches.values())
 
     def holds(self, run_id: int) -> bool:
-        """Whether a thread of this process is driving the run right now."""
+        """Whether this process is driving the run right now."""
         with self._lock:
             return run_id in self._watches
 
@@ -548,8 +511,8 @@ class _RunMonitor:
         with self._released:
             return self._released.wait_for(lambda: run_id not in self._watches, timeout)
 
-    @contextlib.contextmanager
-    def watch(self, run_id: int) -> Iterator[_Watch]:
+    def start_watch(self, run_id: int) -> _Watch:
+        """Watch a run this process starts driving, until ``end_watch``."""
         watch = _Watch(run_id)
         with self._lock:
             self._watches[run_id] = watch
@@ -558,12 +521,21 @@ class _RunMonitor:
                     target=self._loop, name="chatsite-run-monitor", daemon=True
                 )
                 self._thread.start()
+        return watch
+
+    def end_watch(self, run_id: int) -> None:
+        """The process no longer drives the run."""
+        with self._lock:
+            self._watches.pop(run_id, None)
+            self._released.notify_all()
+
+    @contextlib.contextmanager
+    def watch(self, run_id: int) -> Iterator[_Watch]:
+        watch = self.start_watch(run_id)
         try:
             yield watch
         finally:
-            with self._lock:
-                self._watches.pop(run_id, None)
-                self._released.notify_all()
+            self.end_watch(run_id)
 
     def _loop(self) -> None:
         last_beat = time.monotonic()
@@ -576,12 +548,12 @@ class _RunMonitor:
                 continue
             try:
                 _fail_overdue(watches)
-                for run_id in runs_cancel_requested(run_ids=list(watches)):
+                for run_id in run_store().cancel_requested(run_ids=list(watches)):
                     if not watches[run_id].cancel_requested.is_set():
                         watches[run_id].stop()
                 if time.monotonic() - last_beat >= settings.AGENT_HEARTBEAT_INTERVAL_SECONDS:
                     last_beat = time.monotonic()
-                    held = run_heartbeat(run_ids=list(watches), worker_id=worker_id())
+                    held = run_store().heartbeat(run_ids=list(watches), worker_id=worker_id())
                     for run_id, watch in watches.items():
                         if run_id not in held and not watch.lost:
                             watch.stop(lost=True)
@@ -592,10 +564,10 @@ class _RunMonitor:
 
 
 def _fail_overdue(watches: dict[int, _Watch]) -> None:
-    """End runs past the hard limit, whatever their thread is stuck on.
+    """End runs past the hard limit, whatever their drive is stuck on.
 
-    The threads pool cannot kill a task, so this is the backstop behind the engine's
-    ``max_execution_time`` and the model deadline: the run is failed visibly and its thread,
+    Nothing kills a run's drive from outside, so this is the backstop behind the engine's
+    ``max_execution_time`` and the model deadline: the run is failed visibly and its drive,
     once it wakes, finds the run lost and writes nothing more.
     """
     limit = settings.AGENT_RUN_HARD_LIMIT_SECONDS
@@ -607,7 +579,7 @@ def _fail_overdue(watches: dict[int, _Watch]) -> None:
         run = AgentRun.objects.select_related("conversation").filter(pk=run_id).first()
         if run is not None:
             message = f"The run took longer than {limit} seconds and was stopped."
-            run_fail(run=run, code="run_timeout", message=message, worker_id=worker_id())
+            run_store().fail(run=run, code="run_timeout", message=message, worker_id=worker_id())
         # After the failure is stored: the run's thread, woken, finds the run ended.
         watch.stop(lost=True)
 

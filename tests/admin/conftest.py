@@ -85,13 +85,8 @@ def make_finished_run(db):
         ObservationStep,
         ThoughtStep,
     )
+    from agents.runs.store import run_finish, run_record_model_call, run_record_step, run_started
     from agents.services.conversations import conversation_create
-    from agents.services.runs import (
-        run_finish,
-        run_record_model_call,
-        run_record_step,
-        run_started,
-    )
 
     def make(
         *,

@@ -10,8 +10,8 @@ import pytest
 
 from agents.models import AgentRun, Conversation, Message
 from agents.react.types import FinalAnswerStep
+from agents.runs.store import run_finish
 from agents.services.conversations import message_send, run_regenerate
-from agents.services.runs import run_finish
 
 pytestmark = pytest.mark.django_db
 

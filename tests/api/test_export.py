@@ -8,8 +8,8 @@ import pytest
 
 from agents.models import AgentRun
 from agents.react.types import ActionStep, FinalAnswerStep, ObservationStep, ThoughtStep
+from agents.runs.store import run_finish, run_record_step
 from agents.services.conversations import message_send
-from agents.services.runs import run_finish, run_record_step
 
 pytestmark = pytest.mark.django_db
 

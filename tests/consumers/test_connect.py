@@ -73,7 +73,7 @@ def test_an_ended_sign_in_cannot_open_its_owners_conversation(user, conversation
 
 
 def test_a_refused_socket_gets_no_frames(other_user, conversation):
-    from agents.services.runs import event_append
+    from agents.runs.log import event_append
 
     event_append(conversation=conversation, run=None, type="step", payload={"kind": "thought"})
     stranger = session_cookie(other_user)
@@ -93,7 +93,7 @@ def test_a_refused_socket_gets_no_frame_published_after_it_was_refused(other_use
     opens); refused, it left, and nothing published to the group reaches it."""
     from channels.db import database_sync_to_async
 
-    from agents.services.runs import event_append
+    from agents.runs.log import event_append
 
     stranger = session_cookie(other_user)
     append = database_sync_to_async(event_append)

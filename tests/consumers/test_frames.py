@@ -110,7 +110,7 @@ def test_message_send_with_a_profile_slug(user, conversation):
 def test_message_send_continues_the_branch_the_client_names(user, conversation):
     """The page sends the end of the branch it shows as ``parent_id`` (docs/protocol.md)."""
     from agents.react.types import FinalAnswerStep
-    from agents.services.runs import run_finish
+    from agents.runs.store import run_finish
 
     first = message_send(conversation=conversation, user=user, content="q1")
     AgentRun.objects.filter(pk=first.run.pk).update(status=AgentRun.Status.RUNNING)

@@ -12,8 +12,8 @@ from agents import events, protocol
 from agents.consumers import REPLAY_BATCH
 from agents.models import Conversation, RunEvent
 from agents.protocol import CLOSE_NOT_FOUND
+from agents.runs.log import event_append
 from agents.services.conversations import conversation_delete
-from agents.services.runs import event_append
 from tests.consumers.sockets import (
     QUIET_SECONDS,
     receive,

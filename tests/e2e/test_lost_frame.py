@@ -14,8 +14,8 @@ from playwright.sync_api import expect
 
 from agents import events
 from agents.react.types import FinalAnswerStep, ThoughtStep
+from agents.runs.store import run_claim, run_finish, run_record_step, run_started
 from agents.services.conversations import conversation_create, message_send
-from agents.services.runs import run_claim, run_finish, run_record_step, run_started
 from tests.e2e.conftest import DESKTOP, WAIT_MS
 
 pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]

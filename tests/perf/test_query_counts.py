@@ -15,8 +15,8 @@ from django.utils import timezone
 
 from agents.models import AgentRun, Conversation, Message
 from agents.react.types import ObservationStep, ThoughtStep
+from agents.runs.store import run_claim, run_record_step
 from agents.services.conversations import conversation_create, message_send
-from agents.services.runs import run_claim, run_record_step
 from tests.perf.history import add_conversations, add_turns
 
 pytestmark = pytest.mark.django_db

@@ -7,11 +7,11 @@ from collections.abc import Iterator, Sequence
 
 import pytest
 
-from agents.process_loop import process_loop
 from agents.react.executor import AgentConfig, AgentExecutor
 from agents.react.prompt import PromptConfig
 from agents.react.testing import ScriptedChatModel
 from agents.react.types import FinalAnswerStep, ModelCallRecord, Step, ThoughtDelta
+from chatsite.server.loop import process_loop
 
 
 class Harness:

@@ -12,8 +12,8 @@ from django.test import Client
 
 from agents.models import AgentProfile, AgentRun, Conversation, Message, RunEvent
 from agents.protocol import CLOSE_NOT_FOUND
+from agents.runs.log import event_append
 from agents.services.conversations import conversation_create, message_send
-from agents.services.runs import event_append
 from tests.api.endpoints import conversation_endpoints, endpoints
 from tests.consumers.sockets import QUIET_SECONDS, receive, run, send, session_cookie, socket
 

@@ -20,6 +20,7 @@ from agents.models import (
     UsageEntry,
 )
 from agents.protocol import RefusalCode, RequestRefused
+from agents.runs.store import runs_needing_rescue
 from agents.services.approvals import (
     approval_decide,
     approvals_expire,
@@ -27,8 +28,7 @@ from agents.services.approvals import (
     run_continue,
 )
 from agents.services.conversations import conversation_create, message_send, run_cancel
-from agents.services.runs import runs_needing_rescue
-from agents.tasks import run_execute
+from tests.driving import run_execute
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -12,6 +12,7 @@ from agents import selectors
 from agents.models import AgentRun, Conversation, Message
 from agents.protocol import RequestRefused
 from agents.react.types import FinalAnswerStep
+from agents.runs.store import run_fail, run_finish
 from agents.services.branches import branch_switch
 from agents.services.conversations import (
     conversation_create,
@@ -19,7 +20,6 @@ from agents.services.conversations import (
     message_send,
     run_regenerate,
 )
-from agents.services.runs import run_fail, run_finish
 
 pytestmark = pytest.mark.django_db
 

@@ -16,6 +16,7 @@ from agents.models import (
 )
 from agents.protocol import RequestRefused
 from agents.react.types import FinalAnswerStep
+from agents.runs.store import run_finish
 from agents.selectors import events_after
 from agents.services.conversations import (
     conversation_create,
@@ -24,7 +25,6 @@ from agents.services.conversations import (
     run_cancel,
     run_regenerate,
 )
-from agents.services.runs import run_finish
 from tests.usage import spend
 
 

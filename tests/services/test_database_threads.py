@@ -1,4 +1,4 @@
-"""The run driver's database threads (``_DatabaseThreads``): calls leave the event loop, and a
+"""The run driver's database threads (``DatabaseThreads``): calls leave the event loop, and a
 thread gives its connection back once no call is queued behind it."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import pytest
 from django.contrib.auth import get_user_model
 from django.db import connection
 
-from agents.services.execution import _DatabaseThreads
+from agents.runs.threads import DatabaseThreads
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -27,7 +27,7 @@ def _holds_a_connection() -> bool:
 
 
 def test_calls_run_off_the_loop_and_give_their_connection_back_when_idle():
-    threads = _DatabaseThreads(1)
+    threads = DatabaseThreads(1)
 
     async def main():
         ran_on, connected = await threads.call(_in_a_thread)
@@ -40,7 +40,7 @@ def test_calls_run_off_the_loop_and_give_their_connection_back_when_idle():
 
 
 def test_an_error_reaches_the_caller():
-    threads = _DatabaseThreads(1)
+    threads = DatabaseThreads(1)
 
     def fail():
         raise LookupError("no such run")
@@ -53,7 +53,7 @@ def test_an_error_reaches_the_caller():
 
 
 def test_a_call_cancelled_before_it_ran_does_not_keep_the_connection_held():
-    threads = _DatabaseThreads(1)
+    threads = DatabaseThreads(1)
     gate = threading.Event()
 
     def wait_at_the_gate():

@@ -1,4 +1,4 @@
-"""agents/loop_db.py: the worker's event loop's own PostgreSQL connections.
+"""chatsite/server/db/loop_pool.py: the worker's event loop's own PostgreSQL connections.
 
 What the run driver stores through them (the same rows, commits and group messages as
 through the database threads) is checked in tests/services/test_runs.py, for both ways.
@@ -13,8 +13,12 @@ import psycopg
 import pytest
 from django.db import connection
 
-from agents import loop_db
-from agents.process_loop import run_on_process_loop
+from agents.react.types import ThoughtStep
+from agents.runs.postgres import PostgresRunStore
+from agents.runs.store import run_claim
+from agents.services.conversations import conversation_create, message_send
+from chatsite.server.db import loop_pool
+from chatsite.server.loop import run_on_process_loop
 
 # The loop's connections see only what is committed: every test here commits for real.
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -28,7 +32,7 @@ def _postgresql_only():
 
 def test_a_connection_whose_backend_ended_while_idle_is_replaced():
     def backend_pid() -> int:
-        rows = run_on_process_loop(loop_db.fetch_all("SELECT pg_backend_pid()", {}))
+        rows = run_on_process_loop(loop_pool.fetch_all("SELECT pg_backend_pid()", {}))
         return rows[0][0]
 
     first = backend_pid()
@@ -47,20 +51,37 @@ def test_a_connection_whose_backend_ended_while_idle_is_replaced():
 
 
 def test_runs_that_arrive_together_share_one_pool_as_it_opens():
-    run_on_process_loop(loop_db.close())
+    run_on_process_loop(loop_pool.close())
 
     async def together() -> list:
         return await asyncio.gather(
-            *(loop_db.fetch_all("SELECT %(n)s", {"n": n}) for n in range(20))
+            *(loop_pool.fetch_all("SELECT %(n)s", {"n": n}) for n in range(20))
         )
 
     assert run_on_process_loop(together()) == [[(n,)] for n in range(20)]
-    first_pool = loop_db._pool
-    run_on_process_loop(loop_db.fetch_all("SELECT 1", {}))
-    assert loop_db._pool is first_pool is not None
+    first_pool = loop_pool._pool
+    run_on_process_loop(loop_pool.fetch_all("SELECT 1", {}))
+    assert loop_pool._pool is first_pool is not None
 
 
-def test_the_loop_writes_only_on_postgresql_and_when_enabled(settings):
-    assert loop_db.available()
+def test_the_loop_sends_statements_only_when_it_has_connections_for_them(settings):
+    assert loop_pool.available()
     settings.AGENT_LOOP_DATABASE_CONNECTIONS = 0
-    assert not loop_db.available()
+    assert not loop_pool.available()
+
+
+def test_without_loop_connections_the_driver_writes_on_a_database_thread(
+    settings, user, default_profile
+):
+    """The PostgreSQL store sends the same statement on a database thread instead."""
+    settings.AGENT_LOOP_DATABASE_CONNECTIONS = 0
+    queued = message_send(conversation=conversation_create(owner=user), user=user, content="q")
+    run = run_claim(run_id=queued.run.pk, worker_id="w1")
+    assert run is not None
+
+    stored = run_on_process_loop(
+        PostgresRunStore().arecord(run=run, steps=[ThoughtStep(text="on a thread")], worker_id="w1")
+    )
+
+    assert [event.seq for event in stored] == [2]
+    assert run.events.get(seq=2).payload["text"] == "on a thread"

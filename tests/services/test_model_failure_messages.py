@@ -15,7 +15,7 @@ from agents.llm.scripted import Fail
 from agents.models import AgentProfile, AgentRun, Message, ModelCall, ModelConfig
 from agents.services.conversations import conversation_create
 from agents.services.profiles import prompt_version_ensure
-from agents.tasks import run_execute
+from tests.driving import run_execute
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

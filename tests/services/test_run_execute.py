@@ -13,9 +13,9 @@ from django.utils import timezone
 from agents.llm.scripted import Fail, Hang, Reply
 from agents.models import AgentProfile, AgentRun, ModelCall, ModelConfig, ToolConfig
 from agents.react.types import ActionStep, ObservationStep, ThoughtStep
+from agents.runs.store import run_claim, run_record_step, run_store
 from agents.services.conversations import conversation_create
-from agents.services.runs import run_claim, run_record_step
-from agents.tasks import run_execute
+from tests.driving import run_execute
 from tests.group import GroupListener
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -145,18 +145,19 @@ def test_a_write_whose_connection_broke_hands_the_run_back_to_resume(
     action = "Thought: multiply.\nAction: calculator\nAction Input: 6*7"
     profile, _ = scripted_profile(Reply(action), Reply(action), Reply(FINAL))
     run = _queued_run(user, profile)
-    record_steps = execution._record_steps
+    store = run_store()
+    record_steps = store.arecord
     broken = []
 
-    async def breaks_once(*args, **kwargs):
+    async def breaks_once(**kwargs):
         if not broken:
             broken.append(True)
             # What a write on a connection that died unseen raises (tests/faults).
             raise psycopg.OperationalError("consuming input failed: server closed the connection")
-        await record_steps(*args, **kwargs)
+        return await record_steps(**kwargs)
 
     enqueued: list[int] = []
-    monkeypatch.setattr(execution, "_record_steps", breaks_once)
+    monkeypatch.setattr(store, "arecord", breaks_once)
     monkeypatch.setattr(execution, "run_enqueue_on_commit", lambda run_id: enqueued.append(run_id))
 
     run_execute(run.pk)
@@ -177,17 +178,15 @@ def test_a_write_that_failed_as_a_statement_fails_the_run_as_before(
 ):
     import psycopg
 
-    from agents.services import execution
-
     profile, _ = scripted_profile(
         Reply("Thought: multiply.\nAction: calculator\nAction Input: 6*7")
     )
     run = _queued_run(user, profile)
 
-    async def times_out(*args, **kwargs):
+    async def times_out(**kwargs):
         raise psycopg.errors.QueryCanceled("canceling statement due to statement timeout")
 
-    monkeypatch.setattr(execution, "_record_steps", times_out)
+    monkeypatch.setattr(run_store(), "arecord", times_out)
 
     run_execute(run.pk)
 
@@ -296,9 +295,13 @@ def test_each_reply_reaches_the_browser_as_one_batch(user, scripted_profile):
 
 def test_runs_queued_under_the_tasks_old_name_still_execute():
     """Messages a broker holds from before the task was named after its service."""
+    from agents import tasks
+    from agents.runs.queue import RUN_TASK
     from chatsite.celery import app
 
-    assert app.tasks["agents.run_agent"].run is app.tasks["agents.run_execute"].run
+    assert app.tasks["agents.run_agent"].run is tasks.run_execute.run
+    # The name the services queue a run by (agents/runs/queue.py) is the task's.
+    assert app.tasks[RUN_TASK].run is tasks.run_execute.run
 
 
 def test_a_stop_that_comes_after_the_run_ended_leaves_the_threads_next_run_alone(

@@ -10,8 +10,8 @@ from django.db import connection, transaction
 from django.utils import timezone
 
 from agents import events, protocol
+from agents.db.statements import fenced_statements_supported
 from agents.models import AgentRun, Conversation, Message, ModelCall, ToolConfig
-from agents.process_loop import run_on_process_loop
 from agents.profile_snapshot import ProfileSnapshot
 from agents.react.types import (
     ActionStep,
@@ -21,31 +21,28 @@ from agents.react.types import (
     ThoughtStep,
     step_from_event,
 )
-from agents.runtime import snapshot_tool_configs
-from agents.selectors import events_after
-from agents.services.conversations import conversation_create, message_send
-from agents.services.runs import (
+from agents.runs.log import event_append
+from agents.runs.reads import run_claim_refusal, run_prior_steps, run_stored_steps
+from agents.runs.store import (
     RunLost,
-    event_append,
     run_claim,
-    run_claim_refusal,
     run_claim_with_tools,
     run_fail,
     run_finish,
-    run_finish_on_loop,
     run_heartbeat,
     run_mark_cancelled,
-    run_prior_steps,
     run_record_model_call,
     run_record_step,
     run_record_steps,
-    run_record_steps_on_loop,
     run_started,
-    run_started_on_loop,
-    run_stored_steps,
+    run_store,
     runs_cancel_requested,
     runs_needing_rescue,
 )
+from agents.runtime import snapshot_tool_configs
+from agents.selectors import events_after
+from agents.services.conversations import conversation_create, message_send
+from chatsite.server.loop import run_on_process_loop
 from tests.group import GroupListener
 
 
@@ -452,27 +449,27 @@ def _taken_over_by_w2(run: AgentRun, settings) -> GroupListener:
 
 
 def _record_steps_on_loop(*, run: AgentRun, steps, worker_id: str):
-    return run_on_process_loop(run_record_steps_on_loop(run=run, steps=steps, worker_id=worker_id))
+    return run_on_process_loop(run_store().arecord(run=run, steps=steps, worker_id=worker_id))
 
 
 def _started_on_loop(*, run: AgentRun, model: str, profile: str, worker_id: str):
     return run_on_process_loop(
-        run_started_on_loop(run=run, model=model, profile=profile, worker_id=worker_id)
+        run_store().astart(run=run, model=model, profile=profile, worker_id=worker_id)
     )
 
 
 def _threads_or_loop(request, on_threads, on_loop):
     if request.param == "threads":
         return on_threads
-    if connection.vendor != "postgresql":
-        pytest.skip("the loop's own connections are PostgreSQL's; SQLite writes on threads")
+    if not fenced_statements_supported():
+        pytest.skip("the loop's own connections send the PostgreSQL store's statements")
     return on_loop
 
 
 @pytest.fixture(params=["threads", "loop"])
 def record_steps(request):
     """The worker's two ways to store a reply's steps: through a database thread (Django's
-    connection), or from the event loop on its own connections (agents/loop_db.py)."""
+    connection), or from the event loop on its own connections (chatsite/server/db/loop_pool.py)."""
     return _threads_or_loop(request, run_record_steps, _record_steps_on_loop)
 
 
@@ -648,7 +645,7 @@ def test_one_reply_is_one_commit_and_one_group_message(committed_run, record_ste
 
 def _finish_on_loop(*, run: AgentRun, step, worker_id: str, preceding=()):
     return run_on_process_loop(
-        run_finish_on_loop(run=run, step=step, worker_id=worker_id, preceding=preceding)
+        run_store().afinish(run=run, step=step, worker_id=worker_id, preceding=preceding)
     )
 
 

@@ -1,4 +1,4 @@
-"""A send's new rows: ``agents.rows.insert`` writes what the ORM writes, and on PostgreSQL the
+"""A send's new rows: ``agents.db.rows.insert`` writes what the ORM writes, and on PostgreSQL the
 message, its run and the run's ledger entry go in one statement
 (``_queue_run_with_its_message``, agents/services/conversations.py)."""
 
@@ -8,7 +8,7 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from agents import rows
+from agents.db import rows
 from agents.models import AgentRun, Conversation, Message, RunEvent, UsageEntry
 from agents.protocol import message_created_payload
 from agents.services.conversations import message_send

@@ -141,7 +141,7 @@ def test_a_workers_writes_count_in_the_ledger_on_every_path(user, default_profil
     """The worker's writes (fenced: one statement each on PostgreSQL) add each model call's
     tokens to the ledger the quota reads, for a step and for the run's last reply alike."""
     from agents.react.types import FinalAnswerStep, ModelCallRecord, ThoughtStep
-    from agents.services.runs import run_claim, run_finish, run_record_steps
+    from agents.runs.store import run_claim, run_finish, run_record_steps
 
     queued = message_send(conversation=conversation_create(owner=user), user=user, content="q")
     run = run_claim(run_id=queued.run.pk, worker_id="w1")

@@ -10,7 +10,7 @@ and a daphne whose libraries changed under them stops with their messages.
 
 import sys
 
-from agents.process_loop import make_uvloop_the_default
+from chatsite.server.loop import make_uvloop_the_default
 from chatsite.server.patches import autobahn
 from chatsite.server.patches import daphne as daphne_patch
 

@@ -1,19 +1,16 @@
 """PostgreSQL connections of the process's event loop, for the run driver's stored steps.
 
-A worker drives its runs on the process loop (``agents/process_loop.py``), and each stored
-step used to change thread for its write: handed to a database thread, checked out of
-Django's pool, run through Django's cursor, handed back. For a statement that PostgreSQL
-runs in a few tenths of a millisecond, that journey cost the worker about as much CPU again
-(docs/performance.md, "A twelfth round"). The steps' fenced append is one plain statement
-with its own commit and no ORM in it (``agents/services/runs.py``), so the loop sends it
-itself, on a small pool of psycopg's async connections.
+A worker drives its runs on the process loop (``chatsite/server/loop.py``). A write handed
+to a database thread is checked out of Django's pool, run through Django's cursor and handed
+back; for a statement PostgreSQL runs in a fraction of a millisecond that journey cost the
+worker about as much CPU again. The run store's PostgreSQL statements are plain SQL, each
+with its own commit and no ORM in it, so the loop sends them itself, on a small pool of
+psycopg's async connections.
 
-Only such statements come here (the steps' appends, ``run.started``, the run's end), each
-plain SQL with its own commit; everything else a run writes keeps Django's connections.
-Errors are psycopg's own, not Django's: the run driver treats every failure of a write
-alike (the run stops, and is resumed from its stored steps). Used on PostgreSQL only, and
-off with ``AGENT_LOOP_DATABASE_CONNECTIONS=0`` (the steps then go through the database
-threads as before).
+Only such statements come here, each with its own commit; everything else keeps Django's
+connections. Errors are psycopg's own, not Django's. Whether a process uses the pool is
+its setting (``AGENT_LOOP_DATABASE_CONNECTIONS``, 0 for none); which database the
+statements suit is the caller's to know (the run store asks the capability).
 """
 
 from __future__ import annotations
@@ -21,14 +18,13 @@ from __future__ import annotations
 import asyncio
 import atexit
 import contextlib
-import functools
 import os
 from typing import Any
 
 from django.conf import settings
 from django.db import connection
 
-from agents.process_loop import on_process_loop, process_loop
+from chatsite.server.loop import on_process_loop, process_loop
 
 _pool: Any = None
 _pool_pid: int | None = None
@@ -36,18 +32,11 @@ _pool_opened: asyncio.Future[None] | None = None
 
 
 def available() -> bool:
-    """Whether the run driver's steps are written from the loop in this process."""
-    return settings.AGENT_LOOP_DATABASE_CONNECTIONS > 0 and _vendor() == "postgresql"
+    """Whether this process sends statements from its loop (it has connections for them)."""
+    return settings.AGENT_LOOP_DATABASE_CONNECTIONS > 0
 
 
-@functools.cache
-def _vendor() -> str:
-    # Read once: on the loop, each run's task would otherwise build a DatabaseWrapper of its
-    # own just to name the vendor (Django keeps one per asyncio context, not per thread).
-    return connection.vendor
-
-
-async def fetch_all(sql: str, params: dict[str, Any]) -> list[tuple[Any, ...]]:
+async def fetch_all(sql: Any, params: dict[str, Any]) -> list[tuple[Any, ...]]:
     """Run ``sql`` as a statement of its own (autocommit) and return its rows."""
     assert on_process_loop(), "the loop's connections are used on the loop only"
     pool = await _open_pool()
