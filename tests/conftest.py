@@ -23,6 +23,9 @@ def pytest_collection_modifyitems(config, items) -> None:
 
     Playwright's sync API keeps an event loop running in the test thread for as long as the
     session-wide browser is open; any test after it that calls ``async_to_sync`` would fail.
+    Under pytest-xdist the files go out to the workers in this order (``--dist loadfile
+    --no-loadscope-reorder``, pyproject.toml), so a worker that opened the browser is given
+    only browser tests after it.
     """
     items.sort(key=lambda item: item.get_closest_marker("e2e") is not None)
 
