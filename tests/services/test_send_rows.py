@@ -14,7 +14,8 @@ from agents.protocol import message_created_payload
 from agents.services.conversations import message_send
 from agents.services.prompt_versions import prompt_version_current
 
-pytestmark = pytest.mark.django_db
+# Run on SQLite too (make test-sqlite): the send's rows are written by a path of each database's.
+pytestmark = [pytest.mark.django_db, pytest.mark.smoke]
 
 WRITTEN_AT_SAVE = {"id", "created_at"}  # differ between any two saves
 
