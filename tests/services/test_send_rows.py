@@ -14,8 +14,7 @@ from agents.protocol import message_created_payload
 from agents.services.conversations import message_send
 from agents.services.prompt_versions import prompt_version_current
 
-# Run on SQLite too (make test-sqlite): the send's rows are written by a path of each database's.
-pytestmark = [pytest.mark.django_db, pytest.mark.smoke]
+pytestmark = pytest.mark.django_db
 
 WRITTEN_AT_SAVE = {"id", "created_at"}  # differ between any two saves
 
@@ -32,6 +31,7 @@ def _inserted(instance, **computed: str):
     return type(instance).objects.latest("id").pk
 
 
+@pytest.mark.smoke  # run on SQLite too (make test-sqlite)
 def test_insert_writes_every_column_as_the_orm_does(conversation, user, default_profile):
     version = prompt_version_current(profile=default_profile)
 
