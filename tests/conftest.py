@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import itertools
+from pathlib import Path
 
 import pytest
+from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.db.backends.base.operations import BaseDatabaseOperations
 
@@ -28,6 +30,13 @@ def pytest_collection_modifyitems(config, items) -> None:
     only browser tests after it.
     """
     items.sort(key=lambda item: item.get_closest_marker("e2e") is not None)
+
+
+def pytest_sessionstart(session) -> None:
+    """Before collection, which imports the ASGI application: whitenoise warns when it starts
+    without STATIC_ROOT, as in a fresh clone or an xdist worker's own var folder
+    (tests/early_env.py) until a test collects the static files."""
+    Path(settings.STATIC_ROOT).mkdir(parents=True, exist_ok=True)
 
 
 @pytest.fixture(autouse=True)
