@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import itertools
+from pathlib import Path
 
 import pytest
+from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.db.backends.base.operations import BaseDatabaseOperations
 
@@ -23,8 +25,18 @@ def pytest_collection_modifyitems(config, items) -> None:
 
     Playwright's sync API keeps an event loop running in the test thread for as long as the
     session-wide browser is open; any test after it that calls ``async_to_sync`` would fail.
+    Under pytest-xdist the files go out to the workers in this order (``--dist loadfile
+    --no-loadscope-reorder``, pyproject.toml), so a worker that opened the browser is given
+    only browser tests after it.
     """
     items.sort(key=lambda item: item.get_closest_marker("e2e") is not None)
+
+
+def pytest_sessionstart(session) -> None:
+    """Before collection, which imports the ASGI application: whitenoise warns when it starts
+    without STATIC_ROOT, as in a fresh clone or an xdist worker's own var folder
+    (tests/early_env.py) until a test collects the static files."""
+    Path(settings.STATIC_ROOT).mkdir(parents=True, exist_ok=True)
 
 
 @pytest.fixture(autouse=True)

@@ -6,6 +6,7 @@ processes that integration tests start.
 
 import os
 import uuid
+from pathlib import Path
 
 # PBKDF2's deliberate slowness would otherwise dominate the suite (chatsite/settings.py).
 os.environ.setdefault("CHATSITE_TEST_FAST_HASHER", "1")
@@ -40,3 +41,24 @@ def session_redis_names(session: str) -> dict[str, str]:
 
 # Always a new one: a session never inherits another's names, not even its parent's.
 os.environ.update(session_redis_names(f"chatsite-test-{uuid.uuid4().hex[:12]}"))
+
+
+def worker_var_dir(worker: str, var_dir: Path) -> Path:
+    """The folder of files an xdist worker keeps apart from its siblings, inside ``var_dir``.
+
+    Each worker of ``pytest -n`` is a session of its own: its test database (pytest-django
+    adds the worker's id to the name) and its Redis names (above) are its own, and so are its
+    files: the static files the browser tests collect (a sibling's collect rewrites the
+    manifest under its daphne), the SQLite test database, uploads and the secret key.
+    """
+    own = f"xdist-{worker}"
+    return var_dir if var_dir.name == own else var_dir / own
+
+
+# pytest-xdist names the worker in the environment before it loads any plugin; the
+# processes a worker starts inherit the folder through ``CHATSITE_VAR_DIR``.
+if worker := os.environ.get("PYTEST_XDIST_WORKER"):
+    default_var_dir = Path(__file__).resolve().parent.parent / "var"  # chatsite/settings.py's
+    os.environ["CHATSITE_VAR_DIR"] = str(
+        worker_var_dir(worker, Path(os.environ.get("CHATSITE_VAR_DIR") or default_var_dir))
+    )

@@ -13,6 +13,7 @@ import pytest
 import redis
 from celery import Celery
 from django.conf import settings
+from django.db import connection
 
 from agents.tasks import run_execute
 from chatsite.celery import app as celery_app
@@ -23,7 +24,7 @@ from tests.isolation import (
     session_keys_delete,
     session_name,
 )
-from tests.processes import BASE_DIR
+from tests.processes import BASE_DIR, process_env
 
 
 def _session_of_a_new_process() -> str:
@@ -60,6 +61,31 @@ def test_everything_the_session_keeps_in_redis_is_under_its_name():
 def test_every_session_has_a_name_of_its_own():
     first, second = _session_of_a_new_process(), _session_of_a_new_process()
     assert len({first, second, session_name()}) == 3
+
+
+@pytest.mark.django_db
+def test_a_process_the_session_starts_shares_its_test_database_names_and_files():
+    """The worker and daphne a test starts see what the test sees: under ``pytest -n``,
+    the test database, Redis names and files of the xdist worker that started them."""
+    probe = (
+        "import os, django; django.setup();"
+        " from django.conf import settings; from django.db import connection;"
+        " print(connection.settings_dict['NAME'], os.environ['CHATSITE_TEST_SESSION'],"
+        " settings.VAR_DIR, sep='\\n')"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", probe],
+        cwd=BASE_DIR, env=process_env(), capture_output=True, text=True, check=True, timeout=60,
+    )  # fmt: skip
+    database, session, var_dir = result.stdout.strip().splitlines()
+    assert database == str(connection.settings_dict["NAME"])
+    if connection.vendor == "postgresql":
+        assert database.startswith("test_")  # pytest-django's, never the developer's own
+    assert session == session_name()
+    assert var_dir == str(settings.VAR_DIR)
+    if worker := os.environ.get("PYTEST_XDIST_WORKER"):
+        assert database.endswith(f"_{worker}")
+        assert settings.VAR_DIR.name == f"xdist-{worker}"
 
 
 def test_a_task_sent_by_a_test_goes_to_its_folders_queue_not_the_workers():

@@ -112,6 +112,7 @@ def test_a_missing_conversation_is_the_same_404(signed_in):
     assert signed_in.get(reverse("conversation", args=[999999])).status_code == 404
 
 
+@pytest.mark.smoke  # run on SQLite too (make test-sqlite)
 def test_the_sidebar_lists_only_my_conversations(client, user, other_user):
     mine = conversation_create(owner=user, title="Mine")
     conversation_create(owner=other_user, title="Not mine")
@@ -138,6 +139,7 @@ def test_archiving_someone_elses_conversation_is_a_404_and_changes_nothing(
 # --------------------------------------------------------------------------------------
 
 
+@pytest.mark.smoke  # run on SQLite too (make test-sqlite)
 def test_the_page_carries_the_stored_events_to_replay(signed_in, user):
     conversation = conversation_create(owner=user)
     message_send(conversation=conversation, user=user, content="What is 2+2?", client_id="c1")

@@ -24,6 +24,7 @@ def item(conversation_id: int) -> str:
     return f"/api/conversations/{conversation_id}/"
 
 
+@pytest.mark.smoke  # run on SQLite too (make test-sqlite)
 def test_list_shows_only_my_conversations_newest_first(api, user, other_user):
     older = conversation_create(owner=user, title="older")
     newer = conversation_create(owner=user, title="newer")
@@ -54,6 +55,7 @@ def test_a_new_message_moves_a_conversation_to_the_top(api, user):
     assert api.get(LIST).json()["results"][0]["id"] == older.pk
 
 
+@pytest.mark.smoke  # run on SQLite too (make test-sqlite)
 def test_search_matches_titles_and_message_text(api, user, other_user):
     by_title = conversation_create(owner=user, title="Trip to Lisbon")
     by_content = conversation_create(owner=user, title="Misc")
@@ -134,6 +136,7 @@ def test_create_rejects_a_title_too_long(api):
     assert "title" in body["fields"]
 
 
+@pytest.mark.smoke  # run on SQLite too (make test-sqlite)
 def test_get_includes_messages_and_stored_events(api, user, conversation):
     sent = message_send(conversation=conversation, user=user, content="hello", client_id="h")
     body = api.get(item(conversation.pk)).json()

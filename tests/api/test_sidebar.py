@@ -17,7 +17,8 @@ from agents.services.conversations import (
 )
 from agents.snippets import snippet_segments
 
-pytestmark = pytest.mark.django_db
+# Run on SQLite too (make test-sqlite): the sidebar's reads and search.
+pytestmark = [pytest.mark.django_db, pytest.mark.smoke]
 
 LIST = "/api/conversations/"
 

@@ -30,6 +30,7 @@ def finish(run: AgentRun) -> None:
 # ---- send ------------------------------------------------------------------------------------
 
 
+@pytest.mark.smoke  # run on SQLite too (make test-sqlite)
 def test_send_stores_the_message_a_queued_run_and_message_created(api, conversation):
     response = api.post(
         messages_url(conversation.pk), {"content": "Hi there", "client_id": "c1"}, content_type=JSON

@@ -46,6 +46,7 @@ def shown(conversation: Conversation) -> list[str]:
     return [m.content for m in selectors.message_list(conversation=conversation)]
 
 
+@pytest.mark.smoke  # run on SQLite too (make test-sqlite)
 def test_a_send_continues_the_branch_and_its_answer_ends_it(conversation, user):
     q1, a1 = turn(conversation, user, "q1", "a1")
     q2, a2 = turn(conversation, user, "q2", "a2")
@@ -227,6 +228,7 @@ def test_search_finds_only_the_active_branch(conversation, user):
     assert found("azure") == []
 
 
+@pytest.mark.smoke  # run on SQLite too (make test-sqlite)
 def test_existing_conversations_migrate_as_one_branch(user):
     """What the data migration does to a conversation written before the tree: one line,
     in the order written, ending at the newest message."""

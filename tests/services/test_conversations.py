@@ -38,6 +38,7 @@ def _snapshot(conversation: Conversation) -> tuple[int, int, int, int]:
     )
 
 
+@pytest.mark.smoke  # run on SQLite too (make test-sqlite)
 def test_send_saves_message_queued_run_and_event(conversation, user, default_profile):
     result = message_send(
         conversation=conversation, user=user, content="What is 6 times 7?", client_id="c-1"
@@ -319,6 +320,7 @@ def test_cancel_is_refused_for_others_and_a_no_op_when_finished(conversation, us
 # --- the send's row lock (plain SQL, docs/performance.md "A sixth round: daphne") ----------
 
 
+@pytest.mark.smoke  # run on SQLite too (make test-sqlite)
 def test_the_lock_reads_the_conversations_profile_and_endpoint_as_the_orm_would(
     user, default_profile, django_assert_num_queries
 ):
@@ -419,6 +421,7 @@ def _tool(name: str) -> ToolConfig:
     return ToolConfig.objects.create(name=name, kind="calculator", description=name)
 
 
+@pytest.mark.smoke  # run on SQLite too (make test-sqlite)
 def test_the_lock_reads_the_profiles_tools_as_the_snapshot_does(
     conversation, user, default_profile, django_assert_num_queries
 ):

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import pytest
+
 from agents.llm.factory import is_demo_model
 from agents.models import AgentProfile, ModelConfig, PromptVersion, ToolConfig
 from agents.services.defaults import DEFAULT_PROFILE_SLUG, DEFAULT_TOOLS, ensure_defaults
 from agents.tools.registry import tool_kinds
 
 
+@pytest.mark.smoke  # run on SQLite too (make test-sqlite)
 def test_a_migrated_database_can_answer_a_first_message(db):
     profile = AgentProfile.objects.get(is_default=True)
 

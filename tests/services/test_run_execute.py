@@ -268,6 +268,7 @@ def test_deleting_the_conversation_mid_run_stops_the_run_quietly(
     assert len(scripted_model.requests(model)) == 1
 
 
+@pytest.mark.smoke  # run on SQLite too (make test-sqlite)
 def test_each_reply_reaches_the_browser_as_one_batch(user, scripted_profile):
     profile, _ = scripted_profile(
         Reply("Thought: I should multiply.\nAction: calculator\nAction Input: 6*7"), Reply(FINAL)

@@ -31,6 +31,7 @@ def _inserted(instance, **computed: str):
     return type(instance).objects.latest("id").pk
 
 
+@pytest.mark.smoke  # run on SQLite too (make test-sqlite)
 def test_insert_writes_every_column_as_the_orm_does(conversation, user, default_profile):
     version = prompt_version_current(profile=default_profile)
 

@@ -15,7 +15,8 @@ from agents.services.conversations import message_send
 from agents.session_check import SignedOut
 from tests.sign_ins import ENDINGS, end_sign_in
 
-pytestmark = pytest.mark.django_db
+# Run on SQLite too (make test-sqlite): the send's lock is a statement of each database's.
+pytestmark = [pytest.mark.django_db, pytest.mark.smoke]
 
 
 def _signed_in(user) -> tuple[Client, str]:

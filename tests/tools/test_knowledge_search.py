@@ -23,7 +23,8 @@ from agents.services.knowledge import (
 )
 from agents.tools.builtin.knowledge_search import KnowledgeSearch
 
-pytestmark = pytest.mark.django_db
+# Run on SQLite too (make test-sqlite): the search is FTS5 there, PostgreSQL's own here.
+pytestmark = [pytest.mark.django_db, pytest.mark.smoke]
 
 
 def tiny_pdf(lines: list[str]) -> bytes:
