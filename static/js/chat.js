@@ -229,6 +229,7 @@ function startConversation() {
   let socket = null;
 
   const thread = new Thread(threadRoot, {
+    latestButton: document.getElementById("jump-latest"),
     onChange: () => updateComposer(),
     onDecide: (approvalId, approve, reason) => {
       socket.send({ type: "approval.decide", approval_id: approvalId, approve, reason });

@@ -222,9 +222,24 @@ export class Sidebar {
     this.closeMenu({ focus: false });
     this.openMenu = opened;
     opened.menu.hidden = false;
+    this.placeMenu(opened.menu);
     opened.button.setAttribute("aria-expanded", "true");
     const items = this.menuItems();
     items.at(focusIndex)?.focus();
+  }
+
+  // Below its button, or above it when the list (which clips it) has no room below.
+  placeMenu(menu) {
+    menu.classList.remove("opens-up");
+    const list = this.list.closest(".conversation-nav") || this.list;
+    const room = list.getBoundingClientRect();
+    const below = Math.min(room.bottom, window.innerHeight);
+    if (menu.getBoundingClientRect().bottom > below) {
+      menu.classList.add("opens-up");
+      // Room neither below nor above (a very short list): the list scrolls to show it.
+      if (menu.getBoundingClientRect().top < Math.max(room.top, 0)) menu.classList.remove("opens-up");
+    }
+    menu.scrollIntoView({ block: "nearest" });
   }
 
   closeMenu({ focus = true } = {}) {

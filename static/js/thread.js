@@ -108,8 +108,17 @@ function budgetReachedText(p) {
 }
 
 export class Thread {
-  constructor(root, { onChange, onRegenerate, onEdit, onSwitch, onDecide, onContinue } = {}) {
+  constructor(root, { onChange, onRegenerate, onEdit, onSwitch, onDecide, onContinue, latestButton } = {}) {
     this.root = root;
+    // "↓ Latest": shown while an answer is being written below where the reader scrolled to.
+    this.latestButton = latestButton || null;
+    if (this.latestButton) {
+      this.latestButton.addEventListener("click", () => {
+        this.scrollToEnd();
+        this.updateLatestButton();
+      });
+      root.addEventListener("scroll", () => this.updateLatestButton(), { passive: true });
+    }
     // Approval before side effects and Continue after a budget (docs/protocol.md).
     this.onDecide = onDecide || (() => {});
     this.onContinue = onContinue || (() => {});
@@ -501,9 +510,17 @@ export class Thread {
     }
     this.placeSummaryMarker();
     this.refreshControls();
-    if (wasNearBottom) this.scrollToEnd();
+    // The end of a run adds its footer below the answer; following it would pull the answer
+    // up under the reader's eyes.
+    if (wasNearBottom && frame.type !== "run.finished") this.scrollToEnd();
+    this.updateLatestButton();
     this.onChange(this);
     return true;
+  }
+
+  updateLatestButton() {
+    if (!this.latestButton) return;
+    this.latestButton.hidden = this.nearBottom() || this.workingRunIds().length === 0;
   }
 
   nearBottom() {
@@ -674,7 +691,7 @@ export class Thread {
     const footer = el("div", { className: "run-footer" });
     const root = el(
       "article",
-      { className: "msg assistant", attrs: { "aria-label": gettext("Assistant") }, dataset: { runId } },
+      { className: "msg assistant in-progress", attrs: { "aria-label": gettext("Assistant") }, dataset: { runId } },
       details,
       answer,
       footer,
@@ -886,6 +903,12 @@ export class Thread {
   setAnswerText(run, text) {
     run.answer.classList.add("streaming");
     run.pendingAnswer = text;
+    // The steps fold when the answer starts, not when the run ends: folding then would pull
+    // the answer up under the reader's eyes. What the reader opened stays open.
+    if (text && !run.answerStarted) {
+      run.answerStarted = true;
+      if (!run.userToggled) run.details.open = false;
+    }
     if (run.renderQueued) return;
     run.renderQueued = true;
     window.requestAnimationFrame(() => {
@@ -896,6 +919,7 @@ export class Thread {
       run.answer.replaceChildren(renderMarkdown(run.pendingAnswer));
       decorateCode(run.answer);
       if (wasNearBottom) this.scrollToEnd();
+      this.updateLatestButton();
     });
   }
 
@@ -920,7 +944,7 @@ export class Thread {
       }
     }
     run.continueNote?.querySelector("button")?.remove();
-    run.root.classList.remove("paused");
+    run.root.classList.remove("paused", "in-progress");
     this.dropLiveThought(run);
     run.liveAnswer = null;
     run.spinner.remove();
