@@ -375,4 +375,7 @@ def conversation_archive(request: HttpRequest, conversation_id: int) -> HttpResp
     conversation = _conversation_or_404(request, conversation_id)
     archive = request.POST.get("archived", "1") != "0"
     conversation_services.conversation_set_archived(conversation=conversation, archived=archive)
-    return redirect("chat" if archive else "archived")
+    if archive:
+        return redirect("chat")
+    # Restored: to the conversation itself, not back to a list it just left (maybe empty).
+    return redirect("conversation", conversation_id=conversation.pk)

@@ -271,7 +271,8 @@ def test_archive_and_restore(signed_in, user):
     assert page_state(signed_in.get(reverse("chat")))["conversations"] == []
     assert b"Old trip notes" in signed_in.get(reverse("archived")).content
 
-    assert signed_in.post(url, {"archived": "0"})["Location"] == reverse("archived")
+    restored = signed_in.post(url, {"archived": "0"})
+    assert restored["Location"] == reverse("conversation", args=[conversation.pk])
     conversation.refresh_from_db()
     assert conversation.archived is False
     assert b"Nothing is archived" in signed_in.get(reverse("archived")).content

@@ -75,6 +75,7 @@ const sidebar = new Sidebar({
   currentId: conversation ? conversation.id : null,
   conversations: state.conversations || [],
   toast: document.getElementById("sidebar-toast"),
+  onDeleted: (id) => tabs?.postMessage({ type: "conversation.deleted", id }),
 });
 document.addEventListener("sidebar:renamed", (event) => {
   if (!conversation || String(event.detail.id) !== String(conversation.id)) return;
@@ -484,13 +485,11 @@ function setUpConversationActions(urls) {
   const renameForm = document.getElementById("rename-form");
   const renameInput = document.getElementById("rename-input");
   const deleteButton = document.getElementById("delete-button");
-  const deleteDialog = document.getElementById("delete-dialog");
-  const deleteForm = document.getElementById("delete-form");
+  const archiveForm = document.getElementById("archive-form");
   const moreMenu = document.getElementById("more-menu");
   if (!renameButton || !deleteButton) return;
 
   wireDialog(renameDialog, renameButton);
-  wireDialog(deleteDialog, moreMenu.querySelector("summary"));
 
   renameButton.addEventListener("click", () => {
     renameInput.value = titleHeading.textContent.trim();
@@ -511,21 +510,18 @@ function setUpConversationActions(urls) {
     }
   });
 
+  // The same as the list's ⋯ menu (Sidebar.archive, Sidebar.remove): at once, with Undo.
+  // Restoring an archived conversation stays a plain form post (it comes back here).
+  const current = () => sidebar.row(conversation.id, titleHeading.textContent.trim());
   deleteButton.addEventListener("click", () => {
     moreMenu.open = false;
-    document.getElementById("delete-name").textContent = titleHeading.textContent.trim();
-    deleteDialog.showModal();
+    sidebar.remove(current());
   });
-  deleteForm.addEventListener("submit", async (event) => {
+  archiveForm?.addEventListener("submit", (event) => {
+    if (archiveForm.elements.archived.value !== "1") return;
     event.preventDefault();
-    try {
-      await api("DELETE", urls.conversation);
-      tabs?.postMessage({ type: "conversation.deleted", id: conversation.id });
-      window.location.assign("/");
-    } catch (error) {
-      deleteDialog.close();
-      showNotice(interpolate(gettext("Could not delete: %s"), [error.message]));
-    }
+    moreMenu.open = false;
+    sidebar.archive(current());
   });
 
   // The menu closes when something in it is chosen, on a click elsewhere, and on Escape.

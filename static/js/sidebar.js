@@ -51,7 +51,8 @@ function snippetNode(segments, id) {
 }
 
 export class Sidebar {
-  constructor({ list, search, status, currentId, conversations, toast }) {
+  constructor({ list, search, status, currentId, conversations, toast, onDeleted }) {
+    this.onDeleted = onDeleted || (() => {});
     this.list = list;
     this.search = search;
     this.status = status;
@@ -346,6 +347,13 @@ export class Sidebar {
     }
   }
 
+  // The row of a conversation, for an action started outside the list (the page's header).
+  row(id, title) {
+    return this.conversations.find((c) => String(c.id) === String(id)) || { id, title };
+  }
+
+  // Archive and delete behave the same from the list and from the header: at once, with
+  // Undo; the conversation on screen is left for a new chat when the toast runs out.
   async archive(conversation) {
     this.toast.settle();
     try {
@@ -366,6 +374,9 @@ export class Sidebar {
         } catch (error) {
           this.status.textContent = interpolate(gettext("Could not undo: %s"), [error.message]);
         }
+      },
+      commit: () => {
+        if (this.isCurrent(conversation.id)) window.location.assign("/");
       },
     });
   }
@@ -389,6 +400,7 @@ export class Sidebar {
           this.status.textContent = interpolate(gettext("Could not delete: %s"), [error.message]);
           return;
         }
+        this.onDeleted(conversation.id);
         if (this.isCurrent(conversation.id)) window.location.assign("/");
       },
     });

@@ -113,8 +113,9 @@ def test_deleting_a_chat_updates_the_other_tabs(stack, open_tab, user, model_nam
         expect(page.get_by_role("link", name="Doomed chat")).to_be_visible()
 
     deleting.get_by_role("group").filter(has_text="More").locator("summary").click()
-    deleting.get_by_role("button", name="Delete…").click()
-    deleting.get_by_role("dialog").get_by_role("button", name="Delete").click()
+    deleting.get_by_role("button", name="Delete", exact=True).click()
+    expect(deleting.locator("#sidebar-toast")).to_contain_text("Deleted “Doomed chat”.")
+    # Deleted when the Undo toast runs out, then the page leaves for a new chat.
     expect(deleting).to_have_url(f"{stack.daphne.url}/")
     assert not Conversation.objects.filter(pk=doomed.pk).exists()
 
