@@ -4,7 +4,7 @@ makes shares public; a revoked or unknown link is a 404; nothing else of the own
 from __future__ import annotations
 
 import pytest
-from django.utils import timezone
+from django.utils import timezone, translation
 
 from agents.models import AgentRun, ConversationShare, Message, RunEvent, ToolConfig
 from agents.protocol import FrameType, message_created_payload
@@ -12,6 +12,7 @@ from agents.services.branches import branch_activate
 from agents.services.conversations import conversation_create
 from agents.services.runs import event_append, run_fail
 from agents.services.shares import share_create, share_revoke
+from agents.transcript import failure_note
 from tests.answers import finished_answer
 
 pytestmark = pytest.mark.django_db
@@ -148,3 +149,11 @@ def test_a_failed_runs_reason_is_translated_by_its_code_keeping_the_reference(
     assert "AI 模型的回答耗时过长。请稍后再试。 （参考编号：R-7F3A。）" in text
     assert "took too long" not in text
     assert "(Reference:" not in text
+
+
+def test_the_word_run_in_a_reference_is_said_in_the_pages_language():
+    stored = "The AI model took too long to answer. Please try again. (Reference: run 12.)"
+    with translation.override("zh-hans"):
+        assert failure_note("model_timeout", stored).endswith("（参考编号：运行 12。）")
+    with translation.override("en"):
+        assert failure_note("model_timeout", stored) == stored

@@ -9,7 +9,7 @@
 // closing the tab during the toast loses nothing: the conversation is still there.
 
 import { api, el } from "./dom.js";
-import { gettext, interpolate, pageLanguage } from "./i18n.js";
+import { gettext, interpolate, ngettext, pageLanguage } from "./i18n.js";
 import { icon } from "./icons.js";
 
 const SEARCH_DELAY_MS = 250;
@@ -138,7 +138,7 @@ export class Sidebar {
       this.status.textContent = this.query ? gettext("No conversations match.") : gettext("No conversations yet.");
     } else {
       this.status.textContent = this.query
-        ? `${shown.length} conversation${shown.length === 1 ? "" : "s"} found.`
+        ? interpolate(ngettext("%s conversation found.", "%s conversations found.", shown.length), [shown.length])
         : "";
     }
   }
@@ -162,7 +162,7 @@ export class Sidebar {
       el("span", { className: "conversation-link-title", text: title }),
       running
         ? el("span", { className: "running-marker", attrs: { title: gettext("An answer is being written") } },
-            el("span", { className: "visually-hidden", text: " (answering)" }))
+            el("span", { className: "visually-hidden", text: ` ${gettext("(answering)")}` }))
         : null,
     );
     const main = el(

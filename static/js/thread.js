@@ -50,7 +50,11 @@ function failureText(p) {
   const translated = reason ? gettext(reason) : null;
   if (!translated || translated === reason) return p.message || gettext("Something went wrong.");
   const reference = /\(Reference: ([^)]+?)\.\)/.exec(p.message || "");
-  return reference ? `${translated} ${interpolate(gettext("(Reference: %s.)"), [reference[1]])}` : translated;
+  if (!reference) return translated;
+  // The worker writes "run 12" (agents/llm/errors.py): the word is said in the page's language.
+  const run = /^run (\d+)$/.exec(reference[1]);
+  const label = run ? interpolate(gettext("run %s"), [run[1]]) : reference[1];
+  return `${translated} ${interpolate(gettext("(Reference: %s.)"), [label])}`;
 }
 
 function framePayload(frame) {
@@ -591,7 +595,7 @@ export class Thread {
     element.dataset.messageId = message.id;
     if (message.edited_from) {
       element.querySelector(".msg-tools")?.prepend(
-        el("span", { className: "muted small", text: "edited and asked again" }),
+        el("span", { className: "muted small", text: gettext("edited and asked again") }),
       );
     }
     this.messages.set(message.id, element);
