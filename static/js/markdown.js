@@ -7,7 +7,7 @@
 import MarkdownIt from "../vendor/markdown-it/markdown-it.js";
 import DOMPurify from "../vendor/dompurify/purify.js";
 import hljs from "../vendor/highlight.js/highlight.js";
-import { el } from "./dom.js";
+import { announce, el } from "./dom.js";
 import { gettext } from "./i18n.js";
 
 // agents/rendering.py: ALLOWED_TAGS, ALLOWED_ATTRIBUTES, SAFE_URL_SCHEMES, the class filter.
@@ -80,6 +80,7 @@ export function decorateCode(container) {
       } catch {
         button.textContent = gettext("Select and copy");
       }
+      announce(button.textContent);
       window.setTimeout(() => {
         button.textContent = gettext("Copy");
       }, 1500);

@@ -688,6 +688,8 @@ export class Thread {
     const summary = el("summary", {}, spinner, summaryText);
     const list = el("ol", { className: "step-list", attrs: { "aria-label": gettext("Agent steps") } });
     const details = el("details", { className: "steps", attrs: { open: "" } }, summary, list);
+    // The steps' progress, said to screen readers as it changes (the summary is not live).
+    const progress = el("span", { className: "visually-hidden steps-progress", attrs: { role: "status" } });
     const answer = el("div", {
       className: "answer",
       attrs: { "aria-live": "polite", "aria-busy": "true", "aria-label": gettext("Answer") },
@@ -697,6 +699,7 @@ export class Thread {
       "article",
       { className: "msg assistant in-progress", attrs: { "aria-label": gettext("Assistant") }, dataset: { runId } },
       details,
+      progress,
       answer,
       footer,
     );
@@ -708,6 +711,7 @@ export class Thread {
       branchBar,
       details,
       summaryText,
+      progress,
       spinner,
       list,
       answer,
@@ -778,11 +782,15 @@ export class Thread {
       else if (run.liveAnswer) title = `${gettext("Writing the answer…")}${done}`;
       else if (run.liveThought) title = `${gettext("Thinking…")}${done}`;
       else if (run.status === "awaiting_approval") title = `${gettext("Waiting for your approval")}${done}`;
-      else if (run.status === "out_of_budget") title = `${gettext("Stopped at its budget")}${done}`;
+      else if (run.status === "out_of_budget") title = `${gettext("Waiting for you: the run reached its budget")}${done}`;
       else if (run.status === "queued" && n === 0) title = gettext("Waiting for the agent…");
       run.summaryText.textContent = title;
     } else {
       run.summaryText.textContent = n ? `${count}` : gettext("No steps");
+    }
+    // Live, but only while the run goes on: a replayed or finished run is not news.
+    if (this.live && !run.finished && run.progress.textContent !== run.summaryText.textContent) {
+      run.progress.textContent = run.summaryText.textContent;
     }
   }
 

@@ -67,6 +67,11 @@ def test_wide_code_and_tables_scroll_in_their_own_box(stack, open_tab, user, mod
     assert inside_viewport(page, page.locator(".msg.assistant .thumb-down"))
     assert inside_viewport(page, answer.get_by_role("button", name="Copy the code"))
     screenshot(page, f"wide-answer-{viewport['width']}.png")
+    # The code's Copy works there, and says so to screen readers too.
+    page.context.grant_permissions(["clipboard-read", "clipboard-write"])
+    answer.get_by_role("button", name="Copy the code").click()
+    expect(page.locator("#announcer")).to_have_text("Copied")
+    assert page.evaluate("navigator.clipboard.readText()") == f"{LONG_LINE}\n"
     assert tab.errors == []
 
 
