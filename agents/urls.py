@@ -11,6 +11,8 @@ urlpatterns = [
         "c/<int:conversation_id>/archive/", views.conversation_archive, name="conversation_archive"
     ),
     path("archived/", views.archived, name="archived"),
+    # Browsers ask for /favicon.ico whatever the page names; the page's icon answers.
+    path("favicon.ico", views.favicon, name="favicon"),
     path("s/<str:token>/", views.shared_conversation, name="shared_conversation"),
     path("accounts/login/", views.login_view, name="login"),
     path("accounts/logout/", views.logout_view, name="logout"),

@@ -396,3 +396,9 @@ def test_no_page_has_inline_script(signed_in, user):
         for tag in re.findall(r"<script\b[^>]*>", html):
             assert 'src="' in tag or 'type="application/json"' in tag, tag
         assert not re.search(r"\son[a-z]+=", html), "no inline event handlers"
+
+
+def test_favicon_ico_leads_to_the_sites_icon(client):
+    response = client.get("/favicon.ico")
+    assert response.status_code == 302
+    assert response["Location"].endswith("img/favicon.svg")

@@ -197,6 +197,11 @@ input.addEventListener("keydown", (event) => {
   }
 });
 
+// "/compact" folds the earlier turns instead of asking the model; typed in any case.
+function isCompactCommand(content) {
+  return content.toLowerCase() === "/compact";
+}
+
 // ------------------------------------------------------------------ no conversation yet
 
 setUpSuggestions();
@@ -210,7 +215,7 @@ if (!conversation) {
       event.preventDefault();
       return;
     }
-    if (content === "/compact") {
+    if (isCompactCommand(content)) {
       // A command, not a question: there is nothing to summarise before the first message.
       event.preventDefault();
       showNotice(gettext("Nothing to summarise yet: /compact folds earlier turns of a chat."), {
@@ -431,7 +436,7 @@ function startConversation() {
     const content = input.value.trim();
     if (!content || gone) return;
     if (tooLong(content)) return;
-    if (content === "/compact") {
+    if (isCompactCommand(content)) {
       input.value = "";
       autosize();
       compact();

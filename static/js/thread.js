@@ -20,7 +20,8 @@
 
 import { decorateAnswer } from "./answer_tools.js";
 import { el } from "./dom.js";
-import { decorateCode, renderMarkdown } from "./markdown.js";
+import { decorateCode } from "./code_blocks.js";
+import { renderMarkdown } from "./markdown.js";
 import { gettext, gettext_noop, interpolate, ngettext, pageLanguage } from "./i18n.js";
 
 const LIMIT_NOTES = {

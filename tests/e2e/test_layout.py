@@ -192,3 +192,38 @@ def test_the_last_conversations_menu_shows_all_its_items(stack, open_tab, user, 
     expect(first_menu).to_be_visible()
     assert first_menu.evaluate("n => !n.classList.contains('opens-up')")
     assert tab.errors == []
+
+
+@pytest.mark.parametrize("viewport", [WIDE, PHONE], ids=["1280", "375"])
+def test_the_feedback_comment_box_leaves_regenerate_on_its_line(
+    stack, open_tab, user, model_name, viewport
+):
+    stack.model.script(model_name, [Reply("Thought: Easy.\nFinal Answer: four")])
+    conversation = conversation_create(owner=user, profile=stack.profile(model_name))
+    tab = open_tab(user, viewport=viewport, path=f"/c/{conversation.pk}/")
+    page = tab.page
+    ask(page, "What is 2 + 2?")
+    footer = page.locator(".msg.assistant .run-footer")
+    regenerate = footer.get_by_role("button", name="Regenerate")
+    expect(regenerate).to_be_visible()
+    thumb_down = footer.get_by_role("button", name="Bad answer")
+
+    def middle(locator) -> float:
+        box = locator.bounding_box()
+        return box["y"] + box["height"] / 2
+
+    before = {"thumb": middle(thumb_down), "regenerate": middle(regenerate)}
+    if viewport is WIDE:
+        assert abs(before["regenerate"] - before["thumb"]) <= 1  # one line
+
+    thumb_down.click()
+    expect(footer.get_by_label("Comment on this answer (optional)")).to_be_visible()
+    expect(footer.get_by_role("status")).to_have_text("Thanks for the feedback.")
+    screenshot(page, f"feedback-comment-{viewport['width']}.png")
+    # Neither the thumbs nor Regenerate moved: the box and the thanks open below them.
+    assert {"thumb": middle(thumb_down), "regenerate": middle(regenerate)} == before
+    line = thumb_down.bounding_box()["y"] + thumb_down.bounding_box()["height"]
+    comment = footer.get_by_label("Comment on this answer (optional)").bounding_box()
+    assert comment["y"] > line
+    assert overflow(page) == {"page": 0, "thread": 0}
+    assert tab.errors == []
