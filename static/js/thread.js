@@ -20,9 +20,27 @@
 
 import { decorateAnswer } from "./answer_tools.js";
 import { el } from "./dom.js";
-import { decorateCode } from "./code_blocks.js";
-import { renderMarkdown } from "./markdown.js";
 import { gettext, gettext_noop, interpolate, ngettext, pageLanguage } from "./i18n.js";
+
+// The renderers (markdown-it and DOMPurify in markdown.js, highlight.js in code_blocks.js)
+// load when an answer first needs them, not with the page: an empty chat has no use for
+// them, and they weigh several times the rest of the page (bench/first_load.py).
+let markdown = null; // markdown.js, once loaded
+let markdownLoad = null;
+function loadMarkdown() {
+  markdownLoad ??= import("./markdown.js").then((module) => {
+    markdown = module;
+    return module;
+  });
+  return markdownLoad;
+}
+
+let codeBlocksLoad = null;
+function decorateCode(container) {
+  if (!container.querySelector("pre")) return;
+  codeBlocksLoad ??= import("./code_blocks.js");
+  codeBlocksLoad.then((module) => module.decorateCode(container));
+}
 
 const LIMIT_NOTES = {
   max_iterations: gettext_noop("The agent reached its step limit before it was done; the answer is its best effort so far."),
@@ -733,6 +751,8 @@ export class Thread {
     this.runs.set(runId, run);
     this.runOrder.push(runId);
     this.treeChanged = true;
+    // A run that may still write its answer here: fetch the renderer before its words come.
+    if (this.live) loadMarkdown();
     return run;
   }
 
@@ -927,9 +947,15 @@ export class Thread {
     window.requestAnimationFrame(() => {
       run.renderQueued = false;
       if (run.finished) return;
+      if (!markdown) {
+        loadMarkdown().then(() => {
+          if (!run.finished) this.setAnswerText(run, run.pendingAnswer);
+        });
+        return;
+      }
       const wasNearBottom = this.nearBottom();
       run.answer.classList.toggle("streaming", Boolean(run.pendingAnswer));
-      run.answer.replaceChildren(renderMarkdown(run.pendingAnswer));
+      run.answer.replaceChildren(markdown.renderMarkdown(run.pendingAnswer));
       decorateCode(run.answer);
       if (wasNearBottom) this.scrollToEnd();
       this.updateLatestButton();
