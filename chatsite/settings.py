@@ -52,10 +52,6 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
-    # Outermost: pages go out compressed (static files come compressed from whitenoise and
-    # are left alone). Django pads each body with random bytes and masks the CSRF token in
-    # every page, against BREACH.
-    "django.middleware.gzip.GZipMiddleware",
     "django.middleware.security.SecurityMiddleware",
     # Outermost but one, so it also covers the responses of the middleware below it.
     "agents.middleware.ContentSecurityPolicyMiddleware",
