@@ -446,6 +446,11 @@ def shared_conversation_get(*, token: str) -> Conversation | None:
     return share.conversation if share else None
 
 
+def share_was_revoked(*, token: str) -> bool:
+    """Whether ``token`` was a share's link that its owner revoked (so the page can say so)."""
+    return ConversationShare.objects.filter(token=token, revoked_at__isnull=False).exists()
+
+
 def tool_configs_enabled(*, ids: list[int]) -> list[ToolConfig]:
     """The enabled tool rows among ``ids``, in no particular order.
 

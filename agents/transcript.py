@@ -56,6 +56,7 @@ FAILURE_REASONS = {
     "run_timeout": gettext_noop("The run took too long and was stopped."),
 }
 _REFERENCE = re.compile(r"\(Reference: ([^)]+?)\.\)")
+_RUN_REFERENCE = re.compile(r"run (\d+)")
 
 
 def failure_note(code: str, stored: str) -> str:
@@ -67,7 +68,10 @@ def failure_note(code: str, stored: str) -> str:
     reference = _REFERENCE.search(stored)
     if reference is None:
         return translated
-    return f"{translated} " + gettext("(Reference: %s.)") % reference[1]
+    # The worker writes "run 12" (agents/llm/errors.py): the word is said in this language.
+    run = _RUN_REFERENCE.fullmatch(reference[1])
+    label = gettext("run %s") % run[1] if run else reference[1]
+    return f"{translated} " + gettext("(Reference: %s.)") % label
 
 
 @dataclass

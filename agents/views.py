@@ -23,6 +23,7 @@ from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseBase, JsonResponse
 from django.shortcuts import redirect, render
+from django.templatetags.static import static
 from django.urls import reverse, reverse_lazy
 from django.utils import translation
 from django.utils.http import url_has_allowed_host_and_scheme
@@ -341,6 +342,15 @@ def archived(request: HttpRequest) -> HttpResponse:
 
 
 @require_GET
+def favicon(request: HttpRequest) -> HttpResponse:
+    """The site's icon for browsers that ask for /favicon.ico (pages name it in base.html).
+
+    Not a permanent redirect: the static file's hashed name changes with its content.
+    """
+    return redirect(static("img/favicon.svg"))
+
+
+@require_GET
 def shared_conversation(request: HttpRequest, token: str) -> HttpResponse:
     """A conversation its owner shared: read-only, with steps and answers, and nothing else
     of the owner's. Signed-in users only unless ``CHAT_PUBLIC_SHARES``; revoked is a 404."""
@@ -348,7 +358,13 @@ def shared_conversation(request: HttpRequest, token: str) -> HttpResponse:
         return redirect_to_login(request.get_full_path())
     conversation = selectors.shared_conversation_get(token=token)
     if conversation is None:
-        raise Http404(_("No such shared conversation."))
+        if not selectors.share_was_revoked(token=token):
+            raise Http404(_("No such shared conversation."))
+        # Still a 404 (nothing is there), but the reader learns the link was closed on purpose.
+        revoked = render(request, "agents/share_revoked.html", status=404)
+        revoked["Referrer-Policy"] = "no-referrer"
+        revoked["X-Robots-Tag"] = "noindex, nofollow"
+        return revoked
     stored = selectors.events_after(conversation=conversation, after_seq=0)
     turns = transcript(
         (event_frame(event) for event in stored),
@@ -401,4 +417,7 @@ def conversation_archive(request: HttpRequest, conversation_id: int) -> HttpResp
     conversation = _conversation_or_404(request, conversation_id)
     archive = request.POST.get("archived", "1") != "0"
     conversation_services.conversation_set_archived(conversation=conversation, archived=archive)
-    return redirect("chat" if archive else "archived")
+    if archive:
+        return redirect("chat")
+    # Restored: to the conversation itself, not back to a list it just left (maybe empty).
+    return redirect("conversation", conversation_id=conversation.pk)

@@ -3,8 +3,10 @@ makes shares public; a revoked or unknown link is a 404; nothing else of the own
 
 from __future__ import annotations
 
+import re
+
 import pytest
-from django.utils import timezone
+from django.utils import timezone, translation
 
 from agents.models import AgentRun, ConversationShare, Message, RunEvent, ToolConfig
 from agents.protocol import FrameType, message_created_payload
@@ -13,6 +15,7 @@ from agents.runs.store import run_fail
 from agents.services.branches import branch_activate
 from agents.services.conversations import conversation_create
 from agents.services.shares import share_create, share_revoke
+from agents.transcript import failure_note
 from tests.answers import finished_answer
 
 pytestmark = pytest.mark.django_db
@@ -49,7 +52,11 @@ def test_a_signed_in_user_reads_the_conversation_with_its_steps(client, other_us
     assert "I should use the calculator." in text
     assert '<code class="tool-name">calculator</code>' in text
     assert "It is <strong>42</strong>." in text
-    assert "<script" not in text  # no script at all, and the answer's is text
+    # The answer's script is text; the page's only scripts are the site's own files.
+    assert "<script>" not in text
+    scripts = re.findall(r"<script\b[^>]*>", text)
+    assert scripts
+    assert all(re.search(r'src="/(static|jsi18n)/', tag) for tag in scripts)
     assert response["Referrer-Policy"] == "no-referrer"
     assert "script-src 'self'" in response["Content-Security-Policy"]
 
@@ -105,18 +112,30 @@ def test_the_setting_makes_shares_public(client, shared, settings):
     assert "What is 6 * 7?" in response.content.decode()
 
 
-def test_a_revoked_link_is_a_404_even_when_public(client, other_user, shared, settings):
+def test_a_revoked_link_is_a_404_that_says_it_was_revoked_even_when_public(
+    client, other_user, shared, settings
+):
     share_revoke(conversation=shared.conversation)
     client.force_login(other_user)
-    assert client.get(f"/s/{shared.token}/").status_code == 404
+    response = client.get(f"/s/{shared.token}/")
+    assert response.status_code == 404
+    text = response.content.decode()
+    assert "This link was revoked" in text
+    assert "does not exist" not in text
+    assert "What is 6 * 7?" not in text
+    assert response["Referrer-Policy"] == "no-referrer"
     settings.CHAT_PUBLIC_SHARES = True
     client.logout()
-    assert client.get(f"/s/{shared.token}/").status_code == 404
+    response = client.get(f"/s/{shared.token}/")
+    assert response.status_code == 404
+    assert "This link was revoked" in response.content.decode()
 
 
 def test_an_unknown_token_is_a_404(client, other_user, shared):
     client.force_login(other_user)
-    assert client.get(f"/s/{shared.token[:-1]}x/").status_code == 404
+    response = client.get(f"/s/{shared.token[:-1]}x/")
+    assert response.status_code == 404
+    assert "revoked" not in response.content.decode()
     assert ConversationShare.objects.count() == 1
 
 
@@ -165,3 +184,11 @@ def test_a_failed_runs_reason_is_translated_by_its_code_keeping_the_reference(
     assert "AI 模型的回答耗时过长。请稍后再试。 （参考编号：R-7F3A。）" in text
     assert "took too long" not in text
     assert "(Reference:" not in text
+
+
+def test_the_word_run_in_a_reference_is_said_in_the_pages_language():
+    stored = "The AI model took too long to answer. Please try again. (Reference: run 12.)"
+    with translation.override("zh-hans"):
+        assert failure_note("model_timeout", stored).endswith("（参考编号：运行 12。）")
+    with translation.override("en"):
+        assert failure_note("model_timeout", stored) == stored

@@ -273,7 +273,8 @@ def test_archive_and_restore(signed_in, user):
     assert page_state(signed_in.get(reverse("chat")))["conversations"] == []
     assert b"Old trip notes" in signed_in.get(reverse("archived")).content
 
-    assert signed_in.post(url, {"archived": "0"})["Location"] == reverse("archived")
+    restored = signed_in.post(url, {"archived": "0"})
+    assert restored["Location"] == reverse("conversation", args=[conversation.pk])
     conversation.refresh_from_db()
     assert conversation.archived is False
     assert b"Nothing is archived" in signed_in.get(reverse("archived")).content
@@ -397,3 +398,9 @@ def test_no_page_has_inline_script(signed_in, user):
         for tag in re.findall(r"<script\b[^>]*>", html):
             assert 'src="' in tag or 'type="application/json"' in tag, tag
         assert not re.search(r"\son[a-z]+=", html), "no inline event handlers"
+
+
+def test_favicon_ico_leads_to_the_sites_icon(client):
+    response = client.get("/favicon.ico")
+    assert response.status_code == 302
+    assert response["Location"].endswith("img/favicon.svg")

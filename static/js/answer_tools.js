@@ -4,7 +4,7 @@
 // the reader's earlier feedback come with the page (`urls.feedback`, `feedback` in
 // #chat-state; docs/protocol.md, "HTTP API").
 
-import { api, el } from "./dom.js";
+import { announce, api, el } from "./dom.js";
 import { gettext, interpolate } from "./i18n.js";
 import { icon } from "./icons.js";
 
@@ -48,6 +48,7 @@ export async function copyAndSay(button, text) {
   } catch {
     button.textContent = gettext("Could not copy");
   }
+  announce(button.textContent);
   window.setTimeout(() => {
     button.textContent = label;
   }, 1500);

@@ -75,6 +75,7 @@ const sidebar = new Sidebar({
   currentId: conversation ? conversation.id : null,
   conversations: state.conversations || [],
   toast: document.getElementById("sidebar-toast"),
+  onDeleted: (id) => tabs?.postMessage({ type: "conversation.deleted", id }),
 });
 document.addEventListener("sidebar:renamed", (event) => {
   if (!conversation || String(event.detail.id) !== String(conversation.id)) return;
@@ -196,6 +197,11 @@ input.addEventListener("keydown", (event) => {
   }
 });
 
+// "/compact" folds the earlier turns instead of asking the model; typed in any case.
+function isCompactCommand(content) {
+  return content.toLowerCase() === "/compact";
+}
+
 // ------------------------------------------------------------------ no conversation yet
 
 setUpSuggestions();
@@ -209,7 +215,7 @@ if (!conversation) {
       event.preventDefault();
       return;
     }
-    if (content === "/compact") {
+    if (isCompactCommand(content)) {
       // A command, not a question: there is nothing to summarise before the first message.
       event.preventDefault();
       showNotice(gettext("Nothing to summarise yet: /compact folds earlier turns of a chat."), {
@@ -229,6 +235,7 @@ function startConversation() {
   let socket = null;
 
   const thread = new Thread(threadRoot, {
+    latestButton: document.getElementById("jump-latest"),
     onChange: () => updateComposer(),
     onDecide: (approvalId, approve, reason) => {
       socket.send({ type: "approval.decide", approval_id: approvalId, approve, reason });
@@ -429,7 +436,7 @@ function startConversation() {
     const content = input.value.trim();
     if (!content || gone) return;
     if (tooLong(content)) return;
-    if (content === "/compact") {
+    if (isCompactCommand(content)) {
       input.value = "";
       autosize();
       compact();
@@ -483,13 +490,11 @@ function setUpConversationActions(urls) {
   const renameForm = document.getElementById("rename-form");
   const renameInput = document.getElementById("rename-input");
   const deleteButton = document.getElementById("delete-button");
-  const deleteDialog = document.getElementById("delete-dialog");
-  const deleteForm = document.getElementById("delete-form");
+  const archiveForm = document.getElementById("archive-form");
   const moreMenu = document.getElementById("more-menu");
   if (!renameButton || !deleteButton) return;
 
   wireDialog(renameDialog, renameButton);
-  wireDialog(deleteDialog, moreMenu.querySelector("summary"));
 
   renameButton.addEventListener("click", () => {
     renameInput.value = titleHeading.textContent.trim();
@@ -510,21 +515,18 @@ function setUpConversationActions(urls) {
     }
   });
 
+  // The same as the list's ⋯ menu (Sidebar.archive, Sidebar.remove): at once, with Undo.
+  // Restoring an archived conversation stays a plain form post (it comes back here).
+  const current = () => sidebar.row(conversation.id, titleHeading.textContent.trim());
   deleteButton.addEventListener("click", () => {
     moreMenu.open = false;
-    document.getElementById("delete-name").textContent = titleHeading.textContent.trim();
-    deleteDialog.showModal();
+    sidebar.remove(current());
   });
-  deleteForm.addEventListener("submit", async (event) => {
+  archiveForm?.addEventListener("submit", (event) => {
+    if (archiveForm.elements.archived.value !== "1") return;
     event.preventDefault();
-    try {
-      await api("DELETE", urls.conversation);
-      tabs?.postMessage({ type: "conversation.deleted", id: conversation.id });
-      window.location.assign("/");
-    } catch (error) {
-      deleteDialog.close();
-      showNotice(interpolate(gettext("Could not delete: %s"), [error.message]));
-    }
+    moreMenu.open = false;
+    sidebar.archive(current());
   });
 
   // The menu closes when something in it is chosen, on a click elsewhere, and on Escape.

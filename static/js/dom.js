@@ -55,3 +55,14 @@ export function newClientId() {
   window.crypto.getRandomValues(bytes);
   return Array.from(bytes, (b) => b.toString(16).padStart(2, "0")).join("");
 }
+
+// Say `text` to screen readers through the page's polite live region (#announcer), even
+// when it is the same as last time: the region is emptied first, and filled a moment later.
+export function announce(text) {
+  const region = document.getElementById("announcer");
+  if (!region) return;
+  region.textContent = "";
+  window.setTimeout(() => {
+    region.textContent = text;
+  }, 60);
+}

@@ -2,13 +2,10 @@
 // agents/rendering.py (markdown-it "commonmark" with tables and strikethrough, line breaks
 // kept, raw HTML off, images shown as links), cleaned by DOMPurify against the same
 // allowlist as the server's nh3. When the run ends, the server's HTML replaces this one and
-// must look the same; both get code highlighting and copy buttons here.
+// must look the same; both get code highlighting and copy buttons from code_blocks.js.
 
 import MarkdownIt from "../vendor/markdown-it/markdown-it.js";
 import DOMPurify from "../vendor/dompurify/purify.js";
-import hljs from "../vendor/highlight.js/highlight.js";
-import { el } from "./dom.js";
-import { gettext } from "./i18n.js";
 
 // agents/rendering.py: ALLOWED_TAGS, ALLOWED_ATTRIBUTES, SAFE_URL_SCHEMES, the class filter.
 const ALLOWED_TAGS = [
@@ -52,38 +49,7 @@ markdown.renderer.rules.image = (tokens, idx, options, env, self) => {
   return `<a href="${markdown.utils.escapeHtml(src)}">${markdown.utils.escapeHtml(alt)}</a>`;
 };
 
-hljs.configure({ ignoreUnescapedHTML: true });
-
 // Markdown text from the model, as a sanitised fragment ready to insert.
 export function renderMarkdown(text) {
   return purifier.sanitize(markdown.render(text || ""), PURIFY_OPTIONS);
-}
-
-// Colours for code blocks (only their look: the text stays as it is) and a copy button.
-export function decorateCode(container) {
-  for (const code of container.querySelectorAll("pre > code")) {
-    const language = (code.className.match(/language-([\w+#.-]+)/) || [])[1];
-    if (language && hljs.getLanguage(language)) hljs.highlightElement(code);
-  }
-  for (const pre of container.querySelectorAll("pre")) {
-    if (pre.querySelector(".copy-code")) continue;
-    const button = el("button", {
-      className: "copy-code",
-      text: gettext("Copy"),
-      attrs: { type: "button", "aria-label": gettext("Copy the code") },
-    });
-    button.addEventListener("click", async () => {
-      const code = pre.querySelector("code") || pre;
-      try {
-        await navigator.clipboard.writeText(code.textContent);
-        button.textContent = gettext("Copied");
-      } catch {
-        button.textContent = gettext("Select and copy");
-      }
-      window.setTimeout(() => {
-        button.textContent = gettext("Copy");
-      }, 1500);
-    });
-    pre.append(button);
-  }
 }

@@ -9,7 +9,7 @@
 // closing the tab during the toast loses nothing: the conversation is still there.
 
 import { api, el } from "./dom.js";
-import { gettext, interpolate, pageLanguage } from "./i18n.js";
+import { gettext, interpolate, ngettext, pageLanguage } from "./i18n.js";
 import { icon } from "./icons.js";
 
 const SEARCH_DELAY_MS = 250;
@@ -51,7 +51,8 @@ function snippetNode(segments, id) {
 }
 
 export class Sidebar {
-  constructor({ list, search, status, currentId, conversations, toast }) {
+  constructor({ list, search, status, currentId, conversations, toast, onDeleted }) {
+    this.onDeleted = onDeleted || (() => {});
     this.list = list;
     this.search = search;
     this.status = status;
@@ -137,7 +138,7 @@ export class Sidebar {
       this.status.textContent = this.query ? gettext("No conversations match.") : gettext("No conversations yet.");
     } else {
       this.status.textContent = this.query
-        ? `${shown.length} conversation${shown.length === 1 ? "" : "s"} found.`
+        ? interpolate(ngettext("%s conversation found.", "%s conversations found.", shown.length), [shown.length])
         : "";
     }
   }
@@ -161,7 +162,7 @@ export class Sidebar {
       el("span", { className: "conversation-link-title", text: title }),
       running
         ? el("span", { className: "running-marker", attrs: { title: gettext("An answer is being written") } },
-            el("span", { className: "visually-hidden", text: " (answering)" }))
+            el("span", { className: "visually-hidden", text: ` ${gettext("(answering)")}` }))
         : null,
     );
     const main = el(
@@ -222,9 +223,24 @@ export class Sidebar {
     this.closeMenu({ focus: false });
     this.openMenu = opened;
     opened.menu.hidden = false;
+    this.placeMenu(opened.menu);
     opened.button.setAttribute("aria-expanded", "true");
     const items = this.menuItems();
     items.at(focusIndex)?.focus();
+  }
+
+  // Below its button, or above it when the list (which clips it) has no room below.
+  placeMenu(menu) {
+    menu.classList.remove("opens-up");
+    const list = this.list.closest(".conversation-nav") || this.list;
+    const room = list.getBoundingClientRect();
+    const below = Math.min(room.bottom, window.innerHeight);
+    if (menu.getBoundingClientRect().bottom > below) {
+      menu.classList.add("opens-up");
+      // Room neither below nor above (a very short list): the list scrolls to show it.
+      if (menu.getBoundingClientRect().top < Math.max(room.top, 0)) menu.classList.remove("opens-up");
+    }
+    menu.scrollIntoView({ block: "nearest" });
   }
 
   closeMenu({ focus = true } = {}) {
@@ -331,6 +347,13 @@ export class Sidebar {
     }
   }
 
+  // The row of a conversation, for an action started outside the list (the page's header).
+  row(id, title) {
+    return this.conversations.find((c) => String(c.id) === String(id)) || { id, title };
+  }
+
+  // Archive and delete behave the same from the list and from the header: at once, with
+  // Undo; the conversation on screen is left for a new chat when the toast runs out.
   async archive(conversation) {
     this.toast.settle();
     try {
@@ -351,6 +374,9 @@ export class Sidebar {
         } catch (error) {
           this.status.textContent = interpolate(gettext("Could not undo: %s"), [error.message]);
         }
+      },
+      commit: () => {
+        if (this.isCurrent(conversation.id)) window.location.assign("/");
       },
     });
   }
@@ -374,6 +400,7 @@ export class Sidebar {
           this.status.textContent = interpolate(gettext("Could not delete: %s"), [error.message]);
           return;
         }
+        this.onDeleted(conversation.id);
         if (this.isCurrent(conversation.id)) window.location.assign("/");
       },
     });

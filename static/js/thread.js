@@ -20,8 +20,27 @@
 
 import { decorateAnswer } from "./answer_tools.js";
 import { el } from "./dom.js";
-import { decorateCode, renderMarkdown } from "./markdown.js";
 import { gettext, gettext_noop, interpolate, ngettext, pageLanguage } from "./i18n.js";
+
+// The renderers (markdown-it and DOMPurify in markdown.js, highlight.js in code_blocks.js)
+// load when an answer first needs them, not with the page: an empty chat has no use for
+// them, and they weigh several times the rest of the page (bench/first_load.py).
+let markdown = null; // markdown.js, once loaded
+let markdownLoad = null;
+function loadMarkdown() {
+  markdownLoad ??= import("./markdown.js").then((module) => {
+    markdown = module;
+    return module;
+  });
+  return markdownLoad;
+}
+
+let codeBlocksLoad = null;
+function decorateCode(container) {
+  if (!container.querySelector("pre")) return;
+  codeBlocksLoad ??= import("./code_blocks.js");
+  codeBlocksLoad.then((module) => module.decorateCode(container));
+}
 
 const LIMIT_NOTES = {
   max_iterations: gettext_noop("The agent reached its step limit before it was done; the answer is its best effort so far."),
@@ -50,7 +69,11 @@ function failureText(p) {
   const translated = reason ? gettext(reason) : null;
   if (!translated || translated === reason) return p.message || gettext("Something went wrong.");
   const reference = /\(Reference: ([^)]+?)\.\)/.exec(p.message || "");
-  return reference ? `${translated} ${interpolate(gettext("(Reference: %s.)"), [reference[1]])}` : translated;
+  if (!reference) return translated;
+  // The worker writes "run 12" (agents/llm/errors.py): the word is said in the page's language.
+  const run = /^run (\d+)$/.exec(reference[1]);
+  const label = run ? interpolate(gettext("run %s"), [run[1]]) : reference[1];
+  return `${translated} ${interpolate(gettext("(Reference: %s.)"), [label])}`;
 }
 
 function framePayload(frame) {
@@ -108,8 +131,17 @@ function budgetReachedText(p) {
 }
 
 export class Thread {
-  constructor(root, { onChange, onRegenerate, onEdit, onSwitch, onDecide, onContinue } = {}) {
+  constructor(root, { onChange, onRegenerate, onEdit, onSwitch, onDecide, onContinue, latestButton } = {}) {
     this.root = root;
+    // "↓ Latest": shown while an answer is being written below where the reader scrolled to.
+    this.latestButton = latestButton || null;
+    if (this.latestButton) {
+      this.latestButton.addEventListener("click", () => {
+        this.scrollToEnd();
+        this.updateLatestButton();
+      });
+      root.addEventListener("scroll", () => this.updateLatestButton(), { passive: true });
+    }
     // Approval before side effects and Continue after a budget (docs/protocol.md).
     this.onDecide = onDecide || (() => {});
     this.onContinue = onContinue || (() => {});
@@ -501,9 +533,17 @@ export class Thread {
     }
     this.placeSummaryMarker();
     this.refreshControls();
-    if (wasNearBottom) this.scrollToEnd();
+    // The end of a run adds its footer below the answer; following it would pull the answer
+    // up under the reader's eyes.
+    if (wasNearBottom && frame.type !== "run.finished") this.scrollToEnd();
+    this.updateLatestButton();
     this.onChange(this);
     return true;
+  }
+
+  updateLatestButton() {
+    if (!this.latestButton) return;
+    this.latestButton.hidden = this.nearBottom() || this.workingRunIds().length === 0;
   }
 
   nearBottom() {
@@ -574,7 +614,7 @@ export class Thread {
     element.dataset.messageId = message.id;
     if (message.edited_from) {
       element.querySelector(".msg-tools")?.prepend(
-        el("span", { className: "muted small", text: "edited and asked again" }),
+        el("span", { className: "muted small", text: gettext("edited and asked again") }),
       );
     }
     this.messages.set(message.id, element);
@@ -667,6 +707,8 @@ export class Thread {
     const summary = el("summary", {}, spinner, summaryText);
     const list = el("ol", { className: "step-list", attrs: { "aria-label": gettext("Agent steps") } });
     const details = el("details", { className: "steps", attrs: { open: "" } }, summary, list);
+    // The steps' progress, said to screen readers as it changes (the summary is not live).
+    const progress = el("span", { className: "visually-hidden steps-progress", attrs: { role: "status" } });
     const answer = el("div", {
       className: "answer",
       attrs: { "aria-live": "polite", "aria-busy": "true", "aria-label": gettext("Answer") },
@@ -674,8 +716,9 @@ export class Thread {
     const footer = el("div", { className: "run-footer" });
     const root = el(
       "article",
-      { className: "msg assistant", attrs: { "aria-label": gettext("Assistant") }, dataset: { runId } },
+      { className: "msg assistant in-progress", attrs: { "aria-label": gettext("Assistant") }, dataset: { runId } },
       details,
+      progress,
       answer,
       footer,
     );
@@ -687,6 +730,7 @@ export class Thread {
       branchBar,
       details,
       summaryText,
+      progress,
       spinner,
       list,
       answer,
@@ -707,6 +751,8 @@ export class Thread {
     this.runs.set(runId, run);
     this.runOrder.push(runId);
     this.treeChanged = true;
+    // A run that may still write its answer here: fetch the renderer before its words come.
+    if (this.live) loadMarkdown();
     return run;
   }
 
@@ -757,11 +803,15 @@ export class Thread {
       else if (run.liveAnswer) title = `${gettext("Writing the answer…")}${done}`;
       else if (run.liveThought) title = `${gettext("Thinking…")}${done}`;
       else if (run.status === "awaiting_approval") title = `${gettext("Waiting for your approval")}${done}`;
-      else if (run.status === "out_of_budget") title = `${gettext("Stopped at its budget")}${done}`;
+      else if (run.status === "out_of_budget") title = `${gettext("Waiting for you: the run reached its budget")}${done}`;
       else if (run.status === "queued" && n === 0) title = gettext("Waiting for the agent…");
       run.summaryText.textContent = title;
     } else {
       run.summaryText.textContent = n ? `${count}` : gettext("No steps");
+    }
+    // Live, but only while the run goes on: a replayed or finished run is not news.
+    if (this.live && !run.finished && run.progress.textContent !== run.summaryText.textContent) {
+      run.progress.textContent = run.summaryText.textContent;
     }
   }
 
@@ -886,16 +936,29 @@ export class Thread {
   setAnswerText(run, text) {
     run.answer.classList.add("streaming");
     run.pendingAnswer = text;
+    // The steps fold when the answer starts, not when the run ends: folding then would pull
+    // the answer up under the reader's eyes. What the reader opened stays open.
+    if (text && !run.answerStarted) {
+      run.answerStarted = true;
+      if (!run.userToggled) run.details.open = false;
+    }
     if (run.renderQueued) return;
     run.renderQueued = true;
     window.requestAnimationFrame(() => {
       run.renderQueued = false;
       if (run.finished) return;
+      if (!markdown) {
+        loadMarkdown().then(() => {
+          if (!run.finished) this.setAnswerText(run, run.pendingAnswer);
+        });
+        return;
+      }
       const wasNearBottom = this.nearBottom();
       run.answer.classList.toggle("streaming", Boolean(run.pendingAnswer));
-      run.answer.replaceChildren(renderMarkdown(run.pendingAnswer));
+      run.answer.replaceChildren(markdown.renderMarkdown(run.pendingAnswer));
       decorateCode(run.answer);
       if (wasNearBottom) this.scrollToEnd();
+      this.updateLatestButton();
     });
   }
 
@@ -920,7 +983,7 @@ export class Thread {
       }
     }
     run.continueNote?.querySelector("button")?.remove();
-    run.root.classList.remove("paused");
+    run.root.classList.remove("paused", "in-progress");
     this.dropLiveThought(run);
     run.liveAnswer = null;
     run.spinner.remove();

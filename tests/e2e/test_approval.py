@@ -53,6 +53,14 @@ def _paused(page, tool: str):
     return request
 
 
+def _waits_still(page, said: str) -> None:
+    """The run waits for its owner: nothing turns, and screen readers were told what for."""
+    spinner = page.locator(".msg.assistant .steps .spinner")
+    assert spinner.evaluate("n => getComputedStyle(n).animationName") == "none"
+    expect(page.locator(".msg.assistant .steps-progress")).to_contain_text(said)
+    expect(page.locator(".msg.assistant .steps-progress")).to_have_attribute("role", "status")
+
+
 def _run() -> AgentRun:
     return AgentRun.objects.get()
 
@@ -66,6 +74,7 @@ def test_approve_runs_the_call_once(stack, open_tab, user, model_name, tickets):
     tab, tool = _start(stack, open_tab, user, model_name, tickets)
     page = tab.page
     request = _paused(page, tool)
+    _waits_still(page, "Waiting for your approval")
     assert tickets.calls == 0
     assert _run().status == AgentRun.Status.AWAITING_APPROVAL
 
@@ -166,6 +175,7 @@ def test_a_run_at_its_step_budget_offers_continue_and_finishes(
     expect(button).to_be_visible()
     expect(page.locator(".step.note.budget")).to_contain_text("The run used its budget of steps.")
     assert _run().status == AgentRun.Status.OUT_OF_BUDGET
+    _waits_still(page, "Waiting for you: the run reached its budget")
     assert tickets.calls == 1
     assert_accessible(tab)
 

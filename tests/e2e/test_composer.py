@@ -24,10 +24,13 @@ def answered_conversation(stack, user, model_name) -> Conversation:
     return conversation_create(owner=user, profile=stack.profile(model_name))
 
 
-def test_compact_reports_success_as_information_not_as_an_error(stack, open_tab, user, model_name):
+@pytest.mark.parametrize("command", ["/compact", "/Compact"])
+def test_compact_reports_success_as_information_not_as_an_error(
+    stack, open_tab, user, model_name, command
+):
     conversation = conversation_create(owner=user, profile=stack.profile(model_name))
     page = open_tab(user, path=f"/c/{conversation.pk}/").page
-    ask(page, "/compact")
+    ask(page, command)
     status = page.get_by_role("status").filter(has_text=re.compile("summar", re.I))
     expect(status).to_be_visible()
     expect(page.locator("#notice")).to_have_class(re.compile(r"\binfo\b"))
@@ -35,11 +38,14 @@ def test_compact_reports_success_as_information_not_as_an_error(stack, open_tab,
     assert stack.model.requests(model_name) == []
 
 
-def test_compact_in_a_new_chat_is_not_sent_as_a_question(stack, open_tab, user, model_name):
+@pytest.mark.parametrize("command", ["/compact", "/COMPACT"])
+def test_compact_in_a_new_chat_is_not_sent_as_a_question(
+    stack, open_tab, user, model_name, command
+):
     profile = stack.profile(model_name)
     page = open_tab(user, path="/").page
     page.get_by_label("Agent").select_option(profile.slug)
-    ask(page, "/compact")
+    ask(page, command)
     expect(page.get_by_role("status").filter(has_text="Nothing to summarise")).to_be_visible()
     assert page.url == f"{stack.daphne.url}/"
     assert not Conversation.objects.filter(owner=user).exists()
@@ -113,8 +119,9 @@ def test_deleting_a_chat_updates_the_other_tabs(stack, open_tab, user, model_nam
         expect(page.get_by_role("link", name="Doomed chat")).to_be_visible()
 
     deleting.get_by_role("group").filter(has_text="More").locator("summary").click()
-    deleting.get_by_role("button", name="Delete…").click()
-    deleting.get_by_role("dialog").get_by_role("button", name="Delete").click()
+    deleting.get_by_role("button", name="Delete", exact=True).click()
+    expect(deleting.locator("#sidebar-toast")).to_contain_text("Deleted “Doomed chat”.")
+    # Deleted when the Undo toast runs out, then the page leaves for a new chat.
     expect(deleting).to_have_url(f"{stack.daphne.url}/")
     assert not Conversation.objects.filter(pk=doomed.pk).exists()
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -71,17 +72,20 @@ def test_rename_search_export_and_delete(open_tab, user):
     assert data["title"] == "Lisbon trip"
     assert [m["content"] for m in data["messages"]] == ["Plan three days in Lisbon"]
 
-    # Delete, after saying yes in the confirmation; cancelling first changes nothing.
+    # Delete from the header: at once, with Undo, as from the list's ⋯ menu.
+    toast = page.locator("#sidebar-toast")
     page.get_by_text("More", exact=True).click()
-    page.get_by_role("button", name="Delete…").click()
-    confirm = page.get_by_role("dialog", name="Delete this conversation?")
-    expect(confirm).to_contain_text("Lisbon trip")
-    confirm.get_by_role("button", name="Cancel").click()
-    expect(confirm).to_be_hidden()
+    page.get_by_role("button", name="Delete", exact=True).click()
+    expect(toast).to_contain_text("Deleted “Lisbon trip”.")
+    expect(page.locator("#conversation-list .conversation-link")).to_have_text(["Cakes"])
+    page.get_by_role("button", name="Undo").click()
+    expect(toast).to_be_hidden()
+    expect(page.locator("#conversation-list .conversation-link")).to_have_count(2)
     assert Conversation.objects.filter(pk=trip.pk).exists()
+    # Once the toast runs out it is gone for good, and the page goes to a new chat.
     page.get_by_text("More", exact=True).click()
-    page.get_by_role("button", name="Delete…").click()
-    confirm.get_by_role("button", name="Delete").click()
+    page.get_by_role("button", name="Delete", exact=True).click()
+    expect(toast).to_contain_text("Deleted “Lisbon trip”.")
     expect(page).to_have_url(f"{page.url.split('/c/')[0]}/")
     # The new page's script draws the list: wait for it rather than read it at once.
     expect(page.locator("#conversation-list .conversation-link")).to_have_text(["Cakes"])
@@ -89,20 +93,39 @@ def test_rename_search_export_and_delete(open_tab, user):
     assert tab.errors == []
 
 
-def test_archive_then_restore(open_tab, user):
+def test_archive_from_the_header_with_undo_then_restore(open_tab, user):
     old = conversation_with(user, "Old notes", "remember the milk")
     tab = open_tab(user, path=f"/c/{old.pk}/")
     page = tab.page
+    toast = page.locator("#sidebar-toast")
+    # Archive from the header: at once, with Undo, as from the list's ⋯ menu.
+    page.get_by_text("More", exact=True).click()
+    page.get_by_role("button", name="Archive").click()
+    expect(toast).to_contain_text("Archived “Old notes”.")
+    expect(page.locator("#conversation-list .conversation-link")).to_have_count(0)
+    old.refresh_from_db()
+    assert old.archived
+    page.get_by_role("button", name="Undo").click()
+    expect(page.locator("#conversation-list .conversation-link")).to_have_text(["Old notes"])
+    old.refresh_from_db()
+    assert not old.archived
+
+    # Once the toast runs out, the page goes to a new chat.
     page.get_by_text("More", exact=True).click()
     page.get_by_role("button", name="Archive").click()
     expect(page.get_by_role("heading", name="What can I help with?")).to_be_visible()
     assert sidebar_titles(page) == []
+    old.refresh_from_db()
+    assert old.archived
 
+    # Restore leads to the conversation, not back to a now empty list of archived ones.
     page.get_by_role("link", name="Archived conversations").click()
     page.get_by_role("button", name="Restore Old notes").click()
-    expect(page.get_by_text("Nothing is archived")).to_be_visible()
-    page.get_by_role("link", name="Back to the chat").click()
+    expect(page).to_have_url(re.compile(rf"/c/{old.pk}/$"))
+    expect(page.locator("#conversation-title")).to_have_text("Old notes")
     expect(page.locator("#conversation-list .conversation-link")).to_have_text(["Old notes"])
+    expect(page.get_by_text("This conversation is archived")).to_have_count(0)
+    assert tab.errors == []
 
 
 def test_two_users_cannot_see_each_others_conversations(open_tab, user, other_user):

@@ -89,5 +89,7 @@ def test_copy_puts_the_answers_markdown_on_the_clipboard(open_tab, user, answere
     copy = page.get_by_role("button", name="Copy the answer as Markdown")
     copy.click()
     expect(copy).to_have_text("Copied")
+    # Said to screen readers too, through the page's live region.
+    expect(page.get_by_role("status").filter(has_text="Copied")).to_have_count(1)
     assert page.evaluate("navigator.clipboard.readText()") == ANSWER
     assert tab.errors == []

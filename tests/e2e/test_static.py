@@ -35,5 +35,9 @@ def test_the_chat_page_runs_with_production_static_files(
         expect(page.get_by_role("link", name="Hashed and served")).to_be_visible()
         assert errors == []
         assert failed == []
+        # Browsers ask for /favicon.ico whatever the page says: it leads to the icon.
+        icon = page.request.get("/favicon.ico")
+        assert icon.status == 200
+        assert icon.headers["content-type"].startswith("image/svg+xml")
     finally:
         context.close()
