@@ -17,14 +17,22 @@ from typing import Any, NamedTuple
 from django.db import DEFAULT_DB_ALIAS, connection, connections
 from django.db.models import Model
 
+from agents.db import statements
+
 Converter = Callable[[Any], Any]
 
 _converters: dict[tuple[str, type[Model], str], Converter] = {}
 
 
+def _backend(db: Any) -> str:
+    """Which backend ``db`` is, as a key of the caches below: the ORM converts values by
+    backend, so a converter or a quoted name worked out for one is not another's."""
+    return type(db.ops).__module__
+
+
 def column_converter(model: type[Model], attname: str) -> Converter:
     """What the ORM does to a value of ``model.attname`` read from the database."""
-    key = (connection.vendor, model, attname)
+    key = (_backend(connection), model, attname)
     found = _converters.get(key)
     if found is None:
         steps, column = _conversion(model, attname)
@@ -40,11 +48,11 @@ def column_converter(model: type[Model], attname: str) -> Converter:
 
 def columns(model: type[Model], alias: str) -> tuple[str, ...]:
     """``alias.column`` for each of the model's concrete fields, quoted, in field order."""
-    return _columns(connection.vendor, model, alias)
+    return _columns(_backend(connection), model, alias)
 
 
 @functools.cache
-def _columns(vendor: str, model: type[Model], alias: str) -> tuple[str, ...]:
+def _columns(backend: str, model: type[Model], alias: str) -> tuple[str, ...]:
     # Worked out once: a claim reads six models' columns, and quoting every name at every
     # claim cost more than converting the row it reads.
     quote = connection.ops.quote_name
@@ -57,7 +65,7 @@ def instance(model: type[Model], values: Sequence[Any]) -> Model | None:
     if values[0] is None:
         return None
     db = connections[DEFAULT_DB_ALIAS]
-    attnames, converters = _row_shape(db.vendor, model)
+    attnames, converters = _row_shape(_backend(db), model)
     converted = [
         value if convert is None else convert(value)
         for convert, value in zip(converters, values, strict=True)
@@ -68,11 +76,11 @@ def instance(model: type[Model], values: Sequence[Any]) -> Model | None:
 _shapes: dict[tuple[str, type[Model]], tuple[list[str], list[Converter | None]]] = {}
 
 
-def _row_shape(vendor: str, model: type[Model]) -> tuple[list[str], list[Converter | None]]:
+def _row_shape(backend: str, model: type[Model]) -> tuple[list[str], list[Converter | None]]:
     """The model's attnames in field order and each one's converter (None: the value is
     used as read). Worked out once per model: a claim or a send's lock reads dozens of
     columns, and finding each converter again cost more than converting."""
-    shape = _shapes.get((vendor, model))
+    shape = _shapes.get((backend, model))
     if shape is None:
         fields = model._meta.concrete_fields
         attnames = [field.attname for field in fields]
@@ -80,7 +88,7 @@ def _row_shape(vendor: str, model: type[Model]) -> tuple[list[str], list[Convert
             column_converter(model, name) if _conversion(model, name)[0] else None
             for name in attnames
         ]
-        shape = _shapes[(vendor, model)] = (attnames, converters)
+        shape = _shapes[(backend, model)] = (attnames, converters)
     return shape
 
 
@@ -121,42 +129,26 @@ def insert(instance: Model, *, computed: dict[str, str] | None = None) -> tuple[
     in ``Model.save`` (a value left to a ``db_default`` alone is not supported: psycopg
     refuses it). ``computed`` maps an attname to an SQL expression written in place of its
     value (another row's new id, from a CTE of the caller's statement)."""
-    computed = computed or {}
-    fields, names, placeholders = _insert_shape(
-        connection.vendor, type(instance), tuple(sorted(computed.items()))
-    )
+    shape = tuple(sorted((computed or {}).items()))
     params = [
         field.get_db_prep_save(field.pre_save(instance, add=True), connection)
-        for field in fields
-        if field is not None
+        for field in _inserted_fields(type(instance), shape)
     ]
-    table = connection.ops.quote_name(instance._meta.db_table)
-    # Only quoted names from the model's metadata and the caller's expressions are formatted.
-    sql = f"INSERT INTO {table} ({', '.join(names)}) VALUES ({', '.join(placeholders)})"  # noqa: S608
-    return sql, params
+    return statements.row_insert(type(instance), shape), params
 
 
 @functools.cache
-def _insert_shape(
-    vendor: str, model: type[Model], computed: tuple[tuple[str, str], ...]
-) -> tuple[list[Any], list[str], list[str]]:
-    """Per column of ``insert``: its field (None where ``computed`` gives the value), its
-    quoted name and its placeholder. Worked out once: quoting every name again cost about
-    as much as the statement's own parameters."""
+def _inserted_fields(model: type[Model], computed: tuple[tuple[str, str], ...]) -> list[Any]:
+    """The fields whose values ``insert`` sends, in the statement's order: every local
+    concrete field but the automatic key and those ``computed`` gives (as
+    ``statements.row_insert`` lays out its columns)."""
     meta = model._meta
-    quote = connection.ops.quote_name
     expressions = dict(computed)
-    fields: list[Any] = []
-    names: list[str] = []
-    placeholders: list[str] = []
-    for field in meta.local_concrete_fields:
-        if field is meta.auto_field:
-            continue
-        names.append(quote(str(field.column)))
-        expression = expressions.get(field.attname)
-        fields.append(None if expression is not None else field)
-        placeholders.append(expression if expression is not None else "%s")
-    return fields, names, placeholders
+    return [
+        field
+        for field in meta.local_concrete_fields
+        if field is not meta.auto_field and field.attname not in expressions
+    ]
 
 
 def mark_saved(instance: Model, pk: Any) -> None:

@@ -495,6 +495,30 @@ def runs_cancel_requested() -> str:
     )
 
 
+@functools.cache
+def row_insert(model: type[Model], computed: tuple[tuple[str, str], ...]) -> str:
+    """``INSERT`` of one new row of ``model``, as ``agents.db.rows.insert`` sends it inside a
+    caller's statement: every local concrete column but the automatic key, in field order.
+    Parameters: one per column, except those ``computed`` (attname, SQL expression of the
+    caller's statement, such as another row's new id from one of its CTEs) writes in place.
+    Returns nothing; fences nothing; publishes nothing."""
+    meta = model._meta
+    expressions = dict(computed)
+    names: list[sql.Composable] = []
+    values: list[sql.Composable] = []
+    for field in meta.local_concrete_fields:
+        if field is meta.auto_field:
+            continue
+        names.append(sql.Identifier(str(field.column)))
+        expression = expressions.get(field.attname)
+        values.append(sql.SQL(expression) if expression is not None else sql.Placeholder())
+    return text(
+        sql.SQL("INSERT INTO {} ({}) VALUES ({})").format(
+            table(model), sql.SQL(", ").join(names), sql.SQL(", ").join(values)
+        )
+    )
+
+
 # --------------------------------------------------------------------------------------
 # A send and its reads (agents/services/conversations.py, agents/selectors.py)
 # --------------------------------------------------------------------------------------

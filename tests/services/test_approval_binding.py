@@ -13,7 +13,7 @@ import pytest
 from agents.llm.scripted import Reply, ToolCalls
 from agents.models import AgentProfile, AgentRun, ModelConfig, ToolApproval, ToolConfig
 from agents.services.approvals import approval_decide
-from agents.tasks import run_execute
+from tests.driving import run_execute
 from tests.services.test_approvals import _observations, _queued_run
 
 pytestmark = pytest.mark.django_db(transaction=True)

@@ -28,12 +28,12 @@ from django.db.backends.utils import CursorDebugWrapper, CursorWrapper
 def prepared_cursor() -> CursorWrapper:
     """Use as ``connection.cursor()``: ``with prepared_cursor() as cursor: ...``."""
     db = connections[DEFAULT_DB_ALIAS]  # the thread's own, looked up once
-    if db.vendor != "postgresql":
-        return db.cursor()
     db.close_if_health_check_failed()
     db.ensure_connection()
     raw = db.connection
-    if raw.prepare_threshold is None:
+    # Only psycopg's connections prepare statements (SQLite's have no such attribute), and
+    # only while the setting asks them to.
+    if getattr(raw, "prepare_threshold", None) is None:
         return db.cursor()
     # Imported here: the module needs psycopg, which an SQLite-only install may not have.
     from django.db.backends.postgresql.base import ServerBindingCursor
