@@ -374,6 +374,13 @@ def main() -> None:
         help="daphne processes for chatsite, the sockets dealt out among them in turn (the "
         "issue's figures are for one); their CPU is added up as the socket server's",
     )
+    parser.add_argument(
+        "--worker-concurrency",
+        type=int,
+        default=20,
+        help="the worker's -c (threads): docs/deploy.md's recommended command by default; "
+        "a run's task hands the run to the loop and returns, so -c does not cap runs",
+    )
     args = parser.parse_args()
     if not Path(args.floor_python).exists():
         raise SystemExit(
@@ -399,7 +406,11 @@ def main() -> None:
             )
         profile = live.make_profile(floor_model or model_server, model)
         worker, daphne = stack.enter_context(
-            live.stack(model_server, concurrency=max(sizes) + 10, DATABASE_POOL_MAX_SIZE=args.pool)
+            live.stack(
+                model_server,
+                concurrency=args.worker_concurrency,
+                DATABASE_POOL_MAX_SIZE=args.pool,
+            )
         )
         daphnes = [daphne]
         for _ in range(args.daphnes - 1):
