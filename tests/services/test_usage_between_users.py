@@ -1,0 +1,129 @@
+"""The usage ledger with more than one user, more than one entry and more than one price: each
+user's quota counts only that user's tokens and reservations, settling one summary settles
+only it, and the usage page adds up every endpoint's cost (agents/services/usage.py)."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from decimal import Decimal
+
+import pytest
+from django.utils import timezone
+
+from agents.models import ModelConfig, UsageEntry
+from agents.protocol import RequestRefused
+from agents.services.conversations import conversation_create, message_send
+from agents.services.usage import (
+    QuotaExceeded,
+    quota_left_today,
+    tokens_used_today,
+    usage_by_user_day,
+    usage_check_quota,
+    usage_reserve,
+    usage_settle,
+)
+from tests.usage import spend
+
+pytestmark = pytest.mark.django_db
+
+
+def test_one_users_tokens_never_count_against_another_users_quota(
+    user, other_user, default_profile, settings
+):
+    settings.CHAT_DAILY_TOKEN_QUOTA = 1000
+    settings.CHAT_QUOTA_RESERVATION_TOKENS = 400
+    # Alice spends her whole day's quota, and her run still holds its reservation.
+    run = message_send(conversation=conversation_create(owner=user), user=user, content="q").run
+    spend(run, prompt_tokens=900, completion_tokens=150)
+    with pytest.raises(RequestRefused):
+        message_send(conversation=conversation_create(owner=user), user=user, content="more")
+
+    assert tokens_used_today(user_id=other_user.pk) == 0
+    assert quota_left_today(user_id=other_user.pk) == 1000
+    usage_check_quota(user_id=other_user.pk)  # Bob is not refused
+    sent = message_send(
+        conversation=conversation_create(owner=other_user), user=other_user, content="hello"
+    )
+    assert UsageEntry.objects.get(run_id=sent.run.pk).reserved_tokens == 400
+
+
+def test_one_users_held_reservations_never_count_against_another(
+    user, other_user, default_profile, settings
+):
+    settings.CHAT_DAILY_TOKEN_QUOTA = 1000
+    settings.CHAT_QUOTA_RESERVATION_TOKENS = 600
+    message_send(conversation=conversation_create(owner=user), user=user, content="q")
+    usage_reserve(user_id=user.pk, kind=UsageEntry.Kind.SUMMARY)
+
+    assert quota_left_today(user_id=user.pk) == 0
+    with pytest.raises(QuotaExceeded):
+        usage_check_quota(user_id=user.pk)
+    assert quota_left_today(user_id=other_user.pk) == 1000
+
+
+def test_settling_one_summary_leaves_the_others_reservations_held(user, other_user, settings):
+    settings.CHAT_DAILY_TOKEN_QUOTA = 10_000
+    settings.CHAT_QUOTA_RESERVATION_TOKENS = 3000
+    first = usage_reserve(user_id=user.pk, kind=UsageEntry.Kind.SUMMARY)
+    second = usage_reserve(user_id=user.pk, kind=UsageEntry.Kind.SUMMARY)
+    elsewhere = usage_reserve(user_id=other_user.pk, kind=UsageEntry.Kind.SUMMARY)
+    assert quota_left_today(user_id=user.pk) == 4000
+
+    usage_settle(entry=first)
+
+    assert quota_left_today(user_id=user.pk) == 7000  # the second still holds its 3000
+    assert quota_left_today(user_id=other_user.pk) == 7000
+    unsettled = set(UsageEntry.objects.filter(settled_at__isnull=True).values_list("pk", flat=True))
+    assert unsettled == {second.pk, elsewhere.pk}
+
+
+def test_settling_twice_keeps_the_first_settlement_time(user, settings):
+    settings.CHAT_DAILY_TOKEN_QUOTA = 10_000
+    entry = usage_reserve(user_id=user.pk, kind=UsageEntry.Kind.SUMMARY)
+    usage_settle(entry=entry)
+    settled_at = UsageEntry.objects.get(pk=entry.pk).settled_at
+
+    usage_settle(entry=entry)
+
+    assert UsageEntry.objects.get(pk=entry.pk).settled_at == settled_at
+
+
+def _endpoint(name: str, prompt: str, completion: str) -> ModelConfig:
+    return ModelConfig.objects.create(
+        name=name,
+        model=name,
+        prompt_price_per_million=Decimal(prompt),
+        completion_price_per_million=Decimal(completion),
+    )
+
+
+def test_the_usage_page_adds_every_endpoints_cost_within_a_day(user, other_user):
+    cheap = _endpoint("cheap", "1", "2")
+    dear = _endpoint("dear", "10", "30")
+    for config, prompt, completion in [(cheap, 1000, 500), (dear, 2000, 100), (cheap, 10, 0)]:
+        UsageEntry.objects.create(
+            user=user,
+            kind=UsageEntry.Kind.RUN,
+            model_config=config,
+            prompt_tokens=prompt,
+            completion_tokens=completion,
+        )
+    UsageEntry.objects.create(
+        user=user, kind=UsageEntry.Kind.SUMMARY, model_config=dear, prompt_tokens=100
+    )
+    UsageEntry.objects.create(
+        user=other_user, kind=UsageEntry.Kind.RUN, model_config=dear, prompt_tokens=7
+    )
+    now = timezone.now()
+
+    rows = usage_by_user_day(since=now - timedelta(days=1), until=now + timedelta(days=1))
+
+    by_name = {row.username: row for row in rows}
+    assert [row.username for row in rows] == [user.username, other_user.username]
+    alice = by_name[user.username]
+    assert (alice.runs, alice.prompt_tokens, alice.completion_tokens) == (3, 3110, 600)
+    assert alice.total_tokens == 3710
+    # cheap: 1010 * 1 + 500 * 2; dear: 2100 * 10 + 100 * 30 (per million tokens).
+    assert alice.cost == Decimal("0.026010")
+    bob = by_name[other_user.username]
+    assert (bob.runs, bob.prompt_tokens, bob.cost) == (1, 7, Decimal("0.000070"))
