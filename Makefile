@@ -6,7 +6,7 @@ PYTEST_ARGS ?=
 PORT   ?= 8000
 
 .DEFAULT_GOAL := help
-.PHONY: help deps run test test-fast lint format migrations browser bench clean messages translations gettext screenshots cjk-font
+.PHONY: help deps run test test-fast mutation lint format migrations browser bench clean messages translations gettext screenshots cjk-font
 
 help:  ## List the targets
 	@grep -E '^[a-z-]+:.*##' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
@@ -29,6 +29,16 @@ test: deps browser gettext  ## Run the whole test suite (Redis is embedded if RE
 
 test-fast: deps gettext  ## Only the tests that need no worker, daphne or browser
 	$(PY) -m chatsite.embedded $(PY) -m pytest -m "not integration and not e2e" $(PYTEST_ARGS)
+
+# Mutation testing of the safety-critical modules (docs/testing.md). Slow, and not part of
+# `make test`: one test process at a time, at the lowest priority. Narrow it with, e.g.,
+# `make mutation MUTATE="agents.redaction* agents.ratelimit*"`.
+MUTATE ?= agents.react.executor* agents.react.transcript* agents.react.parser* \
+	agents.redaction* agents.services.usage* agents.ratelimit* agents.permissions* agents.selectors*
+
+mutation: deps  ## Mutation scores of approval, budgets, parser, redaction, quota, limits, scoping
+	$(PY) -m chatsite.embedded nice -n 19 $(VENV)/bin/mutmut run --max-children 1 $(foreach m,$(MUTATE),"$(m)")
+	$(PY) -m tests.mutation_scores
 
 lint: deps  ## ruff check, ruff format --check, mypy, and migrations in step with models
 	$(VENV)/bin/ruff check .

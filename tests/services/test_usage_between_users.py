@@ -19,6 +19,7 @@ from agents.services.usage import (
     tokens_used_today,
     usage_by_user_day,
     usage_check_quota,
+    usage_record_tokens,
     usage_reserve,
     usage_settle,
 )
@@ -127,3 +128,55 @@ def test_the_usage_page_adds_every_endpoints_cost_within_a_day(user, other_user)
     assert alice.cost == Decimal("0.026010")
     bob = by_name[other_user.username]
     assert (bob.runs, bob.prompt_tokens, bob.cost) == (1, 7, Decimal("0.000070"))
+
+
+def test_a_summarys_tokens_add_to_its_own_entry_only(user, settings):
+    settings.CHAT_DAILY_TOKEN_QUOTA = 10_000
+    settings.CHAT_QUOTA_RESERVATION_TOKENS = 1000
+    summary = usage_reserve(user_id=user.pk, kind=UsageEntry.Kind.SUMMARY)
+    other = usage_reserve(user_id=user.pk, kind=UsageEntry.Kind.SUMMARY)
+
+    usage_record_tokens(entry=summary, prompt_tokens=300, completion_tokens=20)
+    usage_record_tokens(entry=summary, prompt_tokens=5, completion_tokens=7)
+
+    summary.refresh_from_db()
+    other.refresh_from_db()
+    assert (summary.prompt_tokens, summary.completion_tokens) == (305, 27)
+    assert (other.prompt_tokens, other.completion_tokens) == (0, 0)
+    assert tokens_used_today(user_id=user.pk) == 332
+
+
+def test_the_usage_page_counts_only_the_period_asked_for(user):
+    now = timezone.now()
+    for days_ago, prompt in [(3, 1), (1, 10), (0, 100), (-2, 1000)]:
+        UsageEntry.objects.create(
+            user=user,
+            kind=UsageEntry.Kind.RUN,
+            prompt_tokens=prompt,
+            created_at=now - timedelta(days=days_ago),
+        )
+
+    rows = usage_by_user_day(since=now - timedelta(days=2), until=now + timedelta(hours=1))
+
+    assert [(row.day, row.prompt_tokens) for row in rows] == [
+        (timezone.localdate(now), 100),
+        (timezone.localdate(now - timedelta(days=1)), 10),
+    ]
+
+
+def test_free_endpoints_and_deleted_ones_cost_nothing(user):
+    free = _endpoint("free", "0", "0")
+    gone = _endpoint("gone", "5", "5")
+    UsageEntry.objects.create(
+        user=user, kind=UsageEntry.Kind.RUN, model_config=free, prompt_tokens=500
+    )
+    UsageEntry.objects.create(
+        user=user, kind=UsageEntry.Kind.RUN, model_config=gone, completion_tokens=40
+    )
+    gone.delete()  # its entries stay, without an endpoint or a price
+    now = timezone.now()
+
+    (row,) = usage_by_user_day(since=now - timedelta(days=1), until=now + timedelta(days=1))
+
+    assert (row.runs, row.prompt_tokens, row.completion_tokens) == (2, 500, 40)
+    assert row.cost == Decimal(0)
