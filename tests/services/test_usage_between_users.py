@@ -10,9 +10,9 @@ from decimal import Decimal
 import pytest
 from django.utils import timezone
 
-from agents.models import ModelConfig, UsageEntry
+from agents.models import AgentRun, ModelConfig, UsageEntry
 from agents.protocol import RequestRefused
-from agents.services.conversations import conversation_create, message_send
+from agents.services.conversations import conversation_create, message_send, run_regenerate
 from agents.services.usage import (
     QuotaExceeded,
     quota_left_today,
@@ -180,3 +180,70 @@ def test_free_endpoints_and_deleted_ones_cost_nothing(user):
 
     assert (row.runs, row.prompt_tokens, row.completion_tokens) == (2, 500, 40)
     assert row.cost == Decimal(0)
+
+
+def test_a_regenerated_run_holds_its_own_reservation_until_it_ends(user, default_profile, settings):
+    settings.CHAT_DAILY_TOKEN_QUOTA = 10_000
+    settings.CHAT_QUOTA_RESERVATION_TOKENS = 3000
+    conversation = conversation_create(owner=user)
+    first = message_send(conversation=conversation, user=user, content="q").run
+    spend(first, prompt_tokens=100, completion_tokens=0)
+    AgentRun.objects.filter(pk=first.pk).update(status=AgentRun.Status.SUCCEEDED)
+
+    again = run_regenerate(conversation=conversation, user=user)
+
+    entry = UsageEntry.objects.get(run_id=again.pk)
+    assert (entry.kind, entry.conversation_id, entry.model_config_id) == (
+        UsageEntry.Kind.RUN,
+        conversation.pk,
+        again.model_config_id,
+    )
+    assert quota_left_today(user_id=user.pk) == 10_000 - 100 - 3000
+    AgentRun.objects.filter(pk=again.pk).update(status=AgentRun.Status.SUCCEEDED)
+    assert quota_left_today(user_id=user.pk) == 10_000 - 100
+
+
+def test_a_summarys_entry_names_its_conversation_and_is_priced_by_its_endpoint(user, settings):
+    settings.CHAT_DAILY_TOKEN_QUOTA = 0
+    endpoint = _endpoint("summariser", "2", "4")
+    conversation = conversation_create(owner=user)
+
+    entry = usage_reserve(
+        user_id=user.pk,
+        kind=UsageEntry.Kind.SUMMARY,
+        conversation_id=conversation.pk,
+        model_config_id=endpoint.pk,
+    )
+    usage_record_tokens(entry=entry, prompt_tokens=1000, completion_tokens=250)
+
+    entry.refresh_from_db()
+    assert (entry.run_id, entry.conversation_id, entry.reserved_tokens) == (
+        None,
+        conversation.pk,
+        0,
+    )
+    now = timezone.now()
+    (row,) = usage_by_user_day(since=now - timedelta(days=1), until=now + timedelta(days=1))
+    assert (row.user_id, row.runs, row.total_tokens) == (user.pk, 0, 1250)
+    assert row.cost == Decimal("0.003000")
+
+
+def test_the_usage_page_shows_the_newest_day_first(user, other_user):
+    now = timezone.now()
+    for owner, days_ago in [(other_user, 2), (user, 0), (user, 2), (other_user, 0)]:
+        UsageEntry.objects.create(
+            user=owner,
+            kind=UsageEntry.Kind.RUN,
+            prompt_tokens=1,
+            created_at=now - timedelta(days=days_ago),
+        )
+
+    rows = usage_by_user_day(since=now - timedelta(days=3), until=now + timedelta(hours=1))
+
+    today, before = timezone.localdate(now), timezone.localdate(now - timedelta(days=2))
+    assert [(row.day, row.username, row.user_id) for row in rows] == [
+        (today, user.username, user.pk),
+        (today, other_user.username, other_user.pk),
+        (before, user.username, user.pk),
+        (before, other_user.username, other_user.pk),
+    ]
