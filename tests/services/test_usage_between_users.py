@@ -12,13 +12,19 @@ from django.utils import timezone
 
 from agents.models import AgentRun, ModelConfig, UsageEntry
 from agents.protocol import RequestRefused
-from agents.services.conversations import conversation_create, message_send, run_regenerate
+from agents.services.conversations import (
+    conversation_create,
+    conversation_delete,
+    message_send,
+    run_regenerate,
+)
 from agents.services.usage import (
     QuotaExceeded,
     quota_left_today,
     tokens_used_today,
     usage_by_user_day,
     usage_check_quota,
+    usage_record_run_tokens,
     usage_record_tokens,
     usage_reserve,
     usage_settle,
@@ -247,3 +253,38 @@ def test_the_usage_page_shows_the_newest_day_first(user, other_user):
         (before, user.username, user.pk),
         (before, other_user.username, other_user.pk),
     ]
+
+
+def test_a_run_queued_before_the_ledger_gets_its_entry_at_its_first_call(
+    user, default_profile, settings
+):
+    settings.CHAT_DAILY_TOKEN_QUOTA = 10_000
+    conversation = conversation_create(owner=user)
+    run = message_send(conversation=conversation, user=user, content="q").run
+    UsageEntry.objects.filter(run_id=run.pk).delete()  # as if queued before the ledger
+    started = timezone.now() - timedelta(hours=1)
+    AgentRun.objects.filter(pk=run.pk).update(created_at=started)
+    run.refresh_from_db()
+
+    spend(run, prompt_tokens=120, completion_tokens=30)
+    spend(run, prompt_tokens=1, completion_tokens=2)
+
+    entry = UsageEntry.objects.get(run_id=run.pk)
+    assert (entry.user_id, entry.kind, entry.conversation_id, entry.model_config_id) == (
+        user.pk,
+        UsageEntry.Kind.RUN,
+        conversation.pk,
+        run.model_config_id,
+    )
+    assert (entry.prompt_tokens, entry.completion_tokens, entry.created_at) == (121, 32, started)
+
+
+def test_a_call_stored_after_its_conversation_was_deleted_opens_no_entry(user, default_profile):
+    conversation = conversation_create(owner=user)
+    run = message_send(conversation=conversation, user=user, content="q").run
+    UsageEntry.objects.filter(run_id=run.pk).delete()
+    conversation_delete(conversation=conversation)
+
+    usage_record_run_tokens(run=run, prompt_tokens=10, completion_tokens=5)
+
+    assert not UsageEntry.objects.filter(run_id=run.pk).exists()
