@@ -4,7 +4,7 @@ only it, and the usage page adds up every endpoint's cost (agents/services/usage
 
 from __future__ import annotations
 
-from datetime import timedelta
+from datetime import datetime, time, timedelta
 from decimal import Decimal
 
 import pytest
@@ -19,6 +19,7 @@ from agents.services.conversations import (
     run_regenerate,
 )
 from agents.services.usage import (
+    SUMMARY_RESERVATION_SECONDS,
     QuotaExceeded,
     quota_left_today,
     tokens_used_today,
@@ -29,6 +30,7 @@ from agents.services.usage import (
     usage_reserve,
     usage_settle,
 )
+from tests.clock import PinnedClock
 from tests.usage import spend
 
 pytestmark = pytest.mark.django_db
@@ -288,3 +290,68 @@ def test_a_call_stored_after_its_conversation_was_deleted_opens_no_entry(user, d
     usage_record_run_tokens(run=run, prompt_tokens=10, completion_tokens=5)
 
     assert not UsageEntry.objects.filter(run_id=run.pk).exists()
+
+
+def test_the_last_token_of_the_quota_can_still_start_a_run(user, default_profile, settings):
+    settings.CHAT_DAILY_TOKEN_QUOTA = 1000
+    settings.CHAT_QUOTA_RESERVATION_TOKENS = 400
+    UsageEntry.objects.create(user=user, kind=UsageEntry.Kind.RUN, prompt_tokens=999)
+
+    usage_check_quota(user_id=user.pk)
+    sent = message_send(conversation=conversation_create(owner=user), user=user, content="q")
+
+    assert UsageEntry.objects.get(run_id=sent.run.pk).reserved_tokens == 1
+    with pytest.raises(QuotaExceeded):
+        usage_check_quota(user_id=user.pk)
+
+
+def test_a_send_entry_names_its_conversation_and_endpoint(user, default_profile, settings):
+    settings.CHAT_DAILY_TOKEN_QUOTA = 0  # no quota: nothing is reserved
+    conversation = conversation_create(owner=user)
+
+    run = message_send(conversation=conversation, user=user, content="q").run
+
+    entry = UsageEntry.objects.get(run_id=run.pk)
+    assert run.model_config_id is not None
+    assert (entry.user_id, entry.conversation_id, entry.model_config_id) == (
+        user.pk,
+        conversation.pk,
+        run.model_config_id,
+    )
+    assert entry.reserved_tokens == 0
+
+
+def test_yesterdays_tokens_and_reservations_do_not_count_today(user, default_profile, settings):
+    settings.CHAT_DAILY_TOKEN_QUOTA = 1000
+    settings.CHAT_QUOTA_RESERVATION_TOKENS = 400
+    run = message_send(conversation=conversation_create(owner=user), user=user, content="q").run
+    spend(run, prompt_tokens=100, completion_tokens=0)
+    # The run is still going, but it started before midnight, with yesterday's tokens.
+    yesterday = timezone.now() - timedelta(days=1)
+    UsageEntry.objects.filter(run_id=run.pk).update(created_at=yesterday)
+    UsageEntry.objects.create(
+        user=user, kind=UsageEntry.Kind.RUN, prompt_tokens=800, created_at=yesterday
+    )
+
+    assert tokens_used_today(user_id=user.pk) == 0
+    assert quota_left_today(user_id=user.pk) == 1000
+
+
+def test_a_summary_whose_task_never_reported_stops_holding_its_reservation(
+    user, settings, monkeypatch
+):
+    settings.CHAT_DAILY_TOKEN_QUOTA = 10_000
+    settings.CHAT_QUOTA_RESERVATION_TOKENS = 3000
+    noon = timezone.make_aware(datetime.combine(timezone.localdate(), time(12)))
+    clock = PinnedClock(noon)
+    monkeypatch.setattr(timezone, "now", clock)
+    lost = usage_reserve(user_id=user.pk, kind=UsageEntry.Kind.SUMMARY)
+    UsageEntry.objects.filter(pk=lost.pk).update(created_at=noon)
+    usage_record_tokens(entry=lost, prompt_tokens=200, completion_tokens=0)
+    assert quota_left_today(user_id=user.pk) == 7000
+
+    # Its worker died: once the reservation's time is up, only its tokens count.
+    clock.advance(SUMMARY_RESERVATION_SECONDS - 1)
+    assert quota_left_today(user_id=user.pk) == 7000
+    clock.advance(2)
+    assert quota_left_today(user_id=user.pk) == 9800
