@@ -9,7 +9,7 @@ PYTEST_WORKERS ?= -n 2
 PORT   ?= 8000
 
 .DEFAULT_GOAL := help
-.PHONY: help deps lock run test test-fast test-sqlite lint format migrations browser bench clean messages translations gettext screenshots cjk-font
+.PHONY: help deps lock run test test-fast test-sqlite mutation lint format migrations browser bench clean messages translations gettext screenshots cjk-font
 
 help:  ## List the targets
 	@grep -E '^[a-z-]+:.*##' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
@@ -57,6 +57,16 @@ test-fast: deps gettext  ## Only the tests that need no worker, daphne or browse
 test-sqlite: deps gettext  ## The contract and smoke tests on SQLite, whatever DATABASE_URL says
 	env -u DATABASE_URL $(PY) -m chatsite.server.process.embedded $(PY) -m pytest -m "contract or smoke" \
 	  $(PYTEST_WORKERS) $(PYTEST_ARGS)
+
+# Mutation testing of the safety-critical modules (docs/testing.md). Slow, and not part of
+# `make test`: one test process at a time, at the lowest priority. Narrow it with, e.g.,
+# `make mutation MUTATE="agents.redaction* agents.ratelimit*"`.
+MUTATE ?= agents.react.executor* agents.react.transcript* agents.react.parser* \
+	agents.redaction* agents.services.usage* agents.ratelimit* agents.permissions* agents.selectors*
+
+mutation: deps  ## Mutation scores of approval, budgets, parser, redaction, quota, limits, scoping
+	$(PY) -m chatsite.server.process.embedded nice -n 19 $(VENV)/bin/mutmut run --max-children 1 $(foreach m,$(MUTATE),"$(m)")
+	$(PY) -m tests.mutation_scores
 
 lint: deps  ## ruff check, ruff format --check, mypy, the import layers, and migrations in step with models
 	$(VENV)/bin/ruff check .

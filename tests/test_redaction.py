@@ -91,3 +91,83 @@ def test_a_secret_escaped_twice_as_json_is_blanked():
     blanked = Redactor([secret])(quoted)
 
     assert json.loads(json.loads(blanked)["quoted"]) == {"k": REDACTED}
+
+
+def test_a_secret_with_a_slash_and_a_space_is_blanked_fully_url_encoded():
+    """``quote(value, safe="")`` is the only form that encodes both "/" (%2F) and " " (%20)."""
+    secret = "my pass/word"
+    query = "https://example.invalid/search?q=" + quote(secret, safe="")
+    assert redact(query, [secret]) == f"https://example.invalid/search?q={REDACTED}"
+
+
+@pytest.mark.parametrize("prefix", ["", "u:", "me:", "user:"])
+@pytest.mark.parametrize("suffix", ["", ":", "::", ":x@host", "\nmore text after the secret"])
+def test_a_secret_anywhere_in_a_base64_payload_is_blanked(prefix, suffix):
+    """First, in the middle or last in what was encoded: the characters that only the
+    secret decides are blanked, and those it shares with a neighbour are left."""
+    secret = "sk-live/AbC+dEf=="
+    payload = base64.b64encode(f"{prefix}{secret}{suffix}".encode()).decode()
+    redacted = redact(f"Authorization: Basic {payload}", [secret])
+    assert REDACTED in redacted
+    before, after = redacted.removeprefix("Authorization: Basic ").split(REDACTED)
+    # At most one character on each side mixes the secret's bits with a neighbour's.
+    assert len(before) <= -(-len(prefix) * 4 // 3)
+    assert len(after) <= len(payload) - (len(prefix) + len(secret)) * 4 // 3
+    # Nothing the secret alone decides is left: the longest run of it is gone.
+    alone = base64.b64encode(secret.encode()).decode()[:20]
+    assert alone[1:-1] not in redacted
+
+
+def test_a_secret_inside_url_safe_base64_is_blanked():
+    secret = "a?b>c~d/e+f"  # bytes whose base64 holds "+" and "/", i.e. "-" and "_" url-safe
+    payload = base64.urlsafe_b64encode(f"token:{secret}".encode()).decode()
+    assert "-" in payload or "_" in payload
+    assert REDACTED in redact(payload, [secret])
+    assert redact(payload, [secret]) != redact(payload, ["something else entirely"])
+
+
+def test_a_secret_of_exactly_the_minimum_length_is_blanked():
+    assert redact("key=abcd; other=abc", ["abcd", "abc"]) == f"key={REDACTED}; other=abc"
+
+
+@pytest.mark.parametrize("secret", ["pässwörd-ü", 'clé"秘密\\x', "пароль\n2"])
+@pytest.mark.parametrize(
+    "encode",
+    [
+        lambda s: s,
+        lambda s: json.dumps(s)[1:-1],
+        lambda s: json.dumps(s, ensure_ascii=False)[1:-1],
+        lambda s: quote(s, safe=""),
+        lambda s: quote_plus(s),
+        lambda s: html.escape(s),
+    ],
+    ids=["literal", "json-ascii", "json-utf8", "url", "form", "html"],
+)
+def test_a_non_ascii_secret_is_blanked_in_every_form(secret, encode):
+    text = f'{{"before": 1, "value": "{encode(secret)}", "after": 2}}'
+    assert redact(text, [secret]) == f'{{"before": 1, "value": "{REDACTED}", "after": 2}}'
+
+
+@pytest.mark.parametrize("secret", ['ab"cd&ef', "it's&mine"])
+def test_a_secret_html_escaped_with_or_without_its_quotes_is_blanked(secret):
+    for escaped in (html.escape(secret), html.escape(secret, quote=False)):
+        assert redact(f"<p>{escaped}</p>", [secret]) == f"<p>{REDACTED}</p>"
+
+
+@pytest.mark.parametrize("prefix", ["", "u:", "me:"])
+def test_a_five_character_secret_inside_base64_is_blanked(prefix):
+    """Five bytes are the fewest whose own base64 characters are long enough to match."""
+    secret = "hunt2"
+    payload = base64.b64encode(f"{prefix}{secret}@example".encode()).decode()
+    assert REDACTED in redact(payload, [secret])
+
+
+def test_a_secret_too_short_to_redact_stays_even_where_its_encoding_is_long():
+    text = "path=a%2F&q=%26lt%3B x=a/"
+    assert redact(text, ["a/", "<;"]) == text
+
+
+def test_a_secret_is_replaced_whole_when_another_matches_its_start_in_another_case():
+    """Percent escapes match in either case, so "%2fabcd" (one secret, as written) matches
+    the start of "%2Fabcde" (another, URL-encoded); the longer one still wins."""
+    assert redact("x=%2fabcde;", ["%2fabcd", "/abcde"]) == f"x={REDACTED};"

@@ -1,0 +1,48 @@
+"""The scratchpad (ReAct mode): every model call of a run sees every step before it, not only
+the last one, and a resumed run shows the model the same text the live run would have."""
+
+from __future__ import annotations
+
+import json
+
+from agents.react.types import FinalAnswerStep, ModelCallRecord, step_from_event, step_to_event
+from tests.react.conftest import final
+from tests.react.tools import Adder
+
+FIRST = 'Thought: add two and three\nAction: adder\nAction Input: {"a": 2, "b": 3}'
+SECOND = 'Thought: now add forty\nAction: adder\nAction Input: {"a": 40, "b": 2}'
+THIRD = 'Thought: and one more\nAction: adder\nAction Input: {"a": 1, "b": 1}'
+
+
+def test_the_third_model_call_still_sees_the_first_observation(harness):
+    steps = harness.run([FIRST, SECOND, "Thought: done\nFinal Answer: 5 and 42"], [Adder()])
+
+    assert final(steps).text == "5 and 42"
+    third = harness.model.calls[2].last_content
+    # Both turns, in the order they happened, each with its own observation.
+    first_turn = third.index("add two and three")
+    first_seen = third.index("Observation: 5")
+    second_turn = third.index("now add forty")
+    second_seen = third.index("Observation: 42")
+    assert first_turn < first_seen < second_turn < second_seen
+    assert third.count("Action: adder") == 2
+    assert third.rstrip().endswith("Thought:")
+
+
+def test_a_resumed_run_shows_the_model_every_earlier_turn(harness):
+    live = harness.run([FIRST, SECOND, THIRD, "Final Answer: 2"], [Adder()])
+    fourth_live = harness.model.calls[3].messages
+    # The steps as stored, up to the fourth model call, handed to a fresh run.
+    stored = [
+        step_from_event(json.loads(json.dumps(step_to_event(step))))
+        for step in live
+        if not isinstance(step, ModelCallRecord | FinalAnswerStep)
+    ]
+
+    executor = harness.executor(["Final Answer: 2"], [Adder()])
+    resumed = list(executor.run("q", prior_steps=stored))
+
+    assert final(resumed).text == "2"
+    assert harness.model.calls[0].messages == fourth_live
+    for said in ("Observation: 5", "Observation: 42", "Observation: 2"):
+        assert said in harness.model.calls[0].last_content

@@ -1,0 +1,36 @@
+"""agents/permissions.py: who may do what, with the safe answer by default."""
+
+from __future__ import annotations
+
+import pytest
+from django.contrib.auth.models import AnonymousUser, Permission
+from django.core.exceptions import PermissionDenied
+
+from agents.permissions import can_read_conversation, signed_in_user
+from agents.services.conversations import conversation_create
+
+pytestmark = pytest.mark.django_db
+
+
+def test_an_anonymous_visitor_is_refused_with_a_reason():
+    with pytest.raises(PermissionDenied) as refused:
+        signed_in_user(AnonymousUser())
+    assert str(refused.value) == "Sign in first."
+
+
+def test_a_signed_in_user_is_passed_on(user):
+    assert signed_in_user(user) is user
+
+
+def test_only_the_owner_and_staff_allowed_to_view_conversations_may_read_one(
+    user, other_user, make_user
+):
+    conversation = conversation_create(owner=user)
+    staff_without = make_user("staff-without", is_staff=True)
+    staff_with = make_user("staff-with", is_staff=True)
+    staff_with.user_permissions.add(Permission.objects.get(codename="view_conversation"))
+
+    assert can_read_conversation(user, conversation)
+    assert not can_read_conversation(other_user, conversation)
+    assert not can_read_conversation(staff_without, conversation)
+    assert can_read_conversation(staff_with, conversation)
