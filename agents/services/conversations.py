@@ -432,8 +432,8 @@ def _read_under_lock(
     statement that waited for the lock still reads with the snapshot it started with, and
     would not see the message or the run that the send it waited for had just committed.
     """
-    # Plain SQL: every send runs it, and building it through the ORM cost daphne about ten
-    # times what running it does (docs/performance.md, "A sixth round: daphne").
+    # Plain SQL: every send runs it, and building it through the ORM cost daphne far more than
+    # running it does (docs/performance.md#send).
     # A paused run (waiting for an approval or a Continue) blocks sends as a running one does.
     unfinished = [str(status) for status in (*ACTIVE_STATUSES, *AgentRun.PAUSED_STATUSES)]
     params: list[Any] = [conversation.pk, *unfinished]
