@@ -362,7 +362,8 @@ def _lock_owned(
     that session still signs the user in (``agents/session_check.py``), or ``SignedOut``.
 
     Plain SQL: every send runs it, and the ORM's version (``select_for_update`` with
-    ``select_related``) cost daphne several times as much to build as to run.
+    ``select_related``) cost daphne several times as much to build as to run
+    (docs/performance.md#send).
     """
     with_session = signed_in_by is not None and session_check.decided_here()
     session_params: list[Any] = []
@@ -496,7 +497,7 @@ def _check_profile_allowed(
 ) -> None:
     """A profile limited to some groups is for their members only: decided with the lock
     when that read the same profile, else by one statement (plain SQL, on every send: the
-    ORM's version cost several times as much to build as to run)."""
+    ORM's version cost several times as much to build as to run; docs/performance.md#send)."""
     allowed = lock.allowed_of(profile) if lock is not None else None
     if allowed is None:
         with prepared_cursor() as cursor:
