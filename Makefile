@@ -108,8 +108,8 @@ cjk-font:  ## Install a Chinese font (Debian's WenQuanYi Micro Hei) if none is i
 screenshots: deps browser gettext cjk-font  ## Retake the README's screenshots (bench/screenshots.py)
 	$(PY) -m chatsite.server.process.embedded $(PY) bench/screenshots.py $(PYTEST_ARGS)
 
-bench: deps  ## Run the benchmarks in bench/ (see docs/performance.md)
-	@echo "see docs/performance.md for each script's command"
+bench: deps  ## Run the benchmarks in bench/ (see docs/performance.md#how-to-measure)
+	@echo "see docs/performance.md#how-to-measure; each script's docstring has its command"
 
 clean:  ## Remove the virtualenv and local data in var/
 	rm -rf $(VENV) var

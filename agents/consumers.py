@@ -65,10 +65,10 @@ def _in_database_thread(func: Callable[P, R]) -> Callable[P, Awaitable[R]]:
     """Run a consumer's database call in a small pool of threads of its own.
 
     Channels' ``database_sync_to_async`` runs the calls of every socket in the process on one
-    shared thread, so 200 users sending at once were accepted one after another (about 9 a
-    second, docs/performance.md). A socket still awaits its own calls in order; different
-    sockets' calls now overlap while each waits on the database. Stale connections are
-    closed before and after each call, as Channels does.
+    shared thread, so 200 users sending at once were accepted one after another
+    (docs/performance.md#socket-database-threads). A socket still awaits its own calls in
+    order; different sockets' calls now overlap while each waits on the database. Stale
+    connections are closed before and after each call, as Channels does.
     """
 
     in_thread: Any = None  # made at the first call, once the executor exists

@@ -39,8 +39,8 @@ def decrypt_text(token: str) -> str:
     return _decrypted(settings.SECRET_KEY, token)
 
 
-# Every run reads its endpoint's key, and Fernet's check and decryption cost the worker about
-# a fifth of a millisecond each time. A token always decrypts to the same text under one key,
+# Every run reads its endpoint's key, and Fernet's check and decryption cost the worker at
+# every run (docs/performance.md#claim). A token always decrypts to the same text under one key,
 # and the process holds that key anyway; an unreadable token raises each time (not cached).
 @lru_cache(maxsize=256)
 def _decrypted(secret_key: str, token: str) -> str:

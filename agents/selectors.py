@@ -101,7 +101,8 @@ def conversation_last_seq(*, user: User | AnonymousUser, conversation_id: int) -
     """The conversation's last ``seq`` if ``user`` owns it, else None (or it is gone).
 
     What a socket reads on every connect, resume and gap: one column, as plain SQL, which
-    costs a tenth of what building the query through the ORM does (docs/performance.md).
+    costs a fraction of what building the query through the ORM does
+    (docs/performance.md#replay-rows).
     """
     if user.pk is None:
         return None
@@ -455,7 +456,7 @@ def tool_configs_enabled(*, ids: list[int]) -> list[ToolConfig]:
     """The enabled tool rows among ``ids``, in no particular order.
 
     Plain SQL: every run reads its tools once, and building the ORM's query cost the worker
-    about three times what running it does (docs/performance.md, "A ninth round").
+    more than running it does (docs/performance.md#claim).
     """
     if not ids:
         return []

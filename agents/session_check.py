@@ -4,8 +4,8 @@ A logout closes the user's sockets (``ConversationConsumer.chat_signed_out``), b
 channel-layer message can be lost, and a session also ends by expiring or by a password
 change; so a socket asks again before it writes. The answer is the one
 ``django.contrib.auth.get_user`` gives for that session. Through ``get_user`` it costs two
-ORM reads (the session, then the user), and building them was a tenth of daphne's CPU with
-200 agent runs at once. On the database session engine the two rows come in one plain
+ORM reads (the session, then the user), mostly in building them
+(docs/performance.md#session-check). On the database session engine the two rows come in one plain
 statement, and the decision is made from them with Django's own pieces: the session store's
 ``decode``, the backend's ``user_can_authenticate``, the user's session auth hash (with
 ``SECRET_KEY_FALLBACKS``). Other engines, user models and backends take ``get_user`` itself.

@@ -1,6 +1,6 @@
 """Chaos soak: many users' runs while workers are SIGKILLed and Redis and PostgreSQL restart.
 
-Run before each release; docs/performance.md ("Chaos soak") keeps the figures.
+Run before each release; what it checks: docs/performance.md#recovery-timings.
 
 What runs: two celery workers and two daphne processes (each restarted 1 s after it dies, as
 ``manage.py serve`` or systemd would), on a PostgreSQL cluster and a Redis server of the

@@ -7,7 +7,7 @@ with the bytes it took on the wire (headers and body, compressed where the serve
 compressed). Then one question is asked, to show what the first answer brings with it (the
 renderers load then, not before).
 
-    .venv/bin/python -m chatsite.embedded .venv/bin/python bench/first_load.py
+    .venv/bin/python -m chatsite.server.process.embedded .venv/bin/python bench/first_load.py
 
 The module lives outside ``testpaths`` and its name does not start with ``test_``: ``make
 test`` never collects it.

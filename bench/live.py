@@ -151,7 +151,7 @@ class PeakRss:
 
     The children are found once, at the start: listing them scans every process on the
     machine, and doing that ten times a second cost the benchmark's own process about as
-    much CPU as daphne spends per run (docs/performance.md, "A ninth round").
+    much CPU as daphne spends per run.
     """
 
     def __init__(self, **pids: int) -> None:

@@ -123,7 +123,7 @@ else:
     # A connection pool per process (psycopg_pool): a worker's database threads give their
     # connection back whenever no write is queued (agents/services/execution.py), and a
     # task's set-up closes its own; with a pool that costs a check-out, not a new backend.
-    # Sizing and figures: docs/deploy.md, performance.md.
+    # Sizing: docs/deploy.md; why: docs/performance.md#connection-pool.
     if pool_size := env.int("DATABASE_POOL_MAX_SIZE", default=0):
         DATABASES["default"]["CONN_MAX_AGE"] = 0
         DATABASES["default"].setdefault("OPTIONS", {})["pool"] = {
@@ -142,8 +142,8 @@ DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 # --- Redis: broker, channel layer and cache --------------------------------------------
 REDIS_URL = env.str("REDIS_URL", default="redis://127.0.0.1:6379/0")
 
-# Redis pub/sub: one PUBLISH per group message and no Lua scripts, several times cheaper per
-# frame than the list-based core layer (docs/performance.md). A message that finds no
+# Redis pub/sub: one PUBLISH per group message and no Lua scripts, cheaper per frame than
+# the list-based core layer (docs/performance.md#pubsub-layer). A message that finds no
 # subscriber is gone, which costs nothing here: every stored frame is replayed from the
 # database by seq. Pub/sub channels ignore Redis's database number, so the prefix carries it:
 # two deployments (or test runs) on one Redis server never hear each other's groups.

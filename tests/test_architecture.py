@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import functools
+import re
 import sys
 from collections.abc import Iterable, Mapping
 from pathlib import Path
@@ -62,8 +63,9 @@ def test_the_engine_folder_is_checked():
 
 @pytest.mark.parametrize("entry", ["chatsite.asgi", "agents.tasks"])
 def test_the_servers_load_the_mcp_sdk_and_the_openapi_validator_only_when_used(entry):
-    """They are about 100 MB of every daphne's and worker's memory (docs/performance.md, "An
-    eleventh round"); a site without MCP servers or OpenAPI imports never needs them."""
+    """They are a large share of every daphne's and worker's memory
+    (docs/performance.md#start-up-imports); a site without MCP servers or OpenAPI imports
+    never needs them."""
     import subprocess
     import sys
 
@@ -217,3 +219,48 @@ def test_the_import_graph_counts_imports_inside_functions():
 
     assert "agents.tools.builtin.mcp_tool" in graph["agents.tools.registry"]  # in a function
     assert "agents.models" in graph["agents.llm.factory"]  # under TYPE_CHECKING
+
+
+# Code, docs, requirements and the Makefile cite docs/performance.md by anchor
+# (``docs/performance.md#claim``); each anchor must exist there, or the citation leads nowhere.
+PERFORMANCE = ROOT / "docs" / "performance.md"
+_ANCHOR = re.compile(r'<a id="([^"]+)"></a>')
+_CITATION = re.compile(r"performance\.md#([A-Za-z0-9_-]+)")
+
+
+def _citing_files() -> list[Path]:
+    """The project's modules (tests included), its docs, requirements and Makefile."""
+    found = [*_project_modules(), *ROOT.glob("tests/**/*.py"), *ROOT.glob("*.md")]
+    found += [*ROOT.glob("docs/**/*.md"), *ROOT.glob("requirements*.txt"), ROOT / "Makefile"]
+    return sorted(set(found))
+
+
+def _missing_anchors(files: Iterable[Path], anchors: set[str]) -> list[str]:
+    return [
+        f"{path.relative_to(ROOT) if path.is_relative_to(ROOT) else path}: #{anchor}"
+        for path in files
+        for anchor in _CITATION.findall(path.read_text(encoding="utf-8"))
+        if anchor not in anchors
+    ]
+
+
+def test_every_cited_performance_anchor_exists():
+    anchors = set(_ANCHOR.findall(PERFORMANCE.read_text(encoding="utf-8")))
+    missing = _missing_anchors(_citing_files(), anchors)
+
+    assert missing == [], f"docs/performance.md has no such anchor: {missing}"
+
+
+def test_the_anchor_check_finds_a_missing_anchor_and_looks_everywhere(tmp_path):
+    anchors = set(_ANCHOR.findall(PERFORMANCE.read_text(encoding="utf-8")))
+    assert {"claim", "heap", "how-to-measure"} <= anchors
+    sample = tmp_path / "sample.py"
+    missing = "no-such-part"  # not written after the ".md#" here, or this file would cite it
+    sample.write_text(f"# (docs/performance.md#claim) and (docs/performance.md#{missing})\n")
+
+    assert _missing_anchors([sample], anchors) == [f"{sample}: #{missing}"]
+    files = _citing_files()
+    for expected in ("Makefile", "requirements.txt", "README.md", "docs/architecture.md"):
+        assert ROOT / expected in files
+    assert ROOT / "tests" / "test_architecture.py" in files
+    assert ROOT / "chatsite" / "server" / "loop.py" in files

@@ -2,7 +2,7 @@
 
 For the few statements on a socket's hot path (every send, connect and replay) where
 building the query through the ORM costs several times what running it does
-(docs/performance.md, "A sixth round: daphne"). Values read go through the same converters
+(docs/performance.md#replay-rows). Values read go through the same converters
 the ORM applies (JSON, dates and booleans on SQLite, decimals), so what comes back is what a
 queryset would give; values written are prepared as the ORM's INSERT prepares them.
 """

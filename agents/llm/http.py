@@ -3,10 +3,10 @@
 The openai SDK stays what an endpoint is configured with and what its failures mean
 (``agents/llm/client.py``): base URL, API key, default headers, and the SDK's exception for
 every failure, built by the SDK from the status and body. Only the request itself goes out
-here. The SDK's ``httpx2`` client spends about twice aiohttp's CPU on a streamed completion
+here. The SDK's ``httpx2`` client spends more CPU than aiohttp on a streamed completion
 (request building, the connection pool's bookkeeping, h11 and the response's byte iterators
 per chunk), and a worker streams one completion per step of every run it drives
-(docs/performance.md, issue 18).
+(docs/performance.md#model-client).
 
 One ``ClientSession`` per event loop: the process's loop (``chatsite/server/loop.py``) of a
 worker keeps its connections alive between a run's calls. Proxies come from the

@@ -90,8 +90,8 @@ def template_variables(template: str) -> list[str]:
     return list(_template_variables(template))
 
 
-# A run asks at every step about the same few templates; scanning one each time was about
-# a third of building the step's prompt.
+# A run asks at every step about the same few templates; scanning one each time was a large
+# part of building the step's prompt.
 @lru_cache(maxsize=64)
 def _template_variables(template: str) -> tuple[str, ...]:
     names: list[str] = []

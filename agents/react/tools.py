@@ -119,9 +119,9 @@ class Tool:
     needs_approval: bool = False
     # Every call is bounded CPU work of well under a millisecond, with no I/O and no
     # waiting: the engine runs it in the thread the engine runs in, instead of handing it to
-    # a tool thread, a hop that costs more than such a call (docs/performance.md). Such a
-    # call cannot time out or be interrupted, so anything that could take longer leaves
-    # this False.
+    # a tool thread, a hop that costs more than such a call
+    # (docs/performance.md#inline-tools). Such a call cannot time out or be interrupted, so
+    # anything that could take longer leaves this False.
     runs_inline: bool = False
 
     def run(self, *args: Any, **kwargs: Any) -> str:

@@ -1,6 +1,6 @@
 """The run store on PostgreSQL: each fenced write is one statement with its own commit
 (``agents/db/statements.py``, "The run's life"), fenced inside the statement (its ``held``
-step), instead of the ORM's five to eight round trips.
+step), instead of the ORM's several round trips (docs/performance.md#fenced-append).
 
 A statement goes out on whichever transport the caller has: a sync caller's Django
 connection (``prepared_cursor``: prepared once per connection), or, for the run driver on

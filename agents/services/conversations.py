@@ -362,7 +362,8 @@ def _lock_owned(
     that session still signs the user in (``agents/session_check.py``), or ``SignedOut``.
 
     Plain SQL: every send runs it, and the ORM's version (``select_for_update`` with
-    ``select_related``) cost daphne several times as much to build as to run.
+    ``select_related``) cost daphne several times as much to build as to run
+    (docs/performance.md#send).
     """
     with_session = signed_in_by is not None and session_check.decided_here()
     session_params: list[Any] = []
@@ -432,8 +433,8 @@ def _read_under_lock(
     statement that waited for the lock still reads with the snapshot it started with, and
     would not see the message or the run that the send it waited for had just committed.
     """
-    # Plain SQL: every send runs it, and building it through the ORM cost daphne about ten
-    # times what running it does (docs/performance.md, "A sixth round: daphne").
+    # Plain SQL: every send runs it, and building it through the ORM cost daphne far more than
+    # running it does (docs/performance.md#send).
     # A paused run (waiting for an approval or a Continue) blocks sends as a running one does.
     unfinished = [str(status) for status in (*ACTIVE_STATUSES, *AgentRun.PAUSED_STATUSES)]
     params: list[Any] = [conversation.pk, *unfinished]
@@ -496,7 +497,7 @@ def _check_profile_allowed(
 ) -> None:
     """A profile limited to some groups is for their members only: decided with the lock
     when that read the same profile, else by one statement (plain SQL, on every send: the
-    ORM's version cost several times as much to build as to run)."""
+    ORM's version cost several times as much to build as to run; docs/performance.md#send)."""
     allowed = lock.allowed_of(profile) if lock is not None else None
     if allowed is None:
         with prepared_cursor() as cursor:

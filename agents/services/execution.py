@@ -9,7 +9,8 @@ repeats.
 One monitor thread per worker process keeps the heartbeats of all the runs the process holds
 and polls their ``cancel_requested_at`` every ``AGENT_CANCEL_POLL_SECONDS``; ``should_cancel``
 only reads a flag it sets. That is two small queries per interval for the whole process, not
-per run, and a run waiting on the model holds no database connection.
+per run (docs/performance.md#run-monitor), and a run waiting on the model holds no database
+connection.
 
 The run driver: a Celery task (threads pool, ``CELERY_WORKER_POOL``) claims its run and sets
 it up in its own thread, through the ORM; then the run's steps are driven by ``_drive`` on the

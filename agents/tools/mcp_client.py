@@ -252,8 +252,9 @@ class _Pool:
 @contextlib.asynccontextmanager
 async def _client(endpoint: McpEndpoint) -> Any:
     # The SDK is imported when a server is first reached: every daphne and worker imports
-    # this module (the tool registry, the admin), and the SDK alone is some 60 MB of each
-    # process's memory, which a site without MCP servers never uses.
+    # this module (the tool registry, the admin), and the SDK is a large share of each
+    # process's memory, which a site without MCP servers never uses
+    # (docs/performance.md#start-up-imports).
     from mcp import Client, StdioServerParameters
     from mcp.client.streamable_http import streamable_http_client
     from mcp.shared._httpx_utils import create_mcp_http_client

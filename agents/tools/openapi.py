@@ -82,7 +82,8 @@ def read_document(text: str) -> dict[str, Any]:
     if not str(document.get("openapi", "")).startswith("3."):
         raise OpenApiDocumentError("only OpenAPI 3 documents can be imported (openapi: 3.x)")
     # Imported when a document is read (an import in the admin), not with the module: the
-    # validator is some 40 MB of every daphne's and worker's memory otherwise.
+    # validator is a large share of every daphne's and worker's memory otherwise
+    # (docs/performance.md#start-up-imports).
     from openapi_spec_validator import validate
     from openapi_spec_validator.validation.exceptions import OpenAPIValidationError
 

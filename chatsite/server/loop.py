@@ -51,7 +51,7 @@ def new_event_loop() -> asyncio.AbstractEventLoop:
 
     asyncio's own loop is Python, and a run's work on it is mostly its callbacks: each chunk
     of the model's stream, each write's wait for PostgreSQL, each frame to Redis
-    (docs/performance.md, issue 18)."""
+    (docs/performance.md#uvloop)."""
     return uvloop.new_event_loop() if uvloop is not None else asyncio.new_event_loop()
 
 

@@ -1,4 +1,7 @@
-"""The API's query count does not grow with the amount of history (docs/performance.md)."""
+"""The API's query count does not grow with the amount of history.
+
+docs/performance.md#query-counts.
+"""
 
 from __future__ import annotations
 

@@ -3,7 +3,7 @@
 Each test counts the queries at a small size, then grows the history (rows made with
 ``bulk_create``) and requires no more queries than before. The sizes here are a few hundred
 to keep the suite fast; ``bench/query_counts.py`` runs the same measures at 10,000
-conversations and 2,000 messages (docs/performance.md).
+conversations and 2,000 messages (docs/performance.md#query-counts).
 """
 
 from __future__ import annotations

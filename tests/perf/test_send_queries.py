@@ -2,8 +2,8 @@
 
 The socket's send is one database call of the consumer (``_message_send``: the session check,
 then ``message_send``); it is counted here in the test's thread, called as the consumer's
-database thread calls it. The figure is the PostgreSQL one; docs/performance.md ("A fifth
-round: the send") lists the statements.
+database thread calls it. The figure is the PostgreSQL one; docs/performance.md#send says
+which statements they are.
 """
 
 from __future__ import annotations

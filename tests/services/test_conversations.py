@@ -317,7 +317,7 @@ def test_cancel_is_refused_for_others_and_a_no_op_when_finished(conversation, us
     assert _snapshot(conversation) == before
 
 
-# --- the send's row lock (plain SQL, docs/performance.md "A sixth round: daphne") ----------
+# --- the send's row lock (plain SQL, docs/performance.md#send) ------------------------------
 
 
 @pytest.mark.smoke  # run on SQLite too (make test-sqlite)

@@ -3,9 +3,9 @@
 A worker drives its runs on the process loop (``chatsite/server/loop.py``). A write handed
 to a database thread is checked out of Django's pool, run through Django's cursor and handed
 back; for a statement PostgreSQL runs in a fraction of a millisecond that journey cost the
-worker about as much CPU again. The run store's PostgreSQL statements are plain SQL, each
-with its own commit and no ORM in it, so the loop sends them itself, on a small pool of
-psycopg's async connections.
+worker about as much CPU again (docs/performance.md#loop-writes). The run store's PostgreSQL
+statements are plain SQL, each with its own commit and no ORM in it, so the loop sends them
+itself, on a small pool of psycopg's async connections.
 
 Only such statements come here, each with its own commit; everything else keeps Django's
 connections. Errors are psycopg's own, not Django's. Whether a process uses the pool is

@@ -2,9 +2,9 @@
 
 Django's psycopg cursors bind parameters on the client: every statement reaches PostgreSQL
 as text, which it parses, analyses and plans again at each execution. For the run path's
-plain-SQL statements (the fenced appends, the claim, a send's lock) that was about half of
-the backend's CPU per statement; a prepared statement halves it (docs/performance.md, "A
-tenth round"). The ORM's own queries keep Django's cursor: they are many shapes, each run
+plain-SQL statements (the fenced appends, the claim, a send's lock) that parsing and
+planning was most of what the backend spent on them (docs/performance.md#prepared-statements).
+The ORM's own queries keep Django's cursor: they are many shapes, each run
 rarely, and server-side binding changes how some of them are typed.
 
 The statements are prepared by psycopg on first use and kept per connection (its

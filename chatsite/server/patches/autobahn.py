@@ -3,9 +3,8 @@
 autobahn builds the arguments of its debug log calls whether or not debug logging is on:
 ``pprint.pformat`` of the protocol's settings on every connection daphne accepts, and
 ``hltype``/``hlval`` (the caller's qualified name and the peer, coloured through click) on
-every frame written and every read from a socket. That was about 2 % of daphne's CPU under
-load for the settings (docs/performance.md, a fifteenth round) and 9.8 µs a frame (an
-eighteenth round: 1.8 µs with the stand-in). Each is replaced here by a stand-in that makes
+every frame written and every read from a socket. That cost daphne CPU at every connection
+and every frame (docs/performance.md#autobahn-debug). Each is replaced here by a stand-in that makes
 the same text when a debug line is formatted; with debug logging off, nothing formats it.
 
 The names are replaced in autobahn's modules, so a release that renames or drops one would

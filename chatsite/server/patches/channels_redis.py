@@ -3,7 +3,7 @@
 Channels gives every consumer a channel of its own (``new_channel``), and channels-redis's
 ``RedisPubSubChannelLayer`` subscribes to it in Redis so that any process could send to it,
 then unsubscribes when the consumer ends: two Redis round trips per socket, each through the
-shard's lock, and about a third of what daphne spent on subscriptions. This project sends to
+shard's lock (docs/performance.md#one-subscription). This project sends to
 groups only (a conversation's, ``signed-out``); a consumer's own channel only ever receives
 what a group delivers to it inside the process, or what this process puts on it
 (``chatsite/server/sockets/signouts.py``). So here ``new_channel`` makes the local

@@ -2,8 +2,8 @@
 
 kombu's Redis channel builds a new ``redis.Redis`` for each command it sends outside its
 polling connection: each task's delivery bookkeeping and its ack in the worker, each
-publish in daphne. Building one copies redis-py's table of response callbacks, about
-0.1 ms, and it was 3 % of a worker's CPU at 200 concurrent runs (docs/performance.md).
+publish in daphne. Building one copies redis-py's table of response callbacks, at every
+command (docs/performance.md#broker).
 The client only borrows a connection from the channel's pool per command, so one client
 per pool serves every thread, as redis-py allows; pipelines are still made per use.
 

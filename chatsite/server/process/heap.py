@@ -2,8 +2,8 @@
 
 Everything imported at start-up (Django, the app, their libraries: hundreds of thousands of
 objects) lives as long as the process, yet CPython's full collections walk all of it again
-and again: about a tenth of a worker's CPU under load went to the collector, most of it to
-those walks (docs/performance.md, "An eleventh round"). ``gc.freeze`` moves what exists once
+and again: a share of a worker's CPU under load went to the collector, most of it to those
+walks (docs/performance.md#heap). ``gc.freeze`` moves what exists once
 start-up is done into a generation the collector never visits; objects made afterwards are
 collected as before, by the thresholds of ``GC_THRESHOLDS`` (chatsite/settings.py).
 """
@@ -17,9 +17,7 @@ from django.core.exceptions import ImproperlyConfigured
 
 def freeze_startup_objects() -> None:
     """Freeze the start-up heap, then set ``GC_THRESHOLDS``: the youngest generation
-    collected every 10,000 net allocations rather than 700 took a worker's collector from
-    about 115 collections to 8 in a round of 200 runs (docs/performance.md, an eighteenth
-    round)."""
+    collected every 10,000 net allocations rather than 700 (docs/performance.md#heap)."""
     gc.collect()  # garbage of the start-up itself is freed, not kept for ever
     gc.freeze()
     gc.set_threshold(*settings.GC_THRESHOLDS)

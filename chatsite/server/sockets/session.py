@@ -4,9 +4,9 @@ Channels' ``SessionMiddleware`` is made for HTTP as well: it builds the session 
 database thread and wraps every message the application sends, to save a session that an
 HTTP response changed and set its cookie. A socket never saves its session (the consumer
 reads who it is and their language, ``agents/session_check.py``), yet each frame of a run
-went through that wrapper's checks: about 4 % of daphne's CPU with 200 runs at once
-(docs/performance.md, issue 18). Here the store is made where the socket opens (making one
-reads nothing; the first read of its data does) and the messages go out as they are.
+went through that wrapper's checks (docs/performance.md#socket-opening). Here the store is
+made where the socket opens (making one reads nothing; the first read of its data does) and
+the messages go out as they are.
 """
 
 from __future__ import annotations

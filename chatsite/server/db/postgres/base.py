@@ -3,7 +3,8 @@
 Django's own check (``CONN_HEALTH_CHECKS`` with a pool) sends an empty query at every
 check-out, and the run path checks a connection out for nearly every write: a worker's
 database threads give theirs back whenever no write is queued, a socket's calls after each
-one. That round trip cost more client and server CPU than some of the statements it guarded.
+one. That round trip cost more client and server CPU than some of the statements it guarded
+(docs/performance.md#pool-check).
 
 A pooled connection sits idle with nothing to read. A backend that was terminated, a server
 that restarted and a connection reset on the way all make its socket readable (the server's
