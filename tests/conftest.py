@@ -9,6 +9,7 @@ import pytest
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.db.backends.base.operations import BaseDatabaseOperations
+from django.utils import translation
 
 from tests.flushed_database import flush_retried_on_deadlock
 from tests.isolation import WORKER_FIXTURES, folder_queue, private_queue, session_keys_delete
@@ -37,6 +38,17 @@ def pytest_sessionstart(session) -> None:
     without STATIC_ROOT, as in a fresh clone or an xdist worker's own var folder
     (tests/early_env.py) until a test collects the static files."""
     Path(settings.STATIC_ROOT).mkdir(parents=True, exist_ok=True)
+
+
+@pytest.fixture(autouse=True)
+def _default_language():
+    """Each test starts and ends in the site's default language. A request through the test
+    client leaves the language it negotiated active in the test's thread (LocaleMiddleware
+    activates it; nothing deactivates it), so a Chinese page in one test would otherwise
+    turn the next test's refusals Chinese, depending on which tests share a process."""
+    translation.deactivate()
+    yield
+    translation.deactivate()
 
 
 @pytest.fixture(autouse=True)
