@@ -32,6 +32,8 @@ PUBLIC_ROUTE_NAMES = {
     "password_reset_complete",
     # The interface's translated strings, which the sign-in page may need too: no user data.
     "javascript-catalog",
+    # The site's icon, which browsers fetch for the sign-in page too: no user data.
+    "favicon",
 }
 
 
