@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from django.conf import settings
+from django.core.exceptions import DisallowedHost
 from django.http import HttpRequest, HttpResponseBase
 from django.utils import translation
 
@@ -24,7 +25,14 @@ from agents.preferences import (
 
 def content_security_policy(request: HttpRequest) -> str:
     """No inline script or style anywhere, sockets only back to this host, no framing."""
-    host = request.get_host()
+    try:
+        host = request.get_host()
+    except DisallowedHost:
+        # Django answers a Host it does not serve with a 400; that page gets the policy too,
+        # with sockets allowed to no host but the page's own origin.
+        sockets = ""
+    else:
+        sockets = f" ws://{host} wss://{host}"
     return "; ".join(
         [
             "default-src 'self'",
@@ -32,7 +40,7 @@ def content_security_policy(request: HttpRequest) -> str:
             "style-src 'self'",
             "img-src 'self' data:",
             "font-src 'self'",
-            f"connect-src 'self' ws://{host} wss://{host}",
+            f"connect-src 'self'{sockets}",
             "object-src 'none'",
             "base-uri 'none'",
             "form-action 'self'",

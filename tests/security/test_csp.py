@@ -145,3 +145,17 @@ def test_a_view_that_sets_its_own_policy_keeps_it(rf):
     own["Content-Security-Policy"] = "default-src 'none'"
     middleware = ContentSecurityPolicyMiddleware(lambda request: own)
     assert middleware(rf.get("/"))["Content-Security-Policy"] == "default-src 'none'"
+
+
+def test_a_request_for_a_host_the_site_does_not_serve_gets_the_policy_too(client):
+    """Django answers a Host outside ALLOWED_HOSTS with a 400; that page carries the policy
+    as well, allowing sockets only to the page's own origin (there is no host to name)."""
+    response = client.get("/accounts/login/", HTTP_HOST="not-this-site.invalid")
+
+    assert response.status_code == 400
+    header = response.get("Content-Security-Policy")
+    assert header, "the 400 page has no CSP"
+    directives = dict(part.strip().split(" ", 1) for part in header.split(";"))
+    for name, value in STRICT.items():
+        expected = "'self'" if name == "connect-src" else value
+        assert directives[name] == expected, (name, directives)
