@@ -22,7 +22,7 @@ from agents.admin.forms import (
     new_tool_name_error,
     suggested_tool_name,
 )
-from agents.admin.pages import ExtraPagesAdmin, change_url, pretty
+from agents.admin.pages import ExtraPagesAdmin, UserBoundFormAdmin, change_url, pretty
 from agents.crypto import SecretUnreadable
 from agents.models import McpServer, ToolConfig
 from agents.services.mcp import (
@@ -192,7 +192,7 @@ class EnableToolsForm(forms.Form):
 
 
 @admin.register(McpServer)
-class McpServerAdmin(ExtraPagesAdmin):
+class McpServerAdmin(UserBoundFormAdmin, ExtraPagesAdmin):
     form = McpServerForm
     list_display = ["name", "transport", "target", "state", "last_contact_at", "headers_state"]
     list_filter = ["transport", "state"]
@@ -223,16 +223,6 @@ class McpServerAdmin(ExtraPagesAdmin):
         return ", ".join(f"{local} ({remote})" for remote, local in enabled.items()) or gettext(
             "none"
         )
-
-    def get_form(self, request: HttpRequest, obj: Any = None, change: bool = False, **kwargs: Any):
-        form_class = super().get_form(request, obj, change, **kwargs)
-        user = request.user
-
-        class FormForUser(form_class):  # type: ignore[misc, valid-type]
-            def __init__(self, *args: Any, **form_kwargs: Any) -> None:
-                super().__init__(*args, user=user, **form_kwargs)
-
-        return FormForUser
 
     def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         if _runs_program(obj) and not may_run_programs(request.user):

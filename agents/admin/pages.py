@@ -68,6 +68,21 @@ class ExtraPagesAdmin(admin.ModelAdmin):
         }
 
 
+class UserBoundFormAdmin(admin.ModelAdmin):
+    """An admin whose form takes the signed-in user (``user=``): what it may set up depends
+    on who asks (a stdio MCP server runs a program, which only superusers may)."""
+
+    def get_form(self, request: HttpRequest, obj: Any = None, change: bool = False, **kwargs: Any):
+        form_class = super().get_form(request, obj, change, **kwargs)
+        user = request.user
+
+        class FormForUser(form_class):  # type: ignore[misc, valid-type]
+            def __init__(self, *args: Any, **form_kwargs: Any) -> None:
+                super().__init__(*args, user=user, **form_kwargs)
+
+        return FormForUser
+
+
 class ReadOnlyAdminMixin:
     """Nothing here can be added, changed or deleted; every declared field shows read-only
     (computed ones included), so the layout is written once, in ``fieldsets`` or ``fields``."""

@@ -21,7 +21,7 @@ from agents.admin.forms import (
     may_run_programs,
 )
 from agents.admin.openapi import openapi_import_view
-from agents.admin.pages import ExtraPagesAdmin
+from agents.admin.pages import ExtraPagesAdmin, UserBoundFormAdmin
 from agents.models import ToolConfig
 from agents.permissions import signed_in_user
 from agents.services.tools import tool_config_run_once
@@ -34,7 +34,7 @@ def _calls_a_program(tool_config: ToolConfig) -> bool:
 
 
 @admin.register(ToolConfig)
-class ToolConfigAdmin(ExtraPagesAdmin):
+class ToolConfigAdmin(UserBoundFormAdmin, ExtraPagesAdmin):
     form = ToolConfigForm
     list_display = [
         "name",
@@ -60,16 +60,6 @@ class ToolConfigAdmin(ExtraPagesAdmin):
     @admin.display(description=_("Secrets"))
     def secrets_state(self, obj: ToolConfig) -> str:
         return describe_stored_secrets(obj)
-
-    def get_form(self, request: HttpRequest, obj: Any = None, change: bool = False, **kwargs: Any):
-        form_class = super().get_form(request, obj, change, **kwargs)
-        user = request.user
-
-        class FormForUser(form_class):  # type: ignore[misc, valid-type]
-            def __init__(self, *args: Any, **form_kwargs: Any) -> None:
-                super().__init__(*args, user=user, **form_kwargs)
-
-        return FormForUser
 
     def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         # Changing or testing a tool of a stdio server runs a program on this machine.

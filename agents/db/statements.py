@@ -174,13 +174,11 @@ def events_append(assigned: tuple[str, ...]) -> str:
         last=_column(Conversation, "last_seq"),
     )
     values = _event_from_document(sql.SQL("%(conv)s::bigint"), sql.SQL("%(run)s::bigint"))
-    return (
-        sql.SQL("WITH bumped AS ({bump}) {insert}")
-        .format(
+    return text(
+        sql.SQL("WITH bumped AS ({bump}) {insert}").format(
             bump=bump,
             insert=_event_insert(values, sql.SQL("bumped, {}").format(_EVENTS_OF_DOCUMENT)),
         )
-        .as_string(None)
     )
 
 
@@ -285,21 +283,19 @@ def run_record() -> str:
         "RETURNING last_seq - %(n)s AS base)"
     ).format(table=table(Conversation))
     values = _event_from_document(sql.SQL("%(conv)s"), sql.SQL("%(run)s"))
-    return (
+    return text(
         sql.SQL(
             "WITH {held}, {calls}, {ledger}, {bump}, appended AS ({insert}) "
             "SELECT (SELECT count(*) FROM held), appended.id, appended.seq, "
             "appended.created_at FROM (SELECT 1) AS one LEFT JOIN appended ON true "
             "ORDER BY appended.seq"
-        )
-        .format(
+        ).format(
             held=_held(sql.SQL("heartbeat_at = now()")),
             calls=_calls(),
             ledger=_ledger(),
             bump=bump,
             insert=_event_insert(values, sql.SQL("bumped, {}").format(_EVENTS_OF_DOCUMENT)),
         )
-        .as_string(None)
     )
 
 
@@ -342,15 +338,14 @@ def run_finish() -> str:
         "THEN jsonb_set(event.doc -> 'payload', '{message,id}', to_jsonb(answer_id.id)) "
         "ELSE event.doc -> 'payload' END"
     )
-    return (
+    return text(
         sql.SQL(
             "WITH {held}, {calls}, {ledger}, {answer_id}, {bump}, {answer}, "
             "appended AS ({insert}) "
             "SELECT held.id, answer_id.id, bumped.moved, held.started_at, "
             "appended.id, appended.seq, appended.created_at "
             "FROM held, answer_id, bumped, appended ORDER BY appended.seq"
-        )
-        .format(
+        ).format(
             held=_held(
                 sql.SQL("status = %(succeeded)s, finished_at = %(now)s, heartbeat_at = NULL")
             ),
@@ -363,7 +358,6 @@ def run_finish() -> str:
                 values, sql.SQL("bumped, answer_id, {}").format(_EVENTS_OF_DOCUMENT)
             ),
         )
-        .as_string(None)
     )
 
 
@@ -414,7 +408,7 @@ def run_claim(models_read: tuple[type[Model], ...]) -> str:
     )
     # The first attempt's claim is when the run started; later ones keep it. The tool ids
     # are compared as text: a snapshot is JSON, and a malformed one must not fail the claim.
-    return (
+    return text(
         sql.SQL(
             "WITH r AS (UPDATE {runs} SET status = %(running)s, worker_id = %(holder)s, "
             "heartbeat_at = %(now)s, attempts = attempts + 1, "
@@ -441,8 +435,7 @@ def run_claim(models_read: tuple[type[Model], ...]) -> str:
             "LEFT JOIN {tools} AS t ON t.enabled AND t.id::text IN ("
             "SELECT jsonb_array_elements_text(CASE WHEN jsonb_typeof(v.snapshot -> 'tool_ids') "
             "= 'array' THEN v.snapshot -> 'tool_ids' ELSE '[]'::jsonb END))"
-        )
-        .format(
+        ).format(
             runs=table(AgentRun),
             conversations=table(Conversation),
             users=tables["u"],
@@ -453,7 +446,6 @@ def run_claim(models_read: tuple[type[Model], ...]) -> str:
             started=started,
             selected=selected,
         )
-        .as_string(None)
     )
 
 
@@ -467,13 +459,11 @@ def runs_heartbeat() -> str:
     """
     from agents.models import AgentRun
 
-    return (
+    return text(
         sql.SQL(
             "UPDATE {table} SET heartbeat_at = %(now)s WHERE id = ANY(%(ids)s) "
             "AND worker_id = %(holder)s AND status = %(running)s RETURNING id"
-        )
-        .format(table=table(AgentRun))
-        .as_string(None)
+        ).format(table=table(AgentRun))
     )
 
 
@@ -486,12 +476,10 @@ def runs_cancel_requested() -> str:
     """
     from agents.models import AgentRun
 
-    return (
+    return text(
         sql.SQL(
             "SELECT id FROM {table} WHERE id = ANY(%(ids)s) AND cancel_requested_at IS NOT NULL"
-        )
-        .format(table=table(AgentRun))
-        .as_string(None)
+        ).format(table=table(AgentRun))
     )
 
 

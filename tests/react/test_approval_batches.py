@@ -5,10 +5,6 @@ will run."""
 
 from __future__ import annotations
 
-import json
-
-import pytest
-
 from agents.react.errors import AwaitingApproval, BudgetExhausted
 from agents.react.executor import AgentConfig, AgentExecutor, RunBudget
 from agents.react.prompt import PromptConfig
@@ -17,13 +13,10 @@ from agents.react.types import (
     ApprovalDecisionStep,
     ApprovalRequestStep,
     ErrorStep,
-    FinalAnswerStep,
-    ModelCallRecord,
     ObservationStep,
-    step_from_event,
-    step_to_event,
 )
 from tests.react.conftest import final
+from tests.react.test_pauses import run_until_paused, stored
 from tests.react.tools import Adder
 
 
@@ -38,28 +31,6 @@ def engine(replies, tools, *, budget=None):
         prompt=PromptConfig(mode="tools"),
         config=AgentConfig(budget=budget),
     )
-
-
-def run_until_paused(executor, *, prior=()):
-    """The steps yielded before the run paused, and the pause."""
-    steps = []
-    generator = executor.run("q", prior_steps=prior)
-    while True:
-        try:
-            steps.append(next(generator))
-        except (AwaitingApproval, BudgetExhausted) as paused:
-            return steps, paused
-        except StopIteration:
-            pytest.fail(f"the run ended without pausing: {steps[-1]}")
-
-
-def stored(steps):
-    """The steps as the pipeline stores them and hands them back on resume."""
-    return [
-        step_from_event(json.loads(json.dumps(step_to_event(step))))
-        for step in steps
-        if not isinstance(step, ModelCallRecord | FinalAnswerStep)
-    ]
 
 
 def requests(steps):
