@@ -264,6 +264,9 @@ CHAT_RESUMES_PER_MINUTE = env.int("CHAT_RESUMES_PER_MINUTE", default=12)
 CHAT_MAX_SOCKETS_PER_USER = env.int("CHAT_MAX_SOCKETS_PER_USER", default=20)
 # A socket whose client reads nothing of what was sent for this long is closed with 4408.
 CHAT_SOCKET_DRAIN_TIMEOUT_SECONDS = env.float("CHAT_SOCKET_DRAIN_TIMEOUT_SECONDS", default=30.0)
+# Replays (a socket's opening or `resume`) of one user that read the log at once on one daphne
+# process; the others wait their turn. Bounds the memory one user's sockets hold.
+CHAT_REPLAYS_PER_USER = env.int("CHAT_REPLAYS_PER_USER", default=2)
 
 # --- Auth, i18n, static -----------------------------------------------------------------
 AUTH_PASSWORD_VALIDATORS = [
