@@ -147,8 +147,10 @@ class ToolConfig(models.Model):
 class McpServer(models.Model):
     """A Model Context Protocol server whose tools staff may enable as ``mcp`` tools.
 
-    Header values are write-only secrets, like tool secrets. A stdio server runs ``command``
-    on the worker's machine, so only superusers may create or change one (the admin checks).
+    Header values (HTTP) and environment variables (stdio) are write-only secrets, like tool
+    secrets. A stdio server runs ``command`` on the worker's machine, so only superusers may
+    create or change one (the admin checks); its secrets go in the environment, not in
+    ``args``, which anyone who may view the server reads.
     """
 
     class Transport(models.TextChoices):
@@ -174,6 +176,7 @@ class McpServer(models.Model):
     args = models.JSONField(
         _("args"), default=list, blank=True, help_text=_("stdio: its arguments, a list.")
     )
+    environment_encrypted = models.TextField(_("environment encrypted"), blank=True, editable=False)
     timeout_seconds = models.FloatField(
         _("timeout seconds"),
         default=15.0,
@@ -215,6 +218,19 @@ class McpServer(models.Model):
 
     def get_headers(self) -> dict[str, str]:
         return decrypt_json(self.headers_encrypted)
+
+    def set_environment(self, values: dict[str, str]) -> None:
+        self.environment_encrypted = encrypt_json(values)
+
+    def get_environment(self) -> dict[str, str]:
+        return decrypt_json(self.environment_encrypted)
+
+    def secret_values(self) -> list[str]:
+        """What this server's tools must never show: its header and environment values.
+
+        Raises SecretUnreadable when they were stored under another SECRET_KEY.
+        """
+        return [*self.get_headers().values(), *self.get_environment().values()]
 
 
 # --------------------------------------------------------------------------------------

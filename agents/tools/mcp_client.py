@@ -65,7 +65,12 @@ class McpEndpoint:
     headers: tuple[tuple[str, str], ...] = ()
     command: str = ""
     args: tuple[str, ...] = ()
+    # stdio: added to the SDK's safe default environment of the program.
+    environment: tuple[tuple[str, str], ...] = ()
     connect_timeout: float = 15.0
+
+    def secret_values(self) -> list[str]:
+        return [value for _, value in (*self.headers, *self.environment)]
 
 
 @dataclass(frozen=True)
@@ -95,6 +100,7 @@ def endpoint_for(server: McpServer) -> McpEndpoint:
         headers=tuple(server.get_headers().items()),
         command=server.command,
         args=tuple(str(arg) for arg in server.args or ()),
+        environment=tuple(server.get_environment().items()),
         connect_timeout=float(server.timeout_seconds),
     )
 
@@ -261,7 +267,11 @@ async def _client(endpoint: McpEndpoint) -> Any:
 
     async with contextlib.AsyncExitStack() as stack:
         if endpoint.transport == "stdio":
-            server: Any = StdioServerParameters(command=endpoint.command, args=list(endpoint.args))
+            server: Any = StdioServerParameters(
+                command=endpoint.command,
+                args=list(endpoint.args),
+                env=dict(endpoint.environment) or None,
+            )
         else:
             http = await stack.enter_async_context(
                 create_mcp_http_client(

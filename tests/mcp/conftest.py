@@ -106,12 +106,20 @@ def down_url() -> str:
 @pytest.fixture
 def make_server(db):
     from agents.models import McpServer
-    from agents.services.mcp import mcp_server_headers_update
+    from agents.services.mcp import mcp_server_environment_update, mcp_server_headers_update
 
-    def make(*, name: str = "tests", headers: dict[str, str] | None = None, **fields: Any):
+    def make(
+        *,
+        name: str = "tests",
+        headers: dict[str, str] | None = None,
+        environment: dict[str, str] | None = None,
+        **fields: Any,
+    ):
         server = McpServer(name=name, **fields)
         if headers:
             mcp_server_headers_update(server=server, entered=headers)
+        if environment:
+            mcp_server_environment_update(server=server, entered=environment)
         server.full_clean()
         server.save()
         return server

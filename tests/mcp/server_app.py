@@ -9,6 +9,7 @@ a test can check what the server saw.
 from __future__ import annotations
 
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -88,6 +89,14 @@ def token_status(ctx: Context) -> str:
     _record("token_status", ctx)
     _, _, credential = ((ctx.headers or {}).get("authorization") or "").partition(" ")
     raise ToolError(f"token {credential} is expired")
+
+
+@server.tool(annotations=ToolAnnotations(readOnlyHint=True))
+def environment_value(name: str) -> str:
+    """Echoes one of the program's environment variables (a careless server's debug tool)."""
+    value = os.environ.get(name)
+    _record("environment_value", None, name=name, value=value)
+    return f"{name} is {value}"
 
 
 if __name__ == "__main__":
