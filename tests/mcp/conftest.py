@@ -41,10 +41,11 @@ class McpHttpServer:
     port: int
     calls_file: Path
     process: subprocess.Popen | None = None
+    host: str = "127.0.0.1"  # any loopback address
 
     @property
     def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}/mcp"
+        return f"http://{self.host}:{self.port}/mcp"
 
     def calls(self) -> list[dict[str, Any]]:
         if not self.calls_file.exists():
@@ -58,6 +59,7 @@ class McpHttpServer:
                 "-m",
                 "tests.mcp.server_app",
                 "http",
+                self.host,
                 str(self.port),
                 str(self.calls_file),
             ],
@@ -70,7 +72,7 @@ class McpHttpServer:
             if self.process.poll() is not None:
                 raise RuntimeError("the MCP test server exited")
             try:
-                socket.create_connection(("127.0.0.1", self.port), timeout=0.5).close()
+                socket.create_connection((self.host, self.port), timeout=0.5).close()
                 return self
             except OSError:
                 time.sleep(0.05)

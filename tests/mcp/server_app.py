@@ -1,7 +1,7 @@
 """An MCP server built with the official SDK's MCPServer (FastMCP before mcp 2), for tests.
 
-Run as ``python -m tests.mcp.server_app http PORT CALLS_FILE`` (streamable HTTP on
-loopback) or ``python -m tests.mcp.server_app stdio CALLS_FILE``. Every call appends one
+Run as ``python -m tests.mcp.server_app http HOST PORT CALLS_FILE`` (streamable HTTP on a
+loopback address) or ``python -m tests.mcp.server_app stdio CALLS_FILE``. Every call appends one
 JSON line to CALLS_FILE (the tool, its arguments and the Authorization header received), so
 a test can check what the server saw.
 """
@@ -103,4 +103,4 @@ if __name__ == "__main__":
     if sys.argv[1] == "stdio":
         server.run("stdio")
     else:
-        server.run("streamable-http", host="127.0.0.1", port=int(sys.argv[2]))
+        server.run("streamable-http", host=sys.argv[2], port=int(sys.argv[3]))
