@@ -106,11 +106,15 @@ def usage_lines(*, entries: QuerySet[UsageEntry], by: UsageBy) -> list[UsageLine
         .order_by()
     )
     rows = list(grouped)
-    titles = _conversation_titles(row[key_column] for row in rows) if by is UsageBy.CONVERSATION else {}
+    titles = (
+        _conversation_titles(row[key_column] for row in rows) if by is UsageBy.CONVERSATION else {}
+    )
     lines = [
         UsageLine(
             key=row[key_column],
-            label=_label(by, row[key_column], row.get(label_column) if label_column else None, titles),
+            label=_label(
+                by, row[key_column], row.get(label_column) if label_column else None, titles
+            ),
             runs=row["runs"],
             prompt_tokens=row["prompt"] or 0,
             completion_tokens=row["completion"] or 0,
@@ -154,7 +158,11 @@ def usage_days(
         days.append(
             by_day.get(day)
             or UsageLine(
-                key=day, label=day.isoformat(), runs=0, prompt_tokens=0, completion_tokens=0,
+                key=day,
+                label=day.isoformat(),
+                runs=0,
+                prompt_tokens=0,
+                completion_tokens=0,
                 cost=Decimal(0),
             )
         )

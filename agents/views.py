@@ -342,7 +342,7 @@ def _render_chat(
         "error": error,
         "state": state,
         # A monthly budget at its warning share or used up (agents/services/usage.py).
-        "budget_warning": budget_warning(user_id=request.user.pk),
+        "budget_warning": budget_warning(user_id=signed_in_user(request.user).pk),
     }
     return render(request, "agents/chat.html", context, status=status)
 
@@ -362,7 +362,7 @@ def usage(request: HttpRequest) -> HttpResponse:
     the days (SVG drawn here) and their monthly budgets; nobody else's rows are read."""
     form = UsageRangeForm(request.GET or None)
     since, until = form.date_range()
-    entries = usage_entries(since=since, until=until, user_id=request.user.pk)
+    entries = usage_entries(since=since, until=until, user_id=signed_in_user(request.user).pk)
     days = usage_lines(entries=entries, by=UsageBy.DAY)
     last_day = (until - datetime.timedelta(days=1)).date()
     context = {
@@ -376,8 +376,12 @@ def usage(request: HttpRequest) -> HttpResponse:
         "by_conversation": usage_lines(entries=entries, by=UsageBy.CONVERSATION),
         "chart": _usage_chart(usage_days(days, first=since.date(), last=last_day)),
         "budgets": [
-            {"state": state, "used": budget_used_text(state), "percent": round(state.share_used * 100)}
-            for state in budget_states(user_id=request.user.pk)
+            {
+                "state": state,
+                "used": budget_used_text(state),
+                "percent": round(state.share_used * 100),
+            }
+            for state in budget_states(user_id=signed_in_user(request.user).pk)
         ],
     }
     return render(request, "agents/usage.html", context)

@@ -1,9 +1,10 @@
 """Django admin for chatsite, one module per entity: model endpoints (``model_configs``),
 profiles and their versions (``profiles``, with "Try it" in ``profile_try``), tools
 (``tools``, with the OpenAPI import in ``openapi``), MCP servers and their Discover page
-(``mcp``), the run inspector and usage page (``runs``), monthly budgets (``budgets``), feedback on answers by prompt version
-(``feedback``), conversations and the knowledge base. Shared pieces are in ``pages``, the
-forms in ``forms`` (the MCP and OpenAPI pages keep theirs beside them).
+(``mcp``), the run inspector and usage page (``runs``), monthly budgets (``budgets``),
+feedback on answers by prompt version (``feedback``), conversations and the knowledge base.
+Shared pieces are in ``pages``, the forms in ``forms`` (the MCP and OpenAPI pages keep
+theirs beside them).
 
 Staff only (Django admin refuses everyone else), every change lands in the admin log. The
 admin calls services for anything beyond a plain form save: checking an endpoint

@@ -159,7 +159,8 @@ def _usage_csv(
     """The usage page's rows as CSV: one row per user and day, or per the grouping asked
     for, with the range and the currency in every row so a file stands on its own."""
     response = HttpResponse(content_type="text/csv; charset=utf-8")
-    name = f"usage-{since.date().isoformat()}-{(until - datetime.timedelta(days=1)).date().isoformat()}"
+    last_day = (until - datetime.timedelta(days=1)).date()
+    name = f"usage-{since.date().isoformat()}-{last_day.isoformat()}"
     response["Content-Disposition"] = f'attachment; filename="{name}.csv"'
     writer = csv.writer(response)
     head = ["runs", "prompt_tokens", "completion_tokens", "total_tokens", "cost", "currency"]

@@ -218,7 +218,8 @@ def _held(sets: sql.Composable) -> sql.Composed:
         "held AS (UPDATE {table} SET prompt_tokens = prompt_tokens + %(prompt)s, "
         "completion_tokens = completion_tokens + %(completion)s, {sets} "
         "WHERE id = %(run)s AND worker_id = %(holder)s AND status = %(running)s "
-        "RETURNING id, conversation_id, model_config_id, profile_version_id, created_at, started_at)"
+        "RETURNING id, conversation_id, model_config_id, profile_version_id, created_at, "
+        "started_at)"
     ).format(table=table(AgentRun), sets=sets)
 
 
@@ -778,7 +779,8 @@ def send_reads_under_lock(*, unfinished: int, client_id: bool, parent: bool) -> 
     status of the newest unfinished run (or NULL), then with ``client_id`` the id of the
     message already sent with it (or NULL), then with ``parent`` whether the parent is a
     message of the conversation, then whether a monthly budget applies to the user (their
-    own or a group's: only then does the send read what the month used). Fences nothing (the caller holds ``conversation_lock``); publishes nothing.
+    own or a group's: only then does the send read what the month used). Fences nothing
+    (the caller holds ``conversation_lock``); publishes nothing.
     """
     return _send_reads_under_lock(unfinished, client_id, parent)
 

@@ -52,8 +52,8 @@ from agents.services.prompt_versions import prompt_version_current
 from agents.services.usage import (
     QuotaExceeded,
     usage_check_quota,
-    usage_refusal,
     usage_entry_reserving,
+    usage_refusal,
     usage_reserve,
 )
 from chatsite.server.db.prepared import prepared_cursor

@@ -351,9 +351,8 @@ def _prices(endpoint: ModelConfig | None) -> dict[str, Decimal]:
 
 
 def _profile_id(run: AgentRun | None) -> int | None:
-    if run is None or run.profile_version_id is None:
-        return None
-    return run.profile_version.profile_id
+    version = run.profile_version if run is not None and run.profile_version_id else None
+    return version.profile_id if version is not None else None
 
 
 def _reservation(user_id: int) -> int:

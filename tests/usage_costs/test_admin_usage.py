@@ -50,8 +50,12 @@ def spending(user, other_user, make_user, cheap_agent, dear_agent, settings):
     runs = [
         send_and_spend(user, agent=cheap_agent, title="a", prompt=1234, completion=567),
         send_and_spend(user, agent=dear_agent, title="b", prompt=98_765, completion=4_321),
-        send_and_spend(other_user, agent=dear_agent, title="c", prompt=5_000, completion=9, days_ago=1),
-        send_and_spend(carol, agent=cheap_agent, title="d", prompt=42, completion=4_200, days_ago=1),
+        send_and_spend(
+            other_user, agent=dear_agent, title="c", prompt=5_000, completion=9, days_ago=1
+        ),
+        send_and_spend(
+            carol, agent=cheap_agent, title="d", prompt=42, completion=4_200, days_ago=1
+        ),
     ]
     return {"runs": runs, "carol": carol}
 
@@ -62,7 +66,13 @@ def test_the_csv_per_model_is_each_runs_tokens_times_its_price(staff_client, spe
     )
 
     assert rows[0] == [
-        "model", "runs", "prompt_tokens", "completion_tokens", "total_tokens", "cost", "currency"
+        "model",
+        "runs",
+        "prompt_tokens",
+        "completion_tokens",
+        "total_tokens",
+        "cost",
+        "currency",
     ]
     expected = {}
     for name in ("cheap", "dear"):
@@ -83,8 +93,12 @@ def test_the_csv_per_model_is_each_runs_tokens_times_its_price(staff_client, spe
 
 def test_the_csv_per_user_and_per_group(staff_client, user, other_user, spending):
     url = reverse("admin:agents_agentrun_usage")
-    by_user = {row[0]: row for row in csv_rows(staff_client.get(url, {"by": "user", "format": "csv"}))[1:]}
-    by_group = {row[0]: row for row in csv_rows(staff_client.get(url, {"by": "group", "format": "csv"}))[1:]}
+    by_user = {
+        row[0]: row for row in csv_rows(staff_client.get(url, {"by": "user", "format": "csv"}))[1:]
+    }
+    by_group = {
+        row[0]: row for row in csv_rows(staff_client.get(url, {"by": "group", "format": "csv"}))[1:]
+    }
 
     for run in spending["runs"]:
         run.refresh_from_db()
@@ -119,7 +133,8 @@ def test_the_default_csv_is_per_user_and_day_within_the_range(staff_client, spen
 def test_the_page_shows_the_rows_asked_for_and_links_its_csv(staff_client, spending):
     body = page_text(staff_client.get(reverse("admin:agents_agentrun_usage"), {"by": "agent"}))
 
-    assert "Helper" in body and "Analyst" in body
+    assert "Helper" in body
+    assert "Analyst" in body
     assert "Download CSV" in body
 
 

@@ -113,10 +113,8 @@ def test_the_chat_warns_from_80_percent_with_the_reset_day(user, cheap_agent):
 
     reset = date_format(first_of_next_month(), "DATE_FORMAT")
     assert 'id="budget-banner"' in page
-    assert (
-        f"You used 80% of this month&#x27;s budget (800 of 1,000 tokens). It starts again on {reset}."
-        in page
-    )
+    warning = "You used 80% of this month&#x27;s budget (800 of 1,000 tokens)."
+    assert f"{warning} It starts again on {reset}." in page
     _, response = api_send(user)
     assert response.status_code == 201  # a warning, not a stop
 

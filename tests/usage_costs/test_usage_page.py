@@ -97,14 +97,20 @@ def expected_from_runs(owner, prices):
     """The figures computed from the runs themselves: each run's stored tokens times the
     price configured for its endpoint (``prices``, as the test set them), per day, agent and
     conversation; not read from the ledger."""
-    per = {"day": defaultdict(Decimal), "agent": defaultdict(Decimal), "conversation": defaultdict(Decimal)}
+    per = {
+        "day": defaultdict(Decimal),
+        "agent": defaultdict(Decimal),
+        "conversation": defaultdict(Decimal),
+    }
     tokens = 0
     runs = AgentRun.objects.filter(conversation__owner=owner).select_related(
         "model_config", "profile_version__profile", "conversation"
     )
     for run in runs:
         prompt_price, completion_price = prices[run.model_config.name]
-        cost = (run.prompt_tokens * prompt_price + run.completion_tokens * completion_price) / MILLION
+        cost = (
+            run.prompt_tokens * prompt_price + run.completion_tokens * completion_price
+        ) / MILLION
         per["day"][timezone.localdate(run.created_at).isoformat()] += cost
         per["agent"][run.profile_version.profile.name] += cost
         per["conversation"][run.conversation.title] += cost
@@ -129,9 +135,15 @@ def test_the_page_shows_each_runs_tokens_times_its_endpoints_price(
     send_and_spend(user, agent=cheap_agent, title="Trip", prompt=1234, completion=567)
     send_and_spend(user, agent=dear_agent, title="Taxes", prompt=98_765, completion=4_321)
     send_and_spend(user, agent=dear_agent, title="Trip plans", prompt=10, completion=1, days_ago=1)
-    send_and_spend(user, agent=cheap_agent, title="Old trip", prompt=777_777, completion=3, days_ago=1)
-    send_and_spend(other_user, agent=dear_agent, title="Bob's secret", prompt=5_000_000, completion=9)
-    send_and_spend(carol, agent=cheap_agent, title="Carol's plan", prompt=42, completion=4_200, days_ago=1)
+    send_and_spend(
+        user, agent=cheap_agent, title="Old trip", prompt=777_777, completion=3, days_ago=1
+    )
+    send_and_spend(
+        other_user, agent=dear_agent, title="Bob's secret", prompt=5_000_000, completion=9
+    )
+    send_and_spend(
+        carol, agent=cheap_agent, title="Carol's plan", prompt=42, completion=4_200, days_ago=1
+    )
 
     today = timezone.localdate()
     window = {"since": (today - timedelta(days=3)).isoformat(), "until": today.isoformat()}
@@ -172,15 +184,17 @@ def test_a_price_changed_later_does_not_rewrite_what_was_spent(user, dear_agent,
 
 
 def test_another_users_usage_never_appears(user, other_user, cheap_agent):
-    send_and_spend(other_user, agent=cheap_agent, title="Bob's secret plan", prompt=500, completion=50)
-    mine = send_and_spend(user, agent=cheap_agent, title="Mine", prompt=7, completion=3)
+    send_and_spend(
+        other_user, agent=cheap_agent, title="Bob's secret plan", prompt=500, completion=50
+    )
+    send_and_spend(user, agent=cheap_agent, title="Mine", prompt=7, completion=3)
 
     client = Client()
     client.force_login(user)
     response = client.get("/usage/")
 
     body = response.content.decode()
-    assert "Bob&#x27;s secret plan" not in body and "Bob's secret plan" not in body
+    assert "secret plan" not in body
     page = _Tables()
     page.feed(body)
     assert [row[0] for row in page.tables["usage-by-conversation"]] == ["Mine"]
