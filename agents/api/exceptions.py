@@ -20,7 +20,7 @@ from agents.protocol import RefusalCode, RequestRefused
 
 # Refusals the user fixes by waiting rather than by changing the request.
 TOO_MANY_REQUESTS_CODES = frozenset(
-    {RefusalCode.RATE_LIMITED, RefusalCode.QUOTA_EXCEEDED, RefusalCode.BUDGET_REACHED}
+    {RefusalCode.RATE_LIMITED, RefusalCode.QUOTA_EXCEEDED, RefusalCode.MONTHLY_BUDGET_REACHED}
 )
 
 

@@ -113,7 +113,7 @@ def usage_refusal(exceeded: QuotaExceeded, *, during_pause: bool = False) -> Req
     """The one refusal of a start over the daily quota or a monthly budget, for every door
     (a send, an edit, a regenerate, /compact, Continue and a decision on a paused call)."""
     if isinstance(exceeded, BudgetReached):
-        return RequestRefused(RefusalCode.BUDGET_REACHED, budget_message(exceeded.state))
+        return RequestRefused(RefusalCode.MONTHLY_BUDGET_REACHED, budget_message(exceeded.state))
     if during_pause:
         return RequestRefused(
             RefusalCode.QUOTA_EXCEEDED,

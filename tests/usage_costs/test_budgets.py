@@ -50,7 +50,7 @@ def test_a_token_budget_used_up_refuses_the_next_send_with_the_reason_and_reset_
 
     assert response.status_code == 429
     body = response.json()
-    assert body["code"] == "budget_reached"
+    assert body["code"] == "monthly_budget_reached"
     reset = date_format(first_of_next_month(), "DATE_FORMAT")
     assert body["message"] == (
         f"You used this month's budget (1,000 of 1,000 tokens). You can send again on {reset}."
@@ -82,7 +82,7 @@ def test_a_money_budget_of_a_group_stops_its_members_and_nobody_else(
     _, allowed = api_send(other_user)
 
     assert refused.status_code == 429
-    assert refused.json()["code"] == "budget_reached"
+    assert refused.json()["code"] == "monthly_budget_reached"
     assert refused.json()["message"].startswith(
         "Your group Research used this month's budget (2.50 of 2.50 USD)."
     )
@@ -140,7 +140,7 @@ def test_the_refusal_is_translated(user, cheap_agent):
         content_type="application/json",
     )
 
-    assert response.json()["code"] == "budget_reached"
+    assert response.json()["code"] == "monthly_budget_reached"
     assert "本月" in response.json()["message"]
 
 
@@ -157,7 +157,7 @@ def test_the_sockets_send_is_refused_the_same_way(user, cheap_agent):
     with pytest.raises(RequestRefused) as refused:
         socket_send(user, conversation, content="hi", client_id="c")()
 
-    assert refused.value.code == "budget_reached"
+    assert refused.value.code == "monthly_budget_reached"
     assert "You can send again on" in refused.value.message
 
 
