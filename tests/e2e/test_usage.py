@@ -44,9 +44,7 @@ def test_a_used_up_budget_stops_the_send_with_the_reason_and_the_day(stack, open
     assert tab.errors == []
 
 
-def test_the_usage_page_from_the_user_menu_is_accessible_and_fits_a_phone(
-    stack, open_tab, user
-):
+def test_the_usage_page_from_the_user_menu_is_accessible_and_fits_a_phone(stack, open_tab, user):
     UsageBudget.objects.create(user=user, monthly_tokens=1000)
     for days_ago, tokens in [(0, 850), (1, 40), (3, 5)]:
         UsageEntry.objects.create(

@@ -44,7 +44,6 @@ def csv_rows(response) -> list[list[str]]:
 @pytest.fixture
 def spending(user, other_user, make_user, cheap_agent, dear_agent, settings):
     """Three users, two endpoints, two agents, two days; Alice and Carol in Research."""
-    settings.CHAT_SENDS_PER_MINUTE = 1000
     carol = make_user("carol")
     Group.objects.create(name="Research").user_set.add(user, carol)
     runs = [
