@@ -70,3 +70,29 @@ def test_the_usage_page_from_the_user_menu_is_accessible_and_fits_a_phone(stack,
     expect(phone.page.locator("#usage-title")).to_be_visible()
     assert phone.page.evaluate("document.documentElement.scrollWidth") <= MOBILE["width"]
     assert_accessible(phone)
+
+
+STAFF_PAGES = {
+    "usage-per-group": ("/admin/agents/agentrun/usage/?by=group", "#usage", "Research"),
+    "budget-list": ("/admin/agents/usagebudget/", "#result_list", "40 of 1,000 tokens"),
+    "budget-form": ("/admin/agents/usagebudget/add/", "#usagebudget_form", "Tokens a month"),
+}
+
+
+@pytest.mark.parametrize("scheme", [light, dark], ids=["light", "dark"])
+@pytest.mark.parametrize("name", STAFF_PAGES)
+def test_the_admins_usage_and_budget_pages_are_accessible(
+    stack, open_tab, make_user, user, name, scheme
+):
+    from django.contrib.auth.models import Group
+
+    Group.objects.create(name="Research").user_set.add(user)
+    UsageBudget.objects.create(user=user, monthly_tokens=1000)
+    UsageEntry.objects.create(user=user, kind=UsageEntry.Kind.RUN, prompt_tokens=40)
+    staff = make_user("staffer", is_staff=True, is_superuser=True)
+    path, loaded, text = STAFF_PAGES[name]
+
+    tab = open_tab(staff, path=path, before_load=scheme)
+
+    expect(tab.page.locator(loaded)).to_contain_text(text)
+    assert_accessible(tab)

@@ -170,3 +170,16 @@ def test_a_budget_needs_one_owner_and_a_limit(user):
     with pytest.raises(ValidationError):
         UsageBudget(user=user).full_clean()
     UsageBudget(user=user, monthly_amount=Decimal("1.00")).full_clean()
+
+
+def test_an_automatic_summary_calls_no_model_over_a_used_up_budget(user, cheap_agent):
+    """A summary's start reserves its ledger entry through ``usage_reserve``, which checks
+    the budgets itself: nobody pressed anything, so no send checked them before."""
+    from agents.services.usage import usage_reserve
+
+    UsageBudget.objects.create(user=user, monthly_tokens=10)
+    send_and_spend(user, agent=cheap_agent, title="Spent", prompt=10, completion=0)
+
+    with pytest.raises(BudgetReached):
+        usage_reserve(user_id=user.pk, kind=UsageEntry.Kind.SUMMARY)
+    assert not UsageEntry.objects.filter(kind=UsageEntry.Kind.SUMMARY).exists()
