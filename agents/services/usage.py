@@ -1,8 +1,15 @@
-"""The usage ledger: what every run and summary used, the daily token quota, and the
-admin's usage page (docs/architecture.md, "Usage and limits").
+"""The usage ledger: what every run and summary used, the daily token quota, monthly
+budgets, and the admin's usage page per user and day (docs/architecture.md, "Usage and
+limits").
 
-Each run and each summarising task gets a ``UsageEntry`` when it starts. Deleting a
-conversation deletes its runs but not their entries, so used tokens stay used.
+Each run and each summarising task gets a ``UsageEntry`` when it starts, with its
+endpoint's prices of that moment: its cost is its tokens at those prices, whatever the
+prices become. Deleting a conversation deletes its runs but not their entries, so used
+tokens stay used.
+
+**Monthly budgets** (``UsageBudget``) are checked with the daily quota in
+``usage_check_quota`` (and by ``usage_reserve_again`` and a summary's ``usage_reserve``),
+from the ledger since the first of the month; they reserve nothing.
 
 **Reservation.** A run or summary cannot know what it will use, so when it starts it
 reserves ``min(CHAT_QUOTA_RESERVATION_TOKENS, what is left of the quota)``, checked and
@@ -27,15 +34,7 @@ from typing import Any
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
-from django.db.models import (
-    Count,
-    Exists,
-    F,
-    OuterRef,
-    Q,
-    Sum,
-    Value,
-)
+from django.db.models import Count, Exists, F, OuterRef, Q, Sum, Value
 from django.db.models.functions import Greatest, TruncDate
 from django.utils import timezone
 from django.utils.formats import date_format, number_format
