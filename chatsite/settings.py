@@ -245,6 +245,9 @@ CHAT_DAILY_TOKEN_QUOTA = env.int("CHAT_DAILY_TOKEN_QUOTA", default=0)  # 0: no q
 # What a starting run or summary holds of the quota until its real count is known
 # (agents/services/usage.py): the most that parallel sends can overshoot the quota by.
 CHAT_QUOTA_RESERVATION_TOKENS = env.int("CHAT_QUOTA_RESERVATION_TOKENS", default=4000)
+# Usage and cost (agents/services/usage.py): the currency of the endpoints' prices and of
+# monthly budgets, an ISO 4217 code shown beside every amount; it converts nothing.
+CHAT_CURRENCY = env.str("CHAT_CURRENCY", default="USD")
 CHAT_COMPACTS_PER_MINUTE = env.int("CHAT_COMPACTS_PER_MINUTE", default=5)
 CHAT_SIGNUP_ENABLED = env.bool("CHAT_SIGNUP_ENABLED", default=False)
 # A shared conversation's link opens for signed-in users only, unless this makes it public.
