@@ -193,7 +193,9 @@ def _command(
     ]
     for name, source in inputs:
         command += ["--ro-bind", str(source), f"{DATA}/{name}"]
-    command += ["--remount-ro", DATA, "--chdir", SCRATCH]
+    # The root bubblewrap builds (a tmpfs holding the mount points: /etc, /sandbox, ...) is
+    # made read-only last; /scratch and /tmp are mounts of their own and stay writable.
+    command += ["--remount-ro", DATA, "--remount-ro", "/", "--chdir", SCRATCH]
     environment = {
         "HOME": SCRATCH,
         "PATH": "/venv/bin:/usr/bin:/bin",

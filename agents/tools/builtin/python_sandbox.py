@@ -168,6 +168,12 @@ def _observation(
         parts.append(f"Exit status {result.exit_code}.")
         if "BlockingIOError: [Errno 11]" in result.stderr:
             parts.append(f"The code reached the sandbox's limit of {limits.processes} processes.")
+        if "[Errno 27] File too large" in result.stderr:
+            # Python ignores SIGXFSZ, so a write past the limit raises instead.
+            parts.append(
+                f"The code reached the sandbox's limit of {limits.file_bytes // _MB} MB per "
+                "file (what it prints counts as one)."
+            )
     if stored:
         lines = [
             f"- {name} ({content_type}, {_size(size)}): {url}"

@@ -1,0 +1,184 @@
+"""The python tool's sandbox, for real (bubblewrap, the sandbox's virtualenv): what the code
+cannot reach, the limits it ends at, and that the worker's process is unharmed after."""
+
+from __future__ import annotations
+
+import select
+import socket
+import tempfile
+import uuid
+from pathlib import Path
+
+import pytest
+from django.conf import settings
+
+from agents.tools.base import ToolError
+
+
+def _sandbox_processes() -> list[str]:
+    """The pids of processes still running the launcher (none once a call has returned)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            command = (entry / "cmdline").read_bytes()
+        except OSError:
+            continue
+        if b"/sandbox/launcher.py" in command:
+            found.append(entry.name)
+    return found
+
+
+def _still_works(python_tool) -> None:
+    assert python_tool().run("print(6 * 7)") == "Output:\n42"
+    assert _sandbox_processes() == []
+
+
+def test_numpy_and_pandas_run_and_print(python_tool):
+    out = python_tool().run(
+        "import numpy as np, pandas as pd\n"
+        "frame = pd.DataFrame({'x': np.arange(4)})\n"
+        "print(int(frame.x.sum()))"
+    )
+    assert out == "Output:\n6"
+
+
+def test_the_network_is_unreachable_even_on_loopback(python_tool):
+    listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(8)
+    port = listener.getsockname()[1]
+    try:
+        out = python_tool().run(
+            "import socket\n"
+            f"try:\n    socket.create_connection(('127.0.0.1', {port}), timeout=5)\n"
+            "    print('connected')\n"
+            "except OSError as exc:\n    print('refused', type(exc).__name__)\n"
+            "print(sorted(name for _, name in socket.if_nameindex()))"
+        )
+        assert out.startswith("Output:\nrefused ConnectionRefusedError")
+        assert "['lo']" in out  # an empty network namespace: loopback only, nothing on it
+        # Nothing ever reached the listener on the worker's loopback.
+        readable, _, _ = select.select([listener], [], [], 0)
+        assert readable == []
+    finally:
+        listener.close()
+
+
+def test_secrets_the_project_and_other_runs_are_out_of_reach(python_tool, tmp_path):
+    # Another call's scratch folder, where the next call's would be made.
+    base = Path(settings.SANDBOX_SCRATCH_DIR or tempfile.gettempdir())
+    other_run = base / f"chatsite-sandbox-other-{uuid.uuid4().hex}"
+    other_run.mkdir()
+    try:
+        (other_run / "notes.txt").write_text("another run's file")
+        paths = [
+            "/etc/shadow",
+            "/etc/passwd",
+            str(settings.VAR_DIR / "secret_key"),
+            str(settings.BASE_DIR / "chatsite" / "settings.py"),
+            str(other_run / "notes.txt"),
+            "/root/.bashrc",
+        ]
+        code = (
+            "for path in " + repr(paths) + ":\n"
+            "    try:\n        open(path).read()\n        print('READ', path)\n"
+            "    except OSError as exc:\n        print('no', type(exc).__name__)\n"
+        )
+        out = python_tool().run(code)
+    finally:
+        (other_run / "notes.txt").unlink()
+        other_run.rmdir()
+    assert "READ" not in out
+    assert out.count("no ") == len(paths)
+
+
+def test_the_code_writes_only_in_its_scratch_folder(python_tool):
+    marker = f"sandbox-marker-{uuid.uuid4().hex}"
+    targets = ["/usr/x", "/venv/x", "/data/x", "/etc/x", "/x", "/sandbox/x", "/proc/x"]
+    code = (
+        "for path in " + repr(targets) + ":\n"
+        "    try:\n        open(path, 'w').write('x')\n        print('WROTE', path)\n"
+        "    except OSError as exc:\n        print('no', path)\n"
+        f"open('/tmp/{marker}', 'w').write('private')\n"
+        "open('here.txt', 'w').write('scratch')\n"
+        "import os; print(os.getcwd(), sorted(os.listdir('.')))"
+    )
+    out = python_tool().run(code)
+    assert "WROTE" not in out
+    assert out.count("no /") == len(targets)
+    assert "/scratch ['here.txt']" in out
+    # The sandbox's /tmp is its own.
+    assert not (Path("/tmp") / marker).exists()  # noqa: S108
+
+
+def test_an_endless_loop_ends_at_its_cpu_limit(python_tool):
+    with pytest.raises(ToolError) as ended:
+        python_tool(cpu_seconds=1, wall_seconds=600, timeout_seconds=900).run("while True:\n pass")
+    assert str(ended.value) == "The code was stopped: it used up its 1 s of CPU time."
+    _still_works(python_tool)
+
+
+def test_sleeping_past_the_time_limit_is_killed_with_everything_it_started(python_tool):
+    code = (
+        "import subprocess, time\n"
+        "subprocess.Popen(['/venv/bin/python', '-c', 'import time; time.sleep(600)'])\n"
+        "print('started', flush=True)\n"
+        "time.sleep(600)"
+    )
+    with pytest.raises(ToolError) as ended:
+        python_tool(wall_seconds=3).run(code)
+    assert str(ended.value).startswith(
+        "The code was stopped: it ran past the time limit of 3 s.\nOutput:\nstarted"
+    )
+    _still_works(python_tool)
+
+
+def test_a_10_gb_allocation_ends_at_the_memory_limit(python_tool):
+    with pytest.raises(ToolError) as ended:
+        python_tool(memory_mb=512).run("block = bytearray(10 * 1024 ** 3)")
+    message = str(ended.value)
+    assert message.startswith("The code ran out of memory: the limit is 512 MB.")
+    assert 'File "/sandbox/code.py", line 1' in message
+    assert "launcher.py" not in message  # the model reads its own code's traceback
+    _still_works(python_tool)
+
+
+def test_a_fork_bomb_ends_at_the_process_limit(python_tool):
+    out = python_tool(max_processes=16).run("import os\nwhile True:\n    os.fork()")
+    assert "BlockingIOError" in out
+    assert out.endswith("The code reached the sandbox's limit of 16 processes.")
+    _still_works(python_tool)
+
+
+def test_endless_output_ends_at_the_file_size_limit_and_is_cut(python_tool):
+    out = python_tool(max_output_chars=200, max_file_mb=1).run("while True:\n print('y' * 100)")
+    assert out.startswith("Output:\n" + "y" * 100)
+    assert "\n[output cut short]\n\nErrors:\n" in out
+    assert out.endswith(
+        "OSError: [Errno 27] File too large\n\nExit status 1.\n\nThe code reached the "
+        "sandbox's limit of 1 MB per file (what it prints counts as one)."
+    )
+    _still_works(python_tool)
+
+
+def test_without_bubblewrap_the_tool_is_unavailable_and_runs_nothing(python_tool, settings):
+    marker = Path("/tmp") / f"sandbox-unsandboxed-{uuid.uuid4().hex}"  # noqa: S108
+    tool = python_tool()
+    settings.SANDBOX_BWRAP = "/nonexistent/bwrap"
+    with pytest.raises(ToolError) as refused:
+        tool.run(f"open({str(marker)!r}, 'w').write('ran')")
+    assert str(refused.value) == (
+        "the python tool is unavailable on this server: bubblewrap (/nonexistent/bwrap) is "
+        "not installed on this server. No code was run."
+    )
+    assert not marker.exists()
+    # The model reads it in the tool's description too.
+    assert "Unavailable on this server: bubblewrap" in python_tool().description
+
+
+def test_without_the_sandbox_virtualenv_the_tool_is_unavailable(python_tool, settings, tmp_path):
+    settings.SANDBOX_VENV = tmp_path / "no-venv"
+    with pytest.raises(ToolError, match="virtualenv .* is missing: make sandbox-venv"):
+        python_tool().run("print(1)")
