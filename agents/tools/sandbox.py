@@ -257,8 +257,10 @@ def _ending(return_code: int, killed_for: Ending | None) -> Ending:
 
 
 def _stage_inputs(run_dir: Path, files: Sequence[InputFile]) -> list[tuple[str, Path]]:
-    """Each input as a file on this machine, to bind read-only: paths as they are, bytes
-    written into the run's folder (not the scratch one)."""
+    """Each input as a file in the run's folder (not the scratch one), to bind read-only.
+
+    A path is copied: the sandbox's user cannot reach the worker's folders (var/), and must
+    not; the copy is deleted with the run's folder."""
     staged: list[tuple[str, Path]] = []
     seen: set[str] = set()
     inputs = run_dir / "inputs"
@@ -268,16 +270,16 @@ def _stage_inputs(run_dir: Path, files: Sequence[InputFile]) -> list[tuple[str, 
         if name in seen:
             raise ValueError(f"two input files are named {name!r}")
         seen.add(name)
+        target = inputs / name
         if isinstance(content, bytes):
-            target = inputs / name
             target.write_bytes(content)
-            target.chmod(0o644)
-            staged.append((name, target))
         else:
             source = Path(content)
             if not source.is_file():
                 raise ValueError(f"input file {name!r} is not a file on this server")
-            staged.append((name, source))
+            shutil.copyfile(source, target)
+        target.chmod(0o644)
+        staged.append((name, target))
     return staged
 
 
