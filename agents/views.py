@@ -21,7 +21,14 @@ from django.contrib.auth.models import User
 from django.contrib.auth.views import redirect_to_login
 from django.core.exceptions import ValidationError
 from django.db import transaction
-from django.http import FileResponse, Http404, HttpRequest, HttpResponse, HttpResponseBase, JsonResponse
+from django.http import (
+    FileResponse,
+    Http404,
+    HttpRequest,
+    HttpResponse,
+    HttpResponseBase,
+    JsonResponse,
+)
 from django.shortcuts import redirect, render
 from django.templatetags.static import static
 from django.urls import reverse, reverse_lazy
@@ -38,10 +45,10 @@ from agents.models import AgentProfile, Conversation
 from agents.permissions import signed_in_user
 from agents.preferences import remember_in_session, supported_language
 from agents.protocol import RequestRefused, event_frame, max_message_chars
-from agents.services.sandbox import OTHER, PNG
 from agents.ratelimit import rate_limit_hit
 from agents.services import conversations as conversation_services
 from agents.services.preferences import preference_update
+from agents.services.sandbox import OTHER, PNG
 from agents.services.tools import tool_names_reading_private_data
 from agents.transcript import transcript
 

@@ -90,9 +90,7 @@ def test_a_link_the_code_leaves_is_not_copied(python_tool, user):
     assert list(SandboxFile.objects.values_list("name", flat=True)) == ["ok.txt"]
 
 
-def test_the_conversations_files_are_read_only_in_data(
-    python_tool, user, tmp_path, monkeypatch
-):
+def test_the_conversations_files_are_read_only_in_data(python_tool, user, tmp_path, monkeypatch):
     # The hook chat attachments will fill; here a test fills it: bytes and a path.
     notes = tmp_path / "notes.txt"
     notes.write_text("from a path")
@@ -112,9 +110,7 @@ def test_the_conversations_files_are_read_only_in_data(
         "    print('read-only')"
     )
     assert asked == [conversation.pk]
-    assert observation == (
-        "Output:\n['notes.txt', 'table.csv']\n6 from a path\nread-only"
-    )
+    assert observation == ("Output:\n['notes.txt', 'table.csv']\n6 from a path\nread-only")
     assert notes.read_text() == "from a path"
 
 

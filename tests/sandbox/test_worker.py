@@ -54,9 +54,7 @@ def test_the_owner_approves_a_python_call_and_sees_its_output_and_figure(
     )
     frames = socket.receive_until(run_ended, timeout=120)
     assert frames[-1]["type"] == "run.finished", live_stack.worker.log_text()[-3000:]
-    [observation] = [
-        f for f in frames if f["type"] == "step" and f.get("kind") == "observation"
-    ]
+    [observation] = [f for f in frames if f["type"] == "step" and f.get("kind") == "observation"]
     assert not observation["is_error"]
     assert observation["text"].startswith("Output:\ntotal 12\n\nFiles saved")
     [(name, url)] = re.findall(r"^- (\S+) \(image/png, [^)]*\): (\S+)$", observation["text"], re.M)
