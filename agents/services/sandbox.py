@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from django.core.files import File
+from django.core.files.storage import storages
 from django.db import transaction
 
 from agents.models import SandboxFile
@@ -41,3 +42,20 @@ def sandbox_files_store(*, conversation_id: int, paths: Sequence[Path]) -> list[
                 row.save()
                 stored.append(row)
     return stored
+
+
+def sandbox_files_delete_with(*, conversation_id: int) -> None:
+    """Remove the stored files of a conversation being deleted, once its deletion commits:
+    the rows go with the conversation (a cascade), and a rollback keeps both."""
+    names = list(
+        SandboxFile.objects.filter(conversation_id=conversation_id).values_list("file", flat=True)
+    )
+    if not names:
+        return
+    storage = storages["sandbox_files"]
+
+    def remove() -> None:
+        for name in names:
+            storage.delete(name)
+
+    transaction.on_commit(remove)

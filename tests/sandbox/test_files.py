@@ -117,3 +117,22 @@ def test_the_conversations_files_are_read_only_in_data(python_tool, user, tmp_pa
 def test_the_hook_has_no_files_until_attachments_fill_it(user):
     conversation = Conversation.objects.create(owner=user)
     assert selectors.conversation_sandbox_files(conversation.pk) == []
+
+
+def test_deleting_the_conversation_deletes_its_stored_files(
+    python_tool, user, django_capture_on_commit_callbacks
+):
+    from django.core.files.storage import storages
+
+    from agents.services.conversations import conversation_delete
+
+    conversation = Conversation.objects.create(owner=user)
+    python_tool(conversation=conversation).run("open('kept.txt', 'w').write('x')")
+    stored = SandboxFile.objects.get(conversation=conversation)
+    storage = storages["sandbox_files"]
+    assert storage.exists(stored.file.name)
+
+    with django_capture_on_commit_callbacks(execute=True):
+        conversation_delete(conversation=conversation)
+    assert not SandboxFile.objects.filter(pk=stored.pk).exists()
+    assert not storage.exists(stored.file.name)
