@@ -46,9 +46,7 @@ def test_without_bubblewrap_the_admin_says_the_tool_is_unavailable(staff_client,
 
     listing = page_text(staff_client.get(reverse("admin:agents_toolconfig_changelist")))
     assert "No: bubblewrap (/nonexistent/bwrap) is not installed on this server" in listing
-    page = page_text(
-        staff_client.get(reverse("admin:agents_toolconfig_change", args=[tool.pk]))
-    )
+    page = page_text(staff_client.get(reverse("admin:agents_toolconfig_change", args=[tool.pk])))
     assert (
         "Unavailable on this server: bubblewrap (/nonexistent/bwrap) is not installed on this "
         "server. Its tools refuse every call." in page
@@ -60,3 +58,20 @@ def test_with_the_sandbox_in_place_the_tool_is_listed_as_available(staff_client)
     ToolConfig.objects.create(name="python", kind="python", description="Runs Python.")
     listing = page_text(staff_client.get(reverse("admin:agents_toolconfig_changelist")))
     assert "No: bubblewrap" not in listing
+
+
+def test_try_it_names_a_tool_that_cannot_run_here(staff_client, settings):
+    from agents.models import AgentProfile
+
+    tool = ToolConfig.objects.create(name="python", kind="python", description="Runs Python.")
+    profile = AgentProfile.objects.create(name="Analyst", slug="analyst")
+    profile.tools.set([tool])
+    url = reverse("admin:agents_agentprofile_try", args=[profile.pk])
+    note = "The tool python is unavailable on this server"
+
+    assert note not in page_text(staff_client.get(url))
+    settings.SANDBOX_BWRAP = "/nonexistent/bwrap"
+    assert (
+        f"{note}: bubblewrap (/nonexistent/bwrap) is not installed on this server. Its calls "
+        "are refused." in page_text(staff_client.get(url))
+    )
