@@ -47,7 +47,7 @@ run: deps  ## Migrate and start the whole app (daphne, celery worker, Redis if R
 test: deps browser gettext sandbox-venv  ## Run the whole test suite (Redis is embedded if REDIS_URL is unset)
 	$(PY) -m chatsite.server.process.embedded $(PY) -m pytest $(PYTEST_WORKERS) $(PYTEST_ARGS)
 
-test-fast: deps gettext  ## Only the tests that need no worker, daphne or browser
+test-fast: deps gettext sandbox-venv  ## Only the tests that need no worker, daphne or browser
 	$(PY) -m chatsite.server.process.embedded $(PY) -m pytest -m "not integration and not e2e" \
 	  $(PYTEST_WORKERS) $(PYTEST_ARGS)
 
