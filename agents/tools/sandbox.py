@@ -102,14 +102,15 @@ def unavailable_reason() -> str:
 
 
 def safe_file_name(name: str) -> str:
-    """``name`` as one plain file name, or ValueError: no folders, no hidden names."""
+    """``name`` as one plain file name, or ValueError: no folders, no hidden names, no
+    control characters (a name is shown on one line of the observation)."""
     cleaned = name.strip()
     if (
         not cleaned
         or cleaned.startswith(".")
         or "/" in cleaned
         or "\\" in cleaned
-        or "\0" in cleaned
+        or any(character < " " or character == "\x7f" for character in cleaned)
         or len(cleaned) > 200
     ):
         raise ValueError(f"not a plain file name: {name!r}")

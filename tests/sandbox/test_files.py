@@ -136,3 +136,17 @@ def test_deleting_the_conversation_deletes_its_stored_files(
         conversation_delete(conversation=conversation)
     assert not SandboxFile.objects.filter(pk=stored.pk).exists()
     assert not storage.exists(stored.file.name)
+
+
+def test_files_with_names_that_are_not_plain_are_named_but_not_kept(python_tool, user):
+    conversation = Conversation.objects.create(owner=user)
+    observation = python_tool(conversation=conversation).run(
+        "open('.hidden', 'w').write('x')\n"
+        "open('two\\nlines.png', 'w').write('x')\n"
+        "open('n' * 220, 'w').write('x')\n"
+        "open('plain.txt', 'w').write('x')"
+    )
+    assert list(_urls(observation)) == ["plain.txt"]
+    assert "Files not kept: " in observation
+    assert "'two\\nlines.png'" in observation
+    assert list(SandboxFile.objects.values_list("name", flat=True)) == ["plain.txt"]

@@ -22,6 +22,7 @@ from agents.tools.sandbox import (
     SandboxResult,
     SandboxUnavailable,
     run_sandboxed,
+    safe_file_name,
     unavailable_reason,
 )
 
@@ -141,7 +142,8 @@ class PythonSandbox(ConfiguredTool):
 
         if conversation_id is None or not result.files:
             return []
-        kept = result.files[: self.config["max_files"]]
+        kept = [path for path in result.files if _plain_name(path.name)]
+        kept = kept[: self.config["max_files"]]
         stored = sandbox_files_store(conversation_id=conversation_id, paths=kept)
         return [
             (
@@ -181,10 +183,17 @@ def _observation(
         ]
         parts.append("Files saved (the user sees them under this step):\n" + "\n".join(lines))
     kept = {name for name, _type, _size, _url in stored}
-    others = [path.name for path in result.files if path.name not in kept]
+    others = [repr(path.name) for path in result.files if path.name not in kept]
     if others:
         parts.append("Files not kept: " + ", ".join(others))
     return "\n\n".join(parts)
+
+
+def _plain_name(name: str) -> bool:
+    try:
+        return safe_file_name(name) == name
+    except ValueError:
+        return False
 
 
 def _size(size: int) -> str:
