@@ -49,7 +49,8 @@ def test_a_pandas_chart_comes_back_as_a_figure_only_its_owner_can_see(
     conversation = Conversation.objects.create(owner=user)
     observation = python_tool(conversation=conversation).run(CHART)
 
-    assert observation.startswith("Output:\ndrawn\n\nFiles saved (the user sees them")
+    assert observation.startswith("Files saved (the user sees them under this step):\n- ")
+    assert observation.endswith("\n\nOutput:\ndrawn")
     urls = _urls(observation)
     assert sorted(urls) == ["figure-1.png", "sales.csv"]
     figure = _client(user).get(urls["figure-1.png"])

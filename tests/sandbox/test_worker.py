@@ -56,7 +56,8 @@ def test_the_owner_approves_a_python_call_and_sees_its_output_and_figure(
     assert frames[-1]["type"] == "run.finished", live_stack.worker.log_text()[-3000:]
     [observation] = [f for f in frames if f["type"] == "step" and f.get("kind") == "observation"]
     assert not observation["is_error"]
-    assert observation["text"].startswith("Output:\ntotal 12\n\nFiles saved")
+    assert observation["text"].startswith("Files saved (the user sees them under this step):")
+    assert observation["text"].endswith("\n\nOutput:\ntotal 12")
     [(name, url)] = re.findall(r"^- (\S+) \(image/png, [^)]*\): (\S+)$", observation["text"], re.M)
     assert name == "sales.png"
     # The model read the same observation.

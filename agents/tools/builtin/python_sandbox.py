@@ -36,7 +36,7 @@ CONFIG_SCHEMA: dict[str, Any] = {
         "wall_seconds": {"type": "number", "minimum": 1, "maximum": 3600, "default": 25},
         "memory_mb": {"type": "integer", "minimum": 128, "maximum": 16384, "default": 1024},
         "max_processes": {"type": "integer", "minimum": 1, "maximum": 512, "default": 32},
-        "max_output_chars": {"type": "integer", "minimum": 100, "maximum": 200000, "default": 8000},
+        "max_output_chars": {"type": "integer", "minimum": 100, "maximum": 200000, "default": 3000},
         "max_file_mb": {"type": "integer", "minimum": 1, "maximum": 1024, "default": 20},
         "max_files": {"type": "integer", "minimum": 0, "maximum": 100, "default": 10},
         "max_code_chars": {"type": "integer", "minimum": 100, "maximum": 500000, "default": 50000},
@@ -159,23 +159,9 @@ class PythonSandbox(ConfiguredTool):
 def _observation(
     result: SandboxResult, stored: list[tuple[str, str, int, str]], limits: Limits
 ) -> str:
+    """The files and how the code ended first, then what it printed: the engine cuts a long
+    observation at its end, and the files' lines are what the chat shows images from."""
     parts = []
-    if result.stdout:
-        cut = "\n[output cut short]" if result.stdout_cut else ""
-        parts.append(f"Output:\n{result.stdout.rstrip()}{cut}")
-    if result.stderr:
-        cut = "\n[errors cut short]" if result.stderr_cut else ""
-        parts.append(f"Errors:\n{result.stderr.rstrip()}{cut}")
-    if result.ending == "error":
-        parts.append(f"Exit status {result.exit_code}.")
-        if "BlockingIOError: [Errno 11]" in result.stderr:
-            parts.append(f"The code reached the sandbox's limit of {limits.processes} processes.")
-        if "[Errno 27] File too large" in result.stderr:
-            # Python ignores SIGXFSZ, so a write past the limit raises instead.
-            parts.append(
-                f"The code reached the sandbox's limit of {limits.file_bytes // _MB} MB per "
-                "file (what it prints counts as one)."
-            )
     if stored:
         lines = [
             f"- {name} ({content_type}, {_size(size)}): {url}"
@@ -186,6 +172,23 @@ def _observation(
     others = [repr(path.name) for path in result.files if path.name not in kept]
     if others:
         parts.append("Files not kept: " + ", ".join(others))
+    if result.ending == "error":
+        status = [f"Exit status {result.exit_code}."]
+        if "BlockingIOError: [Errno 11]" in result.stderr:
+            status.append(f"The code reached the sandbox's limit of {limits.processes} processes.")
+        if "[Errno 27] File too large" in result.stderr:
+            # Python ignores SIGXFSZ, so a write past the limit raises instead.
+            status.append(
+                f"The code reached the sandbox's limit of {limits.file_bytes // _MB} MB per "
+                "file (what it prints counts as one)."
+            )
+        parts.append(" ".join(status))
+    if result.stdout:
+        cut = "\n[output cut short]" if result.stdout_cut else ""
+        parts.append(f"Output:\n{result.stdout.rstrip()}{cut}")
+    if result.stderr:
+        cut = "\n[errors cut short]" if result.stderr_cut else ""
+        parts.append(f"Errors:\n{result.stderr.rstrip()}{cut}")
     return "\n\n".join(parts)
 
 
