@@ -6,6 +6,8 @@ from __future__ import annotations
 import select
 import socket
 import tempfile
+import threading
+import time
 import uuid
 from pathlib import Path
 
@@ -184,3 +186,31 @@ def test_without_the_sandbox_virtualenv_the_tool_is_unavailable(python_tool, set
     settings.SANDBOX_VENV = tmp_path / "no-venv"
     with pytest.raises(ToolError, match=r"virtualenv .* is missing: make sandbox-venv"):
         python_tool().run("print(1)")
+
+
+def test_a_stopped_run_kills_the_sandbox_at_once(python_tool):
+    from agents.react.tools import CallInterrupt, run_interruptibly
+
+    interrupt = CallInterrupt()
+    outcome: list[BaseException | str] = []
+
+    def call() -> None:
+        tool = python_tool(wall_seconds=3000, timeout_seconds=3600)
+        try:
+            outcome.append(run_interruptibly(interrupt, lambda: tool.run("while True:\n pass")))
+        except ToolError as exc:
+            outcome.append(exc)
+
+    thread = threading.Thread(target=call)
+    thread.start()
+    started = time.monotonic()
+    # Wait for the condition (the launcher is running), not for a time.
+    while not _sandbox_processes():
+        assert time.monotonic() - started < 60, "the sandbox never started"
+        time.sleep(0.05)
+    interrupt.interrupt()
+    thread.join(timeout=60)
+    assert not thread.is_alive()
+    [ended] = outcome
+    assert str(ended) == "The code was stopped because the run was stopped."
+    assert _sandbox_processes() == []
