@@ -23,13 +23,16 @@ and ``run_sandboxed`` refuses: nothing ever runs outside the sandbox.
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import os
+import select
 import shutil
 import signal
 import stat
 import subprocess
 import tempfile
+import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -43,6 +46,8 @@ MEMORY_EXIT = 86
 # bubblewrap exits with 128 + the signal that ended the code.
 _SIGNALLED = 128
 SCRATCH = "/scratch"
+# How long a killed sandbox may take to go before bubblewrap itself is killed.
+_KILL_GRACE_SECONDS = 10
 DATA = "/data"
 
 InputFile = tuple[str, "str | os.PathLike[str] | bytes"]
@@ -98,6 +103,28 @@ def unavailable_reason() -> str:
         )
     if not sandbox_python().exists():
         return f"the sandbox's virtualenv ({settings.SANDBOX_VENV}) is missing: make sandbox-venv"
+    return _namespaces_refused(str(bwrap_path()), _run_as())
+
+
+@functools.cache
+def _namespaces_refused(bwrap: str, run_as: tuple[int, int] | None) -> str:
+    """Why bubblewrap cannot make namespaces here ("" when it can), tried once per process:
+    a container without user namespaces has the binary but no sandbox."""
+    try:
+        probe = subprocess.run(  # noqa: S603 (a fixed command)
+            [bwrap, "--unshare-all", "--unshare-user", "--disable-userns", "--ro-bind", "/", "/",
+             "--proc", "/proc", "--dev", "/dev", "--", "true"],
+            capture_output=True,
+            timeout=30,
+            user=run_as[0] if run_as else None,
+            group=run_as[1] if run_as else None,
+            extra_groups=[] if run_as else None,
+        )  # fmt: skip
+    except (OSError, subprocess.SubprocessError) as exc:
+        return f"bubblewrap could not be started ({exc})"
+    if probe.returncode != 0:
+        said = probe.stderr.decode(errors="replace").strip().splitlines()
+        return f"bubblewrap cannot make a sandbox here ({said[-1] if said else probe.returncode})"
     return ""
 
 
@@ -231,6 +258,26 @@ def _command(
     return command
 
 
+def _child_pid(info: int, timeout: float) -> int | None:
+    """The ``child-pid`` bubblewrap writes on its info descriptor; None if it wrote none
+    (it failed before starting the sandbox, or took longer than ``timeout``)."""
+    received = b""
+    deadline = time.monotonic() + timeout
+    while (remaining := deadline - time.monotonic()) > 0:
+        readable, _, _ = select.select([info], [], [], remaining)
+        if not readable:
+            break
+        chunk = os.read(info, 4096)
+        if not chunk:
+            break
+        received += chunk
+    try:
+        pid = json.loads(received)["child-pid"]
+    except (ValueError, KeyError, TypeError):
+        return None
+    return pid if isinstance(pid, int) and pid > 1 else None
+
+
 def _read_capped(path: Path, limit: int) -> tuple[str, bool]:
     """The first ``limit`` characters of a file the code wrote, and whether there was more."""
     with path.open("rb") as stream:
@@ -333,36 +380,58 @@ def _run(
 ) -> SandboxResult:
     stdout_path, stderr_path = run_dir / "stdout", run_dir / "stderr"
     killed_for: list[Ending] = []
-    with stdout_path.open("wb") as stdout, stderr_path.open("wb") as stderr:
-        process = subprocess.Popen(  # noqa: S603 (a fixed command; the code is a file)
-            _command(bwrap, run_dir, inputs, limits),
-            stdin=subprocess.DEVNULL,
-            stdout=stdout,
-            stderr=stderr,
-            start_new_session=True,  # its own process group, killed as one
-            close_fds=True,
-            user=run_as[0] if run_as else None,
-            group=run_as[1] if run_as else None,
-            extra_groups=[] if run_as else None,
-        )
+    info_read, info_write = os.pipe()
+    command = _command(bwrap, run_dir, inputs, limits)
+    # bubblewrap tells the host pid of the sandbox's first process (its PID namespace's
+    # init) on this descriptor, then closes it.
+    command[1:1] = ["--info-fd", str(info_write)]
+    try:
+        with stdout_path.open("wb") as stdout, stderr_path.open("wb") as stderr:
+            process = subprocess.Popen(  # noqa: S603 (a fixed command; the code is a file)
+                command,
+                stdin=subprocess.DEVNULL,
+                stdout=stdout,
+                stderr=stderr,
+                start_new_session=True,  # its own process group
+                close_fds=True,
+                pass_fds=[info_write],
+                user=run_as[0] if run_as else None,
+                group=run_as[1] if run_as else None,
+                extra_groups=[] if run_as else None,
+            )
+    finally:
+        os.close(info_write)
+    try:
+        sandbox_init = _child_pid(info_read, limits.wall_seconds)
+    finally:
+        os.close(info_read)
 
-        def kill(reason: Ending = "interrupted") -> None:
-            if not killed_for:
-                killed_for.append(reason)
-            # bubblewrap's PID namespace dies with its first process, taking every process
-            # the code started with it; the group kill reaches bubblewrap itself.
-            with contextlib.suppress(ProcessLookupError):
+    def kill(reason: Ending = "interrupted") -> None:
+        if not killed_for:
+            killed_for.append(reason)
+        # Killing the PID namespace's init kills every process the code started, and
+        # bubblewrap exits only once they are all gone. Killing bubblewrap instead would
+        # leave them to die a moment later, after the call has returned.
+        with contextlib.suppress(ProcessLookupError):
+            if sandbox_init:
+                os.kill(sandbox_init, signal.SIGKILL)
+            else:
                 os.killpg(process.pid, signal.SIGKILL)
 
-        forget = on_start(kill) if on_start else (lambda: None)
+    forget = on_start(kill) if on_start else (lambda: None)
+    try:
         try:
+            process.wait(timeout=limits.wall_seconds)
+        except subprocess.TimeoutExpired:
+            kill("time")
             try:
-                process.wait(timeout=limits.wall_seconds)
+                process.wait(timeout=_KILL_GRACE_SECONDS)
             except subprocess.TimeoutExpired:
-                kill("time")
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(process.pid, signal.SIGKILL)
                 process.wait()
-        finally:
-            forget()
+    finally:
+        forget()
     scratch = run_dir / "scratch"
     # The code may have left links pointing anywhere: only regular files count, never
     # followed, and only at the top of the scratch folder.

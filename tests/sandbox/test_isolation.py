@@ -214,3 +214,17 @@ def test_a_stopped_run_kills_the_sandbox_at_once(python_tool):
     [ended] = outcome
     assert str(ended) == "The code was stopped because the run was stopped."
     assert _sandbox_processes() == []
+
+
+def test_a_bubblewrap_that_cannot_make_a_sandbox_makes_the_tool_unavailable(
+    python_tool, settings
+):
+    # Installed but refused its namespaces (a container without user namespaces), as a
+    # binary that fails every start does.
+    settings.SANDBOX_BWRAP = "/bin/false"
+    with pytest.raises(ToolError) as refused:
+        python_tool().run("print(1)")
+    assert str(refused.value) == (
+        "the python tool is unavailable on this server: bubblewrap cannot make a sandbox "
+        "here (1). No code was run."
+    )
