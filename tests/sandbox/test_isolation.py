@@ -216,9 +216,7 @@ def test_a_stopped_run_kills_the_sandbox_at_once(python_tool):
     assert _sandbox_processes() == []
 
 
-def test_a_bubblewrap_that_cannot_make_a_sandbox_makes_the_tool_unavailable(
-    python_tool, settings
-):
+def test_a_bubblewrap_that_cannot_make_a_sandbox_makes_the_tool_unavailable(python_tool, settings):
     # Installed but refused its namespaces (a container without user namespaces), as a
     # binary that fails every start does.
     settings.SANDBOX_BWRAP = "/bin/false"
