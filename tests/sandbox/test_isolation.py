@@ -3,6 +3,7 @@ cannot reach, the limits it ends at, and that the worker's process is unharmed a
 
 from __future__ import annotations
 
+import os
 import select
 import socket
 import tempfile
@@ -17,9 +18,28 @@ from django.conf import settings
 from agents.tools.base import ToolError
 
 
+def _parent(pid: str) -> str | None:
+    try:
+        status = (Path("/proc") / pid / "status").read_text()
+    except OSError:
+        return None
+    parent = next(line.split()[1] for line in status.splitlines() if line.startswith("PPid:"))
+    return parent if parent != "0" else None
+
+
+def _name(pid: str) -> str:
+    try:
+        return (Path("/proc") / pid / "comm").read_text().strip()
+    except OSError:
+        return ""
+
+
 def _sandbox_processes() -> list[str]:
-    """The pids of processes still running the launcher (none once a call has returned)."""
+    """The pids of sandbox processes (bubblewrap and what runs inside) that this process
+    started, or that outlived their bubblewrap (anyone's: none may). Sandboxes another test
+    process runs at the same time (pytest-xdist) are not counted."""
     found = []
+    ours = str(os.getpid())
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
             continue
@@ -27,7 +47,15 @@ def _sandbox_processes() -> list[str]:
             command = (entry / "cmdline").read_bytes()
         except OSError:
             continue
-        if b"/sandbox/launcher.py" in command:
+        if b"/sandbox/launcher.py" not in command:
+            continue
+        ancestors = []
+        pid: str | None = entry.name
+        while pid is not None and pid != "1":
+            pid = _parent(pid)
+            if pid is not None:
+                ancestors.append(pid)
+        if ours in ancestors or not any(_name(p) == "bwrap" for p in [entry.name, *ancestors]):
             found.append(entry.name)
     return found
 
