@@ -9,7 +9,7 @@ PYTEST_WORKERS ?= -n 2
 PORT   ?= 8000
 
 .DEFAULT_GOAL := help
-.PHONY: help deps lock run test test-fast test-sqlite mutation lint format migrations browser bench clean messages translations gettext screenshots cjk-font
+.PHONY: help deps lock run test test-fast test-sqlite mutation lint format migrations browser bench clean messages translations gettext screenshots cjk-font sandbox-venv bubblewrap
 
 help:  ## List the targets
 	@grep -E '^[a-z-]+:.*##' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
@@ -44,10 +44,10 @@ run: deps  ## Migrate and start the whole app (daphne, celery worker, Redis if R
 	$(PY) manage.py collectstatic --noinput --verbosity 0
 	SECURE_SSL_REDIRECT=0 SESSION_COOKIE_SECURE=0 CSRF_COOKIE_SECURE=0 $(PY) manage.py serve --port $(PORT)
 
-test: deps browser gettext  ## Run the whole test suite (Redis is embedded if REDIS_URL is unset)
+test: deps browser gettext sandbox-venv  ## Run the whole test suite (Redis is embedded if REDIS_URL is unset)
 	$(PY) -m chatsite.server.process.embedded $(PY) -m pytest $(PYTEST_WORKERS) $(PYTEST_ARGS)
 
-test-fast: deps gettext  ## Only the tests that need no worker, daphne or browser
+test-fast: deps gettext sandbox-venv  ## Only the tests that need no worker, daphne or browser
 	$(PY) -m chatsite.server.process.embedded $(PY) -m pytest -m "not integration and not e2e" \
 	  $(PYTEST_WORKERS) $(PYTEST_ARGS)
 
@@ -78,6 +78,26 @@ lint: deps  ## ruff check, ruff format --check, mypy, the import layers, and mig
 format: deps  ## Apply ruff's fixes and formatting
 	$(VENV)/bin/ruff check --fix .
 	$(VENV)/bin/ruff format .
+
+# The `python` tool's code runs in a virtualenv of its own (numpy, pandas, matplotlib), never
+# the app's: requirements-sandbox.txt pins every package, and uv installs exactly those.
+# SANDBOX_VENV must match the app's setting of the same name (README, "Sandboxed Python").
+# Its interpreter is the system's (Debian's /usr/bin/python3), which the sandbox's read-only
+# /usr holds: one from under a home folder could not be reached by the sandbox's user.
+SANDBOX_VENV ?= var/sandbox-venv
+SANDBOX_BASE_PYTHON ?= $(or $(wildcard /usr/bin/python3),$(PYTHON))
+$(SANDBOX_VENV)/.deps: requirements-sandbox.txt $(VENV)/.deps
+	$(SANDBOX_BASE_PYTHON) -m venv --clear --without-pip $(SANDBOX_VENV)
+	$(VENV)/bin/uv pip install --quiet --python $(SANDBOX_VENV)/bin/python --no-deps -r requirements-sandbox.txt
+	$(VENV)/bin/uv pip check --python $(SANDBOX_VENV)/bin/python
+	touch $@
+
+sandbox-venv: $(SANDBOX_VENV)/.deps bubblewrap  ## The python tool's own virtualenv (and bubblewrap)
+
+bubblewrap:  ## Install Debian's bubblewrap (the python tool's sandbox) if it is missing
+	@command -v bwrap >/dev/null 2>&1 || { \
+	  echo "bubblewrap is missing: installing Debian's package"; \
+	  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq bubblewrap) >/dev/null; }
 
 browser:  ## Install Debian's Chromium for the browser tests if it is missing
 	@command -v chromium >/dev/null 2>&1 || { \

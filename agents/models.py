@@ -8,11 +8,13 @@ and messages, runs and their event log, memory, and the knowledge base.
 from __future__ import annotations
 
 import secrets
+import uuid
 from decimal import Decimal
 
 from django.conf import settings
 from django.contrib.auth.models import Group
 from django.core.exceptions import ValidationError
+from django.core.files.storage import Storage, storages
 from django.core.validators import MinValueValidator, RegexValidator
 from django.db import models
 from django.db.models import F, Q
@@ -1177,3 +1179,42 @@ class UsageBudget(models.Model):
             raise ValidationError(_("Choose either a user or a group, not both."))
         if self.monthly_tokens is None and self.monthly_amount is None:
             raise ValidationError(_("Give a limit in tokens, in money, or both."))
+
+
+def _sandbox_files_storage() -> Storage:
+    return storages["sandbox_files"]
+
+
+def _sandbox_file_path(instance: SandboxFile, filename: str) -> str:
+    # A folder per file: two calls may leave files of the same name, and the stored name is
+    # the one the code gave, which the download offers back.
+    return f"{instance.conversation_id}/{instance.pk}/{filename}"
+
+
+class SandboxFile(models.Model):
+    """A file the ``python`` tool's code left in its scratch folder (a figure, a table),
+    kept for the conversation's owner to see or download; never run, never served inline
+    unless it is a PNG image."""
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    conversation = models.ForeignKey(
+        Conversation,
+        verbose_name=_("conversation"),
+        on_delete=models.CASCADE,
+        related_name="sandbox_files",
+    )
+    name = models.CharField(_("name"), max_length=200)
+    content_type = models.CharField(_("content type"), max_length=100)
+    size = models.PositiveBigIntegerField(_("size"))
+    file = models.FileField(
+        _("file"), storage=_sandbox_files_storage, upload_to=_sandbox_file_path, max_length=300
+    )
+    created_at = models.DateTimeField(_("created at"), auto_now_add=True)
+
+    class Meta:
+        verbose_name = _("sandbox file")
+        verbose_name_plural = _("sandbox files")
+        ordering = ["created_at"]
+
+    def __str__(self) -> str:
+        return self.name

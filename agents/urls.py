@@ -22,6 +22,8 @@ urlpatterns = [
     path("accounts/password/", views.password_change, name="password_change"),
     path("accounts/password/done/", views.password_change_done, name="password_change_done"),
     path("preferences/", views.preferences, name="preferences"),
+    # What the python tool's code saved, for the conversation's owner (agents/tools/sandbox.py).
+    path("sandbox-files/<uuid:file_id>/<str:name>", views.sandbox_file, name="sandbox_file"),
     # The strings of static/js/ in the page's language, loaded before the app's modules.
     path("jsi18n/", JavaScriptCatalog.as_view(), name="javascript-catalog"),
     path("accounts/password-reset/", views.password_reset, name="password_reset"),

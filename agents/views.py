@@ -22,7 +22,14 @@ from django.contrib.auth.models import User
 from django.contrib.auth.views import redirect_to_login
 from django.core.exceptions import ValidationError
 from django.db import transaction
-from django.http import Http404, HttpRequest, HttpResponse, HttpResponseBase, JsonResponse
+from django.http import (
+    FileResponse,
+    Http404,
+    HttpRequest,
+    HttpResponse,
+    HttpResponseBase,
+    JsonResponse,
+)
 from django.shortcuts import redirect, render
 from django.templatetags.static import static
 from django.urls import reverse, reverse_lazy
@@ -43,6 +50,7 @@ from agents.protocol import RequestRefused, event_frame, max_message_chars
 from agents.ratelimit import rate_limit_hit
 from agents.services import conversations as conversation_services
 from agents.services.preferences import preference_update
+from agents.services.sandbox import OTHER, PNG
 from agents.services.tools import tool_names_reading_private_data
 from agents.services.usage import budget_states, budget_used_text, budget_warning
 from agents.transcript import transcript
@@ -494,3 +502,25 @@ def conversation_archive(request: HttpRequest, conversation_id: int) -> HttpResp
         return redirect("chat")
     # Restored: to the conversation itself, not back to a list it just left (maybe empty).
     return redirect("conversation", conversation_id=conversation.pk)
+
+
+@login_required
+@require_GET
+def sandbox_file(request: HttpRequest, file_id: str, name: str) -> HttpResponseBase:
+    """A file the python tool kept, to its conversation's owner only (anyone else: 404).
+
+    Only a file whose bytes are a PNG is shown inline, as ``image/png``; every other file is a
+    download (``application/octet-stream``, ``attachment``), never rendered or run.
+    """
+    stored = selectors.sandbox_file_get(user=request.user, file_id=file_id)
+    if stored is None or stored.name != name:
+        raise Http404
+    inline = stored.content_type == PNG
+    response = FileResponse(
+        stored.file.open("rb"),
+        content_type=PNG if inline else OTHER,
+        as_attachment=not inline,
+        filename=stored.name,
+    )
+    response["Cache-Control"] = "private, max-age=3600"
+    return response

@@ -329,6 +329,28 @@ STORAGES = {
 MEDIA_ROOT = Path(env.str("MEDIA_ROOT", default=str(VAR_DIR / "media")))
 MEDIA_URL = "media/"
 
+# The python tool's sandbox (README, "Sandboxed Python"; agents/tools/sandbox.py). Without
+# bubblewrap at SANDBOX_BWRAP (a name on PATH or a path) or the virtualenv at SANDBOX_VENV
+# (`make sandbox-venv`), the tool is unavailable: it never runs code unsandboxed.
+SANDBOX_BWRAP = env.str("SANDBOX_BWRAP", default="bwrap")
+SANDBOX_VENV = Path(env.str("SANDBOX_VENV", default=str(BASE_DIR / "var" / "sandbox-venv")))
+# Where each call's scratch folder is made, and deleted after the call ("": the system's
+# temporary folder).
+SANDBOX_SCRATCH_DIR = env.str("SANDBOX_SCRATCH_DIR", default="")
+# A worker running as root runs the sandbox as this unprivileged user (nobody).
+SANDBOX_RUN_AS_UID = env.int("SANDBOX_RUN_AS_UID", default=65534)
+# The files the code leaves (figures, tables), served only to the conversation's owner; any
+# Django storage backend (django-storages) by setting SANDBOX_FILES_BACKEND.
+_SANDBOX_FILES_BACKEND = env.str(
+    "SANDBOX_FILES_BACKEND", default="django.core.files.storage.FileSystemStorage"
+)
+STORAGES["sandbox_files"] = {
+    "BACKEND": _SANDBOX_FILES_BACKEND,
+    "OPTIONS": {"location": str(VAR_DIR / "sandbox-files")}
+    if _SANDBOX_FILES_BACKEND.endswith(".FileSystemStorage")
+    else {},
+}
+
 EMAIL_BACKEND = env.str("EMAIL_BACKEND", default="")
 if EMAIL_BACKEND:
     EMAIL_HOST = env.str("EMAIL_HOST", default="localhost")

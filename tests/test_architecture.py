@@ -91,10 +91,15 @@ STATEMENTS = AGENTS / "db" / "statements.py"
 
 
 def _project_modules() -> list[Path]:
-    """Every Python module of the project but its tests (migrations included)."""
+    """Every Python module of the project but its tests (migrations included); not var/,
+    the local data, which holds the python tool's virtualenv (numpy and the rest)."""
     found = list(ROOT.glob("*.py"))
     for folder in ROOT.iterdir():
-        if folder.is_dir() and folder.name != "tests" and not folder.name.startswith("."):
+        if (
+            folder.is_dir()
+            and folder.name not in ("tests", "var")
+            and not folder.name.startswith(".")
+        ):
             found.extend(folder.rglob("*.py"))
     return sorted(found)
 

@@ -360,6 +360,11 @@ class ToolConfigForm(forms.ModelForm):
                 self.add_error(
                     target, message if field in ("kind", "config") else f"{field}: {message}"
                 )
+        registered = tool_kinds().get(kind or "")
+        if self.instance.pk is None and registered and registered.needs_approval_by_default:
+            # A new tool of a kind that runs code (python) starts marked; staff may switch
+            # it off on the saved tool.
+            cleaned["needs_approval"] = True
         if (
             kind == "mcp"
             and runs_program(cleaned.get("config") or {})

@@ -32,6 +32,7 @@ from agents.redaction import redact
 from agents.runtime import build_executor
 from agents.services.prompt_versions import prompt_version_ensure
 from agents.services.tools import tool_config_secret_values
+from agents.tools.registry import tool_kinds
 
 logger = logging.getLogger(__name__)
 
@@ -51,6 +52,7 @@ def page(
         "form": form,
         "steps_marker": STEPS_MARKER,
         "streaming": request.method == "POST" and form.is_valid(),
+        "unavailable_tools": _unavailable_tools(profile),
     }
     if not context["streaming"]:
         return TemplateResponse(request, TEMPLATE, context)
@@ -76,6 +78,19 @@ def page(
     response["X-Accel-Buffering"] = "no"
     response["Cache-Control"] = "no-store"
     return response
+
+
+def _unavailable_tools(profile: AgentProfile) -> list[dict[str, str]]:
+    """The profile's enabled tools that cannot run on this server, with why (the python
+    tool without bubblewrap): the page says so before anyone runs a question."""
+    kinds = tool_kinds()
+    unavailable = []
+    for tool in profile.tools.filter(enabled=True):
+        kind = kinds.get(tool.kind)
+        reason = kind.unavailable_reason() if kind else ""
+        if reason:
+            unavailable.append({"name": tool.name, "reason": reason})
+    return unavailable
 
 
 def _run_fragments(version: PromptVersion, *, user: Any, question: str) -> Iterator[str]:

@@ -44,6 +44,7 @@ class ToolConfigAdmin(UserBoundFormAdmin, ExtraPagesAdmin):
         "needs_approval",
         "timeout_seconds",
         "secrets_state",
+        "availability",
     ]
     list_filter = ["kind", "enabled", "needs_approval"]
     search_fields = ["name", "description"]
@@ -61,6 +62,14 @@ class ToolConfigAdmin(UserBoundFormAdmin, ExtraPagesAdmin):
     def secrets_state(self, obj: ToolConfig) -> str:
         return describe_stored_secrets(obj)
 
+    @admin.display(description=_("Available"))
+    def availability(self, obj: ToolConfig) -> str:
+        kind = tool_kinds().get(obj.kind)
+        if kind is None:
+            return gettext("No: the kind is no longer registered")
+        reason = kind.unavailable_reason()
+        return gettext("No: %(reason)s") % {"reason": reason} if reason else gettext("Yes")
+
     def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         # Changing or testing a tool of a stdio server runs a program on this machine.
         if obj is not None and _calls_a_program(obj) and not may_run_programs(request.user):
@@ -73,6 +82,7 @@ class ToolConfigAdmin(UserBoundFormAdmin, ExtraPagesAdmin):
                 "kind": name,
                 "summary": kind.summary,
                 "secret_names": kind.secret_names,
+                "unavailable": kind.unavailable_reason(),
                 "schema": json.dumps(kind.config_schema, indent=2, ensure_ascii=False),
             }
             for name, kind in sorted(tool_kinds().items())

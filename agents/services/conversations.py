@@ -49,6 +49,7 @@ from agents.services.approvals import approvals_cancel
 from agents.services.branches import branch_activate
 from agents.services.defaults import default_profile
 from agents.services.prompt_versions import prompt_version_current
+from agents.services.sandbox import sandbox_files_delete_with
 from agents.services.usage import (
     QuotaExceeded,
     usage_check_quota,
@@ -118,7 +119,9 @@ def conversation_unpin(*, conversation: Conversation) -> Conversation:
 
 def conversation_delete(*, conversation: Conversation) -> None:
     # Runs still going notice the missing row at their next write and stop.
-    conversation.delete()
+    with transaction.atomic():
+        sandbox_files_delete_with(conversation_id=conversation.pk)
+        conversation.delete()
 
 
 # --------------------------------------------------------------------------------------

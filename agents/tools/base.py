@@ -41,6 +41,8 @@ class ConfiguredTool(Tool):
     # What it returns comes from the user's own private data beyond the conversation it runs
     # in (their other conversations): a shared page does not show its observations.
     reads_private_data: ClassVar[bool] = False
+    # A new tool of this kind starts marked "needs approval" (staff may switch it off).
+    needs_approval_by_default: ClassVar[bool] = False
 
     def __init__(
         self,
@@ -78,6 +80,12 @@ class ConfiguredTool(Tool):
     @classmethod
     def check_config(cls, config: Mapping[str, Any]) -> dict[str, str]:
         return {}
+
+    @classmethod
+    def unavailable_reason(cls) -> str:
+        """Why no tool of this kind can run on this server (something it needs is not
+        installed), or "" when it can; the admin lists it beside the tool."""
+        return ""
 
     @classmethod
     def linked_secret_values(cls, config: Mapping[str, Any]) -> list[str]:

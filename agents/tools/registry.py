@@ -36,6 +36,13 @@ class ToolKind:
     def default_name(self) -> str:
         return self.tool_class.name
 
+    @property
+    def needs_approval_by_default(self) -> bool:
+        return self.tool_class.needs_approval_by_default
+
+    def unavailable_reason(self) -> str:
+        return self.tool_class.unavailable_reason()
+
 
 _KINDS: dict[str, ToolKind] = {}
 
@@ -146,6 +153,7 @@ def _register_builtins() -> None:
         lookup_table,
         mcp_tool,
         openapi_operation,
+        python_sandbox,
     )
 
     register_kind("calculator", calculator.Calculator, config_schema=calculator.CONFIG_SCHEMA)
@@ -177,6 +185,9 @@ def _register_builtins() -> None:
         openapi_operation.OpenApiOperation,
         config_schema=openapi_operation.CONFIG_SCHEMA,
         secret_names=openapi_operation.SECRET_NAMES,
+    )
+    register_kind(
+        "python", python_sandbox.PythonSandbox, config_schema=python_sandbox.CONFIG_SCHEMA
     )
 
 

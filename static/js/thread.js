@@ -869,6 +869,8 @@ export class Thread {
           p.is_error ? el("span", { className: "badge", text: gettext("error") }) : null,
           el("pre", { className: "observation-text", text: p.text || "" }),
         );
+        const files = sandboxFiles(p.text || "");
+        if (files) item.append(files);
         if (p.truncated) {
           item.append(el("p", { className: "muted small", text: gettext("(cut short for the model)") }));
         }
@@ -1257,4 +1259,24 @@ export class Thread {
     }
     if (after.nextSibling !== this.summaryNode) after.after(this.summaryNode);
   }
+}
+
+// The files the python tool saved, named in its observation by their URL (docs/protocol.md,
+// "Sandbox files"): PNG figures shown under the step, other files as downloads. The server
+// serves them only to the conversation's owner; anyone else's page gets a 404.
+const SANDBOX_FILE = /^- (.+) \(([\w.+-]+\/[\w.+-]+), [^)]*\): (\/sandbox-files\/[0-9a-f-]{36}\/[^\s/]+)$/gm;
+
+function sandboxFiles(text) {
+  const found = [...text.matchAll(SANDBOX_FILE)];
+  if (!found.length) return null;
+  const list = el("ul", { className: "sandbox-files" });
+  for (const [, name, type, url] of found) {
+    const link = el("a", { text: name, attrs: { href: url, download: name } });
+    const item = el("li", {}, link);
+    if (type === "image/png") {
+      item.prepend(el("img", { attrs: { src: url, alt: name, loading: "lazy" } }));
+    }
+    list.append(item);
+  }
+  return list;
 }
