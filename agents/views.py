@@ -21,7 +21,14 @@ from django.contrib.auth.models import User
 from django.contrib.auth.views import redirect_to_login
 from django.core.exceptions import ValidationError
 from django.db import transaction
-from django.http import Http404, HttpRequest, HttpResponse, HttpResponseBase, JsonResponse
+from django.http import (
+    FileResponse,
+    Http404,
+    HttpRequest,
+    HttpResponse,
+    HttpResponseBase,
+    JsonResponse,
+)
 from django.shortcuts import redirect, render
 from django.templatetags.static import static
 from django.urls import reverse, reverse_lazy
@@ -31,10 +38,16 @@ from django.utils.translation import gettext as _
 from django.views.decorators.http import require_GET, require_POST
 
 from agents import selectors
+from agents.attachments.files import CONTENT_TYPES
+from agents.attachments.selectors import (
+    attachment_get,
+    attachment_passage_at_row,
+    shared_attachment_get,
+)
 from agents.llm.factory import is_demo_model
 from agents.memory.selectors import summary_in_use
 from agents.middleware import set_language_cookie, set_theme_cookie
-from agents.models import AgentProfile, Conversation
+from agents.models import AgentProfile, Attachment, Conversation
 from agents.permissions import signed_in_user
 from agents.preferences import remember_in_session, supported_language
 from agents.protocol import RequestRefused, event_frame, max_message_chars
@@ -421,3 +434,81 @@ def conversation_archive(request: HttpRequest, conversation_id: int) -> HttpResp
         return redirect("chat")
     # Restored: to the conversation itself, not back to a list it just left (maybe empty).
     return redirect("conversation", conversation_id=conversation.pk)
+
+
+# --------------------------------------------------------------------------------------
+# Attached files: their bytes, to their owner and to a shared conversation's readers
+# --------------------------------------------------------------------------------------
+
+
+def _file_response(attachment: Attachment) -> HttpResponseBase:
+    """The stored bytes with a content type that cannot run here (HTML goes as plain text) and
+    the user's file name. PDFs and images open in the browser (a citation's ``#page=3``); the
+    rest download."""
+    inline = attachment.kind in ("pdf", "png", "jpeg", "text", "markdown", "csv", "html")
+    response = FileResponse(
+        attachment.file.open("rb"),
+        as_attachment=not inline,
+        filename=attachment.name,
+        content_type=CONTENT_TYPES[attachment.kind],
+    )
+    response["X-Content-Type-Options"] = "nosniff"
+    response["Cache-Control"] = "private, no-store"
+    # Nothing it holds may run or load anything; the text kinds also lose the site's origin
+    # (a sandbox would stop the browser's own PDF viewer, so PDFs and images keep theirs).
+    response["Content-Security-Policy"] = (
+        "default-src 'none'; img-src 'self'; object-src 'self'; style-src 'unsafe-inline'"
+        if attachment.kind in ("pdf", "png", "jpeg")
+        else "sandbox; default-src 'none'"
+    )
+    return response
+
+
+@login_required
+@require_GET
+def attachment_file(request: HttpRequest, attachment_id: int) -> HttpResponseBase:
+    attachment = attachment_get(user=request.user, attachment_id=attachment_id)
+    if attachment is None:
+        raise Http404(_("No such file."))
+    return _file_response(attachment)
+
+
+@login_required
+@require_GET
+def attachment_rows(request: HttpRequest, attachment_id: int) -> HttpResponse:
+    """A table's rows around the one a citation names (``?row=12``), that row marked."""
+    attachment = attachment_get(user=request.user, attachment_id=attachment_id)
+    if attachment is None or attachment.kind not in ("csv", "xlsx"):
+        raise Http404(_("No such file."))
+    try:
+        row = max(int(request.GET.get("row", "1")), 1)
+    except ValueError:
+        row = 1
+    passage = attachment_passage_at_row(attachment=attachment, row=row)
+    lines = []
+    for line in (passage.text.splitlines() if passage else []):
+        number, _sep, text = line.partition(": ")
+        lines.append({"number": number, "text": text, "cited": number == str(row)})
+    return render(
+        request,
+        "agents/attachment_rows.html",
+        {"attachment": attachment, "lines": lines, "row": row, "label": passage.label if passage else ""},
+    )
+
+
+def shared_attachment_file(request: HttpRequest, token: str, attachment_id: int) -> HttpResponseBase:
+    """A file of a shared conversation, for the share's readers (as the shared page)."""
+    if not settings.CHAT_PUBLIC_SHARES and not request.user.is_authenticated:
+        return redirect_to_login(request.get_full_path())
+    conversation = selectors.shared_conversation_get(token=token)
+    attachment = (
+        shared_attachment_get(conversation=conversation, attachment_id=attachment_id)
+        if conversation is not None
+        else None
+    )
+    if attachment is None:
+        raise Http404(_("No such file."))
+    response = _file_response(attachment)
+    response["Referrer-Policy"] = "no-referrer"
+    response["X-Robots-Tag"] = "noindex, nofollow"
+    return response

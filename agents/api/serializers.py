@@ -11,6 +11,7 @@ from rest_framework import serializers
 
 from agents import selectors
 from agents.models import (
+    Attachment,
     AgentProfile,
     AgentRun,
     AnswerFeedback,
@@ -138,6 +139,23 @@ class ShareSerializer(serializers.ModelSerializer):
         path = reverse("shared_conversation", args=[share.token])
         request = self.context.get("request")
         return request.build_absolute_uri(path) if request else path
+
+
+class AttachmentSerializer(serializers.ModelSerializer):
+    """A file attached to a conversation: what its chip shows, and where its bytes are."""
+
+    url = serializers.SerializerMethodField()
+
+    class Meta:
+        model = Attachment
+        fields = [
+            "id", "conversation_id", "name", "kind", "size", "state", "error", "parts", "url",
+            "created_at",
+        ]  # fmt: skip
+        read_only_fields = fields
+
+    def get_url(self, attachment: Attachment) -> str:
+        return reverse("attachment_file", args=[attachment.pk])
 
 
 # ---- input ------------------------------------------------------------------------------
