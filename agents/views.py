@@ -38,9 +38,11 @@ from django.utils.translation import gettext as _
 from django.views.decorators.http import require_GET, require_POST
 
 from agents import selectors
-from agents.attachments.files import CONTENT_TYPES
+from agents.api.serializers import AttachmentSerializer
+from agents.attachments.files import CONTENT_TYPES, allowed_extensions_text
 from agents.attachments.selectors import (
     attachment_get,
+    attachment_list,
     attachment_passage_at_row,
     shared_attachment_get,
 )
@@ -329,6 +331,21 @@ def _render_chat(
             for c in selectors.conversation_list(user=request.user)[:SIDEBAR_LIMIT]
         ],
         "urls": _conversation_urls(conversation) if conversation else {},
+        # The conversation's files: the page links citations of them (static/js/citations.js).
+        "attachments": (
+            AttachmentSerializer(attachment_list(conversation=conversation), many=True).data
+            if conversation
+            else []
+        ),
+        # The composer's files (static/js/attachments.js): where they go and what is allowed.
+        "attachment_api": {
+            "conversations": reverse("api:conversations"),
+            "upload": reverse("api:conversation-attachments", args=[0]),
+            "item": reverse("api:attachment", args=[0]),
+            "messages": reverse("api:conversation-messages", args=[0]),
+            "max_bytes": settings.CHAT_ATTACHMENT_MAX_BYTES,
+            "accept": allowed_extensions_text().replace(" ", ""),
+        },
         "resume_after_silent_ms": round(settings.CHAT_RESUME_AFTER_SILENT_SECONDS * 1000),
         "max_message_chars": max_message_chars(),
         # The demo banner follows the agent picker (static/js/chat.js).

@@ -145,17 +145,24 @@ class AttachmentSerializer(serializers.ModelSerializer):
     """A file attached to a conversation: what its chip shows, and where its bytes are."""
 
     url = serializers.SerializerMethodField()
+    rows_url = serializers.SerializerMethodField()
 
     class Meta:
         model = Attachment
         fields = [
             "id", "conversation_id", "name", "kind", "size", "state", "error", "parts", "url",
-            "created_at",
+            "rows_url", "created_at",
         ]  # fmt: skip
         read_only_fields = fields
 
     def get_url(self, attachment: Attachment) -> str:
         return reverse("attachment_file", args=[attachment.pk])
+
+    def get_rows_url(self, attachment: Attachment) -> str | None:
+        """A table's rows page, where a citation of a row opens (``?row=12``)."""
+        if attachment.kind not in ("csv", "xlsx"):
+            return None
+        return reverse("attachment_rows", args=[attachment.pk])
 
 
 # ---- input ------------------------------------------------------------------------------
