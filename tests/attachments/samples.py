@@ -84,3 +84,39 @@ def csv_text() -> bytes:
     rows += [f"Town {number},Testland,{number * 1000}" for number in range(1, 60)]
     rows.append("Quillbury,Ruritania,424242")
     return ("\n".join(rows) + "\n").encode()
+
+
+def png_with_text(text: str) -> bytes:
+    """A picture of ``text`` in large black letters (Pillow comes with python-pptx)."""
+    from PIL import Image, ImageDraw, ImageFont
+
+    image = Image.new("RGB", (60 + 28 * len(text), 160), "white")
+    ImageDraw.Draw(image).text((20, 40), text, fill="black", font=ImageFont.load_default(size=48))
+    out = io.BytesIO()
+    image.save(out, "PNG")
+    return out.getvalue()
+
+
+def xlsx(rows: list[list[object]], title: str = "Sales") -> bytes:
+    import openpyxl
+
+    workbook = openpyxl.Workbook()
+    sheet = workbook.active
+    sheet.title = title
+    for row in rows:
+        sheet.append(row)
+    out = io.BytesIO()
+    workbook.save(out)
+    return out.getvalue()
+
+
+def pptx(slides: list[str]) -> bytes:
+    import pptx as python_pptx
+
+    deck = python_pptx.Presentation()
+    for text in slides:
+        slide = deck.slides.add_slide(deck.slide_layouts[1])
+        slide.shapes.title.text = text
+    out = io.BytesIO()
+    deck.save(out)
+    return out.getvalue()

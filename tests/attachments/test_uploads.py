@@ -8,6 +8,8 @@ import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.test import Client, override_settings
 
+from agents.attachments.files import ocr_available
+from agents.attachments.selectors import attachment_search
 from agents.models import Attachment, AttachmentChunk, Message
 from agents.services.attachments import attachment_extract
 from agents.services.conversations import conversation_create, conversation_delete
@@ -260,3 +262,54 @@ def test_removing_a_chip_deletes_the_file(user, conversation, django_capture_on_
         assert client.delete(f"/api/attachments/{created['id']}/").status_code == 204
     assert not Attachment.objects.exists()
     assert name not in _stored_names()
+
+
+@pytest.mark.skipif(not ocr_available(), reason="Debian's tesseract-ocr is not installed")
+def test_an_image_is_read_by_ocr_where_tesseract_is_installed(user, conversation):
+    created = _upload(
+        _client(user), conversation, "receipt.png", samples.png_with_text("Invoice total 4242 euros")
+    )
+    assert created.status_code == 201, created.content
+    attachment_extract(attachment_id=created.json()["id"])
+    attachment = Attachment.objects.get(pk=created.json()["id"])
+    assert attachment.state == "ready", attachment.error
+    assert "Invoice total 4242" in attachment.chunks.get().text
+
+
+def test_a_spreadsheet_and_a_deck_are_read_with_sheet_rows_and_slides(user, conversation):
+    client = _client(user)
+    sheet = _upload(
+        client, conversation, "sales.xlsx",
+        samples.xlsx([["month", "units"], ["January", 12], ["February", 30]]),
+    ).json()  # fmt: skip
+    deck = _upload(client, conversation, "plan.pptx", samples.pptx(["Kick-off", "Launch in May"])).json()
+    for created in (sheet, deck):
+        attachment_extract(attachment_id=created["id"])
+
+    rows = Attachment.objects.get(pk=sheet["id"]).chunks.get()
+    assert (rows.label, rows.row) == ("Sales rows 2-3", 2)
+    assert "3: February, 30" in rows.text
+    slides = list(Attachment.objects.get(pk=deck["id"]).chunks.order_by("position"))
+    assert [(s.label, s.page) for s in slides] == [("slide 1", 1), ("slide 2", 2)]
+    assert "Launch in May" in slides[1].text
+
+
+def test_search_ranks_the_conversations_passages_and_finds_words_it_cannot_split(
+    user, other_user, conversation
+):
+    client = _client(user)
+    created = _upload(
+        client, conversation, "contract.pdf",
+        samples.pdf(["Fees are paid monthly.", "Termination needs ninety days notice."]),
+    ).json()  # fmt: skip
+    notes = _upload(client, conversation, "notes.txt", "合同终止需要九十天通知。".encode()).json()
+    elsewhere = conversation_create(owner=other_user)
+    theirs = _upload(_client(other_user), elsewhere, "other.txt", b"termination of another deal").json()
+    for attachment_id in (created["id"], notes["id"], theirs["id"]):
+        attachment_extract(attachment_id=attachment_id)
+
+    hits = attachment_search(conversation_id=conversation.pk, query="termination notice")
+    assert [hit.citation for hit in hits] == ["[contract.pdf p.2]"]
+    chinese = attachment_search(conversation_id=conversation.pk, query="合同终止")
+    assert [hit.citation for hit in chinese] == ["[notes.txt]"]
+    assert attachment_search(conversation_id=conversation.pk, query="   ") == []
