@@ -12,6 +12,7 @@ import secrets
 from django.conf import settings
 from django.contrib.auth.models import Group
 from django.core.exceptions import ValidationError
+from django.core.files.storage import Storage
 from django.core.validators import MinValueValidator, RegexValidator
 from django.db import models
 from django.db.models import F, Q
@@ -1050,7 +1051,7 @@ class KnowledgeChunk(models.Model):
 # --------------------------------------------------------------------------------------
 
 
-def attachment_storage():  # type: ignore[no-untyped-def]
+def attachment_storage() -> Storage:
     """The storage named ``attachments`` in ``STORAGES`` (a file system folder under var/ by
     default, any django-storages backend by setting); a callable so tests can swap it."""
     from django.core.files.storage import storages

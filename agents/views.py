@@ -503,17 +503,24 @@ def attachment_rows(request: HttpRequest, attachment_id: int) -> HttpResponse:
         row = 1
     passage = attachment_passage_at_row(attachment=attachment, row=row)
     lines = []
-    for line in (passage.text.splitlines() if passage else []):
+    for line in passage.text.splitlines() if passage else []:
         number, _sep, text = line.partition(": ")
         lines.append({"number": number, "text": text, "cited": number == str(row)})
     return render(
         request,
         "agents/attachment_rows.html",
-        {"attachment": attachment, "lines": lines, "row": row, "label": passage.label if passage else ""},
+        {
+            "attachment": attachment,
+            "lines": lines,
+            "row": row,
+            "label": passage.label if passage else "",
+        },
     )
 
 
-def shared_attachment_file(request: HttpRequest, token: str, attachment_id: int) -> HttpResponseBase:
+def shared_attachment_file(
+    request: HttpRequest, token: str, attachment_id: int
+) -> HttpResponseBase:
     """A file of a shared conversation, for the share's readers (as the shared page)."""
     if not settings.CHAT_PUBLIC_SHARES and not request.user.is_authenticated:
         return redirect_to_login(request.get_full_path())

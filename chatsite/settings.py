@@ -333,8 +333,11 @@ STORAGES["attachments"] = {
     ),
     "OPTIONS": env.json(
         "CHAT_ATTACHMENT_STORAGE_OPTIONS",
-        default={"location": str(VAR_DIR / "attachments"), "directory_permissions_mode": 0o700,
-                 "file_permissions_mode": 0o600},
+        default={
+            "location": str(VAR_DIR / "attachments"),
+            "directory_permissions_mode": 0o700,
+            "file_permissions_mode": 0o600,
+        },
     ),
 }
 CHAT_ATTACHMENT_MAX_BYTES = env.int("CHAT_ATTACHMENT_MAX_BYTES", default=20 * 1024 * 1024)

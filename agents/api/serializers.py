@@ -11,10 +11,10 @@ from rest_framework import serializers
 
 from agents import selectors
 from agents.models import (
-    Attachment,
     AgentProfile,
     AgentRun,
     AnswerFeedback,
+    Attachment,
     Conversation,
     ConversationShare,
     Message,

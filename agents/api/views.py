@@ -22,12 +22,15 @@ from rest_framework.response import Response
 from agents import selectors
 from agents.api import serializers as api
 from agents.api.export import EXPORT_FORMATS, export_data, export_json, export_markdown
+from agents.attachments import selectors as attachment_selectors
+from agents.attachments.files import FileRefused, judge_size_only
 from agents.memory.selectors import summary_in_use
 from agents.memory.services import SummaryRequest, summary_request
 from agents.models import AgentProfile, AgentRun, Conversation, ConversationShare, Message
 from agents.permissions import signed_in_user
 from agents.protocol import RefusalCode, RequestRefused, approval_decided_payload, event_frame
 from agents.services.approvals import approval_decide, run_continue
+from agents.services.attachments import attachment_delete, attachment_upload
 from agents.services.branches import branch_switch
 from agents.services.conversations import (
     SendResult,
@@ -42,9 +45,6 @@ from agents.services.conversations import (
     run_cancel,
     run_regenerate,
 )
-from agents.attachments import selectors as attachment_selectors
-from agents.attachments.files import FileRefused, judge_size_only
-from agents.services.attachments import attachment_delete, attachment_upload
 from agents.services.feedback import feedback_clear, feedback_set
 from agents.services.shares import share_create, share_revoke
 
@@ -422,9 +422,7 @@ class ConversationAttachmentsView(ApiView):
             )
         except FileRefused as refused:
             raise RequestRefused(refused.code, refused.message) from None
-        return Response(
-            api.AttachmentSerializer(attachment).data, status=status.HTTP_201_CREATED
-        )
+        return Response(api.AttachmentSerializer(attachment).data, status=status.HTTP_201_CREATED)
 
 
 class AttachmentItemView(ApiView):

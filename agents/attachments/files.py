@@ -177,7 +177,8 @@ def check_zip(*, name: str, data: bytes) -> None:
         members = zipfile.ZipFile(io.BytesIO(data)).infolist()
     except (zipfile.BadZipFile, ValueError):
         raise FileRefused(
-            RefusalCode.FILE_UNREADABLE, _("%(name)s is damaged and cannot be read.") % {"name": name}
+            RefusalCode.FILE_UNREADABLE,
+            _("%(name)s is damaged and cannot be read.") % {"name": name},
         ) from None
     unpacked = sum(member.file_size for member in members)
     packed = sum(member.compress_size for member in members) or 1
@@ -204,13 +205,13 @@ def check_pdf(*, name: str, data: bytes) -> int:
         pages = 0 if encrypted else len(reader.pages)
     except (PdfReadError, ValueError, KeyError, TypeError, RecursionError):
         raise FileRefused(
-            RefusalCode.FILE_UNREADABLE, _("%(name)s is damaged and cannot be read.") % {"name": name}
+            RefusalCode.FILE_UNREADABLE,
+            _("%(name)s is damaged and cannot be read.") % {"name": name},
         ) from None
     if encrypted:
         raise FileRefused(
             RefusalCode.FILE_ENCRYPTED,
-            _("%(name)s is encrypted. Remove its password, then attach it again.")
-            % {"name": name},
+            _("%(name)s is encrypted. Remove its password, then attach it again.") % {"name": name},
         )
     limit = settings.CHAT_ATTACHMENT_MAX_PAGES
     if pages > limit:

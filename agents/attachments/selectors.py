@@ -101,9 +101,7 @@ def attachment_full_text(*, attachment: Attachment) -> str:
     return "\n\n".join(parts)
 
 
-def attachment_search(
-    *, conversation_id: int, query: str, limit: int = 5
-) -> list[AttachmentHit]:
+def attachment_search(*, conversation_id: int, query: str, limit: int = 5) -> list[AttachmentHit]:
     """The passages of the conversation's ready files that best match ``query``, best first.
 
     Every word must match first; when nothing does, any word may. Where the database's
@@ -157,12 +155,15 @@ def _substring_search(
     for term in terms:
         any_term |= Q(text__icontains=term)
     # Bounded: the conversation's passages that hold at least one word, scored here.
-    rows = list(chunks.filter(any_term).order_by("attachment_id", "position").values_list(*_FIELDS)[:2000])
+    rows = list(
+        chunks.filter(any_term).order_by("attachment_id", "position").values_list(*_FIELDS)[:2000]
+    )
     scored = []
     for row in rows:
         lowered = row[-1].lower()
         score = sum(1 for term in terms if term in lowered) / len(terms)
-        scored.append(AttachmentHit(*row, score=score))
+        attachment_id, name, label, page, row_number, text = row
+        scored.append(AttachmentHit(attachment_id, name, label, page, row_number, text, score))
     scored.sort(key=lambda hit: -hit.score)
     return scored[:limit]
 

@@ -127,7 +127,7 @@ def _fail(attachment: Attachment, reason: str) -> None:
 def attachment_delete(*, attachment: Attachment) -> None:
     """Remove a file (a chip removed before sending): its row, its passages, its bytes."""
     with transaction.atomic():
-        names = [attachment.file.name]
+        names = [attachment.file.name] if attachment.file.name else []
         attachment.delete()
         transaction.on_commit(lambda: _delete_stored(names))
 
@@ -135,15 +135,19 @@ def attachment_delete(*, attachment: Attachment) -> None:
 def attachments_delete_for_conversation(*, conversation: Conversation) -> None:
     """Called in the transaction that deletes the conversation: the stored bytes go once it
     commits (the rows and passages go with the conversation's cascade)."""
-    names = list(
-        Attachment.objects.filter(conversation=conversation).values_list("file", flat=True)
-    )
+    names = [
+        name
+        for name in Attachment.objects.filter(conversation=conversation).values_list(
+            "file", flat=True
+        )
+        if name
+    ]
     if names:
         transaction.on_commit(lambda: _delete_stored(names))
 
 
 def _delete_stored(names: list[str]) -> None:
-    storage = Attachment._meta.get_field("file").storage  # type: ignore[attr-defined]
+    storage = Attachment._meta.get_field("file").storage
     for name in names:
         try:
             storage.delete(name)

@@ -48,9 +48,9 @@ from django.core.exceptions import ObjectDoesNotExist
 from django.db import DatabaseError, close_old_connections, connection
 
 from agents import events
+from agents.attachments.selectors import attachments_for_run
 from agents.live import LiveText
 from agents.llm.errors import public_failure_message
-from agents.attachments.selectors import attachments_for_run
 from agents.memory.services import memory_after_run, memory_for_run
 from agents.models import AgentRun, Message
 from agents.profile_snapshot import ProfileSnapshot
@@ -74,13 +74,13 @@ from agents.runs.reads import run_claim_refusal, run_prior_steps
 from agents.runs.store import run_store
 from agents.runs.threads import in_database_thread
 from agents.runtime import build_executor
-from agents.tools.builtin.attachments import attachment_tools
 from agents.services.approvals import (
     approvals_expire,
     budget_pauses_expire,
     run_pause_for_approval,
     run_stop_at_budget,
 )
+from agents.tools.builtin.attachments import attachment_tools
 from chatsite.server.loop import process_loop
 
 logger = logging.getLogger(__name__)

@@ -42,7 +42,9 @@ def _stored_names() -> set[str]:
     if not storage.exists("attachments"):
         return names
     for owner in storage.listdir("attachments")[0]:
-        names.update(f"attachments/{owner}/{name}" for name in storage.listdir(f"attachments/{owner}")[1])
+        names.update(
+            f"attachments/{owner}/{name}" for name in storage.listdir(f"attachments/{owner}")[1]
+        )
     return names
 
 
@@ -56,7 +58,7 @@ def _static_without_manifest(settings):
 
 
 @pytest.fixture(autouse=True)
-def _stored_before():
+def stored_before():
     """What the storage held before the test; the test's own files are removed after it (its
     rows are rolled back, its bytes would stay)."""
     before = _stored_names()
@@ -85,7 +87,8 @@ def test_a_pdf_is_stored_read_into_pages_and_listed(user, conversation):
     with attachment.file.open("rb") as stored:
         assert stored.read() == data
     # The stored name is random and has no extension to be executed by.
-    assert "contract" not in attachment.file.name and "." not in attachment.file.name
+    assert "contract" not in attachment.file.name
+    assert "." not in attachment.file.name
 
     attachment_extract(attachment_id=attachment.pk)
     attachment_extract(attachment_id=attachment.pk)  # twice: nothing doubles
@@ -101,7 +104,9 @@ def test_a_pdf_is_stored_read_into_pages_and_listed(user, conversation):
 
 def test_a_docx_and_a_csv_are_read_with_their_locations(user, conversation):
     client = _client(user)
-    word = _upload(client, conversation, "letter.docx", samples.docx(["Dear Ada,", "The owl flies at dawn."]))
+    word = _upload(
+        client, conversation, "letter.docx", samples.docx(["Dear Ada,", "The owl flies at dawn."])
+    )
     table = _upload(client, conversation, "towns.csv", samples.csv_text())
     assert (word.status_code, table.status_code) == (201, 201)
     for response in (word, table):
@@ -115,17 +120,24 @@ def test_a_docx_and_a_csv_are_read_with_their_locations(user, conversation):
     # Rows are numbered as a spreadsheet shows them, the header (row 1) in every passage.
     assert last.text.startswith("1: city, country, population")
     assert "61: Quillbury, Ruritania, 424242" in last.text
-    assert last.label.startswith("rows ") and last.row is not None
+    assert last.label.startswith("rows ")
+    assert last.row is not None
 
 
+# (case, file name, its bytes, refusal code, HTTP status, words the message must hold)
 BAD_UPLOADS = [
     ("oversize", "big.txt", lambda: b"a" * 2048, "file_too_large", 413, "at most"),
-    ("wrong type", "tool.exe", lambda: b"MZ\x90\x00", "file_type_not_allowed", 400, "cannot be attached"),
-    ("lying extension", "notes.pdf", lambda: b"just some text", "file_type_mismatch", 400, "not what its extension says"),
-    ("text calling itself a csv but a PDF", "sheet.csv", lambda: samples.pdf(["x"]), "file_type_mismatch", 400, "PDF"),
-    ("zip bomb inside a docx", "letter.docx", samples.zip_bomb_docx, "file_unsafe", 400, "compression bomb"),
+    ("wrong type", "tool.exe", lambda: b"MZ\x90\x00", "file_type_not_allowed", 400,
+     "cannot be attached"),
+    ("lying extension", "notes.pdf", lambda: b"just some text", "file_type_mismatch", 400,
+     "not what its extension says"),
+    ("a csv that is a PDF", "sheet.csv", lambda: samples.pdf(["x"]), "file_type_mismatch", 400,
+     "PDF"),
+    ("zip bomb inside a docx", "letter.docx", samples.zip_bomb_docx, "file_unsafe", 400,
+     "compression bomb"),
     ("encrypted pdf", "secret.pdf", samples.encrypted_pdf, "file_encrypted", 400, "encrypted"),
-    ("5,000-page pdf", "endless.pdf", lambda: samples.long_pdf(5000), "file_too_many_pages", 400, "5000 pages"),
+    ("5,000-page pdf", "endless.pdf", lambda: samples.long_pdf(5000), "file_too_many_pages", 400,
+     "5000 pages"),
 ]  # fmt: skip
 
 
@@ -136,7 +148,7 @@ BAD_UPLOADS = [
 )
 @override_settings(CHAT_ATTACHMENT_MAX_BYTES=1024)
 def test_a_bad_upload_is_refused_clearly_and_stores_nothing(
-    user, conversation, _stored_before, label, name, make, code, status, said
+    user, conversation, stored_before, label, name, make, code, status, said
 ):
     data = make()
     if code != "file_too_large":
@@ -149,9 +161,10 @@ def test_a_bad_upload_is_refused_clearly_and_stores_nothing(
     assert response.status_code == status, response.content
     body = response.json()
     assert body["code"] == code
-    assert name in body["message"] and said in body["message"]
+    assert name in body["message"]
+    assert said in body["message"]
     assert not Attachment.objects.exists()
-    assert _stored_names() == _stored_before
+    assert _stored_names() == stored_before
 
 
 def test_a_refused_file_loses_nothing_else(user, conversation):
@@ -244,7 +257,8 @@ def test_deleting_the_conversation_deletes_files_passages_and_bytes(
     for attachment_id in ids:
         attachment_extract(attachment_id=attachment_id)
     names = set(Attachment.objects.values_list("file", flat=True))
-    assert AttachmentChunk.objects.exists() and names <= _stored_names()
+    assert AttachmentChunk.objects.exists()
+    assert names <= _stored_names()
 
     with django_capture_on_commit_callbacks(execute=True):
         conversation_delete(conversation=conversation)
@@ -267,7 +281,10 @@ def test_removing_a_chip_deletes_the_file(user, conversation, django_capture_on_
 @pytest.mark.skipif(not ocr_available(), reason="Debian's tesseract-ocr is not installed")
 def test_an_image_is_read_by_ocr_where_tesseract_is_installed(user, conversation):
     created = _upload(
-        _client(user), conversation, "receipt.png", samples.png_with_text("Invoice total 4242 euros")
+        _client(user),
+        conversation,
+        "receipt.png",
+        samples.png_with_text("Invoice total 4242 euros"),
     )
     assert created.status_code == 201, created.content
     attachment_extract(attachment_id=created.json()["id"])
@@ -282,7 +299,9 @@ def test_a_spreadsheet_and_a_deck_are_read_with_sheet_rows_and_slides(user, conv
         client, conversation, "sales.xlsx",
         samples.xlsx([["month", "units"], ["January", 12], ["February", 30]]),
     ).json()  # fmt: skip
-    deck = _upload(client, conversation, "plan.pptx", samples.pptx(["Kick-off", "Launch in May"])).json()
+    deck = _upload(
+        client, conversation, "plan.pptx", samples.pptx(["Kick-off", "Launch in May"])
+    ).json()
     for created in (sheet, deck):
         attachment_extract(attachment_id=created["id"])
 
@@ -304,7 +323,9 @@ def test_search_ranks_the_conversations_passages_and_finds_words_it_cannot_split
     ).json()  # fmt: skip
     notes = _upload(client, conversation, "notes.txt", "合同终止需要九十天通知。".encode()).json()
     elsewhere = conversation_create(owner=other_user)
-    theirs = _upload(_client(other_user), elsewhere, "other.txt", b"termination of another deal").json()
+    theirs = _upload(
+        _client(other_user), elsewhere, "other.txt", b"termination of another deal"
+    ).json()
     for attachment_id in (created["id"], notes["id"], theirs["id"]):
         attachment_extract(attachment_id=attachment_id)
 

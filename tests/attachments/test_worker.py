@@ -32,9 +32,13 @@ def upload(live_stack, user, conversation, name: str, data: bytes) -> tuple[int,
     """A multipart POST to daphne as ``user``, as the page's composer sends it."""
     boundary = uuid.uuid4().hex
     body = (
-        f'--{boundary}\r\nContent-Disposition: form-data; name="file"; filename="{name}"\r\n'
-        "Content-Type: application/octet-stream\r\n\r\n"
-    ).encode() + data + f"\r\n--{boundary}--\r\n".encode()
+        (
+            f'--{boundary}\r\nContent-Disposition: form-data; name="file"; filename="{name}"\r\n'
+            "Content-Type: application/octet-stream\r\n\r\n"
+        ).encode()
+        + data
+        + f"\r\n--{boundary}--\r\n".encode()
+    )
     csrf = uuid.uuid4().hex
     request = urllib.request.Request(
         f"{live_stack.daphne.url}/api/conversations/{conversation.pk}/attachments/",
@@ -63,7 +67,9 @@ def wait_until_read(live_stack, user, attachment_id: int, timeout: float = 60.0)
         if body["state"] != "reading":
             return body
         time.sleep(0.1)
-    raise TimeoutError(f"file {attachment_id} still reading:\n{live_stack.worker.log_text()[-3000:]}")
+    raise TimeoutError(
+        f"file {attachment_id} still reading:\n{live_stack.worker.log_text()[-3000:]}"
+    )
 
 
 def test_a_pdf_a_docx_and_a_csv_are_read_by_the_worker(live_stack, user):
@@ -83,7 +89,8 @@ def test_a_pdf_a_docx_and_a_csv_are_read_by_the_worker(live_stack, user):
     assert read["contract.pdf"]["parts"] == 3
     assert read["towns.csv"]["parts"] == 61
     refused = upload(live_stack, user, conversation, "letter.pdf", files["letter.docx"])
-    assert refused[0] == 400 and refused[1]["code"] == "file_type_mismatch"
+    assert refused[0] == 400
+    assert refused[1]["code"] == "file_type_mismatch"
     assert Attachment.objects.filter(conversation=conversation).count() == 3
 
 
@@ -111,15 +118,14 @@ def test_a_run_searches_and_reads_the_attached_files(live_stack, user):
     conversation.save(update_fields=["profile"])
 
     sock = live_stack.connect(conversation, user)
-    sock.send(
-        {"type": "message.send", "content": "How can the contract end?", "client_id": "q1"}
-    )
+    sock.send({"type": "message.send", "content": "How can the contract end?", "client_id": "q1"})
     frames = sock.receive_until(run_ended)
 
     observations = [f for f in frames if f["type"] == "step" and f["kind"] == "observation"]
     searched, rows = (observation["text"] for observation in observations)
     assert searched.startswith("[contract.pdf p.3] Either party may end this agreement")
-    assert "[towns.csv rows " in rows and "61: Quillbury, Ruritania, 424242" in rows
+    assert "[towns.csv rows " in rows
+    assert "61: Quillbury, Ruritania, 424242" in rows
     assert frames[-1]["type"] == "run.finished"
     assert frames[-1]["message"]["content"] == answer
 
@@ -128,4 +134,5 @@ def test_a_run_searches_and_reads_the_attached_files(live_stack, user):
     assert offered == ["read_attachment", "search_attachments"]
     # The small PDF went into the prompt whole, before the question, its pages labelled.
     prompt = json.dumps(first["messages"])
-    assert "[p.3]" in prompt and "ninety days written notice" in prompt
+    assert "[p.3]" in prompt
+    assert "ninety days written notice" in prompt

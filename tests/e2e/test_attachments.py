@@ -54,7 +54,8 @@ def attach_by_paste(page, name: str, mime: str, data: bytes) -> None:
     transfer = _transfer(page, name, mime, data)
     page.evaluate(
         """(transfer) => document.getElementById('composer-input').dispatchEvent(
-            new ClipboardEvent('paste', { clipboardData: transfer, bubbles: true, cancelable: true }))""",
+            new ClipboardEvent('paste', {clipboardData: transfer, bubbles: true, cancelable: true})
+        )""",
         transfer,
     )
 
@@ -88,7 +89,9 @@ def test_attach_three_ways_see_ready_and_follow_a_citation_to_its_page(
     for name, kind in (("contract.pdf", "PDF"), ("letter.docx", "DOCX"), ("towns.csv", "CSV")):
         expect(chip(page, name)).to_contain_text("Ready")
         expect(chip(page, name)).to_contain_text(kind)
-    assert set(Attachment.objects.filter(conversation=conversation).values_list("state", flat=True)) == {"ready"}
+    assert set(
+        Attachment.objects.filter(conversation=conversation).values_list("state", flat=True)
+    ) == {"ready"}
     assert_accessible(tab)
 
     page.get_by_label("Message", exact=True).press("Enter")
@@ -98,7 +101,8 @@ def test_attach_three_ways_see_ready_and_follow_a_citation_to_its_page(
     pdf = Attachment.objects.get(conversation=conversation, name="contract.pdf")
     assert citation.get_attribute("href") == f"/files/{pdf.pk}/#page=3"
     opened = page.request.get(citation.get_attribute("href"))
-    assert opened.status == 200 and opened.headers["content-type"] == PDF_MIME
+    assert opened.status == 200
+    assert opened.headers["content-type"] == PDF_MIME
     # The page the link names is the one that holds the cited sentence.
     assert pdf.chunks.get(page=3).text.startswith("Either party may end this agreement")
 

@@ -52,8 +52,8 @@ class ReadAttachment(ConfiguredTool):
 
     name = "read_attachment"
     description = (
-        "Reads a file attached to this conversation by its name: give pages (\"3\" or "
-        "\"2-5\") for a PDF or slides, rows (\"10-40\") for a CSV or spreadsheet, or neither "
+        'Reads a file attached to this conversation by its name: give pages ("3" or '
+        '"2-5") for a PDF or slides, rows ("10-40") for a CSV or spreadsheet, or neither '
         "for the beginning of the file. Passages are labelled like [file.pdf p.3]; cite them."
     )
     uses_database = True
@@ -68,7 +68,9 @@ class ReadAttachment(ConfiguredTool):
         conversation_id = _conversation_id(self)
         attachment = attachment_by_name(conversation_id=conversation_id, name=name)
         if attachment is None:
-            names = ", ".join(file.name for file in attachments_ready(conversation_id=conversation_id))
+            names = ", ".join(
+                file.name for file in attachments_ready(conversation_id=conversation_id)
+            )
             raise ToolInputError(
                 f"no attached file is named {name!r}; the files are: {names or 'none'}"
             )
@@ -84,7 +86,9 @@ class ReadAttachment(ConfiguredTool):
         out: list[str] = []
         used = 0
         for passage in passages:
-            label = f"[{attachment.name} {passage.label}]" if passage.label else f"[{attachment.name}]"
+            label = (
+                f"[{attachment.name} {passage.label}]" if passage.label else f"[{attachment.name}]"
+            )
             piece = f"{label} {passage.text}"
             if used + len(piece) > MAX_READ_CHARS and out:
                 out.append("(more follows: ask for a later range)")
