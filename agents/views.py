@@ -38,11 +38,9 @@ from django.utils.translation import gettext as _
 from django.views.decorators.http import require_GET, require_POST
 
 from agents import selectors
-from agents.api.serializers import AttachmentSerializer
 from agents.attachments.files import CONTENT_TYPES, allowed_extensions_text
 from agents.attachments.selectors import (
     attachment_get,
-    attachment_list,
     attachment_passage_at_row,
     shared_attachment_get,
 )
@@ -331,12 +329,6 @@ def _render_chat(
             for c in selectors.conversation_list(user=request.user)[:SIDEBAR_LIMIT]
         ],
         "urls": _conversation_urls(conversation) if conversation else {},
-        # The conversation's files: the page links citations of them (static/js/citations.js).
-        "attachments": (
-            AttachmentSerializer(attachment_list(conversation=conversation), many=True).data
-            if conversation
-            else []
-        ),
         # The composer's files (static/js/attachments.js): where they go and what is allowed.
         "attachment_api": {
             "conversations": reverse("api:conversations"),

@@ -1,7 +1,7 @@
 // The chat page: wires the sidebar, the thread, the composer and the socket together.
 
 import { Attachments } from "./attachments.js";
-import { linkCitations } from "./citations.js";
+import { linkCitations, mayCite } from "./citations.js";
 import { api, newClientId } from "./dom.js";
 import { setUpShare } from "./share.js";
 import { Sidebar } from "./sidebar.js";
@@ -207,7 +207,19 @@ function isCompactCommand(content) {
 // ------------------------------------------------------------------ files
 
 // The conversation's files by name: citations of them become links (static/js/citations.js).
-const files = new Map((state.attachments || []).map((file) => [file.name, file]));
+// Asked for when an answer seems to cite one, not with every page.
+let files = null;
+function conversationFiles() {
+  if (!files) {
+    files = api("GET", state.attachment_api.upload.replace("/0/", `/${conversation.id}/`))
+      .then((data) => new Map(data.attachments.map((file) => [file.name, file])))
+      .catch(() => {
+        files = null;
+        return new Map();
+      });
+  }
+  return files;
+}
 // A new chat gets its conversation when the first file is attached (files belong to one).
 let createdConversationId = null;
 async function conversationForFiles() {
@@ -233,7 +245,9 @@ const attachments = new Attachments({
   input,
   api: state.attachment_api,
   conversationId: conversationForFiles,
-  onReady: (file) => files.set(file.name, file),
+  onReady: () => {
+    files = null; // a new file: ask again at the next citation
+  },
 });
 if (state.attachment_api.accept) {
   document.getElementById("attachment-input").accept = state.attachment_api.accept;
@@ -323,7 +337,9 @@ function startConversation() {
         throw error;
       }
     },
-    onAnswerShown: (answer) => linkCitations(answer, files),
+    onAnswerShown: (answer) => {
+      if (mayCite(answer)) conversationFiles().then((byName) => linkCitations(answer, byName));
+    },
     onEdit: async (messageId, content) => {
       try {
         await api("POST", urls.edit_message.replace("/0/", `/${messageId}/`), {

@@ -7,6 +7,12 @@
 const CITATION = /\[([^\[\]\n]{1,200}?)(?: (p\.\s?(\d+)|slide (\d+)|(?:[^\[\]\n]* )?rows? (\d+)(?:-\d+)?))?\]/g;
 const SKIP = new Set(["A", "CODE", "PRE"]);
 
+// Whether `root`'s text holds anything shaped like a citation of a file (a name with an
+// extension in brackets): only then are the conversation's files asked for.
+export function mayCite(root) {
+  return /\[[^\[\]\n]{1,200}\.[A-Za-z0-9]{1,5}(?: [^\[\]\n]*)?\]/.test(root?.textContent || "");
+}
+
 export function citationHref(file, page, row) {
   if (file.kind === "pdf" && page) return `${file.url}#page=${page}`;
   if (file.rows_url && row) return `${file.rows_url}?row=${row}#row-${row}`;
