@@ -313,6 +313,7 @@ def test_a_spreadsheet_and_a_deck_are_read_with_sheet_rows_and_slides(user, conv
     assert "Launch in May" in slides[1].text
 
 
+@pytest.mark.smoke  # run on SQLite too (make test-sqlite): the search without tsvector
 def test_search_ranks_the_conversations_passages_and_finds_words_it_cannot_split(
     user, other_user, conversation
 ):

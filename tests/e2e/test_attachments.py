@@ -16,7 +16,7 @@ from agents.models import Attachment
 from agents.services.conversations import conversation_create
 from tests.attachments import samples
 from tests.attachments.test_worker import CONTRACT_PAGES
-from tests.e2e.conftest import MOBILE
+from tests.e2e.conftest import MOBILE, Tab
 from tests.e2e.test_accessibility import assert_accessible
 from tests.e2e.test_chat import ask
 
@@ -113,6 +113,7 @@ def test_attach_three_ways_see_ready_and_follow_a_citation_to_its_page(
     expect(table.locator("tr.cited")).to_contain_text("Town 56")
     expect(table.locator("#rows-title")).to_contain_text("towns.csv")
     expect(table.locator("tbody")).to_contain_text("Quillbury")
+    assert_accessible(Tab(table))
     assert tab.errors == []
 
 
