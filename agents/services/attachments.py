@@ -125,25 +125,18 @@ def _fail(attachment: Attachment, reason: str) -> None:
 
 
 def attachment_delete(*, attachment: Attachment) -> None:
-    """Remove a file (a chip removed before sending): its row, its passages, its bytes."""
-    with transaction.atomic():
-        names = [attachment.file.name] if attachment.file.name else []
-        attachment.delete()
-        transaction.on_commit(lambda: _delete_stored(names))
+    """Remove a file (a chip removed before sending): its row and passages now, its stored
+    bytes once that commits (``attachment_bytes_forget``)."""
+    attachment.delete()
 
 
-def attachments_delete_for_conversation(*, conversation: Conversation) -> None:
-    """Called in the transaction that deletes the conversation: the stored bytes go once it
-    commits (the rows and passages go with the conversation's cascade)."""
-    names = [
-        name
-        for name in Attachment.objects.filter(conversation=conversation).values_list(
-            "file", flat=True
-        )
-        if name
-    ]
-    if names:
-        transaction.on_commit(lambda: _delete_stored(names))
+def attachment_bytes_forget(sender: type, instance: Attachment, **kwargs: object) -> None:
+    """``post_delete`` of ``Attachment``: however the row goes (a removed chip, a deleted
+    conversation or user, the admin), its stored bytes are deleted once the delete commits,
+    and kept if it rolls back."""
+    name = instance.file.name
+    if name:
+        transaction.on_commit(lambda: _delete_stored([name]))
 
 
 def _delete_stored(names: list[str]) -> None:

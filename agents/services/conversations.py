@@ -46,7 +46,6 @@ from agents.runs.portable import ACTIVE_STATUSES
 from agents.runs.queue import run_enqueue_on_commit
 from agents.runs.store import run_mark_cancelled
 from agents.services.approvals import approvals_cancel
-from agents.services.attachments import attachments_delete_for_conversation
 from agents.services.branches import branch_activate
 from agents.services.defaults import default_profile
 from agents.services.prompt_versions import prompt_version_current
@@ -116,10 +115,9 @@ def conversation_unpin(*, conversation: Conversation) -> Conversation:
     return conversation
 
 
-@transaction.atomic
 def conversation_delete(*, conversation: Conversation) -> None:
-    # Its attached files' bytes are deleted once the rows' delete commits.
-    attachments_delete_for_conversation(conversation=conversation)
+    # Its attached files go with it; their stored bytes once the delete commits
+    # (``attachment_bytes_forget``, agents/services/attachments.py).
     # Runs still going notice the missing row at their next write and stop.
     conversation.delete()
 

@@ -335,3 +335,32 @@ def test_search_ranks_the_conversations_passages_and_finds_words_it_cannot_split
     chinese = attachment_search(conversation_id=conversation.pk, query="合同终止")
     assert [hit.citation for hit in chinese] == ["[notes.txt]"]
     assert attachment_search(conversation_id=conversation.pk, query="   ") == []
+
+
+def test_deleting_the_user_deletes_their_stored_bytes(
+    user, conversation, django_capture_on_commit_callbacks
+):
+    _upload(_client(user), conversation, "mine.txt", b"mine")
+    name = Attachment.objects.get().file.name
+    with django_capture_on_commit_callbacks(execute=True):
+        user.delete()
+    assert name not in _stored_names()
+
+
+def test_a_delete_that_rolls_back_keeps_the_bytes(
+    user, conversation, django_capture_on_commit_callbacks
+):
+    from django.db import transaction
+
+    _upload(_client(user), conversation, "kept.txt", b"kept")
+    name = Attachment.objects.get().file.name
+
+    def delete_then_change_our_mind() -> None:
+        with transaction.atomic():
+            conversation_delete(conversation=conversation)
+            raise RuntimeError("changed our mind")
+
+    with django_capture_on_commit_callbacks(execute=True), pytest.raises(RuntimeError):
+        delete_then_change_our_mind()
+    assert Attachment.objects.filter(file=name).exists()
+    assert name in _stored_names()
