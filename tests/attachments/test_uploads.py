@@ -15,8 +15,9 @@ from agents.services.attachments import attachment_extract
 from agents.services.conversations import conversation_create, conversation_delete
 from agents.services.shares import share_create
 from tests.attachments import samples
+from tests.attachments.storage import stored_names
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("stored_before")]
 
 
 def _client(user) -> Client:
@@ -30,41 +31,6 @@ def _upload(client: Client, conversation, name: str, data: bytes):
         f"/api/conversations/{conversation.pk}/attachments/",
         {"file": SimpleUploadedFile(name, data)},
     )
-
-
-def _storage():
-    return Attachment._meta.get_field("file").storage
-
-
-def _stored_names() -> set[str]:
-    storage = _storage()
-    names: set[str] = set()
-    if not storage.exists("attachments"):
-        return names
-    for owner in storage.listdir("attachments")[0]:
-        names.update(
-            f"attachments/{owner}/{name}" for name in storage.listdir(f"attachments/{owner}")[1]
-        )
-    return names
-
-
-@pytest.fixture(autouse=True)
-def _static_without_manifest(settings):
-    # The 404 page names static files; the test run has no collected manifest.
-    settings.STORAGES = {
-        **settings.STORAGES,
-        "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"},
-    }
-
-
-@pytest.fixture(autouse=True)
-def stored_before():
-    """What the storage held before the test; the test's own files are removed after it (its
-    rows are rolled back, its bytes would stay)."""
-    before = _stored_names()
-    yield before
-    for name in _stored_names() - before:
-        _storage().delete(name)
 
 
 @pytest.fixture
@@ -164,7 +130,7 @@ def test_a_bad_upload_is_refused_clearly_and_stores_nothing(
     assert name in body["message"]
     assert said in body["message"]
     assert not Attachment.objects.exists()
-    assert _stored_names() == stored_before
+    assert stored_names() == stored_before
 
 
 def test_a_refused_file_loses_nothing_else(user, conversation):
@@ -258,14 +224,14 @@ def test_deleting_the_conversation_deletes_files_passages_and_bytes(
         attachment_extract(attachment_id=attachment_id)
     names = set(Attachment.objects.values_list("file", flat=True))
     assert AttachmentChunk.objects.exists()
-    assert names <= _stored_names()
+    assert names <= stored_names()
 
     with django_capture_on_commit_callbacks(execute=True):
         conversation_delete(conversation=conversation)
 
     assert not Attachment.objects.exists()
     assert not AttachmentChunk.objects.exists()
-    assert not names & _stored_names()
+    assert not names & stored_names()
 
 
 def test_removing_a_chip_deletes_the_file(user, conversation, django_capture_on_commit_callbacks):
@@ -275,7 +241,7 @@ def test_removing_a_chip_deletes_the_file(user, conversation, django_capture_on_
     with django_capture_on_commit_callbacks(execute=True):
         assert client.delete(f"/api/attachments/{created['id']}/").status_code == 204
     assert not Attachment.objects.exists()
-    assert name not in _stored_names()
+    assert name not in stored_names()
 
 
 @pytest.mark.skipif(not ocr_available(), reason="Debian's tesseract-ocr is not installed")
@@ -344,7 +310,7 @@ def test_deleting_the_user_deletes_their_stored_bytes(
     name = Attachment.objects.get().file.name
     with django_capture_on_commit_callbacks(execute=True):
         user.delete()
-    assert name not in _stored_names()
+    assert name not in stored_names()
 
 
 def test_a_delete_that_rolls_back_keeps_the_bytes(
@@ -363,4 +329,4 @@ def test_a_delete_that_rolls_back_keeps_the_bytes(
     with django_capture_on_commit_callbacks(execute=True), pytest.raises(RuntimeError):
         delete_then_change_our_mind()
     assert Attachment.objects.filter(file=name).exists()
-    assert name in _stored_names()
+    assert name in stored_names()

@@ -19,7 +19,11 @@ from agents.services.conversations import conversation_create
 from tests.attachments import samples
 from tests.processes import run_ended
 
-pytestmark = [pytest.mark.integration, pytest.mark.django_db(transaction=True)]
+pytestmark = [
+    pytest.mark.integration,
+    pytest.mark.django_db(transaction=True),
+    pytest.mark.usefixtures("stored_before"),
+]
 
 CONTRACT_PAGES = [
     "Master services agreement between Ada Ltd and Bob plc.",

@@ -15,12 +15,17 @@ from agents.llm.scripted import Reply, ToolCalls
 from agents.models import Attachment
 from agents.services.conversations import conversation_create
 from tests.attachments import samples
+from tests.attachments.storage import stored_before  # noqa: F401 (a fixture)
 from tests.attachments.test_worker import CONTRACT_PAGES
 from tests.e2e.conftest import MOBILE, Tab
 from tests.e2e.test_accessibility import assert_accessible
 from tests.e2e.test_chat import ask
 
-pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
+pytestmark = [
+    pytest.mark.e2e,
+    pytest.mark.django_db(transaction=True),
+    pytest.mark.usefixtures("stored_before"),
+]
 
 PDF_MIME = "application/pdf"
 DOCX_MIME = "application/vnd.openxmlformats-officedocument.wordprocessingml.document"
