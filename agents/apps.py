@@ -1,7 +1,7 @@
 from django.apps import AppConfig
 from django.conf import settings
 from django.contrib.auth.signals import user_logged_in, user_logged_out
-from django.db.models.signals import post_migrate, post_save
+from django.db.models.signals import post_delete, post_migrate, post_save
 
 
 def _seed_defaults(sender, using="default", **kwargs) -> None:
@@ -58,6 +58,13 @@ class AgentsConfig(AppConfig):
         user_logged_in.connect(load_on_sign_in, dispatch_uid="agents.preferences_on_sign_in")
         user_logged_out.connect(
             _close_sockets_of_the_session, dispatch_uid="agents.close_sockets_on_logout"
+        )
+        from agents.services.attachments import attachment_bytes_forget
+
+        post_delete.connect(
+            attachment_bytes_forget,
+            sender="agents.Attachment",
+            dispatch_uid="agents.attachment_bytes_forget",
         )
         post_save.connect(
             _close_sockets_on_password_change,

@@ -1218,3 +1218,109 @@ class SandboxFile(models.Model):
 
     def __str__(self) -> str:
         return self.name
+
+
+# --------------------------------------------------------------------------------------
+# Files attached in the chat (agents/services/attachments.py)
+# --------------------------------------------------------------------------------------
+
+
+def attachment_storage() -> Storage:
+    """The storage named ``attachments`` in ``STORAGES`` (a file system folder under var/ by
+    default, any django-storages backend by setting); a callable so tests can swap it."""
+    return storages["attachments"]
+
+
+def attachment_upload_path(instance: Attachment, filename: str) -> str:
+    # The user's file name is kept in ``name`` only: the stored name is random and carries
+    # no extension a web server could map to something it executes.
+    return f"attachments/{instance.owner_id}/{secrets.token_hex(16)}"
+
+
+class Attachment(models.Model):
+    """A file a user attached to one of their conversations, and what was read from it."""
+
+    class Kind(models.TextChoices):
+        PDF = "pdf", "PDF"
+        DOCX = "docx", "Word"
+        XLSX = "xlsx", "Excel"
+        PPTX = "pptx", "PowerPoint"
+        CSV = "csv", "CSV"
+        MARKDOWN = "markdown", "Markdown"
+        TEXT = "text", _("plain text")
+        HTML = "html", "HTML"
+        PNG = "png", "PNG"
+        JPEG = "jpeg", "JPEG"
+
+    class State(models.TextChoices):
+        READING = "reading", _("reading")
+        READY = "ready", _("ready")
+        FAILED = "failed", _("failed")
+
+    conversation = models.ForeignKey(
+        Conversation,
+        verbose_name=_("conversation"),
+        on_delete=models.CASCADE,
+        related_name="attachments",
+    )
+    owner = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        verbose_name=_("owner"),
+        on_delete=models.CASCADE,
+        related_name="+",
+    )
+    name = models.CharField(_("name"), max_length=255)
+    kind = models.CharField(_("kind"), max_length=16, choices=Kind.choices)
+    size = models.PositiveBigIntegerField(_("size in bytes"))
+    file = models.FileField(
+        _("file"), storage=attachment_storage, upload_to=attachment_upload_path, max_length=255
+    )
+    state = models.CharField(
+        _("state"), max_length=16, choices=State.choices, default=State.READING
+    )
+    # Why reading failed, in English (stored like a run's error); the page shows it.
+    error = models.TextField(_("error"), blank=True)
+    # Pages of a PDF, slides of a deck, rows of a table; NULL for running text.
+    parts = models.PositiveIntegerField(_("pages or rows"), null=True, blank=True)
+    # The whole extracted text's tokens: a file that fits the prompt's share goes in whole.
+    text_tokens = models.PositiveIntegerField(_("tokens"), default=0)
+    created_at = models.DateTimeField(_("created at"), auto_now_add=True)
+
+    class Meta:
+        verbose_name = _("attachment")
+        verbose_name_plural = _("attachments")
+        ordering = ["conversation", "id"]
+        indexes = [models.Index(fields=["conversation", "created_at"])]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class AttachmentChunk(models.Model):
+    """A passage of an attachment with where it is: a page, a slide or a run of rows."""
+
+    attachment = models.ForeignKey(
+        Attachment,
+        verbose_name=_("attachment"),
+        on_delete=models.CASCADE,
+        related_name="chunks",
+    )
+    position = models.PositiveIntegerField(_("position"))
+    # As cited: "p.3", "slide 2", "rows 2-40", "Sheet1 rows 2-40"; empty for running text.
+    label = models.CharField(_("location"), max_length=120, blank=True)
+    page = models.PositiveIntegerField(_("page"), null=True, blank=True)
+    row = models.PositiveIntegerField(_("first row"), null=True, blank=True)
+    text = models.TextField(_("text"))
+
+    class Meta:
+        verbose_name = _("attachment passage")
+        verbose_name_plural = _("attachment passages")
+        ordering = ["attachment", "position"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["attachment", "position"], name="unique_attachment_chunk_position"
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.attachment_id}#{self.position}"

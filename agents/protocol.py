@@ -83,6 +83,16 @@ class RefusalCode(StrEnum):
     # Approval and Continue: already decided (another tab won), or the run is not paused so.
     ALREADY_DECIDED = "already_decided"
     NOT_PAUSED = "not_paused"
+    # An attached file (API only; docs/protocol.md, "Attachments"). Nothing is stored.
+    FILE_TOO_LARGE = "file_too_large"
+    TOO_MANY_FILES = "too_many_files"
+    FILE_TYPE_NOT_ALLOWED = "file_type_not_allowed"
+    FILE_TYPE_MISMATCH = "file_type_mismatch"
+    FILE_UNSAFE = "file_unsafe"
+    FILE_ENCRYPTED = "file_encrypted"
+    FILE_TOO_MANY_PAGES = "file_too_many_pages"
+    FILE_UNREADABLE = "file_unreadable"
+    OCR_UNAVAILABLE = "ocr_unavailable"
 
 
 class RequestRefused(Exception):

@@ -8,7 +8,7 @@ did even after staff edit the profile (docs/architecture.md).
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from agents.llm.factory import chat_model_for, misconfigured
@@ -16,6 +16,7 @@ from agents.models import ModelConfig, ToolConfig
 from agents.profile_snapshot import ProfileSnapshot, snapshot_model_config
 from agents.react.executor import AgentConfig, AgentExecutor, RunBudget
 from agents.react.prompt import PromptConfig
+from agents.react.tools import Tool
 from agents.react.types import ChatModel, ThoughtDelta
 from agents.selectors import tool_configs_enabled
 from agents.tools.registry import build_tools
@@ -35,6 +36,7 @@ def build_executor(
     budget_grants: int = 0,
     model_config: ModelConfig | None = None,
     tool_configs: list[ToolConfig] | None = None,
+    extra_tools: Sequence[Tool] = (),
 ) -> AgentExecutor:
     """An ``AgentExecutor`` for the profile version ``snapshot``.
 
@@ -62,6 +64,7 @@ def build_executor(
         on_thought_delta=on_thought_delta,
         supports_tool_calling=bool(model_config and model_config.supports_tool_calling),
         budget_grants=budget_grants,
+        extra_tools=extra_tools,
     )
 
 
@@ -78,11 +81,17 @@ def executor_for(
     on_thought_delta: Callable[[ThoughtDelta], None] | None = None,
     supports_tool_calling: bool = False,
     budget_grants: int = 0,
+    extra_tools: Sequence[Tool] = (),
 ) -> AgentExecutor:
-    """The executor for ``snapshot`` with the model and tool rows already chosen."""
+    """The executor for ``snapshot`` with the model and tool rows already chosen;
+    ``extra_tools``: tools the run gets beside the profile's (the attachment tools), left out
+    where the profile has a tool of the same name."""
+    tools: list[Tool] = list(build_tools(tool_configs, user=user, conversation=conversation))
+    names = {tool.name for tool in tools}
+    tools.extend(tool for tool in extra_tools if tool.name not in names)
     return AgentExecutor(
         model=model,
-        tools=build_tools(tool_configs, user=user, conversation=conversation),
+        tools=tools,
         prompt=prompt_config(snapshot),
         config=agent_config(
             snapshot, supports_tool_calling=supports_tool_calling, budget_grants=budget_grants

@@ -492,16 +492,6 @@ def preference_get(*, user: User) -> UserPreference | None:
 # -- the python tool's files ---------------------------------------------------------------
 
 
-def conversation_sandbox_files(conversation_id: int) -> list[tuple[str, str | bytes]]:
-    """The files the ``python`` tool mounts read-only in ``/data`` for a run of this
-    conversation: (file name, a path on this machine or the bytes), names unique.
-
-    The hook chat attachments fill: until then a conversation has no files. The tool runs
-    inside the conversation's run, so the caller has already checked the owner.
-    """
-    return []
-
-
 def sandbox_file_get(*, user: User | AnonymousUser, file_id: Any) -> SandboxFile | None:
     """A file the python tool kept, if ``user`` owns its conversation; None otherwise."""
     if not user.is_authenticated:

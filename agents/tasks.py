@@ -13,7 +13,7 @@ from celery.signals import worker_ready, worker_shutting_down
 from django.conf import settings
 from django.db import connection
 
-from agents.services import execution
+from agents.services import attachments, execution
 
 logger = logging.getLogger(__name__)
 
@@ -103,3 +103,12 @@ def _hand_back_runs(**kwargs) -> None:
             connection.close()
 
     threading.Thread(target=hand_back, name="chatsite-hand-back").start()
+
+
+@shared_task(name="agents.attachment_extract", acks_late=True, ignore_result=True)
+def attachment_extract(attachment_id: int) -> None:
+    """Read an attached file into passages (safe to run twice; the service checks its state)."""
+    try:
+        attachments.attachment_extract(attachment_id=attachment_id)
+    finally:
+        connection.close()

@@ -16,6 +16,13 @@ urlpatterns = [
     path("favicon.ico", views.favicon, name="favicon"),
     # A token is URL-safe base64 (agents/models.py): anything else is no share, a 404.
     path("s/<slug:token>/", views.shared_conversation, name="shared_conversation"),
+    path(
+        "s/<slug:token>/files/<int:attachment_id>/",
+        views.shared_attachment_file,
+        name="shared_attachment_file",
+    ),
+    path("files/<int:attachment_id>/", views.attachment_file, name="attachment_file"),
+    path("files/<int:attachment_id>/rows/", views.attachment_rows, name="attachment_rows"),
     path("accounts/login/", views.login_view, name="login"),
     path("accounts/logout/", views.logout_view, name="logout"),
     path("accounts/signup/", views.signup, name="signup"),

@@ -40,10 +40,16 @@ from django.views.decorators.http import require_GET, require_POST
 
 from agents import selectors
 from agents.admin.forms import UsageRangeForm
+from agents.attachments.files import CONTENT_TYPES, allowed_extensions_text
+from agents.attachments.selectors import (
+    attachment_get,
+    attachment_passage_at_row,
+    shared_attachment_get,
+)
 from agents.llm.factory import is_demo_model
 from agents.memory.selectors import summary_in_use
 from agents.middleware import set_language_cookie, set_theme_cookie
-from agents.models import AgentProfile, Conversation
+from agents.models import AgentProfile, Attachment, Conversation
 from agents.permissions import signed_in_user
 from agents.preferences import remember_in_session, supported_language
 from agents.protocol import RequestRefused, event_frame, max_message_chars
@@ -335,6 +341,15 @@ def _render_chat(
             for c in selectors.conversation_list(user=request.user)[:SIDEBAR_LIMIT]
         ],
         "urls": _conversation_urls(conversation) if conversation else {},
+        # The composer's files (static/js/attachments.js): where they go and what is allowed.
+        "attachment_api": {
+            "conversations": reverse("api:conversations"),
+            "upload": reverse("api:conversation-attachments", args=[0]),
+            "item": reverse("api:attachment", args=[0]),
+            "messages": reverse("api:conversation-messages", args=[0]),
+            "max_bytes": settings.CHAT_ATTACHMENT_MAX_BYTES,
+            "accept": allowed_extensions_text().replace(" ", ""),
+        },
         "resume_after_silent_ms": round(settings.CHAT_RESUME_AFTER_SILENT_SECONDS * 1000),
         "max_message_chars": max_message_chars(),
         # The demo banner follows the agent picker (static/js/chat.js).
@@ -523,4 +538,89 @@ def sandbox_file(request: HttpRequest, file_id: str, name: str) -> HttpResponseB
         filename=stored.name,
     )
     response["Cache-Control"] = "private, max-age=3600"
+    return response
+
+
+# --------------------------------------------------------------------------------------
+# Attached files: their bytes, to their owner and to a shared conversation's readers
+# --------------------------------------------------------------------------------------
+
+
+def _file_response(attachment: Attachment) -> HttpResponseBase:
+    """The stored bytes with a content type that cannot run here (HTML goes as plain text) and
+    the user's file name. PDFs and images open in the browser (a citation's ``#page=3``); the
+    rest download."""
+    inline = attachment.kind in ("pdf", "png", "jpeg", "text", "markdown", "csv", "html")
+    response = FileResponse(
+        attachment.file.open("rb"),
+        as_attachment=not inline,
+        filename=attachment.name,
+        content_type=CONTENT_TYPES[attachment.kind],
+    )
+    response["X-Content-Type-Options"] = "nosniff"
+    response["Cache-Control"] = "private, no-store"
+    # Nothing it holds may run or load anything; the text kinds also lose the site's origin
+    # (a sandbox would stop the browser's own PDF viewer, so PDFs and images keep theirs).
+    response["Content-Security-Policy"] = (
+        "default-src 'none'; img-src 'self'; object-src 'self'; style-src 'unsafe-inline'"
+        if attachment.kind in ("pdf", "png", "jpeg")
+        else "sandbox; default-src 'none'"
+    )
+    return response
+
+
+@login_required
+@require_GET
+def attachment_file(request: HttpRequest, attachment_id: int) -> HttpResponseBase:
+    attachment = attachment_get(user=request.user, attachment_id=attachment_id)
+    if attachment is None:
+        raise Http404(_("No such file."))
+    return _file_response(attachment)
+
+
+@login_required
+@require_GET
+def attachment_rows(request: HttpRequest, attachment_id: int) -> HttpResponse:
+    """A table's rows around the one a citation names (``?row=12``), that row marked."""
+    attachment = attachment_get(user=request.user, attachment_id=attachment_id)
+    if attachment is None or attachment.kind not in ("csv", "xlsx"):
+        raise Http404(_("No such file."))
+    try:
+        row = max(int(request.GET.get("row", "1")), 1)
+    except ValueError:
+        row = 1
+    passage = attachment_passage_at_row(attachment=attachment, row=row)
+    lines = []
+    for line in passage.text.splitlines() if passage else []:
+        number, _sep, text = line.partition(": ")
+        lines.append({"number": number, "text": text, "cited": number == str(row)})
+    return render(
+        request,
+        "agents/attachment_rows.html",
+        {
+            "attachment": attachment,
+            "lines": lines,
+            "row": row,
+            "label": passage.label if passage else "",
+        },
+    )
+
+
+def shared_attachment_file(
+    request: HttpRequest, token: str, attachment_id: int
+) -> HttpResponseBase:
+    """A file of a shared conversation, for the share's readers (as the shared page)."""
+    if not settings.CHAT_PUBLIC_SHARES and not request.user.is_authenticated:
+        return redirect_to_login(request.get_full_path())
+    conversation = selectors.shared_conversation_get(token=token)
+    attachment = (
+        shared_attachment_get(conversation=conversation, attachment_id=attachment_id)
+        if conversation is not None
+        else None
+    )
+    if attachment is None:
+        raise Http404(_("No such file."))
+    response = _file_response(attachment)
+    response["Referrer-Policy"] = "no-referrer"
+    response["X-Robots-Tag"] = "noindex, nofollow"
     return response

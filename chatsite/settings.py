@@ -350,6 +350,43 @@ STORAGES["sandbox_files"] = {
     if _SANDBOX_FILES_BACKEND.endswith(".FileSystemStorage")
     else {},
 }
+# Files attached in the chat (agents/services/attachments.py, docs/architecture.md
+# "Attachments"). Stored through the storage named "attachments": a folder under var/ unless
+# CHAT_ATTACHMENT_STORAGE names another backend (any django-storages class, configured by
+# its own settings), with CHAT_ATTACHMENT_STORAGE_OPTIONS as its JSON options.
+STORAGES["attachments"] = {
+    "BACKEND": env.str(
+        "CHAT_ATTACHMENT_STORAGE", default="django.core.files.storage.FileSystemStorage"
+    ),
+    "OPTIONS": env.json(
+        "CHAT_ATTACHMENT_STORAGE_OPTIONS",
+        default={
+            "location": str(VAR_DIR / "attachments"),
+            "directory_permissions_mode": 0o700,
+            "file_permissions_mode": 0o600,
+        },
+    ),
+}
+CHAT_ATTACHMENT_MAX_BYTES = env.int("CHAT_ATTACHMENT_MAX_BYTES", default=20 * 1024 * 1024)
+CHAT_ATTACHMENTS_PER_MESSAGE = env.int("CHAT_ATTACHMENTS_PER_MESSAGE", default=10)
+CHAT_ATTACHMENT_MAX_PAGES = env.int("CHAT_ATTACHMENT_MAX_PAGES", default=1000)
+CHAT_ATTACHMENT_MAX_ROWS = env.int("CHAT_ATTACHMENT_MAX_ROWS", default=100000)
+# An Office file is a zip: its declared unpacked size and its packing ratio are checked
+# before anything is unpacked.
+CHAT_ATTACHMENT_MAX_UNPACKED_BYTES = env.int(
+    "CHAT_ATTACHMENT_MAX_UNPACKED_BYTES", default=200 * 1024 * 1024
+)
+CHAT_ATTACHMENT_MAX_PACKING_RATIO = env.int("CHAT_ATTACHMENT_MAX_PACKING_RATIO", default=100)
+CHAT_ATTACHMENT_TYPES = env.list(
+    "CHAT_ATTACHMENT_TYPES",
+    default=["pdf", "docx", "xlsx", "pptx", "csv", "markdown", "text", "html", "png", "jpeg"],
+)
+# A file whose text is at most this many tokens (and within the profile's memory budget)
+# goes into the prompt whole; a longer one is searched with the attachment tools.
+CHAT_ATTACHMENT_INLINE_TOKENS = env.int("CHAT_ATTACHMENT_INLINE_TOKENS", default=3000)
+# OCR of PNG and JPEG images: Debian's tesseract-ocr; images are refused where it is missing.
+CHAT_OCR_COMMAND = env.str("CHAT_OCR_COMMAND", default="tesseract")
+CHAT_OCR_LANGUAGES = env.str("CHAT_OCR_LANGUAGES", default="eng+chi_sim")
 
 EMAIL_BACKEND = env.str("EMAIL_BACKEND", default="")
 if EMAIL_BACKEND:

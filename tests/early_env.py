@@ -17,6 +17,13 @@ os.environ.setdefault("CHATSITE_TEST_FAST_HASHER", "1")
 for name in ("SECURE_SSL_REDIRECT", "SESSION_COOKIE_SECURE", "CSRF_COOKIE_SECURE"):
     os.environ.setdefault(name, "0")
 
+# Pages rendered through the test client name their static files; nothing was collected, so
+# they are served unhashed. The browser tests collect with production's storage themselves
+# (tests/e2e/conftest.py) and give their daphne the setting it needs.
+os.environ.setdefault(
+    "STATICFILES_BACKEND", "django.contrib.staticfiles.storage.StaticFilesStorage"
+)
+
 # The MCP servers tests start listen on loopback, which the SSRF guard refuses unless it is
 # allowed (tests/mcp/test_mcp_ssrf.py checks the guard with the list emptied).
 os.environ.setdefault("CHAT_MCP_ALLOW_HOSTS", "127.0.0.1")

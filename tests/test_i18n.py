@@ -27,10 +27,6 @@ CATALOGUES = sorted(LOCALE_DIR.glob("*/LC_MESSAGES/*.po"))
 @pytest.fixture(autouse=True)
 def _plain_http_and_private_cache(settings):
     settings.SECURE_SSL_REDIRECT = False
-    settings.STORAGES = {
-        **settings.STORAGES,
-        "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"},
-    }
     caches = {name: dict(config) for name, config in settings.CACHES.items()}
     caches["default"]["KEY_PREFIX"] = f"test-i18n-{uuid.uuid4().hex}"
     settings.CACHES = caches

@@ -22,13 +22,8 @@ pytestmark = pytest.mark.django_db
 
 @pytest.fixture(autouse=True)
 def _plain_http_and_private_cache(settings):
-    """Plain http, static files unhashed (nothing was collected), and a cache of our own, since
-    send rate limits count there."""
+    """Plain http, and a cache of our own, since send rate limits count there."""
     settings.SECURE_SSL_REDIRECT = False
-    settings.STORAGES = {
-        **settings.STORAGES,
-        "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"},
-    }
     caches = {name: dict(config) for name, config in settings.CACHES.items()}
     caches["default"]["KEY_PREFIX"] = f"test-views-{uuid.uuid4().hex}"
     settings.CACHES = caches

@@ -58,6 +58,8 @@ def api_exception_handler(exc: Exception, context: dict[str, Any]) -> Response |
 def refusal_status(code: RefusalCode) -> int:
     if code == RefusalCode.NOT_FOUND:
         return status.HTTP_404_NOT_FOUND
+    if code == RefusalCode.FILE_TOO_LARGE:
+        return status.HTTP_413_REQUEST_ENTITY_TOO_LARGE
     if code in TOO_MANY_REQUESTS_CODES:
         return status.HTTP_429_TOO_MANY_REQUESTS
     return status.HTTP_400_BAD_REQUEST

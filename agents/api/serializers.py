@@ -14,6 +14,7 @@ from agents.models import (
     AgentProfile,
     AgentRun,
     AnswerFeedback,
+    Attachment,
     Conversation,
     ConversationShare,
     Message,
@@ -138,6 +139,30 @@ class ShareSerializer(serializers.ModelSerializer):
         path = reverse("shared_conversation", args=[share.token])
         request = self.context.get("request")
         return request.build_absolute_uri(path) if request else path
+
+
+class AttachmentSerializer(serializers.ModelSerializer):
+    """A file attached to a conversation: what its chip shows, and where its bytes are."""
+
+    url = serializers.SerializerMethodField()
+    rows_url = serializers.SerializerMethodField()
+
+    class Meta:
+        model = Attachment
+        fields = [
+            "id", "conversation_id", "name", "kind", "size", "state", "error", "parts", "url",
+            "rows_url", "created_at",
+        ]  # fmt: skip
+        read_only_fields = fields
+
+    def get_url(self, attachment: Attachment) -> str:
+        return reverse("attachment_file", args=[attachment.pk])
+
+    def get_rows_url(self, attachment: Attachment) -> str | None:
+        """A table's rows page, where a citation of a row opens (``?row=12``)."""
+        if attachment.kind not in ("csv", "xlsx"):
+            return None
+        return reverse("attachment_rows", args=[attachment.pk])
 
 
 # ---- input ------------------------------------------------------------------------------

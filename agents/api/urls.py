@@ -62,4 +62,10 @@ urlpatterns = [
         name="approval-decide",
     ),
     path("profiles/", views.ProfileListView.as_view(), name="profiles"),
+    path(
+        "conversations/<int:conversation_id>/attachments/",
+        views.ConversationAttachmentsView.as_view(),
+        name="conversation-attachments",
+    ),
+    path("attachments/<int:attachment_id>/", views.AttachmentItemView.as_view(), name="attachment"),
 ]

@@ -22,12 +22,15 @@ from rest_framework.response import Response
 from agents import selectors
 from agents.api import serializers as api
 from agents.api.export import EXPORT_FORMATS, export_data, export_json, export_markdown
+from agents.attachments import selectors as attachment_selectors
+from agents.attachments.files import FileRefused, judge_size_only
 from agents.memory.selectors import summary_in_use
 from agents.memory.services import SummaryRequest, summary_request
 from agents.models import AgentProfile, AgentRun, Conversation, ConversationShare, Message
 from agents.permissions import signed_in_user
 from agents.protocol import RefusalCode, RequestRefused, approval_decided_payload, event_frame
 from agents.services.approvals import approval_decide, run_continue
+from agents.services.attachments import attachment_delete, attachment_upload
 from agents.services.branches import branch_switch
 from agents.services.conversations import (
     SendResult,
@@ -388,3 +391,55 @@ class ProfileListView(ApiView):
     def get(self, request: Request) -> Response:
         profiles = selectors.profiles_for_user(user=request.user)
         return Response(api.ProfileSerializer(profiles, many=True).data)
+
+
+# ---- attachments -----------------------------------------------------------------------
+
+
+class ConversationAttachmentsView(ApiView):
+    """The conversation's files: GET lists them with their reading state; POST attaches one
+    (multipart, field ``file``). A refused file is a ``{"code", "message"}`` and stores
+    nothing (docs/protocol.md, "Attachments")."""
+
+    def get(self, request: Request, conversation_id: int) -> Response:
+        conversation = self.conversation_or_404(conversation_id)
+        files = attachment_selectors.attachment_list(conversation=conversation)
+        return Response({"attachments": api.AttachmentSerializer(files, many=True).data})
+
+    def post(self, request: Request, conversation_id: int) -> Response:
+        conversation = self.conversation_or_404(conversation_id)
+        uploaded = request.FILES.get("file")
+        if uploaded is None:
+            raise RequestRefused(RefusalCode.EMPTY, _("Choose a file to attach."))
+        try:
+            # The size is checked before the bytes are read into memory.
+            judge_size_only(name=uploaded.name or "", size=uploaded.size)
+            attachment = attachment_upload(
+                conversation=conversation,
+                user=signed_in_user(request.user),
+                name=uploaded.name or "",
+                data=uploaded.read(),
+            )
+        except FileRefused as refused:
+            raise RequestRefused(refused.code, refused.message) from None
+        return Response(api.AttachmentSerializer(attachment).data, status=status.HTTP_201_CREATED)
+
+
+class AttachmentItemView(ApiView):
+    """One of the user's files: its state (a chip polls it while it is read), or DELETE it
+    (a chip removed before sending)."""
+
+    def attachment_or_404(self, attachment_id: int):
+        attachment = attachment_selectors.attachment_get(
+            user=self.request.user, attachment_id=attachment_id
+        )
+        if attachment is None:
+            raise NotFound(_("No such file."))
+        return attachment
+
+    def get(self, request: Request, attachment_id: int) -> Response:
+        return Response(api.AttachmentSerializer(self.attachment_or_404(attachment_id)).data)
+
+    def delete(self, request: Request, attachment_id: int) -> Response:
+        attachment_delete(attachment=self.attachment_or_404(attachment_id))
+        return Response(status=status.HTTP_204_NO_CONTENT)

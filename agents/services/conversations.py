@@ -118,6 +118,8 @@ def conversation_unpin(*, conversation: Conversation) -> Conversation:
 
 
 def conversation_delete(*, conversation: Conversation) -> None:
+    # Its attached files go with it; their stored bytes once the delete commits
+    # (``attachment_bytes_forget``, agents/services/attachments.py).
     # Runs still going notice the missing row at their next write and stop.
     with transaction.atomic():
         sandbox_files_delete_with(conversation_id=conversation.pk)

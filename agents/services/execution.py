@@ -48,6 +48,7 @@ from django.core.exceptions import ObjectDoesNotExist
 from django.db import DatabaseError, close_old_connections, connection
 
 from agents import events
+from agents.attachments.selectors import attachments_for_run
 from agents.live import LiveText
 from agents.llm.errors import public_failure_message
 from agents.memory.services import memory_after_run, memory_for_run
@@ -79,6 +80,7 @@ from agents.services.approvals import (
     run_pause_for_approval,
     run_stop_at_budget,
 )
+from agents.tools.builtin.attachments import attachment_tools
 from chatsite.server.loop import process_loop
 
 logger = logging.getLogger(__name__)
@@ -316,6 +318,11 @@ def _prepare(run: AgentRun, watch: _Watch, me: str, claim: Claim) -> _Drive:
         model_name=run.model_name,
         before_message=run.trigger_message,
     )
+    # The conversation's files: the small ones whole, before the question, within the
+    # profile's memory budget; the tools for the rest.
+    files = attachments_for_run(
+        conversation_id=conversation.pk, token_budget=snapshot.memory.token_budget
+    )
     answer_so_far: list[str] = []
     live_text = LiveText(conversation_id=conversation.pk, run_id=run.pk, attempt=run.attempts)
 
@@ -339,9 +346,13 @@ def _prepare(run: AgentRun, watch: _Watch, me: str, claim: Claim) -> _Drive:
         # The rows the snapshot names, read with the claim (``run_claim_with_tools``).
         model_config=run.model_config,
         tool_configs=claim.tool_configs,
+        extra_tools=attachment_tools(user=conversation.owner, conversation=conversation)
+        if files.searchable
+        else (),
     )
+    question = run.trigger_message.content
     steps = executor.arun(
-        run.trigger_message.content,
+        f"{files.inline}\n\n{question}" if files.inline else question,
         history=memory.history,
         memory_summary=memory.summary,
         prior_steps=prior_steps,

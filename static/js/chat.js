@@ -1,5 +1,7 @@
 // The chat page: wires the sidebar, the thread, the composer and the socket together.
 
+import { Attachments } from "./attachments.js";
+import { linkCitations, mayCite } from "./citations.js";
 import { api, newClientId } from "./dom.js";
 import { setUpShare } from "./share.js";
 import { Sidebar } from "./sidebar.js";
@@ -202,17 +204,91 @@ function isCompactCommand(content) {
   return content.toLowerCase() === "/compact";
 }
 
+// ------------------------------------------------------------------ files
+
+// The conversation's files by name: citations of them become links (static/js/citations.js).
+// Asked for when an answer seems to cite one, not with every page.
+let files = null;
+function conversationFiles() {
+  if (!files) {
+    files = api("GET", state.attachment_api.upload.replace("/0/", `/${conversation.id}/`))
+      .then((data) => new Map(data.attachments.map((file) => [file.name, file])))
+      .catch(() => {
+        files = null;
+        return new Map();
+      });
+  }
+  return files;
+}
+// A new chat gets its conversation when the first file is attached (files belong to one).
+let createdConversationId = null;
+async function conversationForFiles() {
+  if (conversation) return conversation.id;
+  if (createdConversationId === null) {
+    createdConversationId = (async () => {
+      const created = await api("POST", state.attachment_api.conversations, {
+        profile: profileSelect ? profileSelect.value : null,
+      });
+      return created.id;
+    })();
+    createdConversationId.catch(() => {
+      createdConversationId = null;
+    });
+  }
+  return createdConversationId;
+}
+const attachments = new Attachments({
+  list: document.getElementById("attachment-chips"),
+  fileInput: document.getElementById("attachment-input"),
+  button: document.getElementById("attach-button"),
+  dropTarget: composer,
+  input,
+  api: state.attachment_api,
+  conversationId: conversationForFiles,
+  onReady: () => {
+    files = null; // a new file: ask again at the next citation
+  },
+});
+if (state.attachment_api.accept) {
+  document.getElementById("attachment-input").accept = state.attachment_api.accept;
+}
+// A message sent while a file is still being read would be answered without it.
+function filesStillReading() {
+  if (!attachments.busy()) return false;
+  showNotice(gettext("Wait until your files are read (their chips say Ready), then send."), { kind: "info" });
+  return true;
+}
+
 // ------------------------------------------------------------------ no conversation yet
 
 setUpSuggestions();
 
 if (!conversation) {
   // The form posts to /c/new/, which creates the conversation, sends the first message and
-  // redirects to it. Only guard against a double submit and empty text.
-  composer.addEventListener("submit", (event) => {
+  // redirects to it. Only guard against a double submit and empty text. With files attached
+  // the conversation exists already: the message goes to it through the API instead.
+  composer.addEventListener("submit", async (event) => {
     const content = input.value.trim();
     if (!content || tooLong(content)) {
       event.preventDefault();
+      return;
+    }
+    if (createdConversationId !== null) {
+      event.preventDefault();
+      if (filesStillReading()) return;
+      sendButton.disabled = true;
+      try {
+        const id = await createdConversationId;
+        await api("POST", state.attachment_api.messages.replace("/0/", `/${id}/`), {
+          content,
+          client_id: newClientId(),
+          profile: profileSelect ? profileSelect.value : undefined,
+        });
+        window.location.assign(`/c/${id}/`);
+      } catch (error) {
+        sendButton.disabled = false;
+        showNotice(error.message);
+      }
       return;
     }
     if (isCompactCommand(content)) {
@@ -260,6 +336,9 @@ function startConversation() {
         showNotice(interpolate(gettext("Could not switch to that version: %s"), [error.message]));
         throw error;
       }
+    },
+    onAnswerShown: (answer) => {
+      if (mayCite(answer)) conversationFiles().then((byName) => linkCitations(answer, byName));
     },
     onEdit: async (messageId, content) => {
       try {
@@ -442,8 +521,10 @@ function startConversation() {
       compact();
       return;
     }
+    if (filesStillReading()) return;
     const clientId = newClientId();
     thread.addPending(clientId, content);
+    attachments.clearSent();
     heldSends.push({ clientId, content, profile: profileSelect ? profileSelect.value : undefined });
     releaseHeldSends();
     input.value = "";

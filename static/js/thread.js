@@ -131,8 +131,10 @@ function budgetReachedText(p) {
 }
 
 export class Thread {
-  constructor(root, { onChange, onRegenerate, onEdit, onSwitch, onDecide, onContinue, latestButton } = {}) {
+  constructor(root, { onChange, onRegenerate, onEdit, onSwitch, onDecide, onContinue, onAnswerShown, latestButton } = {}) {
     this.root = root;
+    // An answer's server HTML was put in place (static/js/citations.js links its citations).
+    this.onAnswerShown = onAnswerShown || (() => {});
     // "↓ Latest": shown while an answer is being written below where the reader scrolled to.
     this.latestButton = latestButton || null;
     if (this.latestButton) {
@@ -1014,6 +1016,7 @@ export class Thread {
       // Sanitised on the server by agents/rendering.py; model text is never parsed here.
       run.answer.innerHTML = message.html;
       decorateCode(run.answer);
+      this.onAnswerShown(run.answer);
     } else {
       run.answer.textContent = message.content || run.deltaText;
     }
@@ -1072,6 +1075,7 @@ export class Thread {
       // Sanitised on the server, like a finished answer.
       run.answer.innerHTML = p.message.html;
       decorateCode(run.answer);
+      this.onAnswerShown(run.answer);
     } else if (partial) {
       run.answer.append(el("p", { className: "step-text", text: partial }));
     }

@@ -12,13 +12,8 @@ _model_names = itertools.count(1)
 
 @pytest.fixture(autouse=True)
 def _plain_http_admin(settings):
-    # Production defaults redirect to HTTPS and serve hashed static files after collectstatic;
-    # the test client speaks plain HTTP and nothing was collected.
+    # Production defaults redirect to HTTPS; the test client speaks plain HTTP.
     settings.SECURE_SSL_REDIRECT = False
-    settings.STORAGES = {
-        **settings.STORAGES,
-        "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"},
-    }
     Path(settings.STATIC_ROOT).mkdir(parents=True, exist_ok=True)
 
 

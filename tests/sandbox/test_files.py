@@ -6,10 +6,11 @@ from __future__ import annotations
 import re
 
 import pytest
+from django.core.files.base import ContentFile
 from django.test import Client
 
-from agents import selectors
-from agents.models import Conversation, SandboxFile
+from agents.attachments import selectors as attachment_selectors
+from agents.models import Attachment, Conversation, SandboxFile
 from agents.services.sandbox import PNG_SIGNATURE
 
 pytestmark = pytest.mark.django_db
@@ -21,16 +22,6 @@ CHART = (
     "frame.to_csv('sales.csv', index=False)\n"
     "print('drawn')"
 )
-
-
-@pytest.fixture(autouse=True)
-def _plain_http(settings):
-    """Plain http, and static files unhashed (nothing was collected) for the 404 page."""
-    settings.SECURE_SSL_REDIRECT = False
-    settings.STORAGES = {
-        **settings.STORAGES,
-        "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"},
-    }
 
 
 def _urls(observation: str) -> dict[str, str]:
@@ -92,7 +83,7 @@ def test_a_link_the_code_leaves_is_not_copied(python_tool, user):
 
 
 def test_the_conversations_files_are_read_only_in_data(python_tool, user, tmp_path, monkeypatch):
-    # The hook chat attachments will fill; here a test fills it: bytes and a path.
+    # The files a run may read, given here as bytes and as a path.
     notes = tmp_path / "notes.txt"
     notes.write_text("from a path")
     conversation = Conversation.objects.create(owner=user)
@@ -102,7 +93,7 @@ def test_the_conversations_files_are_read_only_in_data(python_tool, user, tmp_pa
         asked.append(conversation_id)
         return [("table.csv", b"a,b\n1,2\n3,4\n"), ("notes.txt", str(notes))]
 
-    monkeypatch.setattr(selectors, "conversation_sandbox_files", files)
+    monkeypatch.setattr(attachment_selectors, "conversation_sandbox_files", files)
     observation = python_tool(conversation=conversation).run(
         "import os, pandas as pd\n"
         "print(sorted(os.listdir('/data')))\n"
@@ -115,9 +106,24 @@ def test_the_conversations_files_are_read_only_in_data(python_tool, user, tmp_pa
     assert notes.read_text() == "from a path"
 
 
-def test_the_hook_has_no_files_until_attachments_fill_it(user):
+def test_the_chats_attachments_are_the_files_in_data_each_name_once(python_tool, user):
+    """Two files attached under one name are both there, the later one renamed."""
     conversation = Conversation.objects.create(owner=user)
-    assert selectors.conversation_sandbox_files(conversation.pk) == []
+    for text in ("first", "second"):
+        Attachment.objects.create(
+            conversation=conversation,
+            owner=user,
+            name="notes.txt",
+            kind=Attachment.Kind.TEXT,
+            size=len(text),
+            file=ContentFile(text.encode(), name="notes"),
+        )
+    observation = python_tool(conversation=conversation).run(
+        "import os\n"
+        "for name in sorted(os.listdir('/data')):\n"
+        "    print(name, open('/data/' + name).read())"
+    )
+    assert observation == "Output:\nnotes (2).txt second\nnotes.txt first"
 
 
 def test_deleting_the_conversation_deletes_its_stored_files(

@@ -42,13 +42,9 @@ def dear_agent(dear_endpoint) -> AgentProfile:
 
 
 @pytest.fixture(autouse=True)
-def _plain_http_and_unhashed_static(settings):
-    """Pages through the test client: plain http, static files unhashed (nothing was
-    collected); and sends not rate-limited, which these tests do not test (on SQLite a
-    user's id comes back in the next test, with the last test's sends still counted)."""
+def _plain_http_and_no_send_limit(settings):
+    """Pages through the test client: plain http; and sends not rate-limited, which these
+    tests do not test (on SQLite a user's id comes back in the next test, with the last
+    test's sends still counted)."""
     settings.CHAT_SENDS_PER_MINUTE = 10_000
     settings.SECURE_SSL_REDIRECT = False
-    settings.STORAGES = {
-        **settings.STORAGES,
-        "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"},
-    }

@@ -1,7 +1,7 @@
 """``python``: runs the model's code in a bubblewrap sandbox (``agents/tools/sandbox.py``).
 
 The code sees the conversation's files read-only in ``/data`` (``conversation_sandbox_files``
-in ``agents/selectors.py``, the hook chat attachments fill), writes only to its scratch
+in ``agents/attachments/selectors.py``: the chat's attachments), writes only to its scratch
 folder, and has numpy, pandas and matplotlib (Agg) from a virtualenv of its own. What it
 prints, its traceback and the files it leaves come back as the observation; the files are
 stored for the conversation's owner (``SandboxFile``) and named by their URL, which the chat
@@ -93,7 +93,7 @@ class PythonSandbox(ConfiguredTool):
         )
 
     def run(self, code: str) -> str:
-        from agents.selectors import conversation_sandbox_files
+        from agents.attachments.selectors import conversation_sandbox_files
 
         if not code.strip():
             raise ToolInputError("give the Python code to run")
