@@ -23,10 +23,15 @@ from agents.models import (
     ConversationShare,
     Message,
     ModelCall,
+    Notification,
+    NotificationPreference,
     RunEvent,
+    Schedule,
     ToolApproval,
     ToolConfig,
     UserPreference,
+    Webhook,
+    WebhookDelivery,
 )
 from chatsite.server.db.prepared import prepared_cursor
 
@@ -486,3 +491,56 @@ def tool_secret_values() -> list[str]:
 def preference_get(*, user: User) -> UserPreference | None:
     """The user's stored language and theme, if they ever chose one."""
     return UserPreference.objects.filter(user=user).first()
+
+
+# --- Schedules, notifications, webhooks (scoped to their owner) -------------------------
+
+
+def schedules_for_user(*, user: User | AnonymousUser) -> QuerySet[Schedule]:
+    if not user.is_authenticated:
+        return Schedule.objects.none()
+    return Schedule.objects.filter(owner=user).select_related("profile").order_by("title", "pk")
+
+
+def schedule_get(*, user: User | AnonymousUser, schedule_id: int) -> Schedule | None:
+    return schedules_for_user(user=user).filter(pk=schedule_id).first()
+
+
+def notifications_for_user(
+    *, user: User | AnonymousUser, limit: int = 30
+) -> list[Notification]:
+    if not user.is_authenticated:
+        return []
+    return list(
+        Notification.objects.filter(user=user).select_related("schedule").order_by(
+            "-created_at", "-pk"
+        )[:limit]
+    )
+
+
+def notification_email_wanted(*, user: User | AnonymousUser) -> bool:
+    if not user.is_authenticated:
+        return False
+    return NotificationPreference.objects.filter(user=user, email=True).exists()
+
+
+def webhooks_for_user(*, user: User | AnonymousUser) -> QuerySet[Webhook]:
+    if not user.is_authenticated:
+        return Webhook.objects.none()
+    return Webhook.objects.filter(owner=user).select_related("schedule")
+
+
+def webhook_get(*, user: User | AnonymousUser, webhook_id: int) -> Webhook | None:
+    return webhooks_for_user(user=user).filter(pk=webhook_id).first()
+
+
+def webhook_deliveries_for_user(
+    *, user: User | AnonymousUser, limit: int = 50
+) -> list[WebhookDelivery]:
+    if not user.is_authenticated:
+        return []
+    return list(
+        WebhookDelivery.objects.filter(webhook__owner=user)
+        .select_related("webhook", "notification")
+        .order_by("-created_at", "-pk")[:limit]
+    )
