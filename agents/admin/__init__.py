@@ -2,7 +2,8 @@
 profiles and their versions (``profiles``, with "Try it" in ``profile_try``), tools
 (``tools``, with the OpenAPI import in ``openapi``), MCP servers and their Discover page
 (``mcp``), the run inspector and usage page (``runs``), feedback on answers by prompt version
-(``feedback``), conversations and the knowledge base. Shared pieces are in ``pages``, the
+(``feedback``), conversations and the knowledge base, and every user's schedules with
+their notifications and webhook deliveries (``schedules``). Shared pieces are in ``pages``, the
 forms in ``forms`` (the MCP and OpenAPI pages keep theirs beside them).
 
 Staff only (Django admin refuses everyone else), every change lands in the admin log. The
@@ -20,6 +21,7 @@ from agents.admin.mcp import McpServerAdmin
 from agents.admin.model_configs import ModelConfigAdmin
 from agents.admin.profiles import AgentProfileAdmin, PromptVersionAdmin
 from agents.admin.runs import AgentRunAdmin
+from agents.admin.schedules import NotificationAdmin, ScheduleAdmin, WebhookDeliveryAdmin
 from agents.admin.tools import ToolConfigAdmin
 
 __all__ = [
@@ -30,6 +32,9 @@ __all__ = [
     "KnowledgeDocumentAdmin",
     "McpServerAdmin",
     "ModelConfigAdmin",
+    "NotificationAdmin",
     "PromptVersionAdmin",
+    "ScheduleAdmin",
     "ToolConfigAdmin",
+    "WebhookDeliveryAdmin",
 ]
