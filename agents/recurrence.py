@@ -169,6 +169,7 @@ def _shape_words(parts: dict[str, str]) -> str | None:
         ordinal = _ordinal(nth)
         if ordinal is None:
             return None
+        # "%(nth)s" is the whole ordinal ("first", "last"): languages place it differently.
         return _("Every %(nth)s %(weekday)s of the month") % {
             "nth": ordinal,
             "weekday": _weekday_name(days[0][-2:]),
