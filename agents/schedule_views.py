@@ -64,9 +64,12 @@ class ScheduleForm(forms.Form):
     frequency = forms.ChoiceField(label=gettext_lazy("Repeats"), choices=FREQUENCY_CHOICES)
     day = forms.DateField(
         label=gettext_lazy("Date (the first time)"),
-        widget=forms.DateInput(attrs={"type": "date"}),
+        # ISO forms: what <input type="date"> and "time" read, whatever the page's language.
+        widget=forms.DateInput(attrs={"type": "date"}, format="%Y-%m-%d"),
     )
-    at = forms.TimeField(label=gettext_lazy("Time"), widget=forms.TimeInput(attrs={"type": "time"}))
+    at = forms.TimeField(
+        label=gettext_lazy("Time"), widget=forms.TimeInput(attrs={"type": "time"}, format="%H:%M")
+    )
     weekday = forms.TypedChoiceField(
         label=gettext_lazy("Day of the week"), choices=WEEKDAY_CHOICES, coerce=int, initial=0
     )
@@ -258,9 +261,9 @@ def schedule_action(request: HttpRequest, schedule_id: int, action: str) -> Http
         firing = schedule_services.schedule_run_now(schedule=schedule, user=user)
         if firing.error:
             messages.error(request, firing.error)
-        elif firing.run is not None:
+        else:
+            # The page stays: the bell says when the run ends, as it would for a timed firing.
             messages.success(request, _("Started: %(title)s.") % {"title": schedule.title})
-            return redirect("conversation", firing.run.conversation_id)
     elif action == "delete":
         schedule_services.schedule_delete(schedule=schedule, user=user)
         messages.success(request, _("Deleted: %(title)s.") % {"title": schedule.title})

@@ -82,10 +82,10 @@ def test_a_schedule_is_created_described_run_paused_and_deleted(client, user, pr
     assert schedule.rrule == "FREQ=WEEKLY;BYDAY=MO,TU,WE,TH,FR"
     assert "Every weekday at 08:00 (Asia/Shanghai)" in response.content.decode()
 
-    ran = client.post(reverse("schedule_action", args=[schedule.pk, "run"]))
+    ran = client.post(reverse("schedule_action", args=[schedule.pk, "run"]), follow=True)
     run = AgentRun.objects.get(conversation__owner=user)
-    assert ran.status_code == 302
-    assert ran.url == reverse("conversation", args=[run.conversation_id])
+    assert "Started: Morning digest." in ran.content.decode()
+    assert run.trigger_message.content == "What is on today?"
 
     client.post(reverse("schedule_action", args=[schedule.pk, "pause"]))
     schedule.refresh_from_db()
