@@ -138,9 +138,7 @@ class ScheduleForm(forms.Form):
 
 def _initial_of(schedule: Schedule) -> dict[str, Any]:
     local = schedule.starts_at.astimezone(zone(schedule.time_zone))
-    parts = dict(
-        part.split("=", 1) for part in schedule.rrule.split(";") if "=" in part
-    )
+    parts = dict(part.split("=", 1) for part in schedule.rrule.split(";") if "=" in part)
     days = parts.get("BYDAY", "")
     frequency = {
         "": "once",
@@ -340,7 +338,11 @@ def notification_open(request: HttpRequest, notification_id: int) -> HttpRespons
     """Mark one notification read and go to its run's conversation."""
     user = signed_in_user(request.user)
     notification = next(
-        (n for n in selectors.notifications_for_user(user=user, limit=100) if n.pk == notification_id),
+        (
+            n
+            for n in selectors.notifications_for_user(user=user, limit=100)
+            if n.pk == notification_id
+        ),
         None,
     )
     if notification is None:
@@ -360,4 +362,3 @@ def _schedule_or_404(request: HttpRequest, schedule_id: int) -> Schedule:
 
 def _refusal_text(refusal: Exception) -> str:
     return refusal.message if isinstance(refusal, RequestRefused) else str(refusal)
-

@@ -506,16 +506,20 @@ def schedule_get(*, user: User | AnonymousUser, schedule_id: int) -> Schedule | 
     return schedules_for_user(user=user).filter(pk=schedule_id).first()
 
 
-def notifications_for_user(
-    *, user: User | AnonymousUser, limit: int = 30
-) -> list[Notification]:
+def notifications_for_user(*, user: User | AnonymousUser, limit: int = 30) -> list[Notification]:
     if not user.is_authenticated:
         return []
     return list(
-        Notification.objects.filter(user=user).select_related("schedule").order_by(
-            "-created_at", "-pk"
-        )[:limit]
+        Notification.objects.filter(user=user)
+        .select_related("schedule")
+        .order_by("-created_at", "-pk")[:limit]
     )
+
+
+def notification_get(*, user: User | AnonymousUser, notification_id: int) -> Notification | None:
+    if not user.is_authenticated:
+        return None
+    return Notification.objects.filter(user=user, pk=notification_id).first()
 
 
 def notification_email_wanted(*, user: User | AnonymousUser) -> bool:

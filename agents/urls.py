@@ -47,7 +47,5 @@ urlpatterns = [
     ),
     path("notifications/email/", schedule_views.notification_email, name="notification_email"),
     path("webhooks/", schedule_views.webhook_create, name="webhook_create"),
-    path(
-        "webhooks/<int:webhook_id>/delete/", schedule_views.webhook_delete, name="webhook_delete"
-    ),
+    path("webhooks/<int:webhook_id>/delete/", schedule_views.webhook_delete, name="webhook_delete"),
 ]

@@ -74,14 +74,14 @@ from agents.runs.reads import run_claim_refusal, run_prior_steps
 from agents.runs.store import run_store
 from agents.runs.threads import in_database_thread
 from agents.runtime import build_executor
-from agents.services.notifications import notification_for_run
-from agents.services.schedules import firing_budget_steps, schedule_run_ended
 from agents.services.approvals import (
     approvals_expire,
     budget_pauses_expire,
     run_pause_for_approval,
     run_stop_at_budget,
 )
+from agents.services.notifications import notification_for_run
+from agents.services.schedules import firing_budget_steps, schedule_run_ended
 from chatsite.server.loop import process_loop
 
 logger = logging.getLogger(__name__)

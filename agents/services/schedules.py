@@ -166,6 +166,7 @@ def schedules_fire_due(*, now: datetime | None = None) -> list[int]:
     )
     fired = []
     for schedule_id, occurrence in due:
+        assert occurrence is not None  # next_fire_at <= now
         firing = _fire(schedule_id=schedule_id, occurrence=occurrence, advance=True, now=now)
         if firing is not None:
             fired.append(firing.pk)
@@ -310,9 +311,7 @@ def schedule_run_ended(*, run: AgentRun) -> Schedule | None:
 def firing_budget_steps(*, run_id: int) -> int | None:
     """The step budget a scheduled run was fired with (None: the profile's)."""
     return (
-        ScheduleFiring.objects.filter(run_id=run_id)
-        .values_list("budget_steps", flat=True)
-        .first()
+        ScheduleFiring.objects.filter(run_id=run_id).values_list("budget_steps", flat=True).first()
     )
 
 

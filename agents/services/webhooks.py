@@ -148,7 +148,9 @@ def webhook_deliver(*, delivery_id: int) -> bool:
     raise DeliveryFailed(f"HTTP {status}")
 
 
-def _record(delivery: WebhookDelivery, status: str, response_status: int | None, error: str) -> None:
+def _record(
+    delivery: WebhookDelivery, status: str, response_status: int | None, error: str
+) -> None:
     delivery.status = status
     delivery.response_status = response_status
     delivery.error = error[:500]

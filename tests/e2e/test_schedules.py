@@ -67,10 +67,12 @@ def test_a_daily_prompt_scheduled_in_chinese_run_now_and_its_notification_follow
 
 @pytest.mark.parametrize("viewport", [None, MOBILE], ids=["desktop", "mobile"])
 def test_the_schedules_page_is_accessible_and_fits_a_phone(stack, open_tab, user, viewport):
-    from agents.services.schedules import ScheduleFields, schedule_create
-    from agents.models import AgentProfile
-    from django.utils import timezone
     from datetime import timedelta
+
+    from django.utils import timezone
+
+    from agents.models import AgentProfile
+    from agents.services.schedules import ScheduleFields, schedule_create
 
     schedule_create(
         owner=user,

@@ -40,7 +40,7 @@ class _Receiver:
         receiver = self
 
         class Handler(http.server.BaseHTTPRequestHandler):
-            def do_POST(self) -> None:  # noqa: N802 (the standard library's name)
+            def do_POST(self) -> None:
                 body = self.rfile.read(int(self.headers["Content-Length"]))
                 receiver.received.append((dict(self.headers), body))
                 receiver.arrived.set()
@@ -96,9 +96,7 @@ def _schedule(user, profile, *, seconds_ahead: float, rule: str = "FREQ=DAILY") 
     )
 
 
-def test_a_schedule_fires_at_its_time_and_its_owner_is_told(
-    live_stack, spawn_beat, receiver, user
-):
+def test_a_schedule_fires_at_its_time_and_its_owner_is_told(live_stack, spawn_beat, receiver, user):
     model = f"sched-{uuid.uuid4().hex[:8]}"
     live_stack.model.script(model, [Reply(FINAL)])
     profile = live_stack.profile(model)

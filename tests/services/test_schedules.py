@@ -64,9 +64,7 @@ def _fields(profile: AgentProfile, **changes) -> ScheduleFields:
         ({"budget_steps": 0}, RefusalCode.INVALID_SCHEDULE, "at least 1"),
     ],
 )
-def test_bad_input_is_refused_and_nothing_is_written(
-    user, default_profile, changes, code, words
-):
+def test_bad_input_is_refused_and_nothing_is_written(user, default_profile, changes, code, words):
     with pytest.raises(RequestRefused) as refused:
         schedule_create(owner=user, fields=_fields(default_profile, **changes))
     assert refused.value.code == code
@@ -165,9 +163,7 @@ def test_failures_in_a_row_pause_the_schedule_and_say_why(user, default_profile,
     assert schedules_fire_due() == []
 
 
-def test_a_scheduled_call_waiting_for_approval_expires_at_the_schedules_time(
-    user, default_profile
-):
+def test_a_scheduled_call_waiting_for_approval_expires_at_the_schedules_time(user, default_profile):
     schedule = schedule_create(
         owner=user, fields=_fields(default_profile, approval_expires_after=60, budget_steps=3)
     )
@@ -199,7 +195,8 @@ def test_a_runs_end_is_notified_once_and_queues_the_webhooks(user, default_profi
     first = notification_for_run(run_id=run.pk)
     second = notification_for_run(run_id=run.pk)
 
-    assert first is not None and second is None
+    assert first is not None
+    assert second is None
     assert first.kind == Notification.Kind.FAILED
     assert first.detail == "No."
     assert first.schedule == schedule
@@ -238,7 +235,11 @@ def test_daily_at_eight_stays_at_eight_across_a_daylight_saving_change():
     [
         ("FREQ=DAILY", "Every day at 08:00 (Asia/Shanghai)", "每天 08:00（Asia/Shanghai）"),
         ("FREQ=WEEKLY;BYDAY=MO,TU,WE,TH,FR", "Every weekday at 08:00", "每个工作日 08:00"),
-        ("FREQ=MONTHLY;BYDAY=1MO", "Every first Monday of the month at 08:00", "每月第一个星期一 08:00"),
+        (
+            "FREQ=MONTHLY;BYDAY=1MO",
+            "Every first Monday of the month at 08:00",
+            "每月第一个星期一 08:00",
+        ),
         ("FREQ=WEEKLY;BYDAY=SU", "Every Sunday at 08:00", "每星期日 08:00"),
     ],
 )
