@@ -255,3 +255,119 @@ def test_a_rule_in_words_in_english_and_chinese(rule, english, chinese):
         assert describe(rule=rule, starts_at=starts_at, time_zone="Asia/Shanghai").startswith(
             chinese
         )
+
+
+class _Answers:
+    """A loopback receiver answering each POST with the next status of ``statuses``."""
+
+    def __init__(self, statuses: list[int]) -> None:
+        import http.server
+        import threading
+
+        self.statuses = statuses
+        self.bodies: list[tuple[dict[str, str], bytes]] = []
+        answers = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                body = self.rfile.read(int(self.headers["Content-Length"]))
+                answers.bodies.append((dict(self.headers), body))
+                self.send_response(answers.statuses.pop(0))
+                self.end_headers()
+
+            def log_message(self, *args: object) -> None:
+                pass
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/hook"
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def _failed_run_notification(user, profile) -> Notification:
+    schedule = schedule_create(owner=user, fields=_fields(profile))
+    run = schedule_run_now(schedule=schedule, user=user).run
+    assert run is not None
+    AgentRun.objects.filter(pk=run.pk).update(status=AgentRun.Status.FAILED)
+    notification = notification_for_run(run_id=run.pk)
+    assert notification is not None
+    return notification
+
+
+def test_a_delivery_that_failed_is_tried_again_and_signed_each_time(
+    user, default_profile, settings
+):
+    import hashlib
+    import hmac
+
+    from agents.services.webhooks import DeliveryFailed, webhook_deliver
+
+    settings.WEBHOOK_ALLOW_HOSTS = ["127.0.0.1"]
+    receiver = _Answers([503, 204])
+    try:
+        hook = webhook_create(owner=user, url=receiver.url)
+        _failed_run_notification(user, default_profile)
+        delivery = WebhookDelivery.objects.get()
+
+        with pytest.raises(DeliveryFailed):
+            webhook_deliver(delivery_id=delivery.pk)
+        delivery.refresh_from_db()
+        assert (delivery.status, delivery.attempts, delivery.response_status) == (
+            WebhookDelivery.Status.PENDING,
+            1,
+            503,
+        )
+        assert webhook_deliver(delivery_id=delivery.pk) is True
+        assert webhook_deliver(delivery_id=delivery.pk) is True  # a redelivered task: no POST
+    finally:
+        receiver.close()
+    delivery.refresh_from_db()
+    assert (delivery.status, delivery.attempts) == (WebhookDelivery.Status.DELIVERED, 2)
+    assert len(receiver.bodies) == 2
+    for headers, body in receiver.bodies:
+        signed = headers["X-Chatsite-Timestamp"].encode() + b"." + body
+        digest = hmac.new(hook.secret.encode(), signed, hashlib.sha256).hexdigest()
+        assert headers["X-Chatsite-Signature"] == f"sha256={digest}"
+
+
+def test_a_delivery_to_a_url_now_refused_fails_without_sending(user, default_profile, settings):
+    from agents.services.webhooks import webhook_deliver
+
+    settings.WEBHOOK_ALLOW_HOSTS = ["127.0.0.1"]
+    receiver = _Answers([204])
+    try:
+        webhook_create(owner=user, url=receiver.url)
+        _failed_run_notification(user, default_profile)
+        settings.WEBHOOK_ALLOW_HOSTS = []
+        delivery = WebhookDelivery.objects.get()
+        assert webhook_deliver(delivery_id=delivery.pk) is False
+    finally:
+        receiver.close()
+    delivery.refresh_from_db()
+    assert delivery.status == WebhookDelivery.Status.FAILED
+    assert "https://" in delivery.error
+    assert receiver.bodies == []
+
+
+def test_a_notification_is_e_mailed_in_its_readers_language_when_asked(
+    user, default_profile, settings, mailoutbox
+):
+    from agents.models import UserPreference
+    from agents.services.notifications import (
+        notification_email_send,
+        notification_preference_set,
+    )
+
+    settings.EMAIL_BACKEND = "django.core.mail.backends.locmem.EmailBackend"
+    user.email = "alice@example.com"
+    user.save()
+    UserPreference.objects.create(user=user, language="zh-hans")
+    notification = _failed_run_notification(user, default_profile)
+    assert notification_email_send(notification_id=notification.pk) is False  # not asked
+    notification_preference_set(user=user, email=True)
+    assert notification_email_send(notification_id=notification.pk) is True
+    assert mailoutbox[0].to == ["alice@example.com"]
+    assert mailoutbox[0].subject == "chatsite：失败"
