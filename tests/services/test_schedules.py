@@ -10,6 +10,7 @@ import pytest
 from django.contrib.auth.models import Group
 from django.utils import timezone, translation
 
+from agents.llm.scripted import Reply
 from agents.models import (
     AgentProfile,
     AgentRun,
@@ -371,3 +372,52 @@ def test_a_notification_is_e_mailed_in_its_readers_language_when_asked(
     assert notification_email_send(notification_id=notification.pk) is True
     assert mailoutbox[0].to == ["alice@example.com"]
     assert mailoutbox[0].subject == "chatsite：失败"
+
+
+# --------------------------------------------------------------------------------------
+# Driven in this process as a worker would (run_execute), against the scripted model
+# --------------------------------------------------------------------------------------
+
+CALCULATE = "Thought: I will add them.\nAction: calculator\nAction Input: 40+2"
+ANSWER = "Thought: Done.\nFinal Answer: It is 42."
+
+
+def _scripted_profile(scripted_model, *replies) -> AgentProfile:
+    import uuid
+
+    from agents.models import ModelConfig, ToolConfig
+
+    name = f"sched-{uuid.uuid4().hex[:8]}"
+    scripted_model.script(name, list(replies))
+    config = ModelConfig.objects.create(
+        name=name, base_url=scripted_model.base_url, model=name, max_retries=0
+    )
+    profile = AgentProfile.objects.create(name=name, slug=name, model_config=config)
+    profile.tools.set(ToolConfig.objects.filter(name="calculator"))
+    return profile
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.parametrize(
+    ("budget", "status", "kind"),
+    [
+        (None, AgentRun.Status.SUCCEEDED, Notification.Kind.FINISHED),
+        (1, AgentRun.Status.OUT_OF_BUDGET, Notification.Kind.BUDGET_REACHED),
+    ],
+)
+def test_a_scheduled_run_has_the_schedules_step_budget_and_its_end_is_notified(
+    user, scripted_model, budget, status, kind
+):
+    from tests.driving import run_execute
+
+    profile = _scripted_profile(scripted_model, Reply(CALCULATE), Reply(ANSWER))
+    schedule = schedule_create(owner=user, fields=_fields(profile, budget_steps=budget))
+    run = schedule_run_now(schedule=schedule, user=user).run
+    assert run is not None
+
+    run_execute(run.pk)
+
+    run.refresh_from_db()
+    assert run.status == status
+    notification = Notification.objects.get(run=run)
+    assert (notification.kind, notification.schedule) == (kind, schedule)
