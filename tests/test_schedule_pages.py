@@ -81,6 +81,7 @@ def test_a_schedule_is_created_described_run_paused_and_deleted(client, user, pr
     schedule = Schedule.objects.get()
     assert schedule.rrule == "FREQ=WEEKLY;BYDAY=MO,TU,WE,TH,FR"
     assert "Every weekday at 08:00 (Asia/Shanghai)" in response.content.decode()
+    assert ", 8 a.m.</time>" in response.content.decode()  # the next firing, on its clock
 
     ran = client.post(reverse("schedule_action", args=[schedule.pk, "run"]), follow=True)
     run = AgentRun.objects.get(conversation__owner=user)
