@@ -378,11 +378,11 @@ def test_a_notification_is_e_mailed_in_its_readers_language_when_asked(
 # Driven in this process as a worker would (run_execute), against the scripted model
 # --------------------------------------------------------------------------------------
 
-CALCULATE = "Thought: I will add them.\nAction: calculator\nAction Input: 40+2"
+CALCULATE = "Thought: I will add them.\nAction: calculator_{}\nAction Input: 40+2"
 ANSWER = "Thought: Done.\nFinal Answer: It is 42."
 
 
-def _scripted_profile(scripted_model, *replies) -> AgentProfile:
+def _scripted_profile(scripted_model, *replies, guarded: bool = False) -> AgentProfile:
     import uuid
 
     from agents.models import ModelConfig, ToolConfig
@@ -393,24 +393,32 @@ def _scripted_profile(scripted_model, *replies) -> AgentProfile:
         name=name, base_url=scripted_model.base_url, model=name, max_retries=0
     )
     profile = AgentProfile.objects.create(name=name, slug=name, model_config=config)
-    profile.tools.set(ToolConfig.objects.filter(name="calculator"))
+    tool = ToolConfig.objects.create(
+        name="calculator_guarded" if guarded else "calculator_plain",
+        kind="calculator",
+        description="Adds numbers.",
+        needs_approval=guarded,
+    )
+    profile.tools.set([tool])
     return profile
 
 
 @pytest.mark.django_db(transaction=True)
 @pytest.mark.parametrize(
-    ("budget", "status", "kind"),
+    ("budget", "guarded", "status", "kind"),
     [
-        (None, AgentRun.Status.SUCCEEDED, Notification.Kind.FINISHED),
-        (1, AgentRun.Status.OUT_OF_BUDGET, Notification.Kind.BUDGET_REACHED),
+        (None, False, AgentRun.Status.SUCCEEDED, Notification.Kind.FINISHED),
+        (1, False, AgentRun.Status.OUT_OF_BUDGET, Notification.Kind.BUDGET_REACHED),
+        (None, True, AgentRun.Status.AWAITING_APPROVAL, Notification.Kind.AWAITING_APPROVAL),
     ],
 )
 def test_a_scheduled_run_has_the_schedules_step_budget_and_its_end_is_notified(
-    user, scripted_model, budget, status, kind
+    user, scripted_model, budget, guarded, status, kind
 ):
     from tests.driving import run_execute
 
-    profile = _scripted_profile(scripted_model, Reply(CALCULATE), Reply(ANSWER))
+    calculate = CALCULATE.format("guarded" if guarded else "plain")
+    profile = _scripted_profile(scripted_model, Reply(calculate), Reply(ANSWER), guarded=guarded)
     schedule = schedule_create(owner=user, fields=_fields(profile, budget_steps=budget))
     run = schedule_run_now(schedule=schedule, user=user).run
     assert run is not None
