@@ -19,6 +19,8 @@ from datetime import timedelta
 
 import pytest
 from django.utils import timezone
+from websockets.exceptions import ConnectionClosed
+from websockets.sync.client import connect
 
 from agents.llm.scripted import Reply
 from agents.models import AgentRun, Schedule, ScheduleFiring, WebhookDelivery
@@ -103,6 +105,16 @@ def test_a_schedule_fires_at_its_time_and_its_owner_is_told(live_stack, spawn_be
     hook = webhook_create(owner=user, url=receiver.url)
     notifications = live_stack.connect_notifications(user)
     assert notifications.receive() == {"type": "notifications.unread", "unread": 0}
+    # Nobody signed in: accepted, then closed as signed out, with nothing sent first.
+    with (
+        connect(
+            live_stack.daphne.ws_url("/ws/notifications/"), origin=live_stack.daphne.url
+        ) as anonymous,
+        pytest.raises(ConnectionClosed) as closed,
+    ):
+        anonymous.recv(timeout=10)
+    assert closed.value.rcvd is not None
+    assert closed.value.rcvd.code == 4401
 
     schedule = _schedule(user, profile, seconds_ahead=3)
     first = schedule.next_fire_at
