@@ -39,7 +39,7 @@ lock:  ## Pin every dependency into requirements.lock (after editing a requireme
 	  --python-version 3.11 --python-platform x86_64-manylinux_2_28 \
 	  --custom-compile-command "make lock" $(LOCK_ARGS)
 
-run: deps  ## Migrate and start the whole app (daphne, celery worker, Redis if REDIS_URL is unset)
+run: deps  ## Migrate and start the whole app (daphne, celery worker and beat, Redis if REDIS_URL is unset)
 	$(PY) manage.py migrate --noinput
 	$(PY) manage.py collectstatic --noinput --verbosity 0
 	SECURE_SSL_REDIRECT=0 SESSION_COOKIE_SECURE=0 CSRF_COOKIE_SECURE=0 $(PY) manage.py serve --port $(PORT)

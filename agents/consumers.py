@@ -41,11 +41,13 @@ from agents.protocol import (
     error_frame,
     event_frame,
     max_frame_bytes,
+    notifications_unread_frame,
     pong_frame,
 )
 from agents.ratelimit import rate_limit_hit
 from agents.services.approvals import approval_decide, run_continue
 from agents.services.conversations import ConversationGone, message_send, run_cancel
+from agents.services.notifications import notifications_unread_count
 from agents.session_check import SignedOut, session_signs_in, socket_opening
 from chatsite.server.sockets import signouts
 from chatsite.server.sockets.drain import SCOPE_KEY, SocketDrain
@@ -669,3 +671,58 @@ def _after_seq_param(scope: dict[str, Any], last_seq: int) -> int:
     except ValueError:
         after_seq = 0
     return min(max(after_seq, 0), last_seq)
+
+
+class NotificationConsumer(AsyncJsonWebsocketConsumer):
+    """`/ws/notifications/`: the signed-in user's notifications, live (docs/protocol.md,
+    "Notifications"). Every page of the user opens one; it sends the unread count as it
+    opens, then every ``notification`` and ``notifications.unread`` frame published to the
+    user's group (agents/events.py). The client sends nothing but ``ping``."""
+
+    group: str = ""
+    sign_in: str = ""
+
+    async def connect(self) -> None:
+        self.group = self.sign_in = ""
+        user = await get_user(self.scope)
+        if not user.is_authenticated:
+            await self.accept()
+            await self.close(code=CLOSE_SIGNED_OUT)
+            return
+        session_key = self._session_key()
+        self.sign_in = events.sign_in_name(session_key) if session_key else ""
+        if self.sign_in:
+            await signouts.watch(
+                self.channel_layer, sign_in=self.sign_in, channel=self.channel_name
+            )
+        # Join, then count: a notification written after the count arrives live.
+        self.group = events.notifications_group_name(user.pk)
+        await self.channel_layer.group_add(self.group, self.channel_name)
+        await self.accept()
+        unread = await _in_database_thread(_unread_count)(user.pk)
+        await self.send_json(notifications_unread_frame(unread))
+
+    def _session_key(self) -> str:
+        session = self.scope.get("session")
+        return getattr(session, "session_key", None) or ""
+
+    async def disconnect(self, code: int) -> None:
+        if self.sign_in:
+            signouts.forget(sign_in=self.sign_in, channel=self.channel_name)
+        if self.group:
+            await self.channel_layer.group_discard(self.group, self.channel_name)
+        self.group = self.sign_in = ""
+
+    async def receive_json(self, content: Any, **kwargs: Any) -> None:
+        if isinstance(content, dict) and content.get("type") == FrameType.PING:
+            await self.send_json(pong_frame())
+
+    async def notification_event(self, message: dict[str, Any]) -> None:
+        await self.send_json(message["frame"])
+
+    async def chat_signed_out(self, message: dict[str, Any]) -> None:
+        await self.close(code=CLOSE_SIGNED_OUT)
+
+
+def _unread_count(user_id: int) -> int:
+    return notifications_unread_count(user_id=user_id)

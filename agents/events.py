@@ -81,6 +81,21 @@ def publish_committed(stored: Sequence[RunEvent]) -> None:
     _publisher().send(stored[0].conversation_id, [event_frame(event) for event in stored])
 
 
+NOTIFICATION_MESSAGE_TYPE = "notification.event"
+
+
+def notifications_group_name(user_id: int) -> str:
+    """The group every notifications socket of the user joins (``/ws/notifications/``)."""
+    return f"notifications.{user_id}"
+
+
+def publish_notification_on_commit(user_id: int, frame: dict[str, Any]) -> None:
+    """Send a notification frame to the user's open pages once the transaction commits."""
+    message = {"type": NOTIFICATION_MESSAGE_TYPE, "frame": frame}
+    group = notifications_group_name(user_id)
+    transaction.on_commit(lambda: _publisher().send_to_group(group, message))
+
+
 @dataclass(frozen=True)
 class KeptText:
     """Text to keep in Redis before an ephemeral frame goes out: ``value`` replaces the key

@@ -1324,3 +1324,280 @@ class AttachmentChunk(models.Model):
 
     def __str__(self) -> str:
         return f"{self.attachment_id}#{self.position}"
+
+
+# --------------------------------------------------------------------------------------
+# Work nobody watches: scheduled runs, notifications, webhooks (docs/architecture.md,
+# "Schedules" and "Notifications")
+# --------------------------------------------------------------------------------------
+
+
+class Schedule(models.Model):
+    """A prompt its owner has an agent answer at set times: once, or by an RFC 5545 RRULE.
+
+    ``starts_at`` is the first occurrence (the RRULE's DTSTART); the RRULE is stepped in
+    ``time_zone`` so "daily at 08:00" stays at 08:00 across daylight-saving changes.
+    ``next_fire_at`` is the next occurrence not yet fired, None once there is none (a
+    one-off that fired, an RRULE that ended); celery beat's one entry fires what is due.
+    """
+
+    class ConversationMode(models.TextChoices):
+        NEW = "new", _("A new conversation each time")
+        APPEND = "append", _("The same conversation each time")
+
+    owner = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        verbose_name=_("owner"),
+        on_delete=models.CASCADE,
+        related_name="schedules",
+    )
+    profile = models.ForeignKey(
+        AgentProfile, verbose_name=_("agent"), on_delete=models.CASCADE, related_name="schedules"
+    )
+    title = models.CharField(_("title"), max_length=200)
+    prompt = models.TextField(_("prompt"))
+    # Empty: once, at starts_at.
+    rrule = models.CharField(_("recurrence rule"), max_length=500, blank=True)
+    starts_at = models.DateTimeField(_("starts at"))
+    time_zone = models.CharField(_("time zone"), max_length=64, default="UTC")
+    conversation_mode = models.CharField(
+        _("conversation"),
+        max_length=8,
+        choices=ConversationMode.choices,
+        default=ConversationMode.NEW,
+    )
+    # The conversation the firings append to (append mode), made by the first firing.
+    conversation = models.ForeignKey(
+        Conversation,
+        verbose_name=_("conversation"),
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        related_name="+",
+    )
+    budget_steps = models.PositiveSmallIntegerField(
+        _("step budget"), null=True, blank=True, validators=[MinValueValidator(1)]
+    )
+    # A tool call a firing's run waits on is declined this long after it was asked.
+    approval_expires_after = models.PositiveIntegerField(
+        _("approval expires after (seconds)"),
+        null=True,
+        blank=True,
+        validators=[MinValueValidator(60)],
+    )
+    next_fire_at = models.DateTimeField(_("next firing"), null=True, blank=True, db_index=True)
+    paused_at = models.DateTimeField(_("paused at"), null=True, blank=True)
+    paused_reason = models.CharField(_("why it is paused"), max_length=500, blank=True)
+    failures_in_a_row = models.PositiveSmallIntegerField(_("failures in a row"), default=0)
+    created_at = models.DateTimeField(_("created at"), auto_now_add=True)
+    updated_at = models.DateTimeField(_("updated at"), auto_now=True)
+
+    class Meta:
+        verbose_name = _("schedule")
+        verbose_name_plural = _("schedules")
+        ordering = ["next_fire_at", "pk"]
+
+    def __str__(self) -> str:
+        return self.title
+
+    @property
+    def is_paused(self) -> bool:
+        return self.paused_at is not None
+
+
+class ScheduleFiring(models.Model):
+    """One occurrence of a schedule that was fired: the unique (schedule, occurrence) pair
+    is what makes a firing happen once, whichever beat tick or "Run now" gets there."""
+
+    schedule = models.ForeignKey(
+        Schedule, verbose_name=_("schedule"), on_delete=models.CASCADE, related_name="firings"
+    )
+    # The occurrence fired; for "Run now", the moment it was pressed.
+    occurrence = models.DateTimeField(_("occurrence"))
+    run = models.OneToOneField(
+        AgentRun,
+        verbose_name=_("run"),
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        related_name="firing",
+    )
+    # The schedule's step budget when it fired: the run's budget, whatever the schedule
+    # says later.
+    budget_steps = models.PositiveSmallIntegerField(_("step budget"), null=True, blank=True)
+    # Why no run started (the send was refused: quota, rate limit, a run in progress...).
+    error = models.TextField(_("error"), blank=True)
+    fired_at = models.DateTimeField(_("fired at"), auto_now_add=True)
+
+    class Meta:
+        verbose_name = _("schedule firing")
+        verbose_name_plural = _("schedule firings")
+        ordering = ["-occurrence"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["schedule", "occurrence"], name="one_firing_per_occurrence"
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.schedule_id} @ {self.occurrence:%Y-%m-%d %H:%M}"
+
+
+class Notification(models.Model):
+    """Something a user should know about a run: it finished, failed, or waits for them."""
+
+    class Kind(models.TextChoices):
+        FINISHED = "finished", _("Finished")
+        FAILED = "failed", _("Failed")
+        AWAITING_APPROVAL = "awaiting_approval", _("Waiting for approval")
+        BUDGET_REACHED = "budget_reached", _("Budget reached")
+        SCHEDULE_PAUSED = "schedule_paused", _("Schedule paused")
+
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        verbose_name=_("user"),
+        on_delete=models.CASCADE,
+        related_name="notifications",
+    )
+    kind = models.CharField(_("kind"), max_length=20, choices=Kind.choices)
+    run = models.ForeignKey(
+        AgentRun,
+        verbose_name=_("run"),
+        on_delete=models.CASCADE,
+        null=True,
+        blank=True,
+        related_name="notifications",
+    )
+    conversation = models.ForeignKey(
+        Conversation,
+        verbose_name=_("conversation"),
+        on_delete=models.CASCADE,
+        null=True,
+        blank=True,
+        related_name="+",
+    )
+    schedule = models.ForeignKey(
+        Schedule,
+        verbose_name=_("schedule"),
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        related_name="notifications",
+    )
+    # What happened, for this notification only (e.g. why a run failed); the page words
+    # the rest from the kind.
+    detail = models.CharField(_("detail"), max_length=500, blank=True)
+    # Makes the write idempotent: one notification per run, kind and attempt.
+    key = models.CharField(_("key"), max_length=100, unique=True)
+    read_at = models.DateTimeField(_("read at"), null=True, blank=True)
+    created_at = models.DateTimeField(_("created at"), auto_now_add=True)
+
+    class Meta:
+        verbose_name = _("notification")
+        verbose_name_plural = _("notifications")
+        ordering = ["-created_at", "-pk"]
+        indexes = [
+            models.Index(
+                fields=["user", "created_at"],
+                name="unread_notifications",
+                condition=Q(read_at__isnull=True),
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.get_kind_display()} ({self.user_id})"
+
+
+class NotificationPreference(models.Model):
+    user = models.OneToOneField(
+        settings.AUTH_USER_MODEL,
+        verbose_name=_("user"),
+        on_delete=models.CASCADE,
+        related_name="notification_preference",
+    )
+    email = models.BooleanField(_("also by e-mail"), default=False)
+
+    class Meta:
+        verbose_name = _("notification preference")
+        verbose_name_plural = _("notification preferences")
+
+    def __str__(self) -> str:
+        return f"Notification preference of user {self.user_id}"
+
+
+class Webhook(models.Model):
+    """An HTTPS URL of the user's that receives their notifications (all of them, or one
+    schedule's), signed with a secret only the user and the site know."""
+
+    owner = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        verbose_name=_("owner"),
+        on_delete=models.CASCADE,
+        related_name="webhooks",
+    )
+    # Empty: every notification of the owner; otherwise only this schedule's.
+    schedule = models.ForeignKey(
+        Schedule,
+        verbose_name=_("schedule"),
+        on_delete=models.CASCADE,
+        null=True,
+        blank=True,
+        related_name="webhooks",
+    )
+    url = models.URLField(_("URL"), max_length=2000)
+    secret_encrypted = models.TextField(_("secret encrypted"), editable=False)
+    created_at = models.DateTimeField(_("created at"), auto_now_add=True)
+
+    class Meta:
+        verbose_name = _("webhook")
+        verbose_name_plural = _("webhooks")
+        ordering = ["pk"]
+
+    def __str__(self) -> str:
+        return self.url
+
+    def set_secret(self, plain: str) -> None:
+        self.secret_encrypted = encrypt_text(plain)
+
+    def get_secret(self) -> str:
+        return decrypt_text(self.secret_encrypted)
+
+
+class WebhookDelivery(models.Model):
+    """One notification sent to one webhook: its attempts and how the last one went."""
+
+    class Status(models.TextChoices):
+        PENDING = "pending", _("Pending")
+        DELIVERED = "delivered", _("Delivered")
+        FAILED = "failed", _("Failed")
+
+    webhook = models.ForeignKey(
+        Webhook, verbose_name=_("webhook"), on_delete=models.CASCADE, related_name="deliveries"
+    )
+    notification = models.ForeignKey(
+        Notification,
+        verbose_name=_("notification"),
+        on_delete=models.CASCADE,
+        related_name="deliveries",
+    )
+    status = models.CharField(
+        _("status"), max_length=10, choices=Status.choices, default=Status.PENDING
+    )
+    attempts = models.PositiveSmallIntegerField(_("attempts"), default=0)
+    response_status = models.PositiveSmallIntegerField(_("response status"), null=True, blank=True)
+    error = models.CharField(_("error"), max_length=500, blank=True)
+    created_at = models.DateTimeField(_("created at"), auto_now_add=True)
+    last_attempt_at = models.DateTimeField(_("last attempt at"), null=True, blank=True)
+
+    class Meta:
+        verbose_name = _("webhook delivery")
+        verbose_name_plural = _("webhook deliveries")
+        ordering = ["-created_at", "-pk"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["webhook", "notification"], name="one_delivery_per_webhook"
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.notification_id} → {self.webhook_id} ({self.status})"

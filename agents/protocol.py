@@ -16,7 +16,14 @@ from typing import Any
 from django.conf import settings
 
 from agents.db.rows import StoredEvent
-from agents.models import AgentRun, MemorySummary, Message, RunEvent, ToolApproval
+from agents.models import (
+    AgentRun,
+    MemorySummary,
+    Message,
+    Notification,
+    RunEvent,
+    ToolApproval,
+)
 from agents.rendering import render_markdown
 
 
@@ -48,6 +55,10 @@ class FrameType(StrEnum):
     MEMORY_SUMMARIZED = "memory.summarized"
     ERROR = "error"
     PONG = "pong"
+    # Server → client on the notifications socket (`/ws/notifications/`), not stored in a
+    # conversation's log: the Notification row is their record.
+    NOTIFICATION = "notification"
+    NOTIFICATIONS_UNREAD = "notifications.unread"
 
 
 # The frames that end a run; nothing of that run follows them.
@@ -93,6 +104,9 @@ class RefusalCode(StrEnum):
     FILE_TOO_MANY_PAGES = "file_too_many_pages"
     FILE_UNREADABLE = "file_unreadable"
     OCR_UNAVAILABLE = "ocr_unavailable"
+    # Schedules and webhooks (agents/services/schedules.py, webhooks.py).
+    INVALID_SCHEDULE = "invalid_schedule"
+    WEBHOOK_URL_REFUSED = "webhook_url_refused"
 
 
 class RequestRefused(Exception):
@@ -292,3 +306,34 @@ def error_frame(
 
 def pong_frame() -> dict[str, Any]:
     return {"type": FrameType.PONG}
+
+
+# --------------------------------------------------------------------------------------
+# Notifications (docs/protocol.md, "Notifications")
+# --------------------------------------------------------------------------------------
+
+
+def notification_payload(notification: Notification) -> dict[str, Any]:
+    """A notification as the bell, the socket, the API and a webhook show it."""
+    return {
+        "id": notification.pk,
+        "kind": notification.kind,
+        "run_id": notification.run_id,
+        "conversation_id": notification.conversation_id,
+        "schedule_id": notification.schedule_id,
+        "detail": notification.detail,
+        "read": notification.read_at is not None,
+        "created_at": notification.created_at.isoformat(),
+    }
+
+
+def notification_frame(notification: Notification, *, unread: int) -> dict[str, Any]:
+    return {
+        "type": FrameType.NOTIFICATION,
+        "notification": notification_payload(notification),
+        "unread": unread,
+    }
+
+
+def notifications_unread_frame(unread: int) -> dict[str, Any]:
+    return {"type": FrameType.NOTIFICATIONS_UNREAD, "unread": unread}

@@ -2,7 +2,7 @@
 
 from django.urls import path
 
-from agents.consumers import ConversationConsumer
+from agents.consumers import ConversationConsumer, NotificationConsumer
 
 websocket_urlpatterns = [
     path(
@@ -10,4 +10,5 @@ websocket_urlpatterns = [
         ConversationConsumer.as_asgi(),
         name="ws-conversation",
     ),
+    path("ws/notifications/", NotificationConsumer.as_asgi(), name="ws-notifications"),
 ]

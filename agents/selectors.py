@@ -23,11 +23,16 @@ from agents.models import (
     ConversationShare,
     Message,
     ModelCall,
+    Notification,
+    NotificationPreference,
     RunEvent,
     SandboxFile,
+    Schedule,
     ToolApproval,
     ToolConfig,
     UserPreference,
+    Webhook,
+    WebhookDelivery,
 )
 from chatsite.server.db.prepared import prepared_cursor
 
@@ -497,3 +502,60 @@ def sandbox_file_get(*, user: User | AnonymousUser, file_id: Any) -> SandboxFile
     if not user.is_authenticated:
         return None
     return SandboxFile.objects.filter(pk=file_id, conversation__owner_id=user.pk).first()
+
+
+# --- Schedules, notifications, webhooks (scoped to their owner) -------------------------
+
+
+def schedules_for_user(*, user: User | AnonymousUser) -> QuerySet[Schedule]:
+    if not user.is_authenticated:
+        return Schedule.objects.none()
+    return Schedule.objects.filter(owner=user).select_related("profile").order_by("title", "pk")
+
+
+def schedule_get(*, user: User | AnonymousUser, schedule_id: int) -> Schedule | None:
+    return schedules_for_user(user=user).filter(pk=schedule_id).first()
+
+
+def notifications_for_user(*, user: User | AnonymousUser, limit: int = 30) -> list[Notification]:
+    if not user.is_authenticated:
+        return []
+    return list(
+        Notification.objects.filter(user=user)
+        .select_related("schedule")
+        .order_by("-created_at", "-pk")[:limit]
+    )
+
+
+def notification_get(*, user: User | AnonymousUser, notification_id: int) -> Notification | None:
+    if not user.is_authenticated:
+        return None
+    return Notification.objects.filter(user=user, pk=notification_id).first()
+
+
+def notification_email_wanted(*, user: User | AnonymousUser) -> bool:
+    if not user.is_authenticated:
+        return False
+    return NotificationPreference.objects.filter(user=user, email=True).exists()
+
+
+def webhooks_for_user(*, user: User | AnonymousUser) -> QuerySet[Webhook]:
+    if not user.is_authenticated:
+        return Webhook.objects.none()
+    return Webhook.objects.filter(owner=user).select_related("schedule")
+
+
+def webhook_get(*, user: User | AnonymousUser, webhook_id: int) -> Webhook | None:
+    return webhooks_for_user(user=user).filter(pk=webhook_id).first()
+
+
+def webhook_deliveries_for_user(
+    *, user: User | AnonymousUser, limit: int = 50
+) -> list[WebhookDelivery]:
+    if not user.is_authenticated:
+        return []
+    return list(
+        WebhookDelivery.objects.filter(webhook__owner=user)
+        .select_related("webhook", "notification")
+        .order_by("-created_at", "-pk")[:limit]
+    )

@@ -13,7 +13,7 @@ from celery.signals import worker_ready, worker_shutting_down
 from django.conf import settings
 from django.db import connection
 
-from agents.services import attachments, execution
+from agents.services import attachments, execution, notifications, schedules, webhooks
 
 logger = logging.getLogger(__name__)
 
@@ -110,5 +110,41 @@ def attachment_extract(attachment_id: int) -> None:
     """Read an attached file into passages (safe to run twice; the service checks its state)."""
     try:
         attachments.attachment_extract(attachment_id=attachment_id)
+    finally:
+        connection.close()
+
+
+# --------------------------------------------------------------------------------------
+# Schedules and notifications (agents/services/schedules.py, notifications.py, webhooks.py)
+# --------------------------------------------------------------------------------------
+
+
+@shared_task(name="agents.schedules_fire_due", ignore_result=True)
+def schedules_fire_due() -> list[int]:
+    """celery beat's one entry (settings.CELERY_BEAT_SCHEDULE): fire what is due. Safe to run
+    twice or at once on two workers: a firing is unique per schedule and occurrence."""
+    try:
+        return schedules.schedules_fire_due()
+    finally:
+        connection.close()
+
+
+@shared_task(name="agents.webhook_deliver", bind=True, acks_late=True, ignore_result=True)
+def webhook_deliver(self, delivery_id: int) -> None:
+    """One attempt of a webhook delivery; a failed one is retried with doubling waits (the
+    delivery row counts the attempts, so a redelivered task does not add one)."""
+    try:
+        webhooks.webhook_deliver(delivery_id=delivery_id)
+    except webhooks.DeliveryFailed as error:
+        countdown = settings.WEBHOOK_RETRY_BASE_SECONDS * 2**self.request.retries
+        raise self.retry(exc=error, countdown=countdown, max_retries=None) from None
+    finally:
+        connection.close()
+
+
+@shared_task(name="agents.notification_email_send", ignore_result=True)
+def notification_email_send(notification_id: int) -> None:
+    try:
+        notifications.notification_email_send(notification_id=notification_id)
     finally:
         connection.close()

@@ -1,7 +1,7 @@
 from django.urls import path
 from django.views.i18n import JavaScriptCatalog
 
-from agents import views
+from agents import schedule_views, views
 
 urlpatterns = [
     path("", views.chat, name="chat"),
@@ -41,4 +41,21 @@ urlpatterns = [
         name="password_reset_confirm",
     ),
     path("accounts/reset/done/", views.password_reset_complete, name="password_reset_complete"),
+    # Schedules, notifications and webhooks (agents/schedule_views.py).
+    path("schedules/", schedule_views.schedules, name="schedules"),
+    path("schedules/<int:schedule_id>/", schedule_views.schedule_edit, name="schedule_edit"),
+    path(
+        "schedules/<int:schedule_id>/<slug:action>/",
+        schedule_views.schedule_action,
+        name="schedule_action",
+    ),
+    path("notifications/", schedule_views.notifications, name="notifications"),
+    path(
+        "notifications/<int:notification_id>/open/",
+        schedule_views.notification_open,
+        name="notification_open",
+    ),
+    path("notifications/email/", schedule_views.notification_email, name="notification_email"),
+    path("webhooks/", schedule_views.webhook_create, name="webhook_create"),
+    path("webhooks/<int:webhook_id>/delete/", schedule_views.webhook_delete, name="webhook_delete"),
 ]

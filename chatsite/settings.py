@@ -48,6 +48,8 @@ INSTALLED_APPS = [
     "rest_framework",
     "channels",
     "axes",
+    # Celery beat's schedule, kept in the database (agents/services/schedules.py).
+    "django_celery_beat",
     # The server plumbing: no models, the system checks of its library patches.
     "chatsite.server.apps.ServerConfig",
     "agents",
@@ -270,6 +272,29 @@ CHAT_SOCKET_DRAIN_TIMEOUT_SECONDS = env.float("CHAT_SOCKET_DRAIN_TIMEOUT_SECONDS
 # Replays (a socket's opening or `resume`) of one user that read the log at once on one daphne
 # process; the others wait their turn. Bounds the memory one user's sockets hold.
 CHAT_REPLAYS_PER_USER = env.int("CHAT_REPLAYS_PER_USER", default=2)
+
+# --- Schedules, notifications, webhooks (docs/architecture.md, "Schedules") -------------
+# celery beat keeps its entries in the database; its one entry fires the schedules that are
+# due every SCHEDULE_TICK_SECONDS (the tests shorten it), so a schedule fires at most that
+# late, and a firing missed while beat was down fires once when it is back.
+CELERY_BEAT_SCHEDULER = "django_celery_beat.schedulers:DatabaseScheduler"
+SCHEDULE_TICK_SECONDS = env.float("SCHEDULE_TICK_SECONDS", default=15.0)
+CELERY_BEAT_SCHEDULE = {
+    "schedules-fire-due": {"task": "agents.schedules_fire_due", "schedule": SCHEDULE_TICK_SECONDS}
+}
+# How often beat re-reads its entries from the database (its default is 5 s).
+CELERY_BEAT_MAX_LOOP_INTERVAL = env.int("CELERY_BEAT_MAX_LOOP_INTERVAL", default=5)
+# A schedule whose firings fail this many times in a row pauses itself and says why.
+SCHEDULE_MAX_FAILURES_IN_A_ROW = env.int("SCHEDULE_MAX_FAILURES_IN_A_ROW", default=3)
+# Schedules per user (each is a beat-driven run on the user's quota).
+SCHEDULES_PER_USER = env.int("SCHEDULES_PER_USER", default=50)
+# Webhook URLs must be https://, and public; these hosts ("name" or "name:port") may also be
+# http:// and resolve to a private or loopback address (the tests' loopback receiver).
+WEBHOOK_ALLOW_HOSTS = env.list("WEBHOOK_ALLOW_HOSTS", default=[])
+WEBHOOK_TIMEOUT_SECONDS = env.float("WEBHOOK_TIMEOUT_SECONDS", default=10.0)
+# Attempts per delivery; the waits between them double from WEBHOOK_RETRY_BASE_SECONDS.
+WEBHOOK_MAX_ATTEMPTS = env.int("WEBHOOK_MAX_ATTEMPTS", default=5)
+WEBHOOK_RETRY_BASE_SECONDS = env.float("WEBHOOK_RETRY_BASE_SECONDS", default=30.0)
 
 # --- Auth, i18n, static -----------------------------------------------------------------
 AUTH_PASSWORD_VALIDATORS = [

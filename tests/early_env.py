@@ -27,6 +27,9 @@ os.environ.setdefault(
 # The MCP servers tests start listen on loopback, which the SSRF guard refuses unless it is
 # allowed (tests/mcp/test_mcp_ssrf.py checks the guard with the list emptied).
 os.environ.setdefault("CHAT_MCP_ALLOW_HOSTS", "127.0.0.1")
+# Likewise the webhook receivers of tests/integration/test_schedules.py (http:// is allowed
+# only for hosts in this list; tests/services/test_schedules.py checks it emptied).
+os.environ.setdefault("WEBHOOK_ALLOW_HOSTS", "127.0.0.1")
 
 
 def session_redis_names(session: str) -> dict[str, str]:

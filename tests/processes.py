@@ -26,6 +26,9 @@ Fixtures
   over HTTP with session and CSRF; returns ``(status, json)``), ``wait_for_run(run_id)``.
 - ``spawn_worker(concurrency=20, **env)`` / ``spawn_daphne(**env)`` (function): start extra
   processes, stopped when the test ends (several-process tests).
+- ``spawn_beat(**env)`` (function): a ``BeatProcess``, celery beat on the database scheduler,
+  sending the schedules' tick to the session's queue (``SCHEDULE_TICK_SECONDS`` sets its
+  pace); ``.kill()`` and ``.start()`` take it down and bring it back.
 
 Both run under the suite's network guard (``tests.network_guard``, ``GUARDED_PYTHON``).
 
@@ -228,6 +231,20 @@ class WorkerProcess(_Process):
         raise RuntimeError(f"{node} did not answer {command}:\n{self.log_text()[-3000:]}")
 
 
+class BeatProcess(_Process):
+    """``celery beat`` with the database scheduler (settings.CELERY_BEAT_SCHEDULER): it sends
+    ``agents.schedules_fire_due`` to the session's queue every ``SCHEDULE_TICK_SECONDS``."""
+
+    name = "celery-beat"
+
+    def command(self) -> list[str]:
+        return [*GUARDED_PYTHON, "celery", "-A", "chatsite", "beat", "--loglevel=INFO"]
+
+    def ready(self) -> bool:
+        # Logged once the scheduler has read its entries and the loop is about to tick.
+        return "beat: Starting..." in self._new_log_since_start()
+
+
 class DaphneProcess(_Process):
     name = "daphne"
 
@@ -347,6 +364,18 @@ class LiveStack:
             server.ws_url(f"/ws/conversations/{conversation.pk}/?after_seq={after_seq}"),
             additional_headers=headers,
             origin=origin or server.url,
+            open_timeout=10,
+        )
+        return Socket(self._open.enter_context(ws))
+
+    def connect_notifications(self, user) -> Socket:
+        """The user's notifications socket (``/ws/notifications/``)."""
+        from websockets.sync.client import connect
+
+        ws = connect(
+            self.daphne.ws_url("/ws/notifications/"),
+            additional_headers={"Cookie": self.session_cookie(user)},
+            origin=self.daphne.url,
             open_timeout=10,
         )
         return Socket(self._open.enter_context(ws))
@@ -478,6 +507,21 @@ def spawn_daphne(django_db_setup, scripted_model):
     def spawn(**extra_env: str) -> DaphneProcess:
         env = process_env(OPENAI_BASE_URL=scripted_model.base_url, **extra_env)
         started.append(DaphneProcess(env).start())
+        return started[-1]
+
+    yield spawn
+    for process in started:
+        process.stop()
+        process.print_new_log()
+
+
+@pytest.fixture
+def spawn_beat(django_db_setup):
+    """``spawn(**env)``: a started celery beat (stopped at the end of the test)."""
+    started: list[BeatProcess] = []
+
+    def spawn(**extra_env: str) -> BeatProcess:
+        started.append(BeatProcess(process_env(**extra_env)).start())
         return started[-1]
 
     yield spawn

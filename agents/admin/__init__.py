@@ -2,9 +2,10 @@
 profiles and their versions (``profiles``, with "Try it" in ``profile_try``), tools
 (``tools``, with the OpenAPI import in ``openapi``), MCP servers and their Discover page
 (``mcp``), the run inspector and usage page (``runs``), monthly budgets (``budgets``),
-feedback on answers by prompt version (``feedback``), conversations and the knowledge base.
-Shared pieces are in ``pages``, the forms in ``forms`` (the MCP and OpenAPI pages keep
-theirs beside them).
+feedback on answers by prompt version (``feedback``), conversations and the knowledge base,
+and every user's schedules with their notifications and webhook deliveries
+(``schedules``). Shared pieces are in ``pages``, the forms in ``forms`` (the MCP and OpenAPI
+pages keep theirs beside them).
 
 Staff only (Django admin refuses everyone else), every change lands in the admin log. The
 admin calls services for anything beyond a plain form save: checking an endpoint
@@ -22,6 +23,7 @@ from agents.admin.mcp import McpServerAdmin
 from agents.admin.model_configs import ModelConfigAdmin
 from agents.admin.profiles import AgentProfileAdmin, PromptVersionAdmin
 from agents.admin.runs import AgentRunAdmin
+from agents.admin.schedules import NotificationAdmin, ScheduleAdmin, WebhookDeliveryAdmin
 from agents.admin.tools import ToolConfigAdmin
 
 __all__ = [
@@ -32,7 +34,10 @@ __all__ = [
     "KnowledgeDocumentAdmin",
     "McpServerAdmin",
     "ModelConfigAdmin",
+    "NotificationAdmin",
     "PromptVersionAdmin",
+    "ScheduleAdmin",
     "ToolConfigAdmin",
     "UsageBudgetAdmin",
+    "WebhookDeliveryAdmin",
 ]

@@ -280,12 +280,29 @@ def approvals_expire(*, now: datetime | None = None) -> list[int]:
         run__status=Status.AWAITING_APPROVAL,
     ).select_related("run__conversation")
     expired = []
-    for approval in stale:
+    for approval in [*stale, *_scheduled_past_their_expiry(now or timezone.now(), cutoff)]:
         if _decide(approval, decision=Decision.EXPIRED, reason=EXPIRED_REASON, user=None):
             expired.append(approval.pk)
     if expired:
         logger.info("expired approval requests %s", expired)
     return expired
+
+
+def _scheduled_past_their_expiry(now: datetime, cutoff: datetime) -> list[ToolApproval]:
+    """Requests of scheduled runs whose schedule sets a sooner expiry, and that passed it
+    (those past the site's own are in the caller's list already)."""
+    waiting = ToolApproval.objects.filter(
+        decision=Decision.PENDING,
+        requested_at__gte=cutoff,
+        run__status=Status.AWAITING_APPROVAL,
+        run__firing__schedule__approval_expires_after__isnull=False,
+    ).select_related("run__conversation", "run__firing__schedule")
+    return [
+        approval
+        for approval in waiting
+        if approval.requested_at
+        < now - timedelta(seconds=approval.run.firing.schedule.approval_expires_after or 0)
+    ]
 
 
 def budget_pauses_expire(*, now: datetime | None = None) -> list[int]:

@@ -31,6 +31,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextlib
+import dataclasses
 import logging
 import os
 import socket
@@ -80,6 +81,8 @@ from agents.services.approvals import (
     run_pause_for_approval,
     run_stop_at_budget,
 )
+from agents.services.notifications import notification_for_run
+from agents.services.schedules import firing_budget_steps, schedule_run_ended
 from agents.tools.builtin.attachments import attachment_tools
 from chatsite.server.loop import process_loop
 
@@ -188,10 +191,12 @@ def run_execute(*, run_id: int) -> concurrent.futures.Future[None] | None:
                 f"The run was interrupted {run.attempts - run.resumes - 1} times and was given up."
             )
             store.fail(run=run, code="too_many_attempts", message=message, worker_id=me)
+            _run_ended(run.pk)
             return None
         if run.profile_version is None:
             message = "The agent this run used was deleted."
             store.fail(run=run, code="no_profile", message=message, worker_id=me)
+            _run_ended(run.pk)
             return None
         watch = _monitor.start_watch(run.pk)
         if run.cancel_requested_at is not None:
@@ -202,6 +207,7 @@ def run_execute(*, run_id: int) -> concurrent.futures.Future[None] | None:
             _monitor.end_watch(run.pk)
         close_old_connections()
         _run_stopped_by(error, run, me)
+        _run_ended(run.pk)
         return None
     finally:
         events.publish_flush(timeout=5)
@@ -233,6 +239,21 @@ async def _drive_to_end(drive: _Drive, run: AgentRun, me: str) -> None:
             logger.exception("run %s could not be ended; the sweeper will rescue it", run.pk)
     finally:
         _monitor.end_watch(run.pk)
+        await in_database_thread(_run_ended, run.pk)
+
+
+def _run_ended(run_id: int) -> None:
+    """After a drive: tell the owner where the run stands (finished, failed, waiting for
+    them) and count a scheduled run's outcome on its schedule. Never raises: a run's end is
+    stored already, and a notification lost to a database error is only a notification."""
+    try:
+        run = AgentRun.objects.filter(pk=run_id).only("pk", "status", "error_message").first()
+        if run is None:
+            return
+        schedule_run_ended(run=run)
+        notification_for_run(run_id=run_id)
+    except Exception:
+        logger.exception("run %s: its notification could not be written", run_id)
 
 
 def _run_stopped_by(error: Exception, run: AgentRun, me: str) -> None:
@@ -309,6 +330,9 @@ def _prepare(run: AgentRun, watch: _Watch, me: str, claim: Claim) -> _Drive:
     snapshot, the steps of earlier attempts, its memory, its executor."""
     assert run.profile_version is not None  # run_execute fails a run without one
     snapshot = ProfileSnapshot.from_version(run.profile_version)
+    if (scheduled_steps := firing_budget_steps(run_id=run.pk)) is not None:
+        # A scheduled run's own step budget (agents/services/schedules.py).
+        snapshot = dataclasses.replace(snapshot, budget_steps=scheduled_steps)
     conversation = run.conversation
     # Only a later attempt can find steps of this run already stored.
     prior_steps = run_prior_steps(run=run) if run.attempts > 1 else []

@@ -46,7 +46,7 @@ def _port_open(port: int) -> bool:
 
 def _unconfigured_env(var_dir: Path) -> dict[str, str]:
     """The suite's process environment less everything `make run` can do without."""
-    env = process_env(CHATSITE_VAR_DIR=str(var_dir))
+    env = process_env(CHATSITE_VAR_DIR=str(var_dir), SCHEDULE_TICK_SECONDS="1")
     for name in ("DATABASE_URL", "REDIS_URL", "DJANGO_SECRET_KEY", "OPENAI_BASE_URL"):
         env.pop(name, None)
     return env
@@ -140,6 +140,16 @@ def test_make_run_with_nothing_configured_answers_a_first_message_on_sqlite(tmp_
         assert answers[0]["content"].strip()
         assert answers[0]["run_id"] == sent["run"]["id"]
         assert read["events"][-1]["type"] == "run.finished"
+        # celery beat runs beside the worker on the same SQLite file, its entry in the
+        # database: its ticks reach the worker and the schedules' task runs there.
+        deadline = time.monotonic() + ANSWER_TIMEOUT
+        while not re.search(
+            r"Task agents\.schedules_fire_due\[[0-9a-f-]+\] succeeded",
+            log_path.read_text(errors="replace"),
+        ):
+            assert serve.poll() is None, log_path.read_text(errors="replace")
+            assert time.monotonic() < deadline, log_path.read_text(errors="replace")
+            time.sleep(0.2)
 
         serve.send_signal(signal.SIGTERM)
         assert serve.wait(timeout=60) == 0, log_path.read_text(errors="replace")

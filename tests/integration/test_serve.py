@@ -60,14 +60,15 @@ def test_serve_with_embedded_redis_restarts_a_dead_worker_and_stops_cleanly():
             assert "Created the first user: admin / " in text
             admin = get_user_model().objects.get(username="admin")
             assert admin.is_superuser
-            # daphne, the celery worker and Redis.
+            # daphne, the celery worker, celery beat and Redis.
             names = " ".join(" ".join(p.cmdline()) for p in started)
             assert "daphne" in names
-            assert "celery" in names
+            assert "chatsite worker" in names
+            assert "chatsite beat" in names
             assert "redis" in names
 
             # A worker that dies (OOM kill, or Celery exiting when Redis restarts) comes back.
-            (worker,) = [p for p in started if "celery" in " ".join(p.cmdline())]
+            (worker,) = [p for p in started if "chatsite worker" in " ".join(p.cmdline())]
             worker.kill()
             deadline = time.monotonic() + 90
             while output().count(" ready.") < 2:

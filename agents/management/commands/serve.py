@@ -1,4 +1,5 @@
-"""``manage.py serve``: the whole app in one command (daphne, a celery worker, Redis if needed).
+"""``manage.py serve``: the whole app in one command (daphne, a celery worker, celery beat, and
+Redis if needed).
 
 Children share one ``REDIS_URL``: the environment's, or an embedded Redis started here when
 it is unset. A child that dies is started again, with backoff
@@ -23,7 +24,7 @@ from chatsite.server.process.supervisor import Child, Supervisor
 
 
 class Command(BaseCommand):
-    help = "Run daphne and a celery worker (and Redis when REDIS_URL is unset)."
+    help = "Run daphne, a celery worker and celery beat (and Redis when REDIS_URL is unset)."
 
     def add_arguments(self, parser) -> None:
         parser.add_argument("--host", default="127.0.0.1", help="Address daphne binds to.")
@@ -48,6 +49,10 @@ class Command(BaseCommand):
                     Child("celery", [sys.executable, "-m", "celery", "-A", "chatsite", "worker",
                                      "-P", "threads", "-c", str(options["concurrency"]),
                                      "--loglevel=INFO"], env),
+                    # Fires the schedules (settings.CELERY_BEAT_SCHEDULER reads its entries
+                    # from the database); one per deployment, docs/deploy.md.
+                    Child("beat", [sys.executable, "-m", "celery", "-A", "chatsite", "beat",
+                                   "--loglevel=INFO"], env),
                 ],
                 log=self.stderr,
             )  # fmt: skip

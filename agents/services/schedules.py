@@ -1,0 +1,332 @@
+"""Schedules: a prompt an agent answers at set times, each firing a run through the chat's send.
+
+celery beat (django-celery-beat's DatabaseScheduler) has ONE entry for all schedules,
+``agents.schedules_fire_due``, every ``SCHEDULE_TICK_SECONDS``: it fires each active schedule
+whose ``next_fire_at`` has come. A firing is a ``ScheduleFiring`` row, unique per (schedule,
+occurrence), written in the transaction that sends the prompt: two ticks, two beats or a
+redelivered task that reach the same occurrence write it once, and the loser writes nothing.
+A beat that was down finds the missed occurrences due when it is back and fires the latest
+of them, once, then moves ``next_fire_at`` past now.
+
+The run starts through ``message_send``, the web chat's own send: the profile's permission,
+the rate limit, the daily quota, the run-in-progress check and approval apply unchanged.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from datetime import datetime
+
+from django.conf import settings
+from django.contrib.auth.models import User
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+from django.utils.translation import gettext as _
+
+from agents import selectors
+from agents.models import AgentProfile, AgentRun, Conversation, Schedule, ScheduleFiring
+from agents.protocol import RefusalCode, RequestRefused, max_message_chars
+from agents.recurrence import RecurrenceError, check_rule, known_zone, next_occurrence
+from agents.services.conversations import conversation_create, message_send
+from agents.services.notifications import notification_schedule_paused
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class ScheduleFields:
+    """What the owner sets; ``starts_at`` is aware (the first occurrence, DTSTART)."""
+
+    profile: AgentProfile
+    title: str
+    prompt: str
+    rule: str
+    starts_at: datetime
+    time_zone: str
+    conversation_mode: str = Schedule.ConversationMode.NEW
+    budget_steps: int | None = None
+    approval_expires_after: int | None = None
+
+
+def _invalid(message: str) -> RequestRefused:
+    return RequestRefused(RefusalCode.INVALID_SCHEDULE, message)
+
+
+def _checked(fields: ScheduleFields, *, user: User, now: datetime) -> datetime | None:
+    """Refuse what cannot make a schedule; returns its first occurrence still to come."""
+    if not fields.prompt.strip():
+        raise _invalid(_("The prompt is empty."))
+    if len(fields.prompt) > max_message_chars():
+        raise _invalid(_("The prompt is too long."))
+    if not fields.title.strip():
+        raise _invalid(_("Give the schedule a title."))
+    if not selectors.profiles_for_user(user=user).filter(pk=fields.profile.pk).exists():
+        raise RequestRefused(
+            RefusalCode.PROFILE_NOT_ALLOWED, _("That agent is not available to you.")
+        )
+    if not known_zone(fields.time_zone):
+        raise _invalid(_("Unknown time zone: %(zone)s.") % {"zone": fields.time_zone})
+    if fields.conversation_mode not in Schedule.ConversationMode.values:
+        raise _invalid(_("Choose where the answers go."))
+    if fields.budget_steps is not None and fields.budget_steps < 1:
+        raise _invalid(_("The step budget must be at least 1."))
+    if fields.approval_expires_after is not None and fields.approval_expires_after < 60:
+        raise _invalid(_("An approval can expire after a minute at the soonest."))
+    try:
+        check_rule(fields.rule)
+        upcoming = next_occurrence(
+            rule=fields.rule,
+            starts_at=fields.starts_at,
+            time_zone=fields.time_zone,
+            after=now,
+            inclusive=True,
+        )
+    except RecurrenceError as error:
+        raise _invalid(str(error)) from None
+    if upcoming is None:
+        raise _invalid(_("That time has passed: choose one still to come."))
+    return upcoming
+
+
+def schedule_create(*, owner: User, fields: ScheduleFields) -> Schedule:
+    now = timezone.now()
+    upcoming = _checked(fields, user=owner, now=now)
+    if Schedule.objects.filter(owner=owner).count() >= settings.SCHEDULES_PER_USER:
+        raise _invalid(_("You have as many schedules as you may; delete one first."))
+    schedule = Schedule(owner=owner, next_fire_at=upcoming)
+    _apply(schedule, fields)
+    schedule.save()
+    return schedule
+
+
+def schedule_update(*, schedule: Schedule, user: User, fields: ScheduleFields) -> Schedule:
+    _check_owner(schedule, user)
+    upcoming = _checked(fields, user=schedule.owner, now=timezone.now())
+    with transaction.atomic():
+        locked = Schedule.objects.select_for_update().get(pk=schedule.pk)
+        if fields.conversation_mode != locked.conversation_mode:
+            locked.conversation = None
+        _apply(locked, fields)
+        locked.next_fire_at = upcoming
+        locked.save()
+    return locked
+
+
+def schedule_pause(*, schedule: Schedule, user: User) -> Schedule:
+    _check_owner(schedule, user)
+    Schedule.objects.filter(pk=schedule.pk, paused_at__isnull=True).update(
+        paused_at=timezone.now(), paused_reason="", updated_at=timezone.now()
+    )
+    schedule.refresh_from_db()
+    return schedule
+
+
+def schedule_resume(*, schedule: Schedule, user: User) -> Schedule:
+    """Resume a paused schedule from now on: what it would have fired while paused is not
+    fired late."""
+    _check_owner(schedule, user)
+    with transaction.atomic():
+        locked = Schedule.objects.select_for_update().get(pk=schedule.pk)
+        locked.paused_at = None
+        locked.paused_reason = ""
+        locked.failures_in_a_row = 0
+        locked.next_fire_at = next_occurrence(
+            rule=locked.rrule,
+            starts_at=locked.starts_at,
+            time_zone=locked.time_zone,
+            after=timezone.now(),
+            inclusive=True,
+        )
+        locked.save()
+    return locked
+
+
+def schedule_delete(*, schedule: Schedule, user: User) -> None:
+    """Delete the schedule; its conversations and their runs stay, as the chat's do."""
+    _check_owner(schedule, user)
+    schedule.delete()
+
+
+def schedule_run_now(*, schedule: Schedule, user: User) -> ScheduleFiring:
+    """Fire the schedule once now, whatever its timing (paused too); its next occurrence
+    stays as it was."""
+    _check_owner(schedule, user)
+    firing = _fire(schedule_id=schedule.pk, occurrence=timezone.now(), advance=False)
+    assert firing is not None  # a new occurrence, so never a duplicate
+    return firing
+
+
+def schedules_fire_due(*, now: datetime | None = None) -> list[int]:
+    """Fire every active schedule whose next occurrence has come (beat's one entry); returns
+    the ids of the firings written."""
+    now = now or timezone.now()
+    due = Schedule.objects.filter(paused_at__isnull=True, next_fire_at__lte=now).values_list(
+        "pk", "next_fire_at"
+    )
+    fired = []
+    for schedule_id, occurrence in due:
+        assert occurrence is not None  # next_fire_at <= now
+        firing = _fire(schedule_id=schedule_id, occurrence=occurrence, advance=True, now=now)
+        if firing is not None:
+            fired.append(firing.pk)
+    return fired
+
+
+def _fire(
+    *, schedule_id: int, occurrence: datetime, advance: bool, now: datetime | None = None
+) -> ScheduleFiring | None:
+    """Write the firing of ``occurrence`` and send the prompt, in one transaction; None if
+    the occurrence was fired already (or the schedule moved on meanwhile).
+
+    A send the chat refuses (the quota, a run in progress, a profile no longer allowed) is
+    stored on the firing as its error and counts as a failure; the occurrence is fired all
+    the same, so it is not tried again at every tick.
+    """
+    now = now or timezone.now()
+    try:
+        with transaction.atomic():
+            schedule = (
+                Schedule.objects.select_for_update(of=("self",))
+                .select_related("owner", "profile")
+                .filter(pk=schedule_id)
+                .first()
+            )
+            if schedule is None:
+                return None
+            if advance:
+                # Another tick got here first: it moved next_fire_at on.
+                if schedule.paused_at is not None or schedule.next_fire_at != occurrence:
+                    return None
+                occurrence = _latest_due(schedule, now)
+                schedule.next_fire_at = next_occurrence(
+                    rule=schedule.rrule,
+                    starts_at=schedule.starts_at,
+                    time_zone=schedule.time_zone,
+                    after=max(occurrence, now),
+                )
+            firing = ScheduleFiring.objects.create(
+                schedule=schedule, occurrence=occurrence, budget_steps=schedule.budget_steps
+            )
+            try:
+                with transaction.atomic():
+                    firing.run = _send(schedule)
+                firing.save(update_fields=["run"])
+            except RequestRefused as refusal:
+                firing.error = refusal.message
+                firing.save(update_fields=["error"])
+                if _count_failure(schedule, reason=refusal.message):
+                    notification_schedule_paused(schedule=schedule)
+            schedule.save(
+                update_fields=[
+                    "next_fire_at",
+                    "conversation",
+                    "failures_in_a_row",
+                    "paused_at",
+                    "paused_reason",
+                    "updated_at",
+                ]
+            )
+    except IntegrityError:
+        logger.info("schedule %s: occurrence %s was fired already", schedule_id, occurrence)
+        return None
+    logger.info("schedule %s fired for %s (firing %s)", schedule_id, occurrence, firing.pk)
+    return firing
+
+
+def _latest_due(schedule: Schedule, now: datetime) -> datetime:
+    """The latest occurrence from ``next_fire_at`` up to now: the one a beat that was down
+    fires for all it missed."""
+    assert schedule.next_fire_at is not None
+    latest = schedule.next_fire_at
+    while True:
+        following = next_occurrence(
+            rule=schedule.rrule,
+            starts_at=schedule.starts_at,
+            time_zone=schedule.time_zone,
+            after=latest,
+        )
+        if following is None or following > now:
+            return latest
+        latest = following
+
+
+def _send(schedule: Schedule) -> AgentRun:
+    """The firing's run, started as the owner's own send would start it (in the caller's
+    savepoint: a refused send leaves no new conversation behind)."""
+    appending = schedule.conversation_mode == Schedule.ConversationMode.APPEND
+    conversation: Conversation | None = schedule.conversation if appending else None
+    if conversation is None:
+        conversation = conversation_create(
+            owner=schedule.owner, title=schedule.title, profile=schedule.profile
+        )
+    result = message_send(
+        conversation=conversation,
+        user=schedule.owner,
+        content=schedule.prompt,
+        profile=schedule.profile,
+    )
+    if appending:
+        schedule.conversation = conversation
+    return result.run
+
+
+def _count_failure(schedule: Schedule, *, reason: str) -> bool:
+    """One more failure in a row; pause the schedule at the limit. True if it paused."""
+    schedule.failures_in_a_row += 1
+    if schedule.is_paused or schedule.failures_in_a_row < settings.SCHEDULE_MAX_FAILURES_IN_A_ROW:
+        return False
+    schedule.paused_at = timezone.now()
+    schedule.paused_reason = (
+        _("Paused after %(count)s failures in a row. The last: %(reason)s")
+        % {"count": schedule.failures_in_a_row, "reason": reason}
+    )[:500]
+    return True
+
+
+def schedule_run_ended(*, run: AgentRun) -> Schedule | None:
+    """Count a firing's run that ended: a success clears the failures in a row, a failure
+    adds one and may pause the schedule. Returns the schedule if this paused it."""
+    firing = ScheduleFiring.objects.filter(run=run).only("schedule_id").first()
+    if firing is None or run.status not in (AgentRun.Status.SUCCEEDED, AgentRun.Status.FAILED):
+        return None
+    with transaction.atomic():
+        schedule = Schedule.objects.select_for_update().filter(pk=firing.schedule_id).first()
+        if schedule is None:
+            return None
+        if run.status == AgentRun.Status.SUCCEEDED:
+            if schedule.failures_in_a_row:
+                schedule.failures_in_a_row = 0
+                schedule.save(update_fields=["failures_in_a_row"])
+            return None
+        was_paused = schedule.is_paused
+        paused = _count_failure(schedule, reason=run.error_message or _("The run failed."))
+        schedule.save(update_fields=["failures_in_a_row", "paused_at", "paused_reason"])
+        if paused and not was_paused:
+            notification_schedule_paused(schedule=schedule)
+            return schedule
+        return None
+
+
+def firing_budget_steps(*, run_id: int) -> int | None:
+    """The step budget a scheduled run was fired with (None: the profile's)."""
+    return (
+        ScheduleFiring.objects.filter(run_id=run_id).values_list("budget_steps", flat=True).first()
+    )
+
+
+def _apply(schedule: Schedule, fields: ScheduleFields) -> None:
+    schedule.profile = fields.profile
+    schedule.title = fields.title.strip()[:200]
+    schedule.prompt = fields.prompt
+    schedule.rrule = fields.rule
+    schedule.starts_at = fields.starts_at
+    schedule.time_zone = fields.time_zone
+    schedule.conversation_mode = fields.conversation_mode
+    schedule.budget_steps = fields.budget_steps
+    schedule.approval_expires_after = fields.approval_expires_after
+
+
+def _check_owner(schedule: Schedule, user: User) -> None:
+    if schedule.owner_id != user.pk:
+        raise RequestRefused(RefusalCode.NOT_FOUND, _("No such schedule."))
