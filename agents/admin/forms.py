@@ -300,6 +300,7 @@ class ToolConfigForm(forms.ModelForm):
             "timeout_seconds",
             "return_direct",
             "needs_approval",
+            "read_only",
         ]
 
     def __init__(self, *args: Any, user: Any = None, **kwargs: Any) -> None:

@@ -73,6 +73,7 @@ from agents.runs.reads import run_claim_refusal, run_prior_steps
 from agents.runs.store import run_store
 from agents.runs.threads import in_database_thread
 from agents.runtime import build_executor
+from agents.services.replays import replay_tool_policy
 from agents.services.approvals import (
     approvals_expire,
     budget_pauses_expire,
@@ -317,6 +318,8 @@ def _prepare(run: AgentRun, watch: _Watch, me: str, claim: Claim) -> _Drive:
         before_message=run.trigger_message,
     )
     answer_so_far: list[str] = []
+    # A replay answers its tool calls from the run it replays (None for any other run).
+    replay_policy = replay_tool_policy(run=run)
     live_text = LiveText(conversation_id=conversation.pk, run_id=run.pk, attempt=run.attempts)
 
     def on_answer_delta(text: str) -> None:
@@ -339,7 +342,10 @@ def _prepare(run: AgentRun, watch: _Watch, me: str, claim: Claim) -> _Drive:
         # The rows the snapshot names, read with the claim (``run_claim_with_tools``).
         model_config=run.model_config,
         tool_configs=claim.tool_configs,
+        tool_policy=replay_policy,
     )
+    if replay_policy is not None:
+        replay_policy.skip_answered(prior_steps, executor.tool_named)
     steps = executor.arun(
         run.trigger_message.content,
         history=memory.history,
@@ -360,6 +366,8 @@ def _prepare(run: AgentRun, watch: _Watch, me: str, claim: Claim) -> _Drive:
     )
 
     def after_run(answer: Message | None) -> None:
+        if run.replay_of_id is not None:
+            return  # a replay's copy of the conversation is never summarised
         memory_after_run(
             conversation=conversation, snapshot=snapshot, run=run, context=memory, answer=answer
         )
