@@ -68,11 +68,12 @@ from agents.react.types import (
     ThoughtStep,
 )
 from agents.runs.base import Claim, RunLost, RunStore
-from agents.runs.queue import run_enqueue_on_commit
+from agents.runs.queue import run_enqueue_on_commit, run_trace_enqueue
 from agents.runs.reads import run_claim_refusal, run_prior_steps
 from agents.runs.store import run_store
 from agents.runs.threads import in_database_thread
 from agents.runtime import build_executor
+from agents.traces import tracing_enabled
 from agents.services.replays import replay_tool_policy
 from agents.services.approvals import (
     approvals_expire,
@@ -232,6 +233,15 @@ async def _drive_to_end(drive: _Drive, run: AgentRun, me: str) -> None:
             logger.exception("run %s could not be ended; the sweeper will rescue it", run.pk)
     finally:
         _monitor.end_watch(run.pk)
+    if tracing_enabled():
+        # Off the run's path: the trace is built from the stored log by a task of its own.
+        with contextlib.suppress(Exception):
+            await in_database_thread(_trace_if_ended, run.pk)
+
+
+def _trace_if_ended(run_id: int) -> None:
+    if AgentRun.objects.filter(pk=run_id, status__in=AgentRun.TERMINAL_STATUSES).exists():
+        run_trace_enqueue(run_id=run_id)
 
 
 def _run_stopped_by(error: Exception, run: AgentRun, me: str) -> None:
