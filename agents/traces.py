@@ -89,6 +89,9 @@ def run_spans(*, run: AgentRun, redact: Redactor | None = None) -> list[SpanReco
     children = [_chat_span(run, call, redact) for call in calls]
     children += _tool_spans(events, redact)
     children.sort(key=lambda span: span.start)
+    # The run's span holds its calls, even where the clocks of the stored rows disagree.
+    root.start = min([root.start, *(child.start for child in children)])
+    root.end = max([root.end, *(child.end for child in children)])
     return [root, *children]
 
 
@@ -221,8 +224,12 @@ def _otlp_provider() -> Any:
     return provider
 
 
+_EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.UTC)
+
+
 def _nanoseconds(moment: datetime.datetime) -> int:
-    return int(moment.timestamp() * 1_000_000_000)
+    # In whole microseconds, as stored: a float timestamp would round them.
+    return (moment - _EPOCH) // datetime.timedelta(microseconds=1) * 1000
 
 
 # --------------------------------------------------------------------------------------
