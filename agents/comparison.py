@@ -20,8 +20,8 @@ from agents.react.types import (
     ApprovalRequestStep,
     ErrorStep,
     FinalAnswerStep,
-    ModeSwitchStep,
     ModelCallRecord,
+    ModeSwitchStep,
     ObservationStep,
     Step,
     ThoughtStep,
@@ -86,6 +86,7 @@ def _changed(left: list[ComparedStep], right: list[ComparedStep]) -> list[Compar
     )
     rows = []
     for op, a_start, a_end, b_start, b_end in matcher.get_opcodes():
+        pairs: list[tuple[ComparedStep | None, ComparedStep | None]]
         if op == "equal":
             pairs = list(zip(left[a_start:a_end], right[b_start:b_end], strict=True))
         else:

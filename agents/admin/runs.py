@@ -140,7 +140,9 @@ class AgentRunAdmin(ReadOnlyAdminMixin, ExtraPagesAdmin):
         ]
 
     @admin.action(description=_("Download the traces of the selected runs (JSON lines)"))
-    def download_traces(self, request: HttpRequest, queryset: QuerySet[AgentRun]) -> HttpResponse:
+    def download_traces(
+        self, request: HttpRequest, queryset: QuerySet[AgentRun]
+    ) -> StreamingHttpResponse:
         runs = queryset.select_related("profile_version__profile", "conversation").order_by("pk")
         response = StreamingHttpResponse(
             runs_trace_lines(runs.iterator()), content_type="application/x-ndjson"
@@ -156,7 +158,9 @@ class AgentRunAdmin(ReadOnlyAdminMixin, ExtraPagesAdmin):
         form = ReplayForm(request.POST)
         if not form.is_valid():
             said = "; ".join(str(error) for errors in form.errors.values() for error in errors)
-            messages.error(request, gettext("The replay was not started: %(errors)s") % {"errors": said})
+            messages.error(
+                request, gettext("The replay was not started: %(errors)s") % {"errors": said}
+            )
             return HttpResponseRedirect(reverse("admin:agents_agentrun_change", args=[run.pk]))
         try:
             replay = run_replay_start(

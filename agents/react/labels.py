@@ -54,7 +54,7 @@ class LabelSet:
     # A replay's call that the original run did not record (agents/react/replay.py).
     not_recorded: str = (
         "The call to {name} was not run: it is not recorded in the original run, and this "
-        "replay runs no other call of this tool."
+        "replay does not run calls the original did not make."
     )
 
     def label(self, role: str) -> str:
@@ -149,7 +149,7 @@ CHINESE = LabelSet(
         "同一个回复中的每个工具调用都要有自己的 id。"
     ),
     approval_mismatch="对 {name} 的调用没有运行：这个 id 下的决定是针对另一个调用作出的。",
-    not_recorded="对 {name} 的调用没有运行：原始运行中没有记录这个调用，这次重放不会运行该工具的其他调用。",
+    not_recorded="对 {name} 的调用没有运行：原始运行没有记录它，重放不运行未记录的调用。",
 )
 
 LABEL_SETS: dict[str, LabelSet] = {ENGLISH.code: ENGLISH, CHINESE.code: CHINESE}

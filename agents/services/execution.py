@@ -73,14 +73,14 @@ from agents.runs.reads import run_claim_refusal, run_prior_steps
 from agents.runs.store import run_store
 from agents.runs.threads import in_database_thread
 from agents.runtime import build_executor
-from agents.traces import tracing_enabled
-from agents.services.replays import replay_tool_policy
 from agents.services.approvals import (
     approvals_expire,
     budget_pauses_expire,
     run_pause_for_approval,
     run_stop_at_budget,
 )
+from agents.services.replays import replay_tool_policy
+from agents.traces import tracing_enabled
 from chatsite.server.loop import process_loop
 
 logger = logging.getLogger(__name__)

@@ -84,11 +84,13 @@ def test_a_run_is_one_trace_of_genai_spans_with_no_secret(
     assert tool.attributes["gen_ai.tool.name"] == "capitals"
     assert tool.attributes["gen_ai.tool.call.id"] == "call-1"
     assert "[secret]" in tool.attributes["gen_ai.tool.call.result"]
-    assert root.start_time <= chat.start_time and tool.end_time <= root.end_time
+    assert root.start_time <= chat.start_time
+    assert tool.end_time <= root.end_time
     everything = json.dumps(
         [{**dict(span.attributes), "status": span.status.description} for span in spans]
     )
-    assert TOOL_SECRET not in everything and MCP_BEARER not in everything
+    assert TOOL_SECRET not in everything
+    assert MCP_BEARER not in everything
     assert chat.attributes["error.type"] == "refused [secret]"
 
 
@@ -118,11 +120,13 @@ def test_traces_download_as_json_lines_for_staff_only(
     assert [line["parent"] for line in lines] == [None, 0, 0, None, 0, 0]
     assert lines[1]["attributes"]["gen_ai.usage.input_tokens"] == 120
     assert lines[2]["attributes"]["gen_ai.tool.call.result"] == "Paris"
-    assert TOOL_SECRET not in body and MCP_BEARER not in body
+    assert TOOL_SECRET not in body
+    assert MCP_BEARER not in body
 
     client.force_login(user)  # not staff
     refused = client.post(changelist, action)
-    assert refused.status_code == 302 and "/login/" in refused["Location"]
+    assert refused.status_code == 302
+    assert "/login/" in refused["Location"]
     assert "run-traces" not in refused.get("Content-Disposition", "")
 
 
@@ -147,7 +151,8 @@ def test_staff_start_a_replay_and_see_it_beside_its_original(
     assert response["Location"] == compare
     assert replay.status == AgentRun.Status.QUEUED  # a worker takes it like any run
     assert (replay.profile_version, replay.replay_unrecorded) == (second, "run_read_only")
-    assert replay.conversation.owner == staff and replay.conversation.for_replay
+    assert replay.conversation.owner == staff
+    assert replay.conversation.for_replay
     page = page_text(staff_client.get(compare))
     assert "The capital of France is Paris." in page  # the original's steps
     assert 'http-equiv="refresh"' in page  # reloads while the replay runs

@@ -117,7 +117,8 @@ def test_a_replay_answers_recorded_calls_from_the_record_and_is_kept_apart(
         ("final_answer", "Two tickets filed."),
     ]
     assert "not recorded in the original run" in _steps(replay)[6][1]
-    assert replay.prompt_tokens > 0 and replay.completion_tokens > 0
+    assert replay.prompt_tokens > 0
+    assert replay.completion_tokens > 0
 
     # The diff: the first call and its observation are the same, the second call is new,
     # the answer changed.
@@ -135,7 +136,8 @@ def test_a_replay_answers_recorded_calls_from_the_record_and_is_kept_apart(
     assert list(conversation_list(user=user)) == [conversation]
     # The replay lives in a copy owned by the staff member, listed in no chat, and its
     # tokens are on the staff member's ledger, not the user's.
-    assert replay.conversation.owner == staff and replay.conversation.for_replay
+    assert replay.conversation.owner == staff
+    assert replay.conversation.for_replay
     assert list(conversation_list(user=staff)) == []
     entry = UsageEntry.objects.get(run_id=replay.pk)
     assert entry.user_id == staff.pk
@@ -184,7 +186,7 @@ def test_a_tool_needing_approval_is_never_run_by_a_replay(live_stack, user, make
     from agents.models import ToolConfig
 
     ToolConfig.objects.filter(name=guarded).update(read_only=True)
-    model, _, profile, _, original = _recorded(live_stack, user, tickets, tools=(guarded,))
+    model, _, _, _, original = _recorded(live_stack, user, tickets, tools=(guarded,))
     live_stack.model.script(model, [_file(guarded, '{"title": "Urgent"}'), Reply(FINAL)])
 
     replay = run_replay_start(
@@ -204,7 +206,7 @@ def test_a_tool_needing_approval_is_never_run_by_a_replay(live_stack, user, make
 
 def test_a_run_still_going_or_a_replay_cannot_be_replayed(live_stack, user, make_user, tickets):
     staff = make_user("replaying-staff", is_staff=True)
-    model, _, profile, conversation, original = _recorded(live_stack, user, tickets)
+    model, _, _, _, original = _recorded(live_stack, user, tickets)
     live_stack.model.script(model, [Reply(FINAL)])
     replay = live_stack.wait_for_run(
         run_replay_start(run=original, user=staff, version=original.profile_version).pk
