@@ -54,8 +54,12 @@ def test_identical_calls_get_the_recorded_observations_once_each_in_order():
     policy = RecordedCalls(record, run_unrecorded_read_only=True)
 
     steps = _run(
-        [_action("adder", '{"b":3,"a":2}'), _action("ADDER", '{"a": 2, "b": 3}'),
-         _action("adder", '{"a": 2, "b": 3}'), DONE],  # fmt: skip
+        [
+            _action("adder", '{"b":3,"a":2}'),
+            _action("ADDER", '{"a": 2, "b": 3}'),
+            _action("adder", '{"a": 2, "b": 3}'),
+            DONE,
+        ],
         [adder],
         policy,
     )
@@ -126,8 +130,10 @@ def test_a_recorded_error_comes_back_as_an_error_with_its_code():
 def test_a_resumed_replay_skips_what_its_own_steps_already_used():
     adder = Adder()
     policy = RecordedCalls(
-        [RecordedCall("adder", '{"a": 2, "b": 3}', "first"),
-         RecordedCall("adder", '{"a": 2, "b": 3}', "second")],  # fmt: skip
+        [
+            RecordedCall("adder", '{"a": 2, "b": 3}', "first"),
+            RecordedCall("adder", '{"a": 2, "b": 3}', "second"),
+        ],
         run_unrecorded_read_only=False,
     )
     already = [
