@@ -792,6 +792,12 @@ class AgentRun(models.Model):
         return f"Run {self.pk} ({self.status})"
 
     @property
+    def is_replay(self) -> bool:
+        """Set for good when the replay is made: its original may be deleted later, and a
+        replay must never run its tools as an ordinary run would."""
+        return bool(self.replay_unrecorded)
+
+    @property
     def is_terminal(self) -> bool:
         return self.status in self.TERMINAL_STATUSES
 

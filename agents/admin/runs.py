@@ -120,7 +120,7 @@ class AgentRunAdmin(ReadOnlyAdminMixin, ExtraPagesAdmin):
         run = self.get_object(request, object_id)
         if run is not None:
             extra_context = {**(extra_context or {}), **_inspector_context(run)}
-            if run.replay_of_id is None:
+            if not run.is_replay:
                 latest = (
                     run.profile_version.profile.versions.order_by("-number").first()
                     if run.profile_version

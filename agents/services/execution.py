@@ -376,7 +376,7 @@ def _prepare(run: AgentRun, watch: _Watch, me: str, claim: Claim) -> _Drive:
     )
 
     def after_run(answer: Message | None) -> None:
-        if run.replay_of_id is not None:
+        if run.is_replay:
             return  # a replay's copy of the conversation is never summarised
         memory_after_run(
             conversation=conversation, snapshot=snapshot, run=run, context=memory, answer=answer

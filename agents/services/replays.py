@@ -55,7 +55,7 @@ def run_replay_start(
     """
     if not run.is_terminal:
         raise ReplayRefused(gettext("Only a run that has ended can be replayed."))
-    if run.replay_of_id is not None:
+    if run.is_replay:
         raise ReplayRefused(gettext("A replay cannot be replayed; replay its original."))
     if unrecorded not in AgentRun.Unrecorded.values:
         raise ReplayRefused(gettext("Choose what the replay does with unrecorded calls."))
@@ -108,10 +108,12 @@ def _copy_branch(conversation: Conversation, leaf_id: int, *, into: Conversation
 def replay_tool_policy(*, run: AgentRun) -> RecordedCalls | None:
     """The tool policy of a replay (the calls its original recorded), None for any other
     run. Read when the replay's worker sets it up."""
-    if run.replay_of_id is None:
+    if not run.is_replay:
         return None
-    original = AgentRun.objects.get(pk=run.replay_of_id)
+    # An original deleted since leaves nothing recorded: every call is then unrecorded.
+    original = AgentRun.objects.filter(pk=run.replay_of_id).first() if run.replay_of_id else None
+    recorded = recorded_calls(run_prior_steps(run=original)) if original is not None else []
     return RecordedCalls(
-        recorded_calls(run_prior_steps(run=original)),
+        recorded,
         run_unrecorded_read_only=run.replay_unrecorded == AgentRun.Unrecorded.RUN_READ_ONLY,
     )

@@ -178,3 +178,31 @@ def test_a_bad_replay_request_starts_nothing_and_says_why(
     )
     assert "The replay was not started" in page_text(response)
     assert not AgentRun.objects.filter(replay_of=original).exists()
+
+
+def test_a_replay_whose_original_was_deleted_still_runs_no_tool(
+    staff_client, user, version, make_finished_run
+):
+    from agents.react.tools import Tool
+    from agents.services.replays import replay_tool_policy
+
+    class Filer(Tool):
+        name = "capitals"
+
+        def run(self, *, text: str) -> str:
+            raise AssertionError("a replay ran a tool")
+
+    original = make_finished_run(owner=user, profile_version=version)
+    staff_client.post(
+        reverse("admin:agents_agentrun_replay", args=[original.pk]),
+        {"version": version.pk, "unrecorded": "run_read_only"},
+    )
+    replay = AgentRun.objects.get(replay_of=original)
+    assert replay_tool_policy(run=replay).answer(Filer(), {"text": "France"}).text == "Paris"
+
+    original.conversation.delete()  # the user deletes the conversation the run was in
+    replay.refresh_from_db()
+
+    assert replay.replay_of is None
+    answer = replay_tool_policy(run=replay).answer(Filer(), {"text": "France"})
+    assert answer.not_recorded
