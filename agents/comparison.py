@@ -131,8 +131,8 @@ def _shown(step: Step) -> ComparedStep | None:
     if isinstance(step, ErrorStep):
         return ComparedStep("error", f"{step.code}: {step.message}")
     if isinstance(step, FinalAnswerStep):
-        tokens = step.prompt_tokens + step.completion_tokens
-        return ComparedStep("final_answer", step.text, tokens, step.duration_ms)
+        # Its tokens and time are the whole run's: the page shows them with the run.
+        return ComparedStep("final_answer", step.text)
     if isinstance(step, ModeSwitchStep):
         return ComparedStep("mode_switch", f"{step.from_mode} → {step.to_mode}")
     if isinstance(step, ApprovalRequestStep):
