@@ -109,17 +109,20 @@ def test_traces_download_as_json_lines_for_staff_only(
     assert response["Content-Disposition"] == 'attachment; filename="run-traces.jsonl"'
     body = page_text(response)
     lines = [json.loads(line) for line in body.splitlines()]
-    assert [(line["run_id"], line["name"]) for line in lines] == [
-        (first.pk, "invoke_agent Geographer"),
-        (first.pk, "chat demo"),
-        (first.pk, "execute_tool capitals"),
-        (second.pk, "invoke_agent Geographer"),
-        (second.pk, "chat demo"),
-        (second.pk, "execute_tool capitals"),
+    # Each run's span first, then its calls (in time order: the test's rows share a clock).
+    assert [(line["run_id"], line["span"], line["parent"]) for line in lines] == [
+        (first.pk, 0, None),
+        (first.pk, 1, 0),
+        (first.pk, 2, 0),
+        (second.pk, 0, None),
+        (second.pk, 1, 0),
+        (second.pk, 2, 0),
     ]
-    assert [line["parent"] for line in lines] == [None, 0, 0, None, 0, 0]
-    assert lines[1]["attributes"]["gen_ai.usage.input_tokens"] == 120
-    assert lines[2]["attributes"]["gen_ai.tool.call.result"] == "Paris"
+    assert lines[0]["name"] == lines[3]["name"] == "invoke_agent Geographer"
+    of_first = {line["name"]: line for line in lines[1:3]}
+    assert sorted(of_first) == ["chat demo", "execute_tool capitals"]
+    assert of_first["chat demo"]["attributes"]["gen_ai.usage.input_tokens"] == 120
+    assert of_first["execute_tool capitals"]["attributes"]["gen_ai.tool.call.result"] == "Paris"
     assert TOOL_SECRET not in body
     assert MCP_BEARER not in body
 
@@ -153,6 +156,8 @@ def test_staff_start_a_replay_and_see_it_beside_its_original(
     assert (replay.profile_version, replay.replay_unrecorded) == (second, "run_read_only")
     assert replay.conversation.owner == staff
     assert replay.conversation.for_replay
+    # The copy opens in no chat page, not even its owner's.
+    assert staff_client.get(f"/c/{replay.conversation_id}/").status_code == 404
     page = page_text(staff_client.get(compare))
     assert "The capital of France is Paris." in page  # the original's steps
     assert 'http-equiv="refresh"' in page  # reloads while the replay runs
