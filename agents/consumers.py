@@ -10,7 +10,7 @@ import asyncio
 import contextlib
 import functools
 import json
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, ParamSpec, TypeVar
 from urllib.parse import parse_qs
@@ -98,6 +98,46 @@ def _socket_database_threads() -> ThreadPoolExecutor:
 # Open sockets per user in this process. A process-local count bounds what matters here, the
 # memory of this daphne, and cannot leak when another process dies.
 _open_sockets: dict[int, int] = {}
+
+
+class _ReplaySlots:
+    """At most CHAT_REPLAYS_PER_USER replays of one user at a time in this process.
+
+    A replay reads a page only once the client has taken the page before, so one socket holds
+    about a page; a user with many sockets that read nothing would still hold a page in each.
+    The slot is kept until the replay's last page has been read, so what one user's replays
+    hold here is bounded by the slots, however many sockets they open. A socket waiting for a
+    slot holds nothing: it has not read its first page yet.
+    """
+
+    def __init__(self) -> None:
+        # user id -> (the user's semaphore, how many replays hold or wait for it)
+        self._slots: dict[int, tuple[asyncio.Semaphore, int]] = {}
+
+    @contextlib.asynccontextmanager
+    async def held(self, user_id: int) -> AsyncIterator[None]:
+        semaphore, users = self._slots.get(user_id) or (
+            asyncio.Semaphore(settings.CHAT_REPLAYS_PER_USER),
+            0,
+        )
+        self._slots[user_id] = (semaphore, users + 1)
+        try:
+            async with semaphore:
+                yield
+        finally:
+            semaphore, users = self._slots[user_id]
+            if users > 1:
+                self._slots[user_id] = (semaphore, users - 1)
+            else:
+                del self._slots[user_id]  # none left: a new one is made in the next loop
+
+    def waiting(self, user_id: int) -> int:
+        """Replays of this user waiting for a slot (for tests and diagnostics)."""
+        semaphore, users = self._slots.get(user_id, (None, 0))
+        return max(0, users - settings.CHAT_REPLAYS_PER_USER) if semaphore else 0
+
+
+_replay_slots = _ReplaySlots()
 
 
 class NotReading(Exception):
@@ -365,17 +405,21 @@ class ConversationConsumer(AsyncJsonWebsocketConsumer):
         """Send every stored event with seq > after_seq, in order, from the database.
 
         A page at a time, each read only once the client has taken the one before: what
-        waits in memory for a slow client is about one page, however long the log.
+        waits in memory for a slow client is about one page, however long the log, and what
+        all of one user's sockets hold is bounded by the user's replay slots (_ReplaySlots).
         """
         cursor = after_seq
-        while True:
+        async with _replay_slots.held(self.scope["user"].pk):
+            while True:
+                await self._wait_until_drained()
+                frames = await self._frames_after(cursor)
+                for frame in frames:
+                    await self._send_stored(frame)
+                if len(frames) < REPLAY_BATCH:
+                    break
+                cursor = frames[-1]["seq"]
+            # The slot is free only once the client has the last page, not merely daphne.
             await self._wait_until_drained()
-            frames = await self._frames_after(cursor)
-            for frame in frames:
-                await self._send_stored(frame)
-            if len(frames) < REPLAY_BATCH:
-                return
-            cursor = frames[-1]["seq"]
 
     async def _send_live_text(self) -> None:
         """What the run in progress has written so far (agents/live.py), after the replay.

@@ -8,6 +8,7 @@ and messages, runs and their event log, memory, and the knowledge base.
 from __future__ import annotations
 
 import secrets
+from decimal import Decimal
 
 from django.conf import settings
 from django.contrib.auth.models import Group
@@ -54,12 +55,23 @@ class ModelConfig(models.Model):
             "three times goes on in native tool-calling mode."
         ),
     )
-    # Prices are per million tokens, in whatever currency the operator bills in.
+    # Prices are per million tokens, in the currency of CHAT_CURRENCY. A run's ledger entry
+    # copies them when it opens, so a later change prices only later runs.
     prompt_price_per_million = models.DecimalField(
-        _("prompt price per million"), max_digits=10, decimal_places=4, default=0
+        _("prompt price per million"),
+        max_digits=10,
+        decimal_places=4,
+        default=0,
+        validators=[MinValueValidator(0)],
+        help_text=_("Input tokens: the price of one million, in the site's currency."),
     )
     completion_price_per_million = models.DecimalField(
-        _("completion price per million"), max_digits=10, decimal_places=4, default=0
+        _("completion price per million"),
+        max_digits=10,
+        decimal_places=4,
+        default=0,
+        validators=[MinValueValidator(0)],
+        help_text=_("Output tokens: the price of one million, in the site's currency."),
     )
     created_at = models.DateTimeField(_("created at"), auto_now_add=True)
     updated_at = models.DateTimeField(_("updated at"), auto_now=True)
@@ -158,8 +170,10 @@ class ToolConfig(models.Model):
 class McpServer(models.Model):
     """A Model Context Protocol server whose tools staff may enable as ``mcp`` tools.
 
-    Header values are write-only secrets, like tool secrets. A stdio server runs ``command``
-    on the worker's machine, so only superusers may create or change one (the admin checks).
+    Header values (HTTP) and environment variables (stdio) are write-only secrets, like tool
+    secrets. A stdio server runs ``command`` on the worker's machine, so only superusers may
+    create or change one (the admin checks); its secrets go in the environment, not in
+    ``args``, which anyone who may view the server reads.
     """
 
     class Transport(models.TextChoices):
@@ -185,6 +199,7 @@ class McpServer(models.Model):
     args = models.JSONField(
         _("args"), default=list, blank=True, help_text=_("stdio: its arguments, a list.")
     )
+    environment_encrypted = models.TextField(_("environment encrypted"), blank=True, editable=False)
     timeout_seconds = models.FloatField(
         _("timeout seconds"),
         default=15.0,
@@ -226,6 +241,19 @@ class McpServer(models.Model):
 
     def get_headers(self) -> dict[str, str]:
         return decrypt_json(self.headers_encrypted)
+
+    def set_environment(self, values: dict[str, str]) -> None:
+        self.environment_encrypted = encrypt_json(values)
+
+    def get_environment(self) -> dict[str, str]:
+        return decrypt_json(self.environment_encrypted)
+
+    def secret_values(self) -> list[str]:
+        """What this server's tools must never show: its header and environment values.
+
+        Raises SecretUnreadable when they were stored under another SECRET_KEY.
+        """
+        return [*self.get_headers().values(), *self.get_environment().values()]
 
 
 # --------------------------------------------------------------------------------------
@@ -957,6 +985,24 @@ class UsageEntry(models.Model):
         blank=True,
         related_name="+",
     )
+    # The agent the run answered as (by its version, when the entry opened); empty for a
+    # summary. Kept for the usage pages when the conversation and its runs are gone.
+    profile = models.ForeignKey(
+        "AgentProfile",
+        verbose_name=_("agent profile"),
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        related_name="+",
+    )
+    # The endpoint's prices when the entry opened: cost is these times the tokens, so a
+    # price changed later does not rewrite what was spent (docs/architecture.md).
+    prompt_price_per_million = models.DecimalField(
+        _("prompt price per million"), max_digits=10, decimal_places=4, default=0
+    )
+    completion_price_per_million = models.DecimalField(
+        _("completion price per million"), max_digits=10, decimal_places=4, default=0
+    )
     # Held against the quota while the run or summary is going, less what it has used so far.
     reserved_tokens = models.PositiveIntegerField(_("reserved tokens"), default=0)
     prompt_tokens = models.PositiveIntegerField(_("prompt tokens"), default=0)
@@ -978,6 +1024,16 @@ class UsageEntry(models.Model):
     @property
     def total_tokens(self) -> int:
         return self.prompt_tokens + self.completion_tokens
+
+    @staticmethod
+    def cost_millionths() -> models.Expression:
+        """An entry's cost times a million, in SQL: its tokens at the prices it opened with
+        (divided by a million once summed, so no sum rounds)."""
+        return models.ExpressionWrapper(
+            F("prompt_tokens") * F("prompt_price_per_million")
+            + F("completion_tokens") * F("completion_price_per_million"),
+            output_field=models.DecimalField(max_digits=30, decimal_places=4),
+        )
 
 
 # --------------------------------------------------------------------------------------
@@ -1088,3 +1144,81 @@ class KnowledgeChunk(models.Model):
 
     def __str__(self) -> str:
         return f"{self.document_id}#{self.position}"
+
+
+# --------------------------------------------------------------------------------------
+# Monthly budgets
+# --------------------------------------------------------------------------------------
+
+
+class UsageBudget(models.Model):
+    """A monthly allowance, in tokens, in money or both, for one user or for one group's
+    members together; beside the daily token quota (agents/services/usage.py).
+
+    A send is refused once what the ledger holds for the calendar month (the site's time
+    zone) reaches either limit; the chat warns from ``WARN_AT`` of it.
+    """
+
+    WARN_AT = 0.8
+
+    user = models.OneToOneField(
+        settings.AUTH_USER_MODEL,
+        verbose_name=_("user"),
+        on_delete=models.CASCADE,
+        null=True,
+        blank=True,
+        related_name="+",
+    )
+    group = models.OneToOneField(
+        Group,
+        verbose_name=_("group"),
+        on_delete=models.CASCADE,
+        null=True,
+        blank=True,
+        related_name="+",
+    )
+    monthly_tokens = models.PositiveBigIntegerField(
+        _("tokens a month"),
+        null=True,
+        blank=True,
+        validators=[MinValueValidator(1)],
+        help_text=_("Prompt and completion tokens together. Empty: no token limit."),
+    )
+    monthly_amount = models.DecimalField(
+        _("amount a month"),
+        max_digits=12,
+        decimal_places=2,
+        null=True,
+        blank=True,
+        validators=[MinValueValidator(Decimal("0.01"))],
+        help_text=_("In the site's currency, priced as each run was. Empty: no money limit."),
+    )
+    created_at = models.DateTimeField(_("created at"), auto_now_add=True)
+    updated_at = models.DateTimeField(_("updated at"), auto_now=True)
+
+    class Meta:
+        verbose_name = _("monthly budget")
+        verbose_name_plural = _("monthly budgets")
+        ordering = ["id"]
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(user__isnull=False, group__isnull=True)
+                | Q(user__isnull=True, group__isnull=False),
+                name="budget_for_a_user_or_a_group",
+            ),
+            models.CheckConstraint(
+                condition=Q(monthly_tokens__isnull=False) | Q(monthly_amount__isnull=False),
+                name="budget_has_a_limit",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        if self.user_id is not None:
+            return gettext("Budget of user %(name)s") % {"name": self.user}
+        return gettext("Budget of group %(name)s") % {"name": self.group}
+
+    def clean(self) -> None:
+        if (self.user_id is None) == (self.group_id is None):
+            raise ValidationError(_("Choose either a user or a group, not both."))
+        if self.monthly_tokens is None and self.monthly_amount is None:
+            raise ValidationError(_("Give a limit in tokens, in money, or both."))

@@ -72,6 +72,8 @@ class RefusalCode(StrEnum):
     RUN_IN_PROGRESS = "run_in_progress"
     RATE_LIMITED = "rate_limited"
     QUOTA_EXCEEDED = "quota_exceeded"
+    # A monthly budget (the user's or a group's) is used up until the first of next month.
+    MONTHLY_BUDGET_REACHED = "monthly_budget_reached"
     NOT_FOUND = "not_found"
     NOTHING_TO_REGENERATE = "nothing_to_regenerate"
     NOT_EDITABLE = "not_editable"

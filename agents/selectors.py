@@ -471,18 +471,18 @@ def tool_configs_enabled(*, ids: list[int]) -> list[ToolConfig]:
 
 
 def tool_secret_values() -> list[str]:
-    """Every configured tool secret, and every MCP server's header values (the secrets its
-    tools send), so a page shown to others can blank any that slipped into a step (tools
-    already redact their own output: agents/tools/base.py)."""
+    """Every configured tool secret, and every MCP server's header and environment values
+    (the secrets its tools send), so a page shown to others can blank any that slipped into
+    a step (tools already redact their own output: agents/tools/base.py)."""
     from agents.crypto import SecretUnreadable
     from agents.models import McpServer
 
     values: list[str] = []
     for tool in ToolConfig.objects.exclude(secrets_encrypted=""):
         values.extend(tool.get_secrets().values())
-    for server in McpServer.objects.exclude(headers_encrypted=""):
+    for server in McpServer.objects.exclude(headers_encrypted="", environment_encrypted=""):
         try:
-            values.extend(server.get_headers().values())
+            values.extend(server.secret_values())
         except SecretUnreadable:
             continue  # an administrator must enter them again; nothing sends them meanwhile
     return values

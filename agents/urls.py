@@ -11,6 +11,7 @@ urlpatterns = [
         "c/<int:conversation_id>/archive/", views.conversation_archive, name="conversation_archive"
     ),
     path("archived/", views.archived, name="archived"),
+    path("usage/", views.usage, name="usage"),
     # Browsers ask for /favicon.ico whatever the page names; the page's icon answers.
     path("favicon.ico", views.favicon, name="favicon"),
     # A token is URL-safe base64 (agents/models.py): anything else is no share, a 404.

@@ -7,6 +7,7 @@ the thread with the same code that applies live frames (docs/protocol.md).
 
 from __future__ import annotations
 
+import datetime
 import math
 from collections.abc import Callable
 from functools import wraps
@@ -31,6 +32,7 @@ from django.utils.translation import gettext as _
 from django.views.decorators.http import require_GET, require_POST
 
 from agents import selectors
+from agents.admin.forms import UsageRangeForm
 from agents.llm.factory import is_demo_model
 from agents.memory.selectors import summary_in_use
 from agents.middleware import set_language_cookie, set_theme_cookie
@@ -42,7 +44,16 @@ from agents.ratelimit import rate_limit_hit
 from agents.services import conversations as conversation_services
 from agents.services.preferences import preference_update
 from agents.services.tools import tool_names_reading_private_data
+from agents.services.usage import budget_states, budget_used_text, budget_warning
 from agents.transcript import transcript
+from agents.usage_reports import (
+    UsageBy,
+    UsageLine,
+    usage_days,
+    usage_entries,
+    usage_lines,
+    usage_totals,
+)
 
 # --------------------------------------------------------------------------------------
 # Sign-in, sign-up, password reset
@@ -330,8 +341,70 @@ def _render_chat(
         "draft": draft,
         "error": error,
         "state": state,
+        # A monthly budget at its warning share or used up (agents/services/usage.py).
+        "budget_warning": budget_warning(user_id=signed_in_user(request.user).pk),
     }
     return render(request, "agents/chat.html", context, status=status)
+
+
+# --------------------------------------------------------------------------------------
+# A user's own usage and cost
+# --------------------------------------------------------------------------------------
+
+_CHART_WIDTH = 600
+_CHART_HEIGHT = 160
+
+
+@login_required
+@require_GET
+def usage(request: HttpRequest) -> HttpResponse:
+    """The signed-in user's tokens and cost by day, agent and conversation, with a chart of
+    the days (SVG drawn here) and their monthly budgets; nobody else's rows are read."""
+    form = UsageRangeForm(request.GET or None)
+    since, until = form.date_range()
+    entries = usage_entries(since=since, until=until, user_id=signed_in_user(request.user).pk)
+    days = usage_lines(entries=entries, by=UsageBy.DAY)
+    last_day = (until - datetime.timedelta(days=1)).date()
+    context = {
+        "form": form,
+        "since": since,
+        "last_day": last_day,
+        "currency": settings.CHAT_CURRENCY,
+        "totals": usage_totals(entries=entries),
+        "by_day": days,
+        "by_agent": usage_lines(entries=entries, by=UsageBy.AGENT),
+        "by_conversation": usage_lines(entries=entries, by=UsageBy.CONVERSATION),
+        "chart": _usage_chart(usage_days(days, first=since.date(), last=last_day)),
+        "budgets": [
+            {
+                "state": state,
+                "used": budget_used_text(state),
+                "percent": round(state.share_used * 100),
+            }
+            for state in budget_states(user_id=signed_in_user(request.user).pk)
+        ],
+    }
+    return render(request, "agents/usage.html", context)
+
+
+def _usage_chart(days: list[UsageLine]) -> dict[str, Any]:
+    """Bars of tokens per day, scaled to the fullest day, as plain numbers for the SVG in
+    ``agents/usage.html`` (the table below it carries the same figures as text)."""
+    most = max((day.total_tokens for day in days), default=0)
+    slot = _CHART_WIDTH / max(len(days), 1)
+    bars = []
+    for index, day in enumerate(days):
+        height = round(day.total_tokens / most * _CHART_HEIGHT, 1) if most else 0
+        bars.append(
+            {
+                "day": day,
+                "x": round(index * slot + slot * 0.1, 1),
+                "y": round(_CHART_HEIGHT - height, 1),
+                "width": round(slot * 0.8, 1),
+                "height": height,
+            }
+        )
+    return {"bars": bars, "width": _CHART_WIDTH, "height": _CHART_HEIGHT, "most": most}
 
 
 @login_required

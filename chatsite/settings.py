@@ -245,6 +245,9 @@ CHAT_DAILY_TOKEN_QUOTA = env.int("CHAT_DAILY_TOKEN_QUOTA", default=0)  # 0: no q
 # What a starting run or summary holds of the quota until its real count is known
 # (agents/services/usage.py): the most that parallel sends can overshoot the quota by.
 CHAT_QUOTA_RESERVATION_TOKENS = env.int("CHAT_QUOTA_RESERVATION_TOKENS", default=4000)
+# Usage and cost (agents/services/usage.py): the currency of the endpoints' prices and of
+# monthly budgets, an ISO 4217 code shown beside every amount; it converts nothing.
+CHAT_CURRENCY = env.str("CHAT_CURRENCY", default="USD")
 CHAT_COMPACTS_PER_MINUTE = env.int("CHAT_COMPACTS_PER_MINUTE", default=5)
 CHAT_SIGNUP_ENABLED = env.bool("CHAT_SIGNUP_ENABLED", default=False)
 # A shared conversation's link opens for signed-in users only, unless this makes it public.
@@ -264,6 +267,9 @@ CHAT_RESUMES_PER_MINUTE = env.int("CHAT_RESUMES_PER_MINUTE", default=12)
 CHAT_MAX_SOCKETS_PER_USER = env.int("CHAT_MAX_SOCKETS_PER_USER", default=20)
 # A socket whose client reads nothing of what was sent for this long is closed with 4408.
 CHAT_SOCKET_DRAIN_TIMEOUT_SECONDS = env.float("CHAT_SOCKET_DRAIN_TIMEOUT_SECONDS", default=30.0)
+# Replays (a socket's opening or `resume`) of one user that read the log at once on one daphne
+# process; the others wait their turn. Bounds the memory one user's sockets hold.
+CHAT_REPLAYS_PER_USER = env.int("CHAT_REPLAYS_PER_USER", default=2)
 
 # --- Auth, i18n, static -----------------------------------------------------------------
 AUTH_PASSWORD_VALIDATORS = [

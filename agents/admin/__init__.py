@@ -1,9 +1,10 @@
 """Django admin for chatsite, one module per entity: model endpoints (``model_configs``),
 profiles and their versions (``profiles``, with "Try it" in ``profile_try``), tools
 (``tools``, with the OpenAPI import in ``openapi``), MCP servers and their Discover page
-(``mcp``), the run inspector and usage page (``runs``), feedback on answers by prompt version
-(``feedback``), conversations and the knowledge base. Shared pieces are in ``pages``, the
-forms in ``forms`` (the MCP and OpenAPI pages keep theirs beside them).
+(``mcp``), the run inspector and usage page (``runs``), monthly budgets (``budgets``),
+feedback on answers by prompt version (``feedback``), conversations and the knowledge base.
+Shared pieces are in ``pages``, the forms in ``forms`` (the MCP and OpenAPI pages keep
+theirs beside them).
 
 Staff only (Django admin refuses everyone else), every change lands in the admin log. The
 admin calls services for anything beyond a plain form save: checking an endpoint
@@ -13,6 +14,7 @@ admin's POST data is marked sensitive so a crash report cannot carry them either
 """
 
 # Importing each module registers its admins with the site.
+from agents.admin.budgets import UsageBudgetAdmin
 from agents.admin.conversations import ConversationAdmin
 from agents.admin.feedback import AnswerFeedbackAdmin
 from agents.admin.knowledge import KnowledgeDocumentAdmin
@@ -32,4 +34,5 @@ __all__ = [
     "ModelConfigAdmin",
     "PromptVersionAdmin",
     "ToolConfigAdmin",
+    "UsageBudgetAdmin",
 ]

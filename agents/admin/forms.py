@@ -36,6 +36,7 @@ from agents.services.tools import tool_config_secrets_update
 from agents.tools.base import SECRET_NAME_PATTERN
 from agents.tools.builtin.mcp_tool import runs_program
 from agents.tools.registry import tool_kinds, validate_tool_config
+from agents.usage_reports import UsageBy
 from chatsite.server.json_limits import JsonTooDeep, loads_bounded
 
 _SECRET_NAME = re.compile(rf"^{SECRET_NAME_PATTERN}$")
@@ -522,6 +523,31 @@ class UsageRangeForm(forms.Form):
             until + datetime.timedelta(days=1), datetime.time.min, tzinfo=tz
         )
         return start, end
+
+
+class StaffUsageForm(UsageRangeForm):
+    """The admin's usage page: a date range and what its rows are (per user and day, as
+    before, or one grouping of ``agents/usage_reports.py``)."""
+
+    BY_USER_AND_DAY = "user_day"
+    by = forms.ChoiceField(
+        label=_("Rows"),
+        required=False,
+        choices=[
+            (BY_USER_AND_DAY, _("per user and day")),
+            (UsageBy.USER.value, _("per user")),
+            (UsageBy.GROUP.value, _("per group")),
+            (UsageBy.AGENT.value, _("per agent")),
+            (UsageBy.MODEL.value, _("per model endpoint")),
+        ],
+    )
+
+    def grouping(self) -> UsageBy | None:
+        """The grouping asked for; None for per user and day (also the default)."""
+        chosen = self.cleaned_data.get("by") if self.is_valid() else None
+        if not chosen or chosen == self.BY_USER_AND_DAY:
+            return None
+        return UsageBy(chosen)
 
 
 # --------------------------------------------------------------------------------------

@@ -27,6 +27,7 @@ from agents.crypto import SecretUnreadable
 from agents.models import McpServer, ToolConfig
 from agents.services.mcp import (
     mcp_server_discover,
+    mcp_server_environment_update,
     mcp_server_headers_update,
     mcp_server_tools,
     mcp_tools_enable,
@@ -34,6 +35,7 @@ from agents.services.mcp import (
 from agents.tools.mcp_client import RemoteTool, needs_approval_by_default
 
 _HEADER_NAME = re.compile(r"^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")
+_VARIABLE_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
 def _runs_program(server: McpServer | None) -> bool:
@@ -42,12 +44,37 @@ def _runs_program(server: McpServer | None) -> bool:
 
 def describe_headers(server: McpServer) -> str:
     """The names of the stored headers, never their values."""
-    if not server.headers_encrypted:
+    return _describe_names(server.headers_encrypted, server.get_headers)
+
+
+def describe_environment(server: McpServer) -> str:
+    """The names of the stored environment variables, never their values."""
+    return _describe_names(server.environment_encrypted, server.get_environment)
+
+
+def _describe_names(encrypted: str, stored: Any) -> str:
+    if not encrypted:
         return gettext("none")
     try:
-        return ", ".join(sorted(server.get_headers())) or gettext("none")
+        return ", ".join(sorted(stored())) or gettext("none")
     except SecretUnreadable:
         return gettext("unreadable (SECRET_KEY changed since they were saved): enter them again")
+
+
+def _write_only_lines(
+    text: str, *, separator: str, name_pattern: re.Pattern[str], form_message: str
+) -> dict[str, str]:
+    """``Name<separator>value`` lines as a dict; an empty value removes that name."""
+    entered: dict[str, str] = {}
+    for number, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            continue
+        name, sep, value = line.partition(separator)
+        # Messages name the line, never echo it: it may hold the secret.
+        if not sep or not name_pattern.match(name.strip()):
+            raise forms.ValidationError(form_message % {"number": number})
+        entered[name.strip()] = value.strip()
+    return entered
 
 
 class McpServerForm(forms.ModelForm):
@@ -62,6 +89,20 @@ class McpServerForm(forms.ModelForm):
         ),
     )
     clear_headers = forms.BooleanField(label=_("Remove all stored headers"), required=False)
+    environment = forms.CharField(
+        label=_("Environment"),
+        required=False,
+        widget=WriteOnlyTextarea(attrs={"rows": 3, "autocomplete": "off", "spellcheck": "false"}),
+        help_text=_(
+            "stdio: one NAME=value per line, set for the program (e.g. an API token it needs), "
+            "instead of putting secrets in its arguments, which anyone who may view this "
+            "server reads. Write-only: leave empty to keep the stored ones; NAME= with nothing "
+            "after it removes one."
+        ),
+    )
+    clear_environment = forms.BooleanField(
+        label=_("Remove all stored environment variables"), required=False
+    )
     url = forms.URLField(
         required=False,
         assume_scheme="https",
@@ -77,7 +118,7 @@ class McpServerForm(forms.ModelForm):
     class Meta:
         model = McpServer
         fields = ["name", "transport", "url", "headers", "clear_headers", "command", "args"]
-        fields += ["timeout_seconds"]
+        fields += ["environment", "clear_environment", "timeout_seconds"]
 
     def __init__(self, *args: Any, user: Any = None, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -87,29 +128,39 @@ class McpServerForm(forms.ModelForm):
             + " "
             + str(self.fields["headers"].help_text)
         )
+        self.fields["environment"].help_text = (
+            gettext("Stored variables: %(names)s.") % {"names": describe_environment(self.instance)}
+            + " "
+            + str(self.fields["environment"].help_text)
+        )
 
     def clean_args(self) -> list[Any]:
         value = self.cleaned_data.get("args")
         return [] if value is None else value
 
     def clean_headers(self) -> dict[str, str]:
-        entered: dict[str, str] = {}
-        for number, line in enumerate(self.cleaned_data.get("headers", "").splitlines(), 1):
-            if not line.strip():
-                continue
-            name, sep, value = line.partition(":")
-            # Messages name the line, never echo it: it may hold the secret.
-            if not sep or not _HEADER_NAME.match(name.strip()):
-                raise forms.ValidationError(
-                    gettext("Line %(number)d is not Name: value.") % {"number": number}
-                )
-            entered[name.strip()] = value.strip()
-        return entered
+        return _write_only_lines(
+            self.cleaned_data.get("headers", ""),
+            separator=":",
+            name_pattern=_HEADER_NAME,
+            form_message=gettext("Line %(number)d is not Name: value."),
+        )
+
+    def clean_environment(self) -> dict[str, str]:
+        return _write_only_lines(
+            self.cleaned_data.get("environment", ""),
+            separator="=",
+            name_pattern=_VARIABLE_NAME,
+            form_message=gettext("Line %(number)d is not NAME=value."),
+        )
 
     def clean(self) -> dict[str, Any]:
         cleaned = super().clean() or {}
         runs_program = cleaned.get("transport") == McpServer.Transport.STDIO
         was_stdio = self.instance.pk and self.instance.transport == McpServer.Transport.STDIO
+        sets_environment = cleaned.get("environment") or cleaned.get("clear_environment")
+        if sets_environment and not runs_program:
+            self.add_error("environment", _("Environment variables are for stdio servers only."))
         if (runs_program or was_stdio) and not may_run_programs(self.user):
             raise forms.ValidationError(
                 _(
@@ -125,6 +176,11 @@ class McpServerForm(forms.ModelForm):
             server=server,
             entered=self.cleaned_data.get("headers") or {},
             clear_all=bool(self.cleaned_data.get("clear_headers")),
+        )
+        mcp_server_environment_update(
+            server=server,
+            entered=self.cleaned_data.get("environment") or {},
+            clear_all=bool(self.cleaned_data.get("clear_environment")),
         )
         if commit:
             server.save()
@@ -199,11 +255,14 @@ class McpServerAdmin(UserBoundFormAdmin, ExtraPagesAdmin):
     search_fields = ["name", "url", "command"]
     readonly_fields = ["state", "last_error", "last_contact_at", "enabled_tools"]
     change_form_template = "admin/agents/mcpserver/change_form.html"
-    sensitive_post_fields = ("headers",)
+    sensitive_post_fields = ("headers", "environment")
     fieldsets = [
         (None, {"fields": ["name", "transport", "timeout_seconds"]}),
         (_("Streamable HTTP"), {"fields": ["url", "headers", "clear_headers"]}),
-        (_("stdio (superusers only)"), {"fields": ["command", "args"]}),
+        (
+            _("stdio (superusers only)"),
+            {"fields": ["command", "args", "environment", "clear_environment"]},
+        ),
         (_("State"), {"fields": ["state", "last_error", "last_contact_at", "enabled_tools"]}),
     ]
 

@@ -48,7 +48,13 @@ class ModelConfigAdmin(ExtraPagesAdmin):
         ),
         (
             _("Prices per million tokens"),
-            {"fields": ["prompt_price_per_million", "completion_price_per_million"]},
+            {
+                "fields": ["prompt_price_per_million", "completion_price_per_million"],
+                "description": _(
+                    "In the site's currency (CHAT_CURRENCY). A run is priced as its endpoint "
+                    "was when it was sent: a change here prices later runs only."
+                ),
+            },
         ),
     ]
 

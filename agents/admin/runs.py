@@ -4,9 +4,12 @@ trace as JSON lines; and the usage page, per user and day."""
 
 from __future__ import annotations
 
+import csv
+import datetime
 from decimal import Decimal
 from typing import Any
 
+from django.conf import settings
 from django.contrib import admin, messages
 from django.core.exceptions import PermissionDenied
 from django.db.models import QuerySet
@@ -17,7 +20,7 @@ from django.utils.html import format_html
 from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 
-from agents.admin.forms import ReplayForm, UsageRangeForm
+from agents.admin.forms import ReplayForm, StaffUsageForm
 from agents.admin.pages import ExtraPagesAdmin, ReadOnlyAdminMixin, display_messages, pretty
 from agents.comparison import run_steps_compared
 from agents.models import AgentRun
@@ -25,6 +28,7 @@ from agents.selectors import model_call_list, run_approvals, run_event_list
 from agents.services.replays import ReplayRefused, run_replay_start
 from agents.services.usage import usage_by_user_day
 from agents.traces import runs_trace_lines
+from agents.usage_reports import UsageBy, UsageLine, usage_entries, usage_lines, usage_totals
 
 
 @admin.register(AgentRun)
@@ -193,26 +197,86 @@ class AgentRunAdmin(ReadOnlyAdminMixin, ExtraPagesAdmin):
     def usage_view(self, request: HttpRequest) -> HttpResponse:
         if not self.has_view_permission(request):
             raise PermissionDenied
-        form = UsageRangeForm(request.GET or None)
+        form = StaffUsageForm(request.GET or None)
         since, until = form.date_range()
-        rows = usage_by_user_day(since=since, until=until)
-        totals = {
-            "runs": sum(row.runs for row in rows),
-            "prompt_tokens": sum(row.prompt_tokens for row in rows),
-            "completion_tokens": sum(row.completion_tokens for row in rows),
-            "cost": sum((row.cost for row in rows), start=Decimal(0)),
-        }
+        grouping = form.grouping()
+        if request.GET.get("format") == "csv":
+            return _usage_csv(since=since, until=until, grouping=grouping)
+        lines: list[UsageLine] = []
+        rows = []
+        if grouping is None:
+            rows = usage_by_user_day(since=since, until=until)
+        else:
+            lines = usage_lines(entries=usage_entries(since=since, until=until), by=grouping)
+        query = request.GET.copy()
+        query["format"] = "csv"
         context = {
             **self.admin_site.each_context(request),
             "opts": self.model._meta,
-            "title": gettext("Usage per user and day"),
+            "title": gettext("Usage and cost"),
             "form": form,
             "rows": rows,
-            "totals": totals,
+            "lines": lines,
+            "grouping": grouping,
+            "totals": usage_totals(entries=usage_entries(since=since, until=until)),
+            "currency": settings.CHAT_CURRENCY,
+            "csv_query": query.urlencode(),
             "since": since,
             "until_exclusive": until,
         }
         return TemplateResponse(request, "admin/agents/usage.html", context)
+
+
+def _usage_csv(
+    *, since: datetime.datetime, until: datetime.datetime, grouping: UsageBy | None
+) -> HttpResponse:
+    """The usage page's rows as CSV: one row per user and day, or per the grouping asked
+    for, with the range and the currency in every row so a file stands on its own."""
+    response = HttpResponse(content_type="text/csv; charset=utf-8")
+    last_day = (until - datetime.timedelta(days=1)).date()
+    name = f"usage-{since.date().isoformat()}-{last_day.isoformat()}"
+    response["Content-Disposition"] = f'attachment; filename="{name}.csv"'
+    writer = csv.writer(response)
+    head = ["runs", "prompt_tokens", "completion_tokens", "total_tokens", "cost", "currency"]
+    currency = settings.CHAT_CURRENCY
+    if grouping is None:
+        writer.writerow(["day", "user", *head])
+        for row in usage_by_user_day(since=since, until=until):
+            writer.writerow(
+                [
+                    row.day.isoformat(),
+                    _csv_safe(row.username),
+                    row.runs,
+                    row.prompt_tokens,
+                    row.completion_tokens,
+                    row.total_tokens,
+                    row.cost,
+                    currency,
+                ]
+            )
+        return response
+    writer.writerow([grouping.value, *head])
+    for line in usage_lines(entries=usage_entries(since=since, until=until), by=grouping):
+        writer.writerow(
+            [
+                _csv_safe(line.label),
+                line.runs,
+                line.prompt_tokens,
+                line.completion_tokens,
+                line.total_tokens,
+                line.cost.quantize(_MICRO),
+                currency,
+            ]
+        )
+    return response
+
+
+_MICRO = Decimal("0.000001")
+
+
+def _csv_safe(text: str) -> str:
+    """A name a spreadsheet would read as a formula (=, +, -, @ first) is quoted with '."""
+    return f"'{text}" if text[:1] in ("=", "+", "-", "@", "\t", "\r") else text
 
 
 def _inspector_context(run: AgentRun) -> dict[str, Any]:

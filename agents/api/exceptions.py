@@ -19,7 +19,9 @@ from rest_framework.views import exception_handler
 from agents.protocol import RefusalCode, RequestRefused
 
 # Refusals the user fixes by waiting rather than by changing the request.
-TOO_MANY_REQUESTS_CODES = frozenset({RefusalCode.RATE_LIMITED, RefusalCode.QUOTA_EXCEEDED})
+TOO_MANY_REQUESTS_CODES = frozenset(
+    {RefusalCode.RATE_LIMITED, RefusalCode.QUOTA_EXCEEDED, RefusalCode.MONTHLY_BUDGET_REACHED}
+)
 
 
 def api_exception_handler(exc: Exception, context: dict[str, Any]) -> Response | None:

@@ -33,6 +33,7 @@ from agents.models import (
     PromptVersion,
     RunEvent,
     ToolConfig,
+    UsageBudget,
 )
 
 # Which full-text search a database has: PostgreSQL's tsvector (through Django's
@@ -217,7 +218,8 @@ def _held(sets: sql.Composable) -> sql.Composed:
         "held AS (UPDATE {table} SET prompt_tokens = prompt_tokens + %(prompt)s, "
         "completion_tokens = completion_tokens + %(completion)s, {sets} "
         "WHERE id = %(run)s AND worker_id = %(holder)s AND status = %(running)s "
-        "RETURNING id, conversation_id, model_config_id, created_at, started_at)"
+        "RETURNING id, conversation_id, model_config_id, profile_version_id, created_at, "
+        "started_at)"
     ).format(table=table(AgentRun), sets=sets)
 
 
@@ -250,16 +252,28 @@ def _ledger() -> sql.Composed:
 
     return sql.SQL(
         "ledger AS (INSERT INTO {table} AS entry (user_id, kind, run_id, conversation_id, "
-        "model_config_id, reserved_tokens, prompt_tokens, completion_tokens, created_at) "
+        "model_config_id, profile_id, prompt_price_per_million, "
+        "completion_price_per_million, reserved_tokens, prompt_tokens, completion_tokens, "
+        "created_at) "
         "SELECT conversation.owner_id, %(ledger_kind)s, held.id, held.conversation_id, "
-        "held.model_config_id, 0, %(prompt)s, %(completion)s, held.created_at "
+        "held.model_config_id, version.profile_id, "
+        "coalesce(endpoint.prompt_price_per_million, 0), "
+        "coalesce(endpoint.completion_price_per_million, 0), 0, %(prompt)s, %(completion)s, "
+        "held.created_at "
         "FROM held JOIN {conversations} AS conversation ON conversation.id = "
-        "held.conversation_id WHERE jsonb_array_length(%(calls)s::jsonb) > 0 "
+        "held.conversation_id LEFT JOIN {endpoints} AS endpoint ON endpoint.id = "
+        "held.model_config_id LEFT JOIN {versions} AS version ON version.id = "
+        "held.profile_version_id WHERE jsonb_array_length(%(calls)s::jsonb) > 0 "
         "ON CONFLICT (run_id) DO UPDATE SET "
         "prompt_tokens = entry.prompt_tokens + EXCLUDED.prompt_tokens, "
         "completion_tokens = entry.completion_tokens + EXCLUDED.completion_tokens "
         "RETURNING entry.id)"
-    ).format(table=table(UsageEntry), conversations=table(Conversation))
+    ).format(
+        table=table(UsageEntry),
+        conversations=table(Conversation),
+        endpoints=table(ModelConfig),
+        versions=table(PromptVersion),
+    )
 
 
 @functools.cache
@@ -761,10 +775,12 @@ def send_reads_under_lock(*, unfinished: int, client_id: bool, parent: bool) -> 
 
     Parameters: the conversation's id and the ``unfinished`` statuses that block a new run;
     with ``client_id``, the conversation's id and the client id; with ``parent``, the
-    conversation's id and the parent message's id. Returns the status of the newest
-    unfinished run (or NULL), then with ``client_id`` the id of the message already sent
-    with it (or NULL), then with ``parent`` whether the parent is a message of the
-    conversation. Fences nothing (the caller holds ``conversation_lock``); publishes nothing.
+    conversation's id and the parent message's id; then the user's id twice. Returns the
+    status of the newest unfinished run (or NULL), then with ``client_id`` the id of the
+    message already sent with it (or NULL), then with ``parent`` whether the parent is a
+    message of the conversation, then whether a monthly budget applies to the user (their
+    own or a group's: only then does the send read what the month used). Fences nothing
+    (the caller holds ``conversation_lock``); publishes nothing.
     """
     return _send_reads_under_lock(unfinished, client_id, parent)
 
@@ -791,6 +807,12 @@ def _send_reads_under_lock(unfinished: int, client_id: bool, parent: bool) -> st
                 messages
             )
         )
+    reads.append(
+        sql.SQL(
+            "EXISTS (SELECT 1 FROM {budgets} WHERE user_id = %s OR group_id IN "
+            "(SELECT group_id FROM {memberships} WHERE user_id = %s))"
+        ).format(budgets=table(UsageBudget), memberships=table(User.groups.through))
+    )
     return text(sql.SQL("SELECT {}").format(sql.SQL(", ").join(reads)))
 
 

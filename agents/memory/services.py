@@ -54,6 +54,7 @@ from agents.react.types import ChatMessage
 from agents.services.usage import (
     QuotaExceeded,
     usage_check_quota,
+    usage_refusal,
 )
 
 logger = logging.getLogger(__name__)
@@ -226,10 +227,8 @@ def summary_request(*, conversation: Conversation, user) -> SummaryRequest:
         return SummaryRequest.ALREADY_PENDING
     try:
         usage_check_quota(user_id=user.pk)
-    except QuotaExceeded:
-        raise RequestRefused(
-            RefusalCode.QUOTA_EXCEEDED, gettext("You have used today's token allowance.")
-        ) from None
+    except QuotaExceeded as exceeded:
+        raise usage_refusal(exceeded) from None
     limit = django_settings.CHAT_COMPACTS_PER_MINUTE
     if not rate_limit_hit(action="compact", user_id=user.pk, limit=limit).allowed:
         raise RequestRefused(

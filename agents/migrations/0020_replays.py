@@ -7,7 +7,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('agents', '0014_log_rows_one_index_less'),
+        ('agents', '0016_usage_prices_and_budgets'),
     ]
 
     operations = [

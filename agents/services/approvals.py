@@ -38,7 +38,7 @@ from agents.runs.base import RunLost
 from agents.runs.log import event_append, events_append
 from agents.runs.queue import run_enqueue_on_commit
 from agents.runs.store import run_mark_cancelled
-from agents.services.usage import QuotaExceeded, usage_reserve_again
+from agents.services.usage import QuotaExceeded, usage_refusal, usage_reserve_again
 
 logger = logging.getLogger(__name__)
 
@@ -251,11 +251,8 @@ def _count_against_quota(run: AgentRun, user: User) -> None:
     and the pause stays as it was."""
     try:
         usage_reserve_again(user_id=user.pk, run=run)
-    except QuotaExceeded:
-        raise RequestRefused(
-            RefusalCode.QUOTA_EXCEEDED,
-            _("You have used today's token allowance: stop the run, or go on tomorrow."),
-        ) from None
+    except QuotaExceeded as exceeded:
+        raise usage_refusal(exceeded, during_pause=True) from None
 
 
 def _requeue(run: AgentRun) -> None:

@@ -53,6 +53,7 @@ from agents.services.usage import (
     QuotaExceeded,
     usage_check_quota,
     usage_entry_reserving,
+    usage_refusal,
     usage_reserve,
 )
 from chatsite.server.db.prepared import prepared_cursor
@@ -192,7 +193,7 @@ def _send(
                 _("Message %(id)s is not in this conversation.") % {"id": parent_id},
             )
         profile = _profile_for(conversation=locked, user=user, profile=profile, lock=lock)
-        _check_can_start_run(blocking=seen.blocking_status, user=user)
+        _check_can_start_run(blocking=seen.blocking_status, budgeted=seen.budgeted, user=user)
         extends_active = parent_id == locked.active_leaf_id
         message = Message(
             conversation=locked,
@@ -250,7 +251,7 @@ def run_regenerate(*, conversation: Conversation, user: User) -> AgentRun:
             )
         profile = _profile_for(conversation=locked, user=user, profile=None, lock=lock)
         seen = _read_under_lock(conversation=locked, client_id=None, parent_id=None)
-        _check_can_start_run(blocking=seen.blocking_status, user=user)
+        _check_can_start_run(blocking=seen.blocking_status, budgeted=seen.budgeted, user=user)
         branch_activate(conversation=locked, leaf_id=message.pk)
         run = _queue_run(lock=lock, message=message, profile=profile, user=user)
         _touch(locked)
@@ -422,6 +423,7 @@ class _UnderLock:
     existing_id: int | None  # the message already sent with this client_id
     parent_found: bool  # the parent asked for is a message of this conversation
     blocking_status: str | None  # the status of a run that keeps a new one from starting
+    budgeted: bool  # a monthly budget applies to the user (agents/services/usage.py)
 
 
 def _read_under_lock(
@@ -442,6 +444,7 @@ def _read_under_lock(
         params += [conversation.pk, client_id]
     if parent_id is not None:
         params += [conversation.pk, parent_id]
+    params += [conversation.owner_id, conversation.owner_id]  # the sender: its budgets
     sql = statements.send_reads_under_lock(
         unfinished=len(unfinished), client_id=client_id is not None, parent=parent_id is not None
     )
@@ -451,13 +454,20 @@ def _read_under_lock(
     blocking, *rest = row
     existing = rest.pop(0) if client_id is not None else None
     parent_found = bool(rest.pop(0)) if parent_id is not None else False
-    return _UnderLock(existing_id=existing, parent_found=parent_found, blocking_status=blocking)
+    budgeted = bool(rest.pop(0))
+    return _UnderLock(
+        existing_id=existing,
+        parent_found=parent_found,
+        blocking_status=blocking,
+        budgeted=budgeted,
+    )
 
 
-def _check_can_start_run(*, blocking: str | None, user: User) -> None:
+def _check_can_start_run(*, blocking: str | None, budgeted: bool, user: User) -> None:
     """Checks in order of what the user can do about them: wait for the run, then limits.
 
-    ``blocking``: the status of an unfinished run of the conversation (``_read_under_lock``).
+    ``blocking``: the status of an unfinished run of the conversation (``_read_under_lock``);
+    ``budgeted``: whether a monthly budget applies to the user (read with it).
     The quota is checked again, under a lock, when ``_queue_run`` reserves the run's share.
     """
     if blocking in AgentRun.PAUSED_STATUSES:
@@ -470,14 +480,10 @@ def _check_can_start_run(*, blocking: str | None, user: User) -> None:
             RefusalCode.RUN_IN_PROGRESS, _("Wait for the current answer, or stop it.")
         )
     try:
-        usage_check_quota(user_id=user.pk)
-    except QuotaExceeded:
-        raise _quota_refusal() from None
+        usage_check_quota(user_id=user.pk, budgeted=budgeted)
+    except QuotaExceeded as exceeded:
+        raise usage_refusal(exceeded) from None
     _count_send_against_rate_limit(user)
-
-
-def _quota_refusal() -> RequestRefused:
-    return RequestRefused(RefusalCode.QUOTA_EXCEEDED, _("You have used today's token allowance."))
 
 
 def _count_send_against_rate_limit(user: User) -> None:
@@ -536,8 +542,8 @@ def _queue_run(*, lock: _Locked, message: Message, profile: AgentProfile, user: 
     run.save(force_insert=True)
     try:
         usage_reserve(user_id=user.pk, kind=UsageEntry.Kind.RUN, run=run)
-    except QuotaExceeded:
-        raise _quota_refusal() from None  # rolls the message and the run back
+    except QuotaExceeded as exceeded:
+        raise usage_refusal(exceeded) from None  # rolls the message and the run back
     run_enqueue_on_commit(run_id=run.pk)
     return run
 
@@ -562,8 +568,8 @@ def _queue_run_with_its_message(
     run = _new_run(lock=lock, message=message, profile=profile)
     try:
         entry = usage_entry_reserving(user_id=user.pk, run=run)
-    except QuotaExceeded:
-        raise _quota_refusal() from None
+    except QuotaExceeded as exceeded:
+        raise usage_refusal(exceeded) from None
     message_sql, message_params = rows.insert(message)  # sets created_at, as save() would
     run_sql, run_params = rows.insert(
         run, computed={"trigger_message_id": "(SELECT id FROM new_message)"}

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
 from django.db import transaction
@@ -29,13 +29,30 @@ def mcp_server_headers_update(
     ``entered`` maps header names to values, an empty value removing that header; the
     others are kept unless ``clear_all`` drops them all first.
     """
-    if not clear_all and not entered:
-        return
+    if clear_all or entered:
+        server.set_headers(
+            _write_only_merged(server.get_headers, entered=entered, clear_all=clear_all)
+        )
+
+
+def mcp_server_environment_update(
+    *, server: McpServer, entered: Mapping[str, str], clear_all: bool = False
+) -> None:
+    """Apply the environment variables staff typed for a stdio server, as headers are."""
+    if clear_all or entered:
+        server.set_environment(
+            _write_only_merged(server.get_environment, entered=entered, clear_all=clear_all)
+        )
+
+
+def _write_only_merged(
+    stored: Callable[[], dict[str, str]], *, entered: Mapping[str, str], clear_all: bool
+) -> dict[str, str]:
     try:
-        current = {} if clear_all else server.get_headers()
+        current = {} if clear_all else stored()
     except SecretUnreadable:
         current = {}  # written under another SECRET_KEY: what is entered now replaces them
-    server.set_headers(write_only_values_merged(current=current, entered=entered))
+    return write_only_values_merged(current=current, entered=entered)
 
 
 @dataclass(frozen=True)
@@ -49,7 +66,10 @@ def mcp_server_discover(*, server: McpServer) -> Discovery:
     try:
         endpoint = endpoint_for(server)
     except SecretUnreadable:
-        error = "the stored headers are unreadable (SECRET_KEY changed); enter them again"
+        error = (
+            "the stored headers or environment are unreadable (SECRET_KEY changed); "
+            "enter them again"
+        )
         mcp_server_record_contact(server_id=server.pk, error=error)
         return Discovery(tools=[], error=error)
     refusal = server_url_refusal(endpoint.url) if endpoint.transport != "stdio" else ""
@@ -59,7 +79,7 @@ def mcp_server_discover(*, server: McpServer) -> Discovery:
     try:
         tools = list_tools(endpoint)
     except McpUnavailable as exc:
-        error = redact(str(exc), dict(endpoint.headers).values())
+        error = redact(str(exc), endpoint.secret_values())
         mcp_server_record_contact(server_id=server.pk, error=error)
         return Discovery(tools=[], error=error)
     McpServer.objects.filter(pk=server.pk).update(

@@ -31,7 +31,12 @@ from agents.react.replay import RecordedCalls, recorded_calls
 from agents.runs.queue import run_enqueue_on_commit
 from agents.runs.reads import run_prior_steps
 from agents.selectors import branch_ids
-from agents.services.usage import QuotaExceeded, usage_reserve
+from agents.services.usage import (
+    QuotaExceeded,
+    usage_check_quota,
+    usage_refusal,
+    usage_reserve,
+)
 
 
 class ReplayRefused(Exception):
@@ -51,7 +56,7 @@ def run_replay_start(
     ``model_config`` (None: the version's own endpoint), started by ``user``.
 
     Raises ``ReplayRefused`` (and writes nothing) for a run that is not finished, is itself
-    a replay, or when ``user`` has no quota left today.
+    a replay, or when ``user`` has no quota left today or a monthly budget is used up.
     """
     if not run.is_terminal:
         raise ReplayRefused(gettext("Only a run that has ended can be replayed."))
@@ -59,6 +64,11 @@ def run_replay_start(
         raise ReplayRefused(gettext("A replay cannot be replayed; replay its original."))
     if unrecorded not in AgentRun.Unrecorded.values:
         raise ReplayRefused(gettext("Choose what the replay does with unrecorded calls."))
+    try:
+        # Counted like a send of the staff member's: their daily quota and monthly budgets.
+        usage_check_quota(user_id=user.pk)
+    except QuotaExceeded as exceeded:
+        raise ReplayRefused(str(usage_refusal(exceeded))) from None
     snapshot = ProfileSnapshot.from_version(version)
     if model_config is None:
         model_config = snapshot_model_config(snapshot)
@@ -81,8 +91,8 @@ def run_replay_start(
     )
     try:
         usage_reserve(user_id=user.pk, kind=UsageEntry.Kind.RUN, run=replay)
-    except QuotaExceeded:
-        raise ReplayRefused(gettext("Your token quota for today is used up.")) from None
+    except QuotaExceeded as exceeded:
+        raise ReplayRefused(str(usage_refusal(exceeded))) from None
     run_enqueue_on_commit(run_id=replay.pk)
     return replay
 

@@ -1,8 +1,15 @@
-"""The usage ledger: what every run and summary used, the daily token quota, and the
-admin's usage page (docs/architecture.md, "Usage and limits").
+"""The usage ledger: what every run and summary used, the daily token quota, monthly
+budgets, and the admin's usage page per user and day (docs/architecture.md, "Usage and
+limits").
 
-Each run and each summarising task gets a ``UsageEntry`` when it starts. Deleting a
-conversation deletes its runs but not their entries, so used tokens stay used.
+Each run and each summarising task gets a ``UsageEntry`` when it starts, with its
+endpoint's prices of that moment: its cost is its tokens at those prices, whatever the
+prices become. Deleting a conversation deletes its runs but not their entries, so used
+tokens stay used.
+
+**Monthly budgets** (``UsageBudget``) are checked with the daily quota in
+``usage_check_quota`` (and by ``usage_reserve_again`` and a summary's ``usage_reserve``),
+from the ledger since the first of the month; they reserve nothing.
 
 **Reservation.** A run or summary cannot know what it will use, so when it starts it
 reserves ``min(CHAT_QUOTA_RESERVATION_TOKENS, what is left of the quota)``, checked and
@@ -30,14 +37,19 @@ from django.contrib.auth import get_user_model
 from django.db.models import Count, Exists, F, OuterRef, Q, Sum, Value
 from django.db.models.functions import Greatest, TruncDate
 from django.utils import timezone
+from django.utils.formats import date_format, number_format
+from django.utils.translation import gettext as _
 
-from agents.models import AgentRun, Conversation, UsageEntry
+from agents.models import AgentRun, Conversation, ModelConfig, UsageBudget, UsageEntry
+from agents.protocol import RefusalCode, RequestRefused
 
 # A summary's reservation lapses after this long even if its task never reported back (its
 # worker died); the tokens it recorded stay counted.
 SUMMARY_RESERVATION_SECONDS = 900
 
 _MILLION = Decimal(1_000_000)
+_CENTS = Decimal("0.01")
+_TOKENS = F("prompt_tokens") + F("completion_tokens")
 
 
 @dataclass(frozen=True)
@@ -57,6 +69,162 @@ class UsageRow:
 
 class QuotaExceeded(Exception):
     """Nothing is left of the user's daily token quota."""
+
+
+@dataclass(frozen=True)
+class BudgetState:
+    """What a monthly budget's members have used of it this month, priced as each entry
+    was when it opened (``UsageEntry.prompt_price_per_million``...)."""
+
+    budget: UsageBudget
+    tokens_used: int
+    amount_used: Decimal
+    resets_on: datetime.date
+
+    @property
+    def share_used(self) -> float:
+        """The larger of tokens and money used, as a share of its limit."""
+        shares = []
+        if self.budget.monthly_tokens:
+            shares.append(self.tokens_used / self.budget.monthly_tokens)
+        if self.budget.monthly_amount:
+            shares.append(float(self.amount_used / self.budget.monthly_amount))
+        return max(shares, default=0.0)
+
+    @property
+    def reached(self) -> bool:
+        return self.share_used >= 1
+
+    @property
+    def warns(self) -> bool:
+        return self.share_used >= UsageBudget.WARN_AT
+
+
+class BudgetReached(QuotaExceeded):
+    """A monthly budget the user is under (their own or a group's) is used up."""
+
+    def __init__(self, state: BudgetState) -> None:
+        super().__init__(state)
+        self.state = state
+
+
+def usage_refusal(exceeded: QuotaExceeded, *, during_pause: bool = False) -> RequestRefused:
+    """The one refusal of a start over the daily quota or a monthly budget, for every door
+    (a send, an edit, a regenerate, /compact, Continue and a decision on a paused call)."""
+    if isinstance(exceeded, BudgetReached):
+        return RequestRefused(RefusalCode.MONTHLY_BUDGET_REACHED, budget_message(exceeded.state))
+    if during_pause:
+        return RequestRefused(
+            RefusalCode.QUOTA_EXCEEDED,
+            _("You have used today's token allowance: stop the run, or go on tomorrow."),
+        )
+    return RequestRefused(RefusalCode.QUOTA_EXCEEDED, _("You have used today's token allowance."))
+
+
+def budget_message(state: BudgetState) -> str:
+    """What the chat says of a budget at its warning share or used up, with the day it
+    starts again."""
+    budget = state.budget
+    resets_on = date_format(state.resets_on, "DATE_FORMAT")
+    if budget.group_id is not None:
+        whose = _("Your group %(group)s") % {"group": budget.group}
+    else:
+        whose = _("You")
+    if state.reached:
+        return _(
+            "%(whose)s used this month's budget (%(used)s). You can send again on %(date)s."
+        ) % {"whose": whose, "used": budget_used_text(state), "date": resets_on}
+    return _(
+        "%(whose)s used %(percent)s%% of this month's budget (%(used)s). It starts again "
+        "on %(date)s."
+    ) % {
+        "whose": whose,
+        "percent": min(int(state.share_used * 100), 99),
+        "used": budget_used_text(state),
+        "date": resets_on,
+    }
+
+
+def budget_used_text(state: BudgetState) -> str:
+    """``12,000 of 20,000 tokens; 1.20 of 5.00 USD``: each limit the budget has."""
+    budget = state.budget
+    parts = []
+    if budget.monthly_tokens:
+        parts.append(
+            _("%(used)s of %(limit)s tokens")
+            % {
+                "used": number_format(state.tokens_used, force_grouping=True),
+                "limit": number_format(budget.monthly_tokens, force_grouping=True),
+            }
+        )
+    if budget.monthly_amount:
+        parts.append(
+            _("%(used)s of %(limit)s %(currency)s")
+            % {
+                "used": number_format(state.amount_used.quantize(_CENTS), 2, force_grouping=True),
+                "limit": number_format(budget.monthly_amount, 2, force_grouping=True),
+                "currency": settings.CHAT_CURRENCY,
+            }
+        )
+    return "; ".join(parts)
+
+
+def month_start(today: datetime.date | None = None) -> datetime.datetime:
+    """Midnight of the first of this month in the site's time zone, when budgets start."""
+    today = today or timezone.localdate()
+    return timezone.make_aware(datetime.datetime.combine(today.replace(day=1), datetime.time.min))
+
+
+def next_month_start(today: datetime.date | None = None) -> datetime.date:
+    today = today or timezone.localdate()
+    return (today.replace(day=1) + datetime.timedelta(days=32)).replace(day=1)
+
+
+def budget_states(*, user_id: int) -> list[BudgetState]:
+    """Every monthly budget the user is under (their own, their groups'), with what its
+    members used this month; the fullest first."""
+    budgets = (
+        UsageBudget.objects.filter(Q(user_id=user_id) | Q(group__user=user_id))
+        .select_related("group")
+        .distinct()
+    )
+    states = [budget_state(budget) for budget in budgets]
+    states.sort(key=lambda state: state.share_used, reverse=True)
+    return states
+
+
+def budget_state(budget: UsageBudget) -> BudgetState:
+    """What ``budget``'s members used this month: its user, or its group's members now
+    (their entries from before they joined included)."""
+    entries = UsageEntry.objects.filter(created_at__gte=month_start())
+    if budget.user_id is not None:
+        entries = entries.filter(user_id=budget.user_id)
+    else:
+        entries = entries.filter(user__groups=budget.group_id)
+    totals = entries.aggregate(tokens=Sum(_TOKENS), amount=Sum(UsageEntry.cost_millionths()))
+    return BudgetState(
+        budget=budget,
+        tokens_used=totals["tokens"] or 0,
+        amount_used=(totals["amount"] or Decimal(0)) / _MILLION,
+        resets_on=next_month_start(),
+    )
+
+
+def budget_warning(*, user_id: int) -> str:
+    """The chat's notice when a budget is at its warning share or used up; else empty."""
+    states = budget_states(user_id=user_id)
+    if not states or not states[0].warns:
+        return ""
+    return budget_message(states[0])
+
+
+def _check_budgets(user_id: int) -> None:
+    """``BudgetReached`` when a monthly budget the user is under is used up. Not under a
+    lock, and nothing is reserved: a run already going is never stopped for a budget, so
+    a month can overshoot by what the runs in progress use (as the daily quota can)."""
+    for state in budget_states(user_id=user_id):
+        if state.reached:
+            raise BudgetReached(state)
 
 
 def _local_midnight() -> datetime.datetime:
@@ -106,11 +274,16 @@ def quota_left_today(*, user_id: int) -> int | None:
     return int(quota - tokens_used_today(user_id=user_id) - held)
 
 
-def usage_check_quota(*, user_id: int) -> None:
-    """Raise ``QuotaExceeded`` if nothing is left today (reads only; takes no lock)."""
+def usage_check_quota(*, user_id: int, budgeted: bool = True) -> None:
+    """Raise ``QuotaExceeded`` if nothing is left today, ``BudgetReached`` if a monthly
+    budget is used up (reads only; takes no lock). Every start a person asks for is checked
+    here first. ``budgeted=False``: the caller already read that no budget applies to the
+    user (a send reads it with the conversation, agents/db/statements.py)."""
     left = quota_left_today(user_id=user_id)
     if left is not None and left <= 0:
         raise QuotaExceeded
+    if budgeted:
+        _check_budgets(user_id)
 
 
 def usage_reserve(
@@ -125,15 +298,22 @@ def usage_reserve(
 
     Must run inside the transaction that starts the work: with a quota, the user's row
     stays locked until it commits, so parallel starts are checked one after another.
-    Raises ``QuotaExceeded`` (and writes nothing) when nothing is left today.
+    Raises ``QuotaExceeded`` (and writes nothing) when nothing is left today. A start
+    without a run (a summary: nobody pressed anything) checks the monthly budgets here too;
+    a run's were checked by ``usage_check_quota`` when it was asked for.
     """
+    if run is None:
+        _check_budgets(user_id)
+    endpoint = run.model_config if run is not None else _endpoint(model_config_id)
     return UsageEntry.objects.create(
         user_id=user_id,
         kind=kind,
         run_id=run.pk if run is not None else None,
         conversation_id=run.conversation_id if run is not None else conversation_id,
-        model_config_id=run.model_config_id if run is not None else model_config_id,
+        model_config=endpoint,
+        profile_id=_profile_id(run),
         reserved_tokens=_reservation(user_id),
+        **_prices(endpoint),
     )
 
 
@@ -146,8 +326,32 @@ def usage_entry_reserving(*, user_id: int, run: AgentRun) -> UsageEntry:
         kind=UsageEntry.Kind.RUN,
         conversation_id=run.conversation_id,
         model_config_id=run.model_config_id,
+        profile_id=_profile_id(run),
         reserved_tokens=_reservation(user_id),
+        **_prices(run.model_config),
     )
+
+
+def _endpoint(model_config_id: int | None) -> ModelConfig | None:
+    if model_config_id is None:
+        return None
+    return ModelConfig.objects.filter(pk=model_config_id).first()
+
+
+def _prices(endpoint: ModelConfig | None) -> dict[str, Decimal]:
+    """The endpoint's prices as they are now, frozen on the entry that opens: a run is
+    priced as it was when it was sent (docs/architecture.md, "Usage and limits")."""
+    if endpoint is None:
+        return {"prompt_price_per_million": Decimal(0), "completion_price_per_million": Decimal(0)}
+    return {
+        "prompt_price_per_million": endpoint.prompt_price_per_million,
+        "completion_price_per_million": endpoint.completion_price_per_million,
+    }
+
+
+def _profile_id(run: AgentRun | None) -> int | None:
+    version = run.profile_version if run is not None and run.profile_version_id else None
+    return version.profile_id if version is not None else None
 
 
 def _reservation(user_id: int) -> int:
@@ -167,7 +371,9 @@ def usage_reserve_again(*, user_id: int, run: AgentRun) -> None:
     """A paused run its owner resumes (Continue, a decision on a call) starts its model
     again, so it counts like a send: ``QuotaExceeded`` when nothing is left today, else its
     entry holds a fresh share on top of what it used. Inside the transaction that resumes
-    it; the user's row stays locked until that commits, as for a start."""
+    it; the user's row stays locked until that commits, as for a start. A monthly budget
+    used up refuses it too (``BudgetReached``)."""
+    _check_budgets(user_id)
     if not settings.CHAT_DAILY_TOKEN_QUOTA:
         return
     user_model = get_user_model()
@@ -214,9 +420,11 @@ def usage_record_run_tokens(*, run: AgentRun, prompt_tokens: int, completion_tok
         run_id=run.pk,
         conversation_id=run.conversation_id,
         model_config_id=run.model_config_id,
+        profile_id=_profile_id(run),
         prompt_tokens=prompt_tokens,
         completion_tokens=completion_tokens,
         created_at=run.created_at or timezone.now(),
+        **_prices(run.model_config),
     )
 
 
@@ -251,8 +459,8 @@ def usage_by_user_day(*, since: datetime.datetime, until: datetime.datetime) -> 
             "day",
             "user_id",
             "user__username",
-            "model_config__prompt_price_per_million",
-            "model_config__completion_price_per_million",
+            "prompt_price_per_million",
+            "completion_price_per_million",
         )
         .annotate(
             runs=Count("id", filter=Q(kind=UsageEntry.Kind.RUN)),
@@ -261,8 +469,9 @@ def usage_by_user_day(*, since: datetime.datetime, until: datetime.datetime) -> 
         )
         .order_by()
     )
-    # One row per (user, day, price pair) from the database; prices differ per endpoint, so
-    # cost is computed per group here and the groups are merged per (user, day).
+    # One row per (user, day, price pair) from the database; each entry keeps the prices of
+    # its endpoint when it opened, so cost is computed per group here and the groups are
+    # merged per (user, day).
     totals: dict[tuple[int, datetime.date], dict[str, Any]] = defaultdict(
         lambda: {"runs": 0, "prompt": 0, "completion": 0, "cost": Decimal(0), "username": ""}
     )
@@ -271,8 +480,8 @@ def usage_by_user_day(*, since: datetime.datetime, until: datetime.datetime) -> 
         entry = totals[key]
         prompt = group["prompt_tokens"] or 0
         completion = group["completion_tokens"] or 0
-        prompt_price = group["model_config__prompt_price_per_million"] or Decimal(0)
-        completion_price = group["model_config__completion_price_per_million"] or Decimal(0)
+        prompt_price = group["prompt_price_per_million"]
+        completion_price = group["completion_price_per_million"]
         entry["username"] = group["user__username"]
         entry["runs"] += group["runs"]
         entry["prompt"] += prompt

@@ -21,7 +21,7 @@ import contextlib
 import logging
 import os
 import threading
-from collections.abc import Awaitable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -65,7 +65,12 @@ class McpEndpoint:
     headers: tuple[tuple[str, str], ...] = ()
     command: str = ""
     args: tuple[str, ...] = ()
+    # stdio: added to the SDK's safe default environment of the program.
+    environment: tuple[tuple[str, str], ...] = ()
     connect_timeout: float = 15.0
+
+    def secret_values(self) -> list[str]:
+        return [value for _, value in (*self.headers, *self.environment)]
 
 
 @dataclass(frozen=True)
@@ -95,6 +100,7 @@ def endpoint_for(server: McpServer) -> McpEndpoint:
         headers=tuple(server.get_headers().items()),
         command=server.command,
         args=tuple(str(arg) for arg in server.args or ()),
+        environment=tuple(server.get_environment().items()),
         connect_timeout=float(server.timeout_seconds),
     )
 
@@ -261,18 +267,56 @@ async def _client(endpoint: McpEndpoint) -> Any:
 
     async with contextlib.AsyncExitStack() as stack:
         if endpoint.transport == "stdio":
-            server: Any = StdioServerParameters(command=endpoint.command, args=list(endpoint.args))
+            server: Any = StdioServerParameters(
+                command=endpoint.command,
+                args=list(endpoint.args),
+                env=dict(endpoint.environment) or None,
+            )
         else:
+            url = httpx2.URL(endpoint.url)
+            # Resolved and checked now, for this connection: the address the session uses.
+            target = await anyio.to_thread.run_sync(_checked_target, url)
             http = await stack.enter_async_context(
                 create_mcp_http_client(
                     headers=dict(endpoint.headers),
                     timeout=httpx2.Timeout(endpoint.connect_timeout, read=300),
                 )
             )
+            http.event_hooks = {"request": [_pinned_to(url, target.address)]}
             server = streamable_http_client(endpoint.url, http_client=http)
         # No response cache: a call must reach the server, and discovery must be current.
         client = await stack.enter_async_context(Client(server, cache=None, mode="legacy"))
         yield client
+
+
+def _checked_target(url: httpx2.URL) -> Any:
+    try:
+        return checked_target(url, allow_hosts=settings.CHAT_MCP_ALLOW_HOSTS)
+    except (ToolError, ValueError) as exc:
+        raise McpUnavailable(f"the server URL is refused: {exc}") from None
+
+
+def _pinned_to(url: httpx2.URL, address: str) -> Callable[[httpx2.Request], Awaitable[None]]:
+    """A request hook sending every request for ``url``'s host to ``address``.
+
+    The guard checked the address the name resolved to; left to itself the client would
+    resolve the name again when it connects, and a name whose answer changes in between (DNS
+    rebinding) would reach an address nobody checked. The Host header and TLS's server name
+    stay the name. The SDK follows redirects only within the endpoint's origin, so no request
+    of the session goes to another host.
+    """
+    host = url.host
+    host_header = url.netloc.decode("ascii").rsplit("@", 1)[-1]
+
+    async def pin(request: httpx2.Request) -> None:
+        if request.url.host != host:
+            raise McpUnavailable("a request left the server's origin")
+        request.url = request.url.copy_with(host=address)
+        request.headers["Host"] = host_header
+        if request.url.scheme == "https":
+            request.extensions = {**request.extensions, "sni_hostname": host}
+
+    return pin
 
 
 def _opening_failure(endpoint: McpEndpoint, exc: BaseException) -> str:

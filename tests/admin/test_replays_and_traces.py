@@ -211,3 +211,20 @@ def test_a_replay_whose_original_was_deleted_still_runs_no_tool(
     assert replay.replay_of is None
     answer = replay_tool_policy(run=replay).answer(Filer(), {"text": "France"})
     assert answer.not_recorded
+
+
+def test_a_replay_counts_against_its_starter_like_a_send(
+    settings, staff_client, staff, user, version, make_finished_run
+):
+    settings.CHAT_DAILY_TOKEN_QUOTA = 100
+    original = make_finished_run(owner=user, profile_version=version)  # the user's tokens
+    make_finished_run(owner=staff, profile_version=version)  # 150 of the staff member's
+
+    response = staff_client.post(
+        reverse("admin:agents_agentrun_replay", args=[original.pk]),
+        {"version": version.pk, "unrecorded": "answer"},
+        follow=True,
+    )
+
+    assert "used today" in page_text(response)
+    assert not AgentRun.objects.filter(replay_of=original).exists()

@@ -41,10 +41,11 @@ class McpHttpServer:
     port: int
     calls_file: Path
     process: subprocess.Popen | None = None
+    host: str = "127.0.0.1"  # any loopback address
 
     @property
     def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}/mcp"
+        return f"http://{self.host}:{self.port}/mcp"
 
     def calls(self) -> list[dict[str, Any]]:
         if not self.calls_file.exists():
@@ -58,6 +59,7 @@ class McpHttpServer:
                 "-m",
                 "tests.mcp.server_app",
                 "http",
+                self.host,
                 str(self.port),
                 str(self.calls_file),
             ],
@@ -70,7 +72,7 @@ class McpHttpServer:
             if self.process.poll() is not None:
                 raise RuntimeError("the MCP test server exited")
             try:
-                socket.create_connection(("127.0.0.1", self.port), timeout=0.5).close()
+                socket.create_connection((self.host, self.port), timeout=0.5).close()
                 return self
             except OSError:
                 time.sleep(0.05)
@@ -106,12 +108,20 @@ def down_url() -> str:
 @pytest.fixture
 def make_server(db):
     from agents.models import McpServer
-    from agents.services.mcp import mcp_server_headers_update
+    from agents.services.mcp import mcp_server_environment_update, mcp_server_headers_update
 
-    def make(*, name: str = "tests", headers: dict[str, str] | None = None, **fields: Any):
+    def make(
+        *,
+        name: str = "tests",
+        headers: dict[str, str] | None = None,
+        environment: dict[str, str] | None = None,
+        **fields: Any,
+    ):
         server = McpServer(name=name, **fields)
         if headers:
             mcp_server_headers_update(server=server, entered=headers)
+        if environment:
+            mcp_server_environment_update(server=server, entered=environment)
         server.full_clean()
         server.save()
         return server

@@ -1,7 +1,7 @@
 """An MCP server built with the official SDK's MCPServer (FastMCP before mcp 2), for tests.
 
-Run as ``python -m tests.mcp.server_app http PORT CALLS_FILE`` (streamable HTTP on
-loopback) or ``python -m tests.mcp.server_app stdio CALLS_FILE``. Every call appends one
+Run as ``python -m tests.mcp.server_app http HOST PORT CALLS_FILE`` (streamable HTTP on a
+loopback address) or ``python -m tests.mcp.server_app stdio CALLS_FILE``. Every call appends one
 JSON line to CALLS_FILE (the tool, its arguments and the Authorization header received), so
 a test can check what the server saw.
 """
@@ -9,6 +9,7 @@ a test can check what the server saw.
 from __future__ import annotations
 
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -90,8 +91,16 @@ def token_status(ctx: Context) -> str:
     raise ToolError(f"token {credential} is expired")
 
 
+@server.tool(annotations=ToolAnnotations(readOnlyHint=True))
+def environment_value(name: str) -> str:
+    """Echoes one of the program's environment variables (a careless server's debug tool)."""
+    value = os.environ.get(name)
+    _record("environment_value", None, name=name, value=value)
+    return f"{name} is {value}"
+
+
 if __name__ == "__main__":
     if sys.argv[1] == "stdio":
         server.run("stdio")
     else:
-        server.run("streamable-http", host="127.0.0.1", port=int(sys.argv[2]))
+        server.run("streamable-http", host=sys.argv[2], port=int(sys.argv[3]))

@@ -7,6 +7,7 @@ import json
 
 import pytest
 from django.contrib.auth.models import Permission
+from django.test import Client
 from django.urls import reverse
 
 from agents.models import McpServer, ToolConfig
@@ -150,6 +151,52 @@ def test_only_a_superuser_may_create_a_stdio_server(plain_staff, staff, client, 
     response = client.post(reverse("admin:agents_mcpserver_add"), form)
     assert response.status_code == 302, page_text(response)
     assert McpServer.objects.get().transport == "stdio"
+
+
+def test_a_stdio_servers_secrets_go_in_write_only_environment_variables(
+    staff_client, mcp_stdio, make_user
+):
+    command, args, _ = mcp_stdio
+    secret = "env-secret-77b1e0"
+    add = reverse("admin:agents_mcpserver_add")
+    form = _server_form(transport="stdio", command=command, args=json.dumps(args))
+
+    # A malformed line is named, never echoed.
+    response = staff_client.post(add, {**form, "environment": f"SERVICE TOKEN {secret}"})
+    assert "Line 1 is not NAME=value." in page_text(response)
+    assert secret not in page_text(response)
+    assert not McpServer.objects.exists()
+
+    response = staff_client.post(add, {**form, "environment": f"SERVICE_TOKEN={secret}"})
+    assert response.status_code == 302, page_text(response)
+    server = McpServer.objects.get()
+    assert server.get_environment() == {"SERVICE_TOKEN": secret}
+    change = reverse("admin:agents_mcpserver_change", args=[server.pk])
+    page = page_text(staff_client.get(change))
+    assert "Stored variables: SERVICE_TOKEN" in page
+    assert secret not in page
+
+    # Staff who may only view servers see the names, never the value.
+    viewer = make_user("viewer", is_staff=True)
+    viewer.user_permissions.set(Permission.objects.filter(codename="view_mcpserver"))
+    viewer_client = Client()
+    viewer_client.force_login(viewer)
+    assert secret not in page_text(viewer_client.get(change))
+
+    # Saving with the box empty keeps it; NAME= removes it.
+    assert staff_client.post(change, form).status_code == 302
+    assert McpServer.objects.get().get_environment() == {"SERVICE_TOKEN": secret}
+    assert staff_client.post(change, {**form, "environment": "SERVICE_TOKEN="}).status_code == 302
+    assert McpServer.objects.get().get_environment() == {}
+
+
+def test_environment_variables_are_refused_for_an_http_server(staff_client, mcp_http_server):
+    response = staff_client.post(
+        reverse("admin:agents_mcpserver_add"),
+        _server_form(url=mcp_http_server.url, environment="SERVICE_TOKEN=x"),
+    )
+    assert "Environment variables are for stdio servers only." in page_text(response)
+    assert not McpServer.objects.exists()
 
 
 def test_staff_cannot_change_a_stdio_server_or_turn_a_server_into_one(

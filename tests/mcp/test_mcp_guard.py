@@ -9,6 +9,7 @@ port held. Loopback only."""
 
 from __future__ import annotations
 
+import ipaddress
 import socket
 import threading
 from collections.abc import Iterator
@@ -20,11 +21,13 @@ from django.test import Client, override_settings
 from django.urls import reverse
 
 from agents.models import McpServer, ToolConfig
-from agents.services.mcp import mcp_server_discover
+from agents.services.mcp import mcp_server_discover, mcp_tools_enable
 from agents.tools.base import ToolError
-from agents.tools.mcp_client import NO_SESSION
+from agents.tools.builtin import http_request
+from agents.tools.mcp_client import NO_SESSION, close_sessions
 from agents.tools.registry import build_tool
 from tests.admin.conftest import page_text
+from tests.mcp.conftest import McpHttpServer, _free_port
 
 pytestmark = pytest.mark.django_db
 
@@ -230,3 +233,37 @@ def test_closed_open_and_non_mcp_ports_fail_with_one_text(
         assert server.last_error == NO_SESSION
 
     assert errors == [NO_SESSION] * 3
+
+
+@pytest.fixture
+def mcp_server_on_a_second_loopback_address(tmp_path) -> Iterator[McpHttpServer]:
+    server = McpHttpServer(
+        port=_free_port(), calls_file=tmp_path / "pinned-calls.jsonl", host="127.0.0.2"
+    ).start()
+    yield server
+    close_sessions()
+    server.stop()
+
+
+def test_the_connection_goes_to_the_address_the_guard_checked(
+    mcp_server_on_a_second_loopback_address, make_server, monkeypatch
+):
+    """DNS rebinding: the name's answer at the check is where the session connects.
+
+    The guard is made to see ``localhost`` at 127.0.0.2, where the server listens; the
+    system's resolver answers 127.0.0.1 or ::1, where nothing does. Discovery and a call
+    reach the server only if the client connects to the checked address, not the name.
+    """
+    listening = mcp_server_on_a_second_loopback_address
+    checked_answer = [ipaddress.ip_address("127.0.0.2")]
+    monkeypatch.setattr(http_request, "_resolve", lambda host, port: checked_answer)
+    server = make_server(url=f"http://localhost:{listening.port}/mcp")
+
+    with override_settings(CHAT_MCP_ALLOW_HOSTS=["localhost"]):
+        discovery = mcp_server_discover(server=server)
+        assert discovery.error == ""
+        [remote] = [tool for tool in discovery.tools if tool.name == "add"]
+        [row] = mcp_tools_enable(server=server, choices=[(remote, "t_add")], timeout_seconds=5)
+        assert build_tool(row, user=None).run(a=2, b=3) == "5"
+
+    assert [call["arguments"] for call in listening.calls()] == [{"a": 2, "b": 3}]

@@ -51,6 +51,7 @@ def test_discovery_over_http_lists_tools_with_schemas_and_records_the_state(
         "hang",
         "whoami",
         "token_status",
+        "environment_value",
     }
     assert tools["add"].description == "Adds two whole numbers."
     assert tools["add"].input_schema["properties"]["a"]["type"] == "integer"
@@ -107,6 +108,27 @@ def test_a_call_over_stdio_runs_the_program_and_answers(mcp_stdio, make_server):
 
     assert tool.run(a=20, b=22) == "42"
     assert json.loads(calls.read_text().splitlines()[-1])["arguments"] == {"a": 20, "b": 22}
+
+
+def test_a_stdio_program_gets_its_environment_and_its_output_never_shows_it(mcp_stdio, make_server):
+    command, args, calls = mcp_stdio
+    secret = "env-secret-4d2c9f"
+    server = make_server(
+        transport=McpServer.Transport.STDIO,
+        command=command,
+        args=args,
+        environment={"SERVICE_TOKEN": secret},
+    )
+    tool = build_tool(_enable(server, "environment_value")["environment_value"], user=None)
+
+    output = tool.run(name="SERVICE_TOKEN")
+
+    # The program had it (what it wrote down), and what it echoed back is redacted.
+    assert json.loads(calls.read_text().splitlines()[-1])["arguments"]["value"] == secret
+    assert output.startswith("SERVICE_TOKEN is ")
+    assert secret not in output
+    assert secret in tool_secret_values()  # pages shown to others blank it too
+    assert secret not in json.dumps(McpServer.objects.values().get(pk=server.pk), default=str)
 
 
 def test_structured_results_become_text(mcp_http_server, make_server):

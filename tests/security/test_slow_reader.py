@@ -14,6 +14,7 @@ import psutil
 import pytest
 from django.conf import settings
 from django.test import Client
+from websockets.sync.client import ClientConnection, connect
 
 from agents.models import Conversation, RunEvent
 from agents.services.conversations import conversation_create
@@ -66,17 +67,40 @@ def connection_open(daphne_pid: int, port: int, client_port: int) -> bool:
     )  # fmt: skip
 
 
-def test_a_client_that_never_reads_is_dropped_after_one_page(spawn_daphne, user):
-    daphne = spawn_daphne(CHAT_SOCKET_DRAIN_TIMEOUT_SECONDS="1", CHAT_RESUMES_PER_MINUTE="100")
+def store_log(user, events: int, size: int) -> Conversation:
+    """A conversation of ``events`` stored steps of ``size`` characters each."""
     conversation = conversation_create(owner=user)
     RunEvent.objects.bulk_create(
-        RunEvent(conversation=conversation, seq=seq, type="step", payload={"text": "x" * 1000})
-        for seq in range(1, EVENTS + 1)
+        RunEvent(conversation=conversation, seq=seq, type="step", payload={"text": "x" * size})
+        for seq in range(1, events + 1)
     )
-    Conversation.objects.filter(pk=conversation.pk).update(last_seq=EVENTS)
+    Conversation.objects.filter(pk=conversation.pk).update(last_seq=events)
+    return conversation
+
+
+def cookie_of(user) -> str:
     client = Client()
     client.force_login(user)
-    cookie = f"{settings.SESSION_COOKIE_NAME}={client.cookies[settings.SESSION_COOKIE_NAME].value}"
+    return f"{settings.SESSION_COOKIE_NAME}={client.cookies[settings.SESSION_COOKIE_NAME].value}"
+
+
+def reading_socket(port: int, conversation_id: int, cookie: str) -> ClientConnection:
+    return connect(
+        f"ws://127.0.0.1:{port}/ws/conversations/{conversation_id}/?after_seq=0",
+        additional_headers={"Cookie": cookie, "Origin": f"http://127.0.0.1:{port}"},
+        open_timeout=10,
+        max_size=None,
+    )
+
+
+def receive_seqs(sock: ClientConnection, count: int) -> list[int]:
+    return [json.loads(sock.recv(timeout=10))["seq"] for _ in range(count)]
+
+
+def test_a_client_that_never_reads_is_dropped_after_one_page(spawn_daphne, user):
+    daphne = spawn_daphne(CHAT_SOCKET_DRAIN_TIMEOUT_SECONDS="1", CHAT_RESUMES_PER_MINUTE="100")
+    conversation = store_log(user, EVENTS, 1000)
+    cookie = cookie_of(user)
     process = psutil.Process(daphne.pid)
     rss_before = process.memory_info().rss
 
@@ -93,3 +117,30 @@ def test_a_client_that_never_reads_is_dropped_after_one_page(spawn_daphne, user)
     rss_growth = process.memory_info().rss - rss_before
     print(f"daphne RSS grew by {rss_growth / 2**20:.1f} MiB for {RESUMES} unread replays")
     sock.close()
+
+
+def test_one_users_unread_replays_wait_for_a_slot_and_hold_nothing(spawn_daphne, user, other_user):
+    """F4: a user's sockets that read nothing cannot each hold a page of the log in daphne.
+
+    With one replay slot per user, the user's unread replay keeps the slot; their next socket
+    reads nothing from the log until the first is gone, while another user's replay goes on.
+    """
+    daphne = spawn_daphne(CHAT_REPLAYS_PER_USER="1", CHAT_SOCKET_DRAIN_TIMEOUT_SECONDS="120")
+    # Far more than the socket buffers between daphne and an unread client can take.
+    big = store_log(user, 2000, 8000)
+    small = store_log(user, 5, 10)
+    others = store_log(other_user, 5, 10)
+    cookie = cookie_of(user)
+
+    unread = open_without_reading(daphne.port, f"/ws/conversations/{big.pk}/?after_seq=0", cookie)
+    # The unread socket's replay has its first pages out and waits for the client to read.
+    with reading_socket(daphne.port, others.pk, cookie_of(other_user)) as another_users:
+        assert receive_seqs(another_users, 5) == [1, 2, 3, 4, 5]
+    with reading_socket(daphne.port, small.pk, cookie) as second:
+        # Another user's replay was served meanwhile, so daphne is not simply stalled.
+        with reading_socket(daphne.port, others.pk, cookie_of(other_user)) as another_users:
+            assert receive_seqs(another_users, 5) == [1, 2, 3, 4, 5]
+        with pytest.raises(TimeoutError):
+            second.recv(timeout=1.0)  # the slot is the unread socket's
+        unread.close()  # gone: its replay ends and frees the slot
+        assert receive_seqs(second, 5) == [1, 2, 3, 4, 5]

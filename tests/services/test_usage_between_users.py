@@ -106,23 +106,29 @@ def _endpoint(name: str, prompt: str, completion: str) -> ModelConfig:
     )
 
 
+def _priced_entry(config: ModelConfig, **fields) -> UsageEntry:
+    """An entry as the ledger opens it: with its endpoint's prices of that moment."""
+    return UsageEntry.objects.create(
+        model_config=config,
+        prompt_price_per_million=config.prompt_price_per_million,
+        completion_price_per_million=config.completion_price_per_million,
+        **fields,
+    )
+
+
 def test_the_usage_page_adds_every_endpoints_cost_within_a_day(user, other_user):
     cheap = _endpoint("cheap", "1", "2")
     dear = _endpoint("dear", "10", "30")
     for config, prompt, completion in [(cheap, 1000, 500), (dear, 2000, 100), (cheap, 10, 0)]:
-        UsageEntry.objects.create(
+        _priced_entry(
+            config,
             user=user,
             kind=UsageEntry.Kind.RUN,
-            model_config=config,
             prompt_tokens=prompt,
             completion_tokens=completion,
         )
-    UsageEntry.objects.create(
-        user=user, kind=UsageEntry.Kind.SUMMARY, model_config=dear, prompt_tokens=100
-    )
-    UsageEntry.objects.create(
-        user=other_user, kind=UsageEntry.Kind.RUN, model_config=dear, prompt_tokens=7
-    )
+    _priced_entry(dear, user=user, kind=UsageEntry.Kind.SUMMARY, prompt_tokens=100)
+    _priced_entry(dear, user=other_user, kind=UsageEntry.Kind.RUN, prompt_tokens=7)
     now = timezone.now()
 
     rows = usage_by_user_day(since=now - timedelta(days=1), until=now + timedelta(days=1))
@@ -172,22 +178,18 @@ def test_the_usage_page_counts_only_the_period_asked_for(user):
     ]
 
 
-def test_free_endpoints_and_deleted_ones_cost_nothing(user):
+def test_free_endpoints_cost_nothing_and_deleted_ones_keep_what_they_cost(user):
     free = _endpoint("free", "0", "0")
     gone = _endpoint("gone", "5", "5")
-    UsageEntry.objects.create(
-        user=user, kind=UsageEntry.Kind.RUN, model_config=free, prompt_tokens=500
-    )
-    UsageEntry.objects.create(
-        user=user, kind=UsageEntry.Kind.RUN, model_config=gone, completion_tokens=40
-    )
-    gone.delete()  # its entries stay, without an endpoint or a price
+    _priced_entry(free, user=user, kind=UsageEntry.Kind.RUN, prompt_tokens=500)
+    _priced_entry(gone, user=user, kind=UsageEntry.Kind.RUN, completion_tokens=40)
+    gone.delete()  # its entries stay, without an endpoint, with the prices they were run at
     now = timezone.now()
 
     (row,) = usage_by_user_day(since=now - timedelta(days=1), until=now + timedelta(days=1))
 
     assert (row.runs, row.prompt_tokens, row.completion_tokens) == (2, 500, 40)
-    assert row.cost == Decimal(0)
+    assert row.cost == Decimal("0.000200")
 
 
 def test_a_regenerated_run_holds_its_own_reservation_until_it_ends(user, default_profile, settings):

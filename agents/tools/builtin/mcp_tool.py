@@ -68,29 +68,30 @@ class McpTool(ConfiguredTool):
         server = McpServer.objects.filter(pk=self._server_id).first()
         self._server_name = server.name if server else f"#{self._server_id}"
         self._endpoint: McpEndpoint | None = None
-        self._headers_unreadable = False
+        self._secrets_unreadable = False
         header_secrets: dict[str, str] = {}
         if server is not None:
             try:
                 self._endpoint = endpoint_for(server)
                 header_secrets = {
-                    f"MCP_HEADER_{index}": value
-                    for index, value in enumerate(dict(self._endpoint.headers).values())
+                    f"MCP_SECRET_{index}": value
+                    for index, value in enumerate(self._endpoint.secret_values())
                 }
             except SecretUnreadable:
-                self._headers_unreadable = True
+                self._secrets_unreadable = True
         kwargs["secrets"] = {**(kwargs.get("secrets") or {}), **header_secrets}
         super().__init__(**kwargs)
 
     @classmethod
     def linked_secret_values(cls, config: Mapping[str, Any]) -> list[str]:
-        """The server's header values: what pages showing this tool's output redact."""
+        """The server's header and environment values: what pages showing this tool's
+        output redact."""
         from agents.crypto import SecretUnreadable
         from agents.models import McpServer
 
         server = McpServer.objects.filter(pk=config.get("server") or 0).first()
         try:
-            return list(server.get_headers().values()) if server else []
+            return server.secret_values() if server else []
         except SecretUnreadable:
             return []
 
@@ -102,9 +103,9 @@ class McpTool(ConfiguredTool):
 
     def run(self, **arguments: Any) -> str:
         if self._endpoint is None:
-            if self._headers_unreadable:
+            if self._secrets_unreadable:
                 raise ToolError(
-                    f"the headers of MCP server {self._server_name} are unreadable; "
+                    f"the secrets of MCP server {self._server_name} are unreadable; "
                     "an administrator must enter them again"
                 )
             raise ToolError(f"the MCP server of {self.name} no longer exists")

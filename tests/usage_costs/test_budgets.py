@@ -1,0 +1,185 @@
+"""Monthly budgets beside the daily quota: a warning in the chat from 80%, and at 100% the
+next send refused with the reason and the day the month starts again, through the same check
+the daily quota has (agents/services/usage.py, ``usage_check_quota``)."""
+
+from __future__ import annotations
+
+import datetime
+from decimal import Decimal
+
+import pytest
+from django.contrib.auth.models import Group
+from django.test import Client
+from django.utils import timezone
+from django.utils.formats import date_format
+
+from agents.models import AgentRun, Message, UsageBudget, UsageEntry
+from agents.services.conversations import conversation_create
+from agents.services.usage import BudgetReached, month_start, usage_reserve_again
+from tests.usage_costs.test_usage_page import send_and_spend
+
+pytestmark = pytest.mark.django_db
+
+
+def first_of_next_month() -> datetime.date:
+    today = timezone.localdate()
+    if today.month == 12:
+        return datetime.date(today.year + 1, 1, 1)
+    return datetime.date(today.year, today.month + 1, 1)
+
+
+def api_send(user, *, content="one more"):
+    client = Client()
+    client.force_login(user)
+    conversation = conversation_create(owner=user)
+    response = client.post(
+        f"/api/conversations/{conversation.pk}/messages/",
+        {"content": content},
+        content_type="application/json",
+    )
+    return conversation, response
+
+
+def test_a_token_budget_used_up_refuses_the_next_send_with_the_reason_and_reset_day(
+    user, cheap_agent
+):
+    UsageBudget.objects.create(user=user, monthly_tokens=1000)
+    send_and_spend(user, agent=cheap_agent, title="Spent", prompt=900, completion=100)
+
+    conversation, response = api_send(user)
+
+    assert response.status_code == 429
+    body = response.json()
+    assert body["code"] == "monthly_budget_reached"
+    reset = date_format(first_of_next_month(), "DATE_FORMAT")
+    assert body["message"] == (
+        f"You used this month's budget (1,000 of 1,000 tokens). You can send again on {reset}."
+    )
+    assert not Message.objects.filter(conversation=conversation).exists()
+    assert not AgentRun.objects.filter(conversation=conversation).exists()
+
+
+def test_a_budget_not_yet_used_up_lets_the_send_through(user, cheap_agent):
+    UsageBudget.objects.create(user=user, monthly_tokens=1000)
+    send_and_spend(user, agent=cheap_agent, title="Spent", prompt=900, completion=99)
+
+    _, response = api_send(user)
+
+    assert response.status_code == 201
+
+
+def test_a_money_budget_of_a_group_stops_its_members_and_nobody_else(
+    user, other_user, make_user, dear_agent
+):
+    research = Group.objects.create(name="Research")
+    carol = make_user("carol")
+    research.user_set.add(user, carol)
+    UsageBudget.objects.create(group=research, monthly_amount=Decimal("2.50"))
+    # Alice spends the group's whole month: a million prompt tokens at 2.50 a million.
+    send_and_spend(user, agent=dear_agent, title="Big", prompt=1_000_000, completion=0)
+
+    _, refused = api_send(carol)
+    _, allowed = api_send(other_user)
+
+    assert refused.status_code == 429
+    assert refused.json()["code"] == "monthly_budget_reached"
+    assert refused.json()["message"].startswith(
+        "Your group Research used this month's budget (2.50 of 2.50 USD)."
+    )
+    assert allowed.status_code == 201
+
+
+def test_last_months_usage_does_not_count(user, cheap_agent):
+    UsageBudget.objects.create(user=user, monthly_tokens=1000)
+    run = send_and_spend(user, agent=cheap_agent, title="Old", prompt=5000, completion=0)
+    UsageEntry.objects.filter(run_id=run.pk).update(
+        created_at=month_start() - datetime.timedelta(seconds=1)
+    )
+
+    _, response = api_send(user)
+
+    assert response.status_code == 201
+
+
+def test_the_chat_warns_from_80_percent_with_the_reset_day(user, cheap_agent):
+    UsageBudget.objects.create(user=user, monthly_tokens=1000)
+    client = Client()
+    client.force_login(user)
+    send_and_spend(user, agent=cheap_agent, title="Some", prompt=700, completion=99)
+    assert 'id="budget-banner"' not in client.get("/").content.decode()
+
+    send_and_spend(user, agent=cheap_agent, title="More", prompt=1, completion=0)
+    page = client.get("/").content.decode()
+
+    reset = date_format(first_of_next_month(), "DATE_FORMAT")
+    assert 'id="budget-banner"' in page
+    warning = "You used 80% of this month&#x27;s budget (800 of 1,000 tokens)."
+    assert f"{warning} It starts again on {reset}." in page
+    _, response = api_send(user)
+    assert response.status_code == 201  # a warning, not a stop
+
+
+def test_continuing_a_paused_run_is_refused_once_the_budget_is_used_up(user, cheap_agent):
+    UsageBudget.objects.create(user=user, monthly_tokens=100)
+    run = send_and_spend(user, agent=cheap_agent, title="Paused", prompt=100, completion=0)
+
+    with pytest.raises(BudgetReached):
+        usage_reserve_again(user_id=user.pk, run=run)
+
+
+def test_the_refusal_is_translated(user, cheap_agent):
+    UsageBudget.objects.create(user=user, monthly_tokens=10)
+    send_and_spend(user, agent=cheap_agent, title="Spent", prompt=10, completion=0)
+    client = Client(headers={"accept-language": "zh-hans"})
+    client.force_login(user)
+    conversation = conversation_create(owner=user)
+
+    response = client.post(
+        f"/api/conversations/{conversation.pk}/messages/",
+        {"content": "hi"},
+        content_type="application/json",
+    )
+
+    assert response.json()["code"] == "monthly_budget_reached"
+    assert "本月" in response.json()["message"]
+
+
+def test_the_sockets_send_is_refused_the_same_way(user, cheap_agent):
+    """The socket's send is the consumer's one database call; called as its thread calls it
+    (tests/perf/test_send_queries.py), it refuses with the same code and words."""
+    from agents.protocol import RequestRefused
+    from tests.perf.test_send_queries import socket_send
+
+    UsageBudget.objects.create(user=user, monthly_tokens=10)
+    send_and_spend(user, agent=cheap_agent, title="Spent", prompt=10, completion=0)
+    conversation = conversation_create(owner=user)
+
+    with pytest.raises(RequestRefused) as refused:
+        socket_send(user, conversation, content="hi", client_id="c")()
+
+    assert refused.value.code == "monthly_budget_reached"
+    assert "You can send again on" in refused.value.message
+
+
+def test_a_budget_needs_one_owner_and_a_limit(user):
+    from django.core.exceptions import ValidationError
+
+    research = Group.objects.create(name="Research")
+    with pytest.raises(ValidationError):
+        UsageBudget(user=user, group=research, monthly_tokens=5).full_clean()
+    with pytest.raises(ValidationError):
+        UsageBudget(user=user).full_clean()
+    UsageBudget(user=user, monthly_amount=Decimal("1.00")).full_clean()
+
+
+def test_an_automatic_summary_calls_no_model_over_a_used_up_budget(user, cheap_agent):
+    """A summary's start reserves its ledger entry through ``usage_reserve``, which checks
+    the budgets itself: nobody pressed anything, so no send checked them before."""
+    from agents.services.usage import usage_reserve
+
+    UsageBudget.objects.create(user=user, monthly_tokens=10)
+    send_and_spend(user, agent=cheap_agent, title="Spent", prompt=10, completion=0)
+
+    with pytest.raises(BudgetReached):
+        usage_reserve(user_id=user.pk, kind=UsageEntry.Kind.SUMMARY)
+    assert not UsageEntry.objects.filter(kind=UsageEntry.Kind.SUMMARY).exists()
