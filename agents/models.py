@@ -136,6 +136,17 @@ class ToolConfig(models.Model):
             "denies it in the chat. For tools that change something (send, file, write)."
         ),
     )
+    # A replay of a stored run may run a call the run did not record only if the tool only
+    # reads (and needs no approval): see agents/react/replay.py.
+    read_only = models.BooleanField(
+        _("read only"),
+        default=False,
+        db_default=False,
+        help_text=_(
+            "Calls only read and change nothing, so a replay may run a call the original "
+            "run did not make. Some kinds (calculator, current time, searches) always are."
+        ),
+    )
     created_at = models.DateTimeField(_("created at"), auto_now_add=True)
     updated_at = models.DateTimeField(_("updated at"), auto_now=True)
 
@@ -490,6 +501,9 @@ class Conversation(models.Model):
     )
     created_at = models.DateTimeField(_("created at"), auto_now_add=True)
     updated_at = models.DateTimeField(_("updated at"), auto_now=True, db_index=True)
+    # A copy of another conversation's branch that a replay runs in (agents/services/
+    # replays.py): owned by the staff member who started it and listed nowhere in the chat.
+    for_replay = models.BooleanField(_("for replay"), default=False, db_default=False)
 
     class Meta:
         verbose_name = _("conversation")
@@ -770,6 +784,31 @@ class AgentRun(models.Model):
     error_message = models.TextField(_("error message"), blank=True)
     error_detail = models.TextField(_("error detail"), blank=True)
 
+    # -- replays (agents/services/replays.py) --
+    class Unrecorded(models.TextChoices):
+        """What a replay does with a tool call the original run did not record."""
+
+        ANSWER = "answer", _("Answer that it was not recorded")
+        RUN_READ_ONLY = "run_read_only", _("Run it if the tool is read-only")
+
+    # The run this one replays (its conversation is a copy, ``Conversation.for_replay``).
+    replay_of = models.ForeignKey(
+        "self",
+        verbose_name=_("replay of"),
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        related_name="replays",
+    )
+    replay_unrecorded = models.CharField(
+        _("unrecorded calls"),
+        max_length=16,
+        choices=Unrecorded.choices,
+        blank=True,
+        default="",
+        db_default="",
+    )
+
     class Meta:
         verbose_name = _("agent run")
         verbose_name_plural = _("agent runs")
@@ -781,6 +820,12 @@ class AgentRun(models.Model):
 
     def __str__(self) -> str:
         return f"Run {self.pk} ({self.status})"
+
+    @property
+    def is_replay(self) -> bool:
+        """Set for good when the replay is made: its original may be deleted later, and a
+        replay must never run its tools as an ordinary run would."""
+        return bool(self.replay_unrecorded)
 
     @property
     def is_terminal(self) -> bool:

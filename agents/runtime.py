@@ -16,7 +16,7 @@ from agents.models import ModelConfig, ToolConfig
 from agents.profile_snapshot import ProfileSnapshot, snapshot_model_config
 from agents.react.executor import AgentConfig, AgentExecutor, RunBudget
 from agents.react.prompt import PromptConfig
-from agents.react.tools import Tool
+from agents.react.tools import Tool, ToolPolicy
 from agents.react.types import ChatModel, ThoughtDelta
 from agents.selectors import tool_configs_enabled
 from agents.tools.registry import build_tools
@@ -37,6 +37,7 @@ def build_executor(
     model_config: ModelConfig | None = None,
     tool_configs: list[ToolConfig] | None = None,
     extra_tools: Sequence[Tool] = (),
+    tool_policy: ToolPolicy | None = None,
 ) -> AgentExecutor:
     """An ``AgentExecutor`` for the profile version ``snapshot``.
 
@@ -44,12 +45,13 @@ def build_executor(
     profile's budgets once more. ``model_config``: the snapshot's endpoint row if the caller
     read it already (a run's claim reads it with the run); otherwise it is read here.
     ``tool_configs``: the enabled tool rows among the snapshot's, if the caller read them
-    (the claim does, on PostgreSQL); otherwise they are read here.
+    (the claim does, on PostgreSQL); otherwise they are read here. ``tool_policy``: which
+    calls run (a replay's, ``agents/react/replay.py``); None runs every call.
 
     A model endpoint that is gone or unusable does not raise here: the run's first model
     call raises ``ModelError`` (code ``model_misconfigured``), like any model failure.
     """
-    if model_config is None or model_config.pk != snapshot.model_config_id:
+    if model_config is None:
         # Read once: the model and its abilities.
         model_config = snapshot_model_config(snapshot)
     return executor_for(
@@ -65,6 +67,7 @@ def build_executor(
         supports_tool_calling=bool(model_config and model_config.supports_tool_calling),
         budget_grants=budget_grants,
         extra_tools=extra_tools,
+        tool_policy=tool_policy,
     )
 
 
@@ -82,6 +85,7 @@ def executor_for(
     supports_tool_calling: bool = False,
     budget_grants: int = 0,
     extra_tools: Sequence[Tool] = (),
+    tool_policy: ToolPolicy | None = None,
 ) -> AgentExecutor:
     """The executor for ``snapshot`` with the model and tool rows already chosen;
     ``extra_tools``: tools the run gets beside the profile's (the attachment tools), left out
@@ -100,6 +104,7 @@ def executor_for(
         on_answer_delta=on_answer_delta,
         on_answer_reset=on_answer_reset,
         on_thought_delta=on_thought_delta,
+        tool_policy=tool_policy,
     )
 
 

@@ -46,7 +46,10 @@ def conversation_list(
     carries ``match_excerpt``, a window of its newest matching message around the match
     (None when only the title matched). Both are subqueries, so a page costs one query.
     """
-    conversations = Conversation.objects.filter(owner_id=user.pk, archived=archived).annotate(
+    # A replay's copy of a conversation (agents/services/replays.py) is no chat of its owner.
+    conversations = Conversation.objects.filter(
+        owner_id=user.pk, archived=archived, for_replay=False
+    ).annotate(
         has_active_run=Exists(
             AgentRun.objects.filter(
                 conversation=OuterRef("pk"),
@@ -97,7 +100,7 @@ def conversation_has_active_run(*, conversation: Conversation) -> bool:
 
 def conversation_get(*, user: User | AnonymousUser, conversation_id: int) -> Conversation | None:
     return (
-        Conversation.objects.filter(pk=conversation_id, owner_id=user.pk)
+        Conversation.objects.filter(pk=conversation_id, owner_id=user.pk, for_replay=False)
         .select_related("profile")
         .first()
     )
@@ -336,7 +339,9 @@ def message_search(
     words = q.split()[:8]
     if not words or not getattr(user, "pk", None):
         return []
-    messages = Message.objects.filter(conversation__owner_id=user.pk, on_active_branch=True)
+    messages = Message.objects.filter(
+        conversation__owner_id=user.pk, conversation__for_replay=False, on_active_branch=True
+    )
     if exclude_conversation_id is not None:
         messages = messages.exclude(conversation_id=exclude_conversation_id)
     for word in words:

@@ -13,6 +13,7 @@ from celery.signals import worker_ready, worker_shutting_down
 from django.conf import settings
 from django.db import connection
 
+from agents import traces
 from agents.services import attachments, execution, notifications, schedules, webhooks
 
 logger = logging.getLogger(__name__)
@@ -41,6 +42,14 @@ run_execute = shared_task(name="agents.run_execute", acks_late=True, ignore_resu
 run_agent_queued_before_rename = shared_task(
     name="agents.run_agent", acks_late=True, ignore_result=True
 )(_run_execute)
+
+
+@shared_task(name="agents.run_trace_export", ignore_result=True)
+def run_trace_export(run_id: int) -> bool:
+    try:
+        return traces.run_trace_export(run_id=run_id)
+    finally:
+        connection.close()
 
 
 @shared_task(name="agents.runs_rescue", ignore_result=True)

@@ -262,3 +262,34 @@ def test_mobile(stack, open_tab, user):
     assert page.evaluate("document.documentElement.scrollWidth") <= MOBILE["width"]
     no_error_banner(tab)
     save(page, "mobile.png")
+
+
+def test_replay_beside_its_original(stack, open_tab, user, make_user):
+    from agents.services.prompt_versions import prompt_version_ensure
+
+    model_name = "research-assistant-replay"
+    profile = named_profile(stack, model_name, "Research assistant")
+    stack.model.script(model_name, calculator_script(answer="The sum is **4**."))
+    conversation = conversation_create(owner=user, profile=profile, title="Adding up")
+    chat = open_tab(user, viewport=VIEWPORT, path=f"/c/{conversation.pk}/").page
+    finished_with_steps_open(chat, "What is 2 + 2?")
+    original = AgentRun.objects.get(conversation=conversation)
+    profile.system_prompt = "Answer in one short sentence."
+    profile.save()
+    version = prompt_version_ensure(profile=profile)
+    stack.model.script(
+        model_name,
+        [
+            Reply("Thought: I should add.\nAction: calculator\nAction Input: 2 + 2"),
+            Reply("Thought: The calculator says 4.\nFinal Answer: 2 + 2 is **4**."),
+        ],
+    )
+    staff = make_user("admin", is_staff=True, is_superuser=True)
+    admin = open_tab(staff, viewport=VIEWPORT, path=f"/admin/agents/agentrun/{original.pk}/change/")
+    admin.page.get_by_label("Prompt version").select_option(str(version.pk))
+    admin.page.get_by_role("button", name="Replay").click()
+    expect(admin.page.locator(".chatsite-compare-steps")).to_contain_text("2 + 2 is")
+    expect(admin.page.locator(".chatsite-live")).to_have_count(0)
+    assert admin.errors == []
+    admin.page.locator("#toggle-nav-sidebar").click()
+    save(admin.page, "replay-compare.png")

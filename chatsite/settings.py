@@ -466,3 +466,7 @@ LOGGING = {
         "axes": {"level": "WARNING"},
     },
 }
+
+# Traces: every ended run exported as OpenTelemetry spans over OTLP/HTTP to this base URL
+# (the SDK's own variable; agents/traces.py adds /v1/traces). Empty: no trace is built.
+OTEL_EXPORTER_OTLP_ENDPOINT = env.str("OTEL_EXPORTER_OTLP_ENDPOINT", default="")

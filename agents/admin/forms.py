@@ -21,9 +21,11 @@ from django.utils.translation import gettext_lazy as _
 from agents.crypto import SecretUnreadable
 from agents.models import (
     AgentProfile,
+    AgentRun,
     Conversation,
     KnowledgeDocument,
     ModelConfig,
+    PromptVersion,
     ToolConfig,
     tool_name_validator,
 )
@@ -301,6 +303,7 @@ class ToolConfigForm(forms.ModelForm):
             "timeout_seconds",
             "return_direct",
             "needs_approval",
+            "read_only",
         ]
 
     def __init__(self, *args: Any, user: Any = None, **kwargs: Any) -> None:
@@ -580,3 +583,31 @@ def new_tool_name_error(name: str, *, chosen: set[str]) -> str | None:
     if name in chosen or ToolConfig.objects.filter(name=name).exists():
         return gettext("A tool named %(name)s exists: choose another.") % {"name": name}
     return None
+
+
+class ReplayForm(forms.Form):
+    """What a replay of a stored run runs with (agents/services/replays.py)."""
+
+    version = forms.ModelChoiceField(
+        label=_("Prompt version"),
+        queryset=PromptVersion.objects.select_related("profile").order_by(
+            "profile__name", "-number"
+        ),
+        help_text=_("Any version of any profile, the latest saved one included."),
+    )
+    model_config = forms.ModelChoiceField(
+        label=_("Model endpoint"),
+        queryset=ModelConfig.objects.order_by("name"),
+        required=False,
+        empty_label=_("The version's own endpoint"),
+    )
+    unrecorded = forms.ChoiceField(
+        label=_("Tool calls the original run did not make"),
+        choices=AgentRun.Unrecorded.choices,
+        initial=AgentRun.Unrecorded.ANSWER,
+        widget=forms.RadioSelect,
+        help_text=_(
+            "A call the original recorded always gets the recorded observation; a tool that "
+            "needs approval is never run."
+        ),
+    )

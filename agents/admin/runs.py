@@ -1,5 +1,6 @@
 """The run inspector (read-only): the step timeline and every model call with the exact
-messages sent and what came back; and the usage page, per user and day."""
+messages sent and what came back; replaying a run and comparing the replay with it; its
+trace as JSON lines; and the usage page, per user and day."""
 
 from __future__ import annotations
 
@@ -9,28 +10,33 @@ from decimal import Decimal
 from typing import Any
 
 from django.conf import settings
-from django.contrib import admin
+from django.contrib import admin, messages
 from django.core.exceptions import PermissionDenied
-from django.http import HttpRequest, HttpResponse
+from django.db.models import QuerySet
+from django.http import HttpRequest, HttpResponse, HttpResponseRedirect, StreamingHttpResponse
 from django.template.response import TemplateResponse
 from django.urls import URLPattern, path, reverse
 from django.utils.html import format_html
 from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 
-from agents.admin.forms import StaffUsageForm
-from agents.admin.pages import ReadOnlyAdminMixin, display_messages, pretty
+from agents.admin.forms import ReplayForm, StaffUsageForm
+from agents.admin.pages import ExtraPagesAdmin, ReadOnlyAdminMixin, display_messages, pretty
+from agents.comparison import run_steps_compared
 from agents.models import AgentRun
 from agents.selectors import model_call_list, run_approvals, run_event_list
+from agents.services.replays import ReplayRefused, run_replay_start
 from agents.services.usage import usage_by_user_day
+from agents.traces import runs_trace_lines
 from agents.usage_reports import UsageBy, UsageLine, usage_entries, usage_lines, usage_totals
 
 
 @admin.register(AgentRun)
-class AgentRunAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
+class AgentRunAdmin(ReadOnlyAdminMixin, ExtraPagesAdmin):
     list_display = [
         "id",
         "status",
+        "replay_of",
         "owner",
         "profile",
         "model_name",
@@ -43,8 +49,10 @@ class AgentRunAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
         "status",
         ("profile_version__profile", admin.RelatedOnlyFieldListFilter),
         ("conversation__owner", admin.RelatedOnlyFieldListFilter),
+        ("replay_of", admin.EmptyFieldListFilter),
         "created_at",
     ]
+    actions = ["download_traces"]
     search_fields = ["conversation__owner__username", "error_message", "model_name"]
     date_hierarchy = "created_at"
     list_select_related = ["conversation__owner", "profile_version__profile"]
@@ -63,6 +71,8 @@ class AgentRunAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
                     "model_config",
                     "model_name",
                     "mode",
+                    "replay_of",
+                    "replay_unrecorded",
                 ]
             },
         ),
@@ -114,11 +124,75 @@ class AgentRunAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
         run = self.get_object(request, object_id)
         if run is not None:
             extra_context = {**(extra_context or {}), **_inspector_context(run)}
+            if not run.is_replay:
+                latest = (
+                    run.profile_version.profile.versions.order_by("-number").first()
+                    if run.profile_version
+                    else None
+                )
+                extra_context["replay_form"] = ReplayForm(initial={"version": latest})
+            extra_context["replays"] = run.replays.order_by("-pk")
         return super().change_view(request, object_id, form_url, extra_context)
 
     def get_urls(self) -> list[URLPattern]:
         usage = self.admin_site.admin_view(self.usage_view)
-        return [path("usage/", usage, name="agents_agentrun_usage"), *super().get_urls()]
+        return [
+            path("usage/", usage, name="agents_agentrun_usage"),
+            self._object_url("<int:object_id>/replay/", self.replay_view, "replay"),
+            self._object_url("<int:object_id>/compare/", self.compare_view, "compare"),
+            *super().get_urls(),
+        ]
+
+    @admin.action(description=_("Download the traces of the selected runs (JSON lines)"))
+    def download_traces(
+        self, request: HttpRequest, queryset: QuerySet[AgentRun]
+    ) -> StreamingHttpResponse:
+        runs = queryset.select_related("profile_version__profile", "conversation").order_by("pk")
+        response = StreamingHttpResponse(
+            runs_trace_lines(runs.iterator()), content_type="application/x-ndjson"
+        )
+        response["Content-Disposition"] = 'attachment; filename="run-traces.jsonl"'
+        return response
+
+    def replay_view(self, request: HttpRequest, object_id: int) -> HttpResponse:
+        """Start a replay of the run (POST only; the form is on the run's page)."""
+        run = self._get_for_view(request, object_id)
+        if request.method != "POST":
+            return HttpResponseRedirect(reverse("admin:agents_agentrun_change", args=[run.pk]))
+        form = ReplayForm(request.POST)
+        if not form.is_valid():
+            said = "; ".join(str(error) for errors in form.errors.values() for error in errors)
+            messages.error(
+                request, gettext("The replay was not started: %(errors)s") % {"errors": said}
+            )
+            return HttpResponseRedirect(reverse("admin:agents_agentrun_change", args=[run.pk]))
+        try:
+            replay = run_replay_start(
+                run=run,
+                user=request.user,  # type: ignore[arg-type]
+                version=form.cleaned_data["version"],
+                model_config=form.cleaned_data["model_config"],
+                unrecorded=form.cleaned_data["unrecorded"],
+            )
+        except ReplayRefused as refusal:
+            messages.error(request, str(refusal))
+            return HttpResponseRedirect(reverse("admin:agents_agentrun_change", args=[run.pk]))
+        return HttpResponseRedirect(reverse("admin:agents_agentrun_compare", args=[replay.pk]))
+
+    def compare_view(self, request: HttpRequest, object_id: int) -> HttpResponse:
+        """A replay beside its original, step by step; reloads itself while the replay runs."""
+        replay = self._get_for_view(request, object_id)
+        original = replay.replay_of
+        if original is None:
+            return HttpResponseRedirect(reverse("admin:agents_agentrun_change", args=[replay.pk]))
+        context = {
+            **self.page_context(request, replay, gettext("Replay compared with its original")),
+            "original_run": original,
+            "replay": replay,
+            "rows": run_steps_compared(original=original, replay=replay),
+            "running": not replay.is_terminal,
+        }
+        return TemplateResponse(request, "admin/agents/agentrun/compare.html", context)
 
     def usage_view(self, request: HttpRequest) -> HttpResponse:
         if not self.has_view_permission(request):

@@ -55,7 +55,10 @@ class ToolConfigAdmin(UserBoundFormAdmin, ExtraPagesAdmin):
         (None, {"fields": ["name", "kind", "description", "enabled"]}),
         (_("Configuration"), {"fields": ["config"]}),
         (_("Secrets (write-only)"), {"fields": ["secrets", "clear_secrets"]}),
-        (_("Behaviour"), {"fields": ["timeout_seconds", "return_direct", "needs_approval"]}),
+        (
+            _("Behaviour"),
+            {"fields": ["timeout_seconds", "return_direct", "needs_approval", "read_only"]},
+        ),
     ]
 
     @admin.display(description=_("Secrets"))

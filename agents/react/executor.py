@@ -36,6 +36,11 @@ and arguments (``Transcript.decision_for``). ``AgentConfig.budget``
 tokens are used up, or before a batch that would pass a tool's number of calls; run again
 with a larger budget, it goes on from the stored steps.
 
+A tool policy (``tool_policy``, ``agents/react/tools.py``) decides per call whether it
+runs or gets a given observation instead (a replay answers from a stored run,
+``agents/react/replay.py``). Under a policy nobody is asked for approval, and a call to a tool
+that needs approval never runs: the policy's answer, or a ``not_recorded`` error step.
+
 Cancellation: ``should_cancel`` is asked before every model call and every tool call, while
 waiting for a tool, and while a reply streams in; when it says yes, ``RunCancelled`` is
 raised. A tool call already running is abandoned, and told through its ``CallInterrupt``
@@ -119,7 +124,14 @@ from agents.react.prompt import (
     request_options,
     tools_messages,
 )
-from agents.react.tools import CallInterrupt, Tool, ToolInputError, run_interruptibly
+from agents.react.tools import (
+    CallInterrupt,
+    Tool,
+    ToolAnswer,
+    ToolInputError,
+    ToolPolicy,
+    run_interruptibly,
+)
 from agents.react.transcript import (
     ToolRun,
     Transcript,
@@ -417,6 +429,7 @@ class AgentExecutor:
         on_answer_delta: Callable[[str], None] | None = None,
         on_answer_reset: Callable[[], None] | None = None,
         on_thought_delta: Callable[[ThoughtDelta], None] | None = None,
+        tool_policy: ToolPolicy | None = None,
     ) -> None:
         names = [tool.name for tool in tools]
         duplicates = sorted({name for name in names if names.count(name) > 1})
@@ -430,6 +443,7 @@ class AgentExecutor:
         self.on_answer_delta = on_answer_delta
         self.on_answer_reset = on_answer_reset
         self.on_thought_delta = on_thought_delta
+        self.tool_policy = tool_policy
         self.labels: LabelSet = prompt.labels
         self._by_name = {tool.name: tool for tool in self.tools}
         self._by_folded_name = {tool.name.casefold(): tool for tool in self.tools}
@@ -607,8 +621,8 @@ class AgentExecutor:
                 if planned[tool.name] > limit:
                     message = f"The run used its budget of {limit} calls of {tool.name}."
                     raise BudgetExhausted("tool_calls", message, tool=tool.name)
-            if not tool.needs_approval or decision is not None:
-                continue
+            if not tool.needs_approval or decision is not None or self.tool_policy is not None:
+                continue  # under a policy nobody is asked: such a call never runs
             try:
                 tool.coerce_input(self._tool_input(run.action.tool_input, state.prompt.mode))
             except ToolInputError:
@@ -932,7 +946,7 @@ class AgentExecutor:
         """Start every call of the batch (each after a cancellation check), then report
         each one's observation in order."""
         yield from self._hold_before_tools(state, runs)
-        started: list[tuple[ToolRun, Tool | None, _ToolCall | ErrorStep]] = []
+        started: list[tuple[ToolRun, Tool | None, _ToolCall | ErrorStep | ToolAnswer]] = []
         try:
             for run in runs:
                 self._check_cancel()
@@ -949,7 +963,7 @@ class AgentExecutor:
 
     def _report_tools(
         self,
-        started: Sequence[tuple[ToolRun, Tool | None, _ToolCall | ErrorStep]],
+        started: Sequence[tuple[ToolRun, Tool | None, _ToolCall | ErrorStep | ToolAnswer]],
         outcome: _Outcome,
     ) -> _Work[None]:
         for run, tool, prepared in started:
@@ -957,6 +971,11 @@ class AgentExecutor:
             if isinstance(prepared, ErrorStep):
                 error = prepared
                 text = prepared.message
+                duration_ms = 0
+            elif isinstance(prepared, ToolAnswer):
+                text = prepared.text
+                code = prepared.error_code or "tool_error"
+                error = ErrorStep(code=code, message=text) if prepared.is_error else None
                 duration_ms = 0
             else:
                 error, text = yield from self._wait_for(prepared)
@@ -974,12 +993,16 @@ class AgentExecutor:
             ):
                 outcome.direct_answer = text
 
+    def tool_named(self, name: str) -> Tool | None:
+        """The tool a call naming ``name`` runs (names compared as the engine does)."""
+        return self._resolve(name)
+
     def _resolve(self, name: str) -> Tool | None:
         return self._by_name.get(name) or self._by_folded_name.get(name.strip().casefold())
 
     def _start_tool(
         self, action: ActionStep, state: _Run
-    ) -> tuple[Tool | None, _ToolCall | ErrorStep]:
+    ) -> tuple[Tool | None, _ToolCall | ErrorStep | ToolAnswer]:
         tool = self._resolve(action.tool)
         if tool is None:
             message = self.labels.unknown_tool.format(name=action.tool, tool_names=self._tool_names)
@@ -999,6 +1022,15 @@ class AgentExecutor:
             said = self.labels.declined_reason.format(reason=reason) if reason else ""
             message = self.labels.tool_declined.format(name=tool.name, reason=said)
             return tool, ErrorStep(code="declined", message=message)
+        if self.tool_policy is not None:
+            answer = self.tool_policy.answer(tool, arguments)
+            if answer is None and tool.needs_approval:
+                answer = ToolAnswer(not_recorded=True)  # never run without a person's yes
+            if answer is not None and answer.not_recorded:
+                message = self.labels.not_recorded.format(name=tool.name)
+                return tool, ErrorStep(code="not_recorded", message=message)
+            if answer is not None:
+                return tool, answer
         return tool, _ToolCall(tool, arguments)
 
     @staticmethod

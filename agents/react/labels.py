@@ -51,6 +51,11 @@ class LabelSet:
     approval_mismatch: str = (
         "The call to {name} was not run: the decision under its id was taken on another call."
     )
+    # A replay's call that the original run did not record (agents/react/replay.py).
+    not_recorded: str = (
+        "The call to {name} was not run: it is not recorded in the original run, and this "
+        "replay does not run calls the original did not make."
+    )
 
     def label(self, role: str) -> str:
         return str(getattr(self, role))
@@ -144,6 +149,7 @@ CHINESE = LabelSet(
         "同一个回复中的每个工具调用都要有自己的 id。"
     ),
     approval_mismatch="对 {name} 的调用没有运行：这个 id 下的决定是针对另一个调用作出的。",
+    not_recorded="对 {name} 的调用没有运行：原始运行没有记录它，重放不运行未记录的调用。",
 )
 
 LABEL_SETS: dict[str, LabelSet] = {ENGLISH.code: ENGLISH, CHINESE.code: CHINESE}

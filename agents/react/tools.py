@@ -16,7 +16,8 @@ import threading
 import types
 import typing
 from collections.abc import Callable
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Protocol
 
 from agents.react import jsontext
 
@@ -123,6 +124,9 @@ class Tool:
     # (docs/performance.md#inline-tools). Such a call cannot time out or be interrupted, so
     # anything that could take longer leaves this False.
     runs_inline: bool = False
+    # Calls only read: running one again changes nothing (a replay may run a call the
+    # original run did not make only for such a tool, ``agents/react/replay.py``).
+    read_only: bool = False
 
     def run(self, *args: Any, **kwargs: Any) -> str:
         raise NotImplementedError(f"{type(self).__name__} must implement run()")
@@ -180,6 +184,32 @@ class Tool:
                 "parameters": self.args_schema(),
             },
         }
+
+
+@dataclass(frozen=True)
+class ToolAnswer:
+    """What a ``ToolPolicy`` gives the model for a call instead of running it."""
+
+    text: str = ""
+    is_error: bool = False
+    # The code of the error step shown with an error observation (the original's, if any).
+    error_code: str = ""
+    # No observation exists for the call: the engine tells the model, in the run's labels,
+    # that it was not run.
+    not_recorded: bool = False
+
+
+class ToolPolicy(Protocol):
+    """Decides, for each tool call of a run, whether it runs.
+
+    Without a policy every valid call runs (after its approval, if the tool needs one).
+    With one, ``answer`` is asked once per call, in the order the calls were made, with
+    the call's checked arguments: ``None`` runs it, a ``ToolAnswer`` is its observation.
+    Under a policy no person is asked to approve anything, and a call to a tool that needs
+    approval never runs: the engine answers it as not recorded if the policy would run it.
+    """
+
+    def answer(self, tool: Tool, arguments: JsonDict) -> ToolAnswer | None: ...
 
 
 @functools.cache

@@ -10,6 +10,7 @@ from celery import current_app
 from django.db import transaction
 
 RUN_TASK = "agents.run_execute"
+TRACE_TASK = "agents.run_trace_export"
 
 
 def run_enqueue_on_commit(*, run_id: int) -> None:
@@ -27,3 +28,12 @@ def run_enqueue(*, run_id: int) -> None:
         current_app.tasks[RUN_TASK].apply(args=[run_id])
         return
     current_app.send_task(RUN_TASK, args=[run_id])
+
+
+def run_trace_enqueue(*, run_id: int) -> None:
+    """Queue the export of an ended run's trace (agents/traces.py), when tracing is on."""
+    if current_app.conf.task_always_eager:
+        current_app.loader.import_default_modules()
+        current_app.tasks[TRACE_TASK].apply(args=[run_id])
+        return
+    current_app.send_task(TRACE_TASK, args=[run_id])

@@ -6,7 +6,7 @@ from typing import Any
 
 from agents.models import AgentRun
 from agents.protocol import FrameType
-from agents.react.types import ModelCallRecord, Step, step_from_event
+from agents.react.types import FinalAnswerStep, ModelCallRecord, Step, step_from_event
 from agents.runs.portable import stale_before
 
 
@@ -36,6 +36,27 @@ def run_prior_steps(*, run: AgentRun) -> list[Step]:
         for call in calls
     ]
     return records + [step_from_event(payload) for payload in run_stored_steps(run=run)]
+
+
+def run_log_steps(*, run: AgentRun) -> list[Step]:
+    """Everything a run stored, as the engine's steps: ``run_prior_steps`` and, for a run
+    that ended with its answer, the ``FinalAnswerStep`` (stored as ``run.finished``, with
+    the run's tokens and time). For reading a run back whole: comparisons, traces."""
+    steps = run_prior_steps(run=run)
+    finished = run.events.filter(type=FrameType.RUN_FINISHED).order_by("-seq").first()
+    if finished is not None:
+        payload = finished.payload
+        duration = run.duration_seconds
+        steps.append(
+            FinalAnswerStep(
+                text=payload["message"]["content"],
+                stop_reason=payload.get("stop_reason", "answer"),
+                prompt_tokens=run.prompt_tokens,
+                completion_tokens=run.completion_tokens,
+                duration_ms=int(duration * 1000) if duration is not None else 0,
+            )
+        )
+    return steps
 
 
 def run_claim_refusal(*, run_id: int) -> str:

@@ -70,7 +70,7 @@ from agents.react.types import (
     ThoughtStep,
 )
 from agents.runs.base import Claim, RunLost, RunStore
-from agents.runs.queue import run_enqueue_on_commit
+from agents.runs.queue import run_enqueue_on_commit, run_trace_enqueue
 from agents.runs.reads import run_claim_refusal, run_prior_steps
 from agents.runs.store import run_store
 from agents.runs.threads import in_database_thread
@@ -82,8 +82,10 @@ from agents.services.approvals import (
     run_stop_at_budget,
 )
 from agents.services.notifications import notification_for_run
+from agents.services.replays import replay_tool_policy
 from agents.services.schedules import firing_budget_steps, schedule_run_ended
 from agents.tools.builtin.attachments import attachment_tools
+from agents.traces import tracing_enabled
 from chatsite.server.loop import process_loop
 
 logger = logging.getLogger(__name__)
@@ -240,6 +242,10 @@ async def _drive_to_end(drive: _Drive, run: AgentRun, me: str) -> None:
     finally:
         _monitor.end_watch(run.pk)
         await in_database_thread(_run_ended, run.pk)
+    if tracing_enabled():
+        # Off the run's path: the trace is built from the stored log by a task of its own.
+        with contextlib.suppress(Exception):
+            await in_database_thread(_trace_if_ended, run.pk)
 
 
 def _run_ended(run_id: int) -> None:
@@ -254,6 +260,11 @@ def _run_ended(run_id: int) -> None:
         notification_for_run(run_id=run_id)
     except Exception:
         logger.exception("run %s: its notification could not be written", run_id)
+
+
+def _trace_if_ended(run_id: int) -> None:
+    if AgentRun.objects.filter(pk=run_id, status__in=AgentRun.TERMINAL_STATUSES).exists():
+        run_trace_enqueue(run_id=run_id)
 
 
 def _run_stopped_by(error: Exception, run: AgentRun, me: str) -> None:
@@ -348,6 +359,8 @@ def _prepare(run: AgentRun, watch: _Watch, me: str, claim: Claim) -> _Drive:
         conversation_id=conversation.pk, token_budget=snapshot.memory.token_budget
     )
     answer_so_far: list[str] = []
+    # A replay answers its tool calls from the run it replays (None for any other run).
+    replay_policy = replay_tool_policy(run=run)
     live_text = LiveText(conversation_id=conversation.pk, run_id=run.pk, attempt=run.attempts)
 
     def on_answer_delta(text: str) -> None:
@@ -373,7 +386,10 @@ def _prepare(run: AgentRun, watch: _Watch, me: str, claim: Claim) -> _Drive:
         extra_tools=attachment_tools(user=conversation.owner, conversation=conversation)
         if files.searchable
         else (),
+        tool_policy=replay_policy,
     )
+    if replay_policy is not None:
+        replay_policy.skip_answered(prior_steps, executor.tool_named)
     question = run.trigger_message.content
     steps = executor.arun(
         f"{files.inline}\n\n{question}" if files.inline else question,
@@ -395,6 +411,8 @@ def _prepare(run: AgentRun, watch: _Watch, me: str, claim: Claim) -> _Drive:
     )
 
     def after_run(answer: Message | None) -> None:
+        if run.is_replay:
+            return  # a replay's copy of the conversation is never summarised
         memory_after_run(
             conversation=conversation, snapshot=snapshot, run=run, context=memory, answer=answer
         )

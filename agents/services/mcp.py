@@ -127,6 +127,8 @@ def mcp_tools_enable(
                 # A tool the server says may change something waits for the user's approval
                 # (staff can untick it in the tool's admin page).
                 needs_approval=needs_approval_by_default(remote.annotations),
+                # What the server says only reads may be run by a replay (agents/react/replay.py).
+                read_only=remote.annotations.get("readOnlyHint") is True,
             )
             tool_config.full_clean()
             tool_config.save()

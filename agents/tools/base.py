@@ -54,6 +54,7 @@ class ConfiguredTool(Tool):
         timeout_seconds: float | None = None,
         return_direct: bool = False,
         needs_approval: bool = False,
+        read_only: bool = False,
         user: Any = None,
         conversation: Any = None,
     ) -> None:
@@ -66,6 +67,8 @@ class ConfiguredTool(Tool):
             self.timeout_seconds = float(timeout_seconds)
         self.return_direct = return_direct
         self.needs_approval = needs_approval
+        # A kind that only ever reads says so on its class; staff mark other tools.
+        self.read_only = read_only or type(self).read_only
         self.user = user
         self.conversation = conversation
 

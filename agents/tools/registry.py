@@ -119,6 +119,7 @@ def build_tool(tool_config: ToolConfig, *, user: Any, conversation: Any = None) 
         timeout_seconds=tool_config.timeout_seconds,
         return_direct=tool_config.return_direct,
         needs_approval=tool_config.needs_approval,
+        read_only=tool_config.read_only,
         user=user,
         conversation=conversation,
     )

@@ -111,6 +111,8 @@ def test_discover_lists_the_tools_and_enables_the_chosen_ones_renamed_on_a_clash
     assert made["remote_add"].timeout_seconds == 4
     assert made["mail_send"].config["annotations"]["destructiveHint"] is True
     assert (made["mail_send"].needs_approval, made["remote_add"].needs_approval) == (True, False)
+    # What the server marks read-only a replay may run (agents/react/replay.py).
+    assert (made["mail_send"].read_only, made["remote_add"].read_only) == (False, True)
     assert made["mail_send"].description == "Sends an email."
 
     # Tools already enabled are shown as such, not offered again.

@@ -95,6 +95,8 @@ _SPELLINGS = str.maketrans({"×": "*", "÷": "/", "−": "-", "–": "-"})
 class Calculator(ConfiguredTool):
     """Evaluates arithmetic expressions safely."""
 
+    read_only = True
+
     name = "calculator"
     description = (
         "Evaluates an arithmetic expression and returns the number. Supports + - * / // % **, "

@@ -20,6 +20,8 @@ CONFIG_SCHEMA: dict[str, Any] = {
 class ConversationSearch(ConfiguredTool):
     """Searches the current user's own past conversations."""
 
+    read_only = True
+
     name = "conversation_search"
     description = (
         "Searches the user's earlier conversations (titles and messages) and returns matching "

@@ -24,6 +24,8 @@ CONFIG_SCHEMA: dict[str, Any] = {
 class CurrentTime(ConfiguredTool):
     """Tells the current date and time in a time zone."""
 
+    read_only = True
+
     name = "current_time"
     description = (
         "Returns the current date, weekday and time. Optional input: an IANA time zone "

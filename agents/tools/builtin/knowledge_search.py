@@ -23,6 +23,8 @@ CONFIG_SCHEMA: dict[str, Any] = {
 class KnowledgeSearch(ConfiguredTool):
     """Searches the documents of one knowledge collection."""
 
+    read_only = True
+
     name = "knowledge_search"
     description = (
         "Searches the knowledge base and returns the most relevant passages, each labelled "

@@ -30,6 +30,8 @@ _MAX_LISTED_KEYS = 20
 class LookupTable(ConfiguredTool):
     """Looks a key up in a table the admin defines."""
 
+    read_only = True
+
     name = "lookup_table"
     description = "Looks up a value by its key. Input: the key."
 
