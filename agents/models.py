@@ -809,10 +809,38 @@ class AgentRun(models.Model):
         db_default="",
     )
 
+    # -- sub-agents (agents/services/subagents.py) --
+    # The run whose ``delegate`` tool call started this one, and that call's id: one child
+    # per call, so a parent resumed after a crash finds its child instead of starting another.
+    parent_run = models.ForeignKey(
+        "self",
+        verbose_name=_("parent run"),
+        on_delete=models.CASCADE,
+        null=True,
+        blank=True,
+        related_name="child_runs",
+    )
+    parent_call_id = models.CharField(
+        _("parent call id"), max_length=64, blank=True, default="", db_default=""
+    )
+    # What the parent asked: a child's question (its trigger message is the parent's).
+    task = models.TextField(_("task"), blank=True, default="", db_default="")
+    # How many delegations deep (0: a run the owner started) and the most steps it may take:
+    # what was left of its parent's when it started.
+    depth = models.PositiveSmallIntegerField(_("depth"), default=0, db_default=0)
+    max_steps = models.PositiveSmallIntegerField(_("max steps"), null=True, blank=True)
+
     class Meta:
         verbose_name = _("agent run")
         verbose_name_plural = _("agent runs")
         ordering = ["-id"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["parent_run", "parent_call_id"],
+                condition=Q(parent_run__isnull=False),
+                name="one_child_run_per_call",
+            )
+        ]
         # No index holds heartbeat_at or the token counts: every stored reply updates them,
         # and an update that changes no indexed column stays on its page (a HOT update)
         # instead of adding an entry to every index of the table. The rescue's scan finds
@@ -830,6 +858,11 @@ class AgentRun(models.Model):
     @property
     def is_terminal(self) -> bool:
         return self.status in self.TERMINAL_STATUSES
+
+    @property
+    def is_child(self) -> bool:
+        """Started by another run's ``delegate`` call: it writes no message of its own."""
+        return self.parent_run_id is not None
 
     @property
     def total_tokens(self) -> int:

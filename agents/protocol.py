@@ -215,12 +215,19 @@ def usage_payload(run: AgentRun) -> dict[str, Any]:
     }
 
 
-def run_finished_payload(*, run: AgentRun, message: Message, stop_reason: str) -> dict[str, Any]:
-    return {
-        "message": message_payload(message),
+def run_finished_payload(
+    *, run: AgentRun, message: Message | None, stop_reason: str, answer: str = ""
+) -> dict[str, Any]:
+    """A child run (a sub-agent's) has no message: its ``answer`` is its parent's
+    observation."""
+    payload = {
+        "message": message_payload(message) if message is not None else None,
         "usage": usage_payload(run),
         "stop_reason": stop_reason,
     }
+    if message is None:
+        payload["answer"] = answer
+    return payload
 
 
 def run_failed_payload(*, code: str, message: str) -> dict[str, Any]:

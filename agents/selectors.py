@@ -230,7 +230,8 @@ def conversation_tree(*, conversation: Conversation) -> Tree:
 
 def run_triggers(*, conversation: Conversation) -> dict[int, int]:
     """Each run of the conversation and the user message it answers. One query."""
-    runs = AgentRun.objects.filter(conversation=conversation)
+    # A sub-agent's run is drawn under its parent's call, not after the question.
+    runs = AgentRun.objects.filter(conversation=conversation, parent_run__isnull=True)
     return dict(runs.values_list("id", "trigger_message_id"))
 
 
@@ -246,7 +247,8 @@ def active_branch_view(*, conversation: Conversation) -> BranchView:
     """The active branch's messages and the runs it shows: those that wrote its answers,
     and after a user message with no answer on the branch, its newest run if that is newer
     than every answer it has (a failed or stopped attempt, or one still going). The chat page
-    draws the same (static/js/thread.js). Two queries."""
+    draws the same (static/js/thread.js), and the sub-agent runs under them. Two queries,
+    and one per level of sub-agents."""
     branch = list(
         Message.objects.filter(conversation=conversation, on_active_branch=True)
         .order_by("id")
@@ -262,9 +264,9 @@ def active_branch_view(*, conversation: Conversation) -> BranchView:
     if open_questions:
         newest_run: dict[int, int] = {}
         newest_answered_run: dict[int, int] = {}
-        runs = AgentRun.objects.filter(trigger_message_id__in=open_questions).values_list(
-            "id", "trigger_message_id", "answer__id"
-        )
+        runs = AgentRun.objects.filter(
+            trigger_message_id__in=open_questions, parent_run__isnull=True
+        ).values_list("id", "trigger_message_id", "answer__id")
         for run_id, trigger_id, answer_id in runs:
             target = newest_answered_run if answer_id is not None else newest_run
             target[trigger_id] = max(target.get(trigger_id, 0), run_id)
@@ -273,6 +275,13 @@ def active_branch_view(*, conversation: Conversation) -> BranchView:
             for trigger_id, run_id in newest_run.items()
             if run_id > newest_answered_run.get(trigger_id, 0)
         )
+    # The sub-agents' runs of the runs shown, drawn under them (one query per level).
+    parents = set(shown)
+    while parents:
+        parents = set(
+            AgentRun.objects.filter(parent_run_id__in=parents).values_list("id", flat=True)
+        )
+        shown |= parents
     return BranchView(message_ids=frozenset(pk for pk, _, _ in branch), run_ids=frozenset(shown))
 
 

@@ -470,3 +470,7 @@ LOGGING = {
 # Traces: every ended run exported as OpenTelemetry spans over OTLP/HTTP to this base URL
 # (the SDK's own variable; agents/traces.py adds /v1/traces). Empty: no trace is built.
 OTEL_EXPORTER_OTLP_ENDPOINT = env.str("OTEL_EXPORTER_OTLP_ENDPOINT", default="")
+
+# --- Sub-agents (docs/architecture.md, "Sub-agents") --------------------------------------
+# How many delegations deep a run may be: a child at this depth gets no delegate tools.
+AGENT_DELEGATION_MAX_DEPTH = env.int("AGENT_DELEGATION_MAX_DEPTH", default=2)

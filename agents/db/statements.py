@@ -433,7 +433,11 @@ def run_claim(models_read: tuple[type[Model], ...]) -> str:
             "'attempt', r.attempts, 'model', r.model_name, "
             "'profile', CASE WHEN jsonb_typeof(pv.snapshot -> 'slug') = 'string' "
             "THEN pv.snapshot ->> 'slug' ELSE '' END, "
-            "'trigger_message_id', r.trigger_message_id) AS payload "
+            "'trigger_message_id', r.trigger_message_id) "
+            # A sub-agent's run names its parent and the call (as ``started_payload``).
+            "|| CASE WHEN r.parent_run_id IS NULL THEN '{{}}'::jsonb ELSE jsonb_build_object("
+            "'parent_run_id', r.parent_run_id, 'parent_call_id', r.parent_call_id) END "
+            "AS payload "
             "FROM r JOIN {versions} AS pv ON pv.id = r.profile_version_id "
             "WHERE %(announce)s AND r.attempts - r.resumes <= %(max_attempts)s), "
             "bumped AS (UPDATE {conversations} SET last_seq = last_seq + 1 "

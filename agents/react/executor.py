@@ -308,13 +308,13 @@ class _ToolCall:
     """One tool call on a worker thread, so that it can time out (and be abandoned); a tool
     that ``runs_inline`` has finished when this returns."""
 
-    def __init__(self, tool: Tool, arguments: JsonDict) -> None:
+    def __init__(self, tool: Tool, arguments: JsonDict, call_id: str = "") -> None:
         self.tool = tool
         self.arguments = arguments
         self.result: object = None
         self.error: Exception | None = None
         self.done = threading.Event()
-        self.interrupt = CallInterrupt()
+        self.interrupt = CallInterrupt(call_id)
         self.started = time.monotonic()
         self._lock = threading.Lock()
         self._waiters: list[Callable[[], None]] = []
@@ -1031,7 +1031,7 @@ class AgentExecutor:
                 return tool, ErrorStep(code="not_recorded", message=message)
             if answer is not None:
                 return tool, answer
-        return tool, _ToolCall(tool, arguments)
+        return tool, _ToolCall(tool, arguments, action.call_id)
 
     @staticmethod
     def _decided_on_another_call(transcript: Transcript, action: ActionStep, tool: Tool) -> bool:

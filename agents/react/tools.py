@@ -48,7 +48,10 @@ class CallInterrupt:
     run's thread): they must be quick and must not block.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, call_id: str = "") -> None:
+        # The engine's id of the call (``call-<n>``, unique within the run): a tool whose
+        # work must happen once per call (a sub-agent's run) keys it on this.
+        self.call_id = call_id
         self._lock = threading.Lock()
         self._callbacks: list[Callable[[], None]] = []
         self._interrupted = False

@@ -177,12 +177,17 @@ class RunStore(abc.ABC):
 
 
 def started_payload(run: AgentRun, model: str, profile: str) -> dict[str, Any]:
-    return run_started_payload(
+    payload = run_started_payload(
         attempt=run.attempts,
         model=model,
         profile=profile,
         trigger_message_id=run.trigger_message_id,
     )
+    if run.is_child:
+        # A sub-agent's run: the page draws it under its parent's call.
+        payload["parent_run_id"] = run.parent_run_id
+        payload["parent_call_id"] = run.parent_call_id
+    return payload
 
 
 def step_items(steps: Sequence[Step]) -> list[tuple[FrameType, dict[str, Any]]]:

@@ -124,9 +124,12 @@ class PortableRunStore(RunStore):
                 calls = _store_model_calls(run, records, worker_id)
                 locked.prompt_tokens += calls.prompt_tokens
                 locked.completion_tokens += calls.completion_tokens
-            message = _save_answer(run, step.text)
+            # A child run's answer is its parent's observation, not a message of the chat.
+            message = None if run.is_child else _save_answer(run, step.text)
             _end(run, locked, Status.SUCCEEDED)
-            finished = run_finished_payload(run=run, message=message, stop_reason=step.stop_reason)
+            finished = run_finished_payload(
+                run=run, message=message, stop_reason=step.stop_reason, answer=step.text
+            )
             events_append(
                 conversation=run.conversation,
                 run=run,
@@ -170,7 +173,8 @@ class PortableRunStore(RunStore):
             locked = _lock_active(run, worker_id)
             if locked is None:
                 return False
-            message = _save_answer(run, partial_answer) if partial_answer.strip() else None
+            keep = partial_answer.strip() and not run.is_child
+            message = _save_answer(run, partial_answer) if keep else None
             _end(run, locked, Status.CANCELLED)
             event_append(
                 conversation=run.conversation,

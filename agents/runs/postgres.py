@@ -99,8 +99,9 @@ class PostgresRunStore(PortableRunStore):
         worker_id: str | None = None,
         preceding: Sequence[Step] = (),
     ) -> Message | None:
-        if worker_id is None:
-            return super().finish(run=run, step=step, preceding=preceding)
+        if worker_id is None or run.is_child:
+            # A child run writes no answer message: the ORM's path, which can leave it out.
+            return super().finish(run=run, step=step, worker_id=worker_id, preceding=preceding)
         return _now(_finish_write(run, step, preceding, worker_id))
 
     async def afinish(
@@ -111,6 +112,10 @@ class PostgresRunStore(PortableRunStore):
         worker_id: str,
         preceding: Sequence[Step] = (),
     ) -> Message | None:
+        if run.is_child:
+            return await in_database_thread(
+                self.finish, run=run, step=step, worker_id=worker_id, preceding=preceding
+            )
         return await _later(_finish_write(run, step, preceding, worker_id))
 
     # The claim reads seven models' rows with it: converted as the ORM converts them

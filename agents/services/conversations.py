@@ -299,17 +299,28 @@ def run_cancel(*, run: AgentRun, user: User) -> AgentRun:
     if run.conversation.owner_id != user.pk:
         raise RequestRefused(RefusalCode.NOT_FOUND, _("No such run."))
     with transaction.atomic():
-        locked = AgentRun.objects.select_for_update().get(pk=run.pk)
-        if locked.status in (AgentRun.Status.QUEUED, *AgentRun.PAUSED_STATUSES):
-            # Queued or paused: no worker holds it, so it ends here.
-            if locked.status == AgentRun.Status.AWAITING_APPROVAL:
-                approvals_cancel(run=locked, user=user)
-            run_mark_cancelled(run=locked, partial_answer="")
-        elif locked.status == AgentRun.Status.RUNNING and locked.cancel_requested_at is None:
-            locked.cancel_requested_at = timezone.now()
-            locked.save(update_fields=["cancel_requested_at"])
+        _cancel_with_children(run.pk, user)
     run.refresh_from_db()
     return run
+
+
+def _cancel_with_children(run_id: int, user: User) -> None:
+    """Cancel one run and every unfinished run it delegated to, however deep (each child
+    is cancelled as its owner's Stop would: at once if queued or paused, else asked)."""
+    locked = AgentRun.objects.select_for_update().get(pk=run_id)
+    if locked.status in (AgentRun.Status.QUEUED, *AgentRun.PAUSED_STATUSES):
+        # Queued or paused: no worker holds it, so it ends here.
+        if locked.status == AgentRun.Status.AWAITING_APPROVAL:
+            approvals_cancel(run=locked, user=user)
+        run_mark_cancelled(run=locked, partial_answer="")
+    elif locked.status == AgentRun.Status.RUNNING and locked.cancel_requested_at is None:
+        locked.cancel_requested_at = timezone.now()
+        locked.save(update_fields=["cancel_requested_at"])
+    children = AgentRun.objects.filter(parent_run_id=run_id).exclude(
+        status__in=AgentRun.TERMINAL_STATUSES
+    )
+    for child_id in children.values_list("pk", flat=True):
+        _cancel_with_children(child_id, user)
 
 
 # --------------------------------------------------------------------------------------

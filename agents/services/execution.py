@@ -52,7 +52,7 @@ from agents import events
 from agents.attachments.selectors import attachments_for_run
 from agents.live import LiveText
 from agents.llm.errors import public_failure_message
-from agents.memory.services import memory_after_run, memory_for_run
+from agents.memory.services import MemoryContext, memory_after_run, memory_for_run
 from agents.models import AgentRun, Message
 from agents.profile_snapshot import ProfileSnapshot
 from agents.react.errors import (
@@ -74,7 +74,7 @@ from agents.runs.queue import run_enqueue_on_commit, run_trace_enqueue
 from agents.runs.reads import run_claim_refusal, run_prior_steps
 from agents.runs.store import run_store
 from agents.runs.threads import in_database_thread
-from agents.runtime import build_executor
+from agents.runtime import build_executor, snapshot_tool_configs
 from agents.services.approvals import (
     approvals_expire,
     budget_pauses_expire,
@@ -84,7 +84,10 @@ from agents.services.approvals import (
 from agents.services.notifications import notification_for_run
 from agents.services.replays import replay_tool_policy
 from agents.services.schedules import firing_budget_steps, schedule_run_ended
+from agents.services.subagents import delegation_max_depth
 from agents.tools.builtin.attachments import attachment_tools
+from agents.tools.builtin.delegate import KIND as DELEGATE_KIND
+from agents.tools.builtin.delegate import Delegate
 from agents.traces import tracing_enabled
 from chatsite.server.loop import process_loop
 
@@ -344,15 +347,33 @@ def _prepare(run: AgentRun, watch: _Watch, me: str, claim: Claim) -> _Drive:
     if (scheduled_steps := firing_budget_steps(run_id=run.pk)) is not None:
         # A scheduled run's own step budget (agents/services/schedules.py).
         snapshot = dataclasses.replace(snapshot, budget_steps=scheduled_steps)
+    if run.max_steps is not None:
+        # A child run: at most what was left of its parent's steps (agents/services/subagents.py).
+        snapshot = dataclasses.replace(
+            snapshot, max_iterations=min(snapshot.max_iterations, run.max_steps)
+        )
     conversation = run.conversation
     # Only a later attempt can find steps of this run already stored.
     prior_steps = run_prior_steps(run=run) if run.attempts > 1 else []
-    memory = memory_for_run(
-        conversation=conversation,
-        snapshot=snapshot,
-        model_name=run.model_name,
-        before_message=run.trigger_message,
+    memory = (
+        # A child sees its task only, not the conversation its parent runs in.
+        MemoryContext(summary="", history=[], summary_id=None)
+        if run.is_child
+        else memory_for_run(
+            conversation=conversation,
+            snapshot=snapshot,
+            model_name=run.model_name,
+            before_message=run.trigger_message,
+        )
     )
+    tool_configs = claim.tool_configs
+    if run.depth >= delegation_max_depth():
+        # At the depth limit a run delegates no further.
+        tool_configs = [
+            row
+            for row in snapshot_tool_configs(snapshot, enabled=tool_configs)
+            if row.kind != DELEGATE_KIND
+        ]
     # The conversation's files: the small ones whole, before the question, within the
     # profile's memory budget; the tools for the rest.
     files = attachments_for_run(
@@ -382,7 +403,7 @@ def _prepare(run: AgentRun, watch: _Watch, me: str, claim: Claim) -> _Drive:
         budget_grants=run.budget_grants,
         # The rows the snapshot names, read with the claim (``run_claim_with_tools``).
         model_config=run.model_config,
-        tool_configs=claim.tool_configs,
+        tool_configs=tool_configs,
         extra_tools=attachment_tools(user=conversation.owner, conversation=conversation)
         if files.searchable
         else (),
@@ -390,7 +411,10 @@ def _prepare(run: AgentRun, watch: _Watch, me: str, claim: Claim) -> _Drive:
     )
     if replay_policy is not None:
         replay_policy.skip_answered(prior_steps, executor.tool_named)
-    question = run.trigger_message.content
+    for tool in executor.tools:
+        if isinstance(tool, Delegate):
+            tool.parent_run_id = run.pk
+    question = run.task if run.is_child else run.trigger_message.content
     steps = executor.arun(
         f"{files.inline}\n\n{question}" if files.inline else question,
         history=memory.history,
@@ -411,8 +435,8 @@ def _prepare(run: AgentRun, watch: _Watch, me: str, claim: Claim) -> _Drive:
     )
 
     def after_run(answer: Message | None) -> None:
-        if run.is_replay:
-            return  # a replay's copy of the conversation is never summarised
+        if run.is_replay or run.is_child:
+            return  # a replay's copy, or a child's task, is not the conversation's to summarise
         memory_after_run(
             conversation=conversation, snapshot=snapshot, run=run, context=memory, answer=answer
         )

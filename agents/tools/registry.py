@@ -149,6 +149,7 @@ def _register_builtins() -> None:
         calculator,
         conversation_search,
         current_time,
+        delegate,
         http_request,
         knowledge_search,
         lookup_table,
@@ -190,6 +191,7 @@ def _register_builtins() -> None:
     register_kind(
         "python", python_sandbox.PythonSandbox, config_schema=python_sandbox.CONFIG_SCHEMA
     )
+    register_kind(delegate.KIND, delegate.Delegate, config_schema=delegate.CONFIG_SCHEMA)
 
 
 _register_builtins()
