@@ -117,9 +117,9 @@ def _steps_left(parent: AgentRun) -> int:
 def child_run_outcome(*, run_id: int) -> ChildOutcome:
     """The child's status, and once it ended its answer or why it gave none. One statement
     while it runs."""
-    status, error_message = AgentRun.objects.filter(pk=run_id).values_list(
-        "status", "error_message"
-    ).get()
+    status, error_message = (
+        AgentRun.objects.filter(pk=run_id).values_list("status", "error_message").get()
+    )
     if status == AgentRun.Status.SUCCEEDED:
         finished = (
             RunEvent.objects.filter(run_id=run_id, type=FrameType.RUN_FINISHED)

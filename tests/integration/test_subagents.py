@@ -229,8 +229,8 @@ def test_a_worker_killed_during_the_child_resumes_both_without_a_second_child(li
         [Reply(add), Hang(60), Reply("Final Answer: It is 42.")],
         child_tools=("calculator",),
     )
-    conversation, sock, parent_id = _send(live_stack, user, parent)
-    wait_until(lambda: len(live_stack.model.requests(child_model)) >= 2, what="the child's 2nd call")
+    conversation, _sock, parent_id = _send(live_stack, user, parent)
+    wait_until(lambda: len(live_stack.model.requests(child_model)) >= 2, what="its 2nd call")
     live_stack.worker.kill()
     live_stack.worker.start()
 
