@@ -159,6 +159,8 @@ export class Thread {
     this.runOfAnswer = new Map();
     this.answerOfRun = new Map();
     this.triggerOfRun = new Map();
+    // A sub-agent's run -> the run whose call started it: drawn inside that run's steps.
+    this.parentOfRun = new Map();
     this.leaf = null; // the message the shown branch ends at
     this.tailRun = null; // the run drawn last, if the branch ends with one
     this.live = false; // frames from now on move the leaf (the stored ones were replayed)
@@ -374,6 +376,7 @@ export class Thread {
     });
     // A run whose question is not known yet (its first frame is on the way) goes last.
     for (const runId of this.runOrder) {
+      if (this.parentOfRun.has(runId)) continue; // drawn inside its parent's steps
       if (!this.triggerOfRun.has(runId) && !this.answerOfRun.has(runId)) showRun(runId);
     }
     const tail = nodes[nodes.length - 1];
@@ -772,7 +775,11 @@ export class Thread {
   }
 
   runStarted(p) {
-    this.noteTrigger(p.run_id, p.trigger_message_id);
+    if (p.parent_run_id !== undefined && p.parent_run_id !== null) {
+      this.nestChildRun(p);
+    } else {
+      this.noteTrigger(p.run_id, p.trigger_message_id);
+    }
     const run = this.ensureRun(p.run_id);
     if (!run || run.finished) return;
     run.status = "running";
@@ -793,6 +800,25 @@ export class Thread {
       );
     }
     this.updateStepsTitle(run);
+  }
+
+  // A sub-agent's run (docs/protocol.md, run.started's parent_run_id): its steps and answer
+  // are drawn as one step of its parent, under the call that started it.
+  nestChildRun(p) {
+    if (this.parentOfRun.has(p.run_id)) return;
+    this.parentOfRun.set(p.run_id, p.parent_run_id);
+    const parent = this.ensureRun(p.parent_run_id);
+    const child = this.ensureRun(p.run_id);
+    if (!parent || !child) return;
+    child.root.classList.add("subagent");
+    child.root.setAttribute("aria-label", interpolate(gettext("Sub-agent %s"), [p.profile || ""]));
+    child.root.dataset.parentRunId = p.parent_run_id;
+    child.branchBar.remove();
+    const label = el("span", { className: "step-label", text: interpolate(gettext("Sub-agent %s"), [p.profile || ""]) });
+    const item = el("li", { className: "step subagent-step", dataset: { callId: p.parent_call_id || "" } }, label, child.root);
+    parent.list.append(item);
+    parent.stepCount += 1;
+    this.updateStepsTitle(parent);
   }
 
   updateStepsTitle(run) {
@@ -1018,7 +1044,8 @@ export class Thread {
       decorateCode(run.answer);
       this.onAnswerShown(run.answer);
     } else {
-      run.answer.textContent = message.content || run.deltaText;
+      // A sub-agent's answer is its parent's observation, not a message: plain text.
+      run.answer.textContent = message.content || p.answer || run.deltaText;
     }
     this.setUsage(run, p.usage || {}, limitNote);
     decorateAnswer(run.footer, message);
@@ -1090,6 +1117,13 @@ export class Thread {
   approvalRequested(p) {
     const run = this.ensureRun(p.run_id);
     if (!run || run.finished || this.approvals.has(p.approval_id)) return;
+    // The runs waiting on this sub-agent wait for the owner too.
+    for (let up = this.parentOfRun.get(run.id); up !== undefined; up = this.parentOfRun.get(up)) {
+      const waiting = this.runs.get(up);
+      if (!waiting || waiting.finished) break;
+      waiting.root.classList.add("paused");
+      waiting.summaryText.textContent = gettext("Waiting for your approval");
+    }
     this.dropLiveThought(run);
     run.status = "awaiting_approval";
     run.root.classList.add("paused");
@@ -1148,6 +1182,12 @@ export class Thread {
         run.status = "queued";
         run.resumedByPerson = true;
         run.root.classList.remove("paused");
+        for (let up = this.parentOfRun.get(run.id); up !== undefined; up = this.parentOfRun.get(up)) {
+          const waiting = this.runs.get(up);
+          if (!waiting || waiting.finished) break;
+          waiting.root.classList.remove("paused");
+          this.updateStepsTitle(waiting);
+        }
       }
       this.updateStepsTitle(run);
     }
