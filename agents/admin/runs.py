@@ -77,6 +77,10 @@ class AgentRunAdmin(ReadOnlyAdminMixin, ExtraPagesAdmin):
             },
         ),
         (
+            _("Sub-agent"),
+            {"fields": ["parent_run", "parent_call_id", "task", "depth", "max_steps"]},
+        ),
+        (
             _("Timing and tokens"),
             {
                 "fields": [
@@ -280,17 +284,9 @@ def _csv_safe(text: str) -> str:
 
 
 def _inspector_context(run: AgentRun) -> dict[str, Any]:
-    """The step timeline and every model call of a run, for its page."""
-    events = [
-        {
-            "seq": event.seq,
-            "type": event.type,
-            "created_at": event.created_at,
-            "kind": event.payload.get("kind", "") if isinstance(event.payload, dict) else "",
-            "payload": pretty(event.payload),
-        }
-        for event in run_event_list(run=run)
-    ]
+    """The step timeline and every model call of a run, for its page. A call that started a
+    sub-agent's run has that run's timeline under it, however deep."""
+    events = _timeline(run)
     calls = [
         {
             "call": call,
@@ -305,3 +301,27 @@ def _inspector_context(run: AgentRun) -> dict[str, Any]:
         for approval in run_approvals(run=run)
     ]
     return {"run_events": events, "model_calls": calls, "run_approvals": approvals}
+
+
+def _timeline(run: AgentRun) -> list[dict[str, Any]]:
+    children = {child.parent_call_id: child for child in run.child_runs.order_by("pk")}
+    timeline = []
+    for event in run_event_list(run=run):
+        payload = event.payload if isinstance(event.payload, dict) else {}
+        kind = payload.get("kind", "")
+        child = children.get(payload.get("call_id", "")) if kind == "action" else None
+        timeline.append(
+            {
+                "seq": event.seq,
+                "type": event.type,
+                "created_at": event.created_at,
+                "kind": kind,
+                "payload": pretty(event.payload),
+                "child": child,
+                "child_url": reverse("admin:agents_agentrun_change", args=[child.pk])
+                if child
+                else "",
+                "child_events": _timeline(child) if child else [],
+            }
+        )
+    return timeline

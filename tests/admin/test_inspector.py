@@ -206,3 +206,42 @@ def test_the_inspector_says_when_a_run_was_stopped_before_a_decision(staff_clien
     assert "send_mail" in body
     assert "Run stopped before a decision" in body
     assert "Pending" not in body
+
+
+@pytest.mark.django_db
+def test_a_delegate_calls_sub_agent_run_is_shown_under_it(
+    staff_client, user, version, make_finished_run
+):
+    from agents.models import Message
+    from agents.react.types import FinalAnswerStep, ThoughtStep
+    from agents.runs.store import run_finish, run_record_step, run_started
+
+    parent = make_finished_run(owner=user, profile_version=version)
+    child = AgentRun.objects.create(
+        conversation=parent.conversation,
+        trigger_message=parent.trigger_message,
+        profile_version=version,
+        model_name="demo",
+        status=AgentRun.Status.RUNNING,
+        attempts=1,
+        parent_run=parent,
+        parent_call_id="call-1",
+        task="Look up the capital",
+        depth=1,
+    )
+    run_started(run=child, model="demo", profile="geographer")
+    run_record_step(run=child, step=ThoughtStep(text="The helper looks it up."))
+    run_finish(run=child, step=FinalAnswerStep(text="Paris, says the helper."))
+
+    body = page_text(staff_client.get(reverse("admin:agents_agentrun_change", args=[parent.pk])))
+
+    assert f"Sub-agent run {child.pk} (Succeeded)" in body
+    assert "The helper looks it up." in body
+    assert reverse("admin:agents_agentrun_change", args=[child.pk]) in body
+    # The child's answer is in its run.finished, not a message of the conversation.
+    assert not Message.objects.filter(run=child).exists()
+    child_page = page_text(
+        staff_client.get(reverse("admin:agents_agentrun_change", args=[child.pk]))
+    )
+    assert "Look up the capital" in child_page
+    assert "Paris, says the helper." in child_page
