@@ -84,7 +84,7 @@ from agents.services.approvals import (
 from agents.services.notifications import notification_for_run
 from agents.services.replays import replay_tool_policy
 from agents.services.schedules import firing_budget_steps, schedule_run_ended
-from agents.services.subagents import delegation_max_depth
+from agents.services.subagents import child_runs_stop_after, delegation_max_depth
 from agents.tools.builtin.attachments import attachment_tools
 from agents.tools.builtin.delegate import KIND as DELEGATE_KIND
 from agents.tools.builtin.delegate import Delegate
@@ -261,6 +261,7 @@ def _run_ended(run_id: int) -> None:
             return
         schedule_run_ended(run=run)
         notification_for_run(run_id=run_id)
+        child_runs_stop_after(parent_run_id=run_id)
     except Exception:
         logger.exception("run %s: its notification could not be written", run_id)
 

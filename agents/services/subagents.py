@@ -20,6 +20,7 @@ from agents.profile_snapshot import ProfileSnapshot, snapshot_model_config
 from agents.protocol import FrameType
 from agents.runs.queue import run_enqueue_on_commit
 from agents.selectors import profiles_for_user
+from agents.services.conversations import run_cancel
 from agents.services.prompt_versions import prompt_version_ensure
 
 
@@ -133,3 +134,20 @@ def child_run_outcome(*, run_id: int) -> ChildOutcome:
     if status == AgentRun.Status.CANCELLED:
         return ChildOutcome(status=status, error=_("The sub-agent was stopped."))
     return ChildOutcome(status=status)
+
+
+def child_runs_stop_after(*, parent_run_id: int) -> int:
+    """Stop, as the owner's Stop would, the unfinished children of a parent that ended:
+    nothing waits for their answers any more (a parent that failed at its hard limit, say).
+    Returns how many were stopped; none while the parent goes on or is paused."""
+    parent = AgentRun.objects.select_related("conversation__owner").filter(pk=parent_run_id).first()
+    if parent is None or not parent.is_terminal:
+        return 0
+    children = AgentRun.objects.filter(parent_run_id=parent_run_id).exclude(
+        status__in=AgentRun.TERMINAL_STATUSES
+    )
+    stopped = 0
+    for child in children.select_related("conversation"):
+        run_cancel(run=child, user=parent.conversation.owner)
+        stopped += 1
+    return stopped
