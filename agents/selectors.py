@@ -486,3 +486,8 @@ def tool_secret_values() -> list[str]:
 def preference_get(*, user: User) -> UserPreference | None:
     """The user's stored language and theme, if they ever chose one."""
     return UserPreference.objects.filter(user=user).first()
+
+
+def users_of_provider_identity(*, issuer: str, subject: str) -> QuerySet[User]:
+    """The user (at most one) who signs in as the identity provider's account ``subject``."""
+    return User.objects.filter(provider_identity__issuer=issuer, provider_identity__subject=subject)
