@@ -1057,7 +1057,7 @@ class ProviderIdentity(models.Model):
     )
     issuer = models.CharField(_("issuer"), max_length=255)
     subject = models.CharField(_("subject"), max_length=255)
-    created_at = models.DateTimeField(_("created"), auto_now_add=True)
+    created_at = models.DateTimeField(_("created at"), auto_now_add=True)
 
     class Meta:
         verbose_name = _("identity provider account")

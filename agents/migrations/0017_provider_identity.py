@@ -19,7 +19,7 @@ class Migration(migrations.Migration):
                 ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
                 ('issuer', models.CharField(max_length=255, verbose_name='issuer')),
                 ('subject', models.CharField(max_length=255, verbose_name='subject')),
-                ('created_at', models.DateTimeField(auto_now_add=True, verbose_name='created')),
+                ('created_at', models.DateTimeField(auto_now_add=True, verbose_name='created at')),
                 ('user', models.OneToOneField(on_delete=django.db.models.deletion.CASCADE, related_name='provider_identity', to=settings.AUTH_USER_MODEL, verbose_name='user')),
             ],
             options={

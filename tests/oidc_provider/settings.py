@@ -31,6 +31,7 @@ TEMPLATES = [
 DATABASES = {"default": {"ENGINE": "django.db.backends.sqlite3", "NAME": IDP_DIR / "idp.sqlite3"}}
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 USE_TZ = True
+TIME_ZONE = "UTC"
 # Cookies are per host, not per port: these must not collide with chatsite's on 127.0.0.1.
 SESSION_COOKIE_NAME = "idp_session"
 CSRF_COOKIE_NAME = "idp_csrftoken"
