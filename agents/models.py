@@ -1063,9 +1063,7 @@ class ProviderIdentity(models.Model):
         verbose_name = _("identity provider account")
         verbose_name_plural = _("identity provider accounts")
         constraints = [
-            models.UniqueConstraint(
-                fields=["issuer", "subject"], name="unique_provider_identity"
-            )
+            models.UniqueConstraint(fields=["issuer", "subject"], name="unique_provider_identity")
         ]
 
     def __str__(self) -> str:

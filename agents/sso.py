@@ -136,7 +136,7 @@ class OpenIDBackend(OIDCAuthenticationBackend):
             self.OIDC_OP_TOKEN_ENDPOINT = found.token
             self.OIDC_OP_USER_ENDPOINT = found.userinfo
             self.OIDC_OP_JWKS_ENDPOINT = found.jwks
-            return super().authenticate(request, **kwargs)  # type: ignore[no-any-return]
+            return super().authenticate(request, **kwargs)
         except SignInRefused as refused:
             reason = str(refused)
         except ValidationError as invalid:
@@ -220,7 +220,7 @@ class SignInStart(OIDCAuthenticationRequestView):
             self.OIDC_OP_AUTH_ENDPOINT = endpoints().authorization
         except SignInRefused as refused:
             return _refused(request, str(refused))
-        return super().get(request)  # type: ignore[no-any-return]
+        return super().get(request)
 
 
 class SignInCallback(OIDCAuthenticationCallbackView):

@@ -297,9 +297,9 @@ LOGIN_REDIRECT_URL = "chat"
 LOGOUT_REDIRECT_URL = "login"
 
 # --- Single sign-on (OpenID Connect) ----------------------------------------------------
-# On once OIDC_ISSUER, OIDC_CLIENT_ID and OIDC_CLIENT_SECRET are set (agents/sso.py; README, "Single sign-on"):
-# the sign-in page then offers the provider's button. Off, its URLs answer 404 and
-# `manage.py check` names any half-set configuration (agents.E301).
+# On once OIDC_ISSUER, OIDC_CLIENT_ID and OIDC_CLIENT_SECRET are set (agents/sso.py; README,
+# "Single sign-on"): the sign-in page then offers the provider's button. Off, its URLs answer
+# 404, and `manage.py check` names a half-set configuration (agents.E301).
 OIDC_ISSUER = env.str("OIDC_ISSUER", default="").rstrip("/")
 OIDC_RP_CLIENT_ID = env.str("OIDC_CLIENT_ID", default="")
 OIDC_RP_CLIENT_SECRET = env.str("OIDC_CLIENT_SECRET", default="")

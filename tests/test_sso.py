@@ -79,7 +79,8 @@ def test_a_new_user_gets_a_free_name_no_password_and_the_providers_identity(sett
         issuer=ISSUER, claims={"sub": "17", "preferred_username": "ADA", "email": "a@x.test"}
     )
     assert user.username == "ADA-2"
-    assert user.email == "a@x.test" and not user.has_usable_password()
+    assert user.email == "a@x.test"
+    assert not user.has_usable_password()
     identity = ProviderIdentity.objects.get(user=user)
     assert (identity.issuer, identity.subject) == (ISSUER, "17")
 
@@ -92,7 +93,7 @@ def test_a_claim_without_a_subject_creates_nobody():
 
 def test_every_group_follows_the_claim_when_none_is_named_managed(settings, user):
     settings.OIDC_MANAGED_GROUPS = []
-    research, finance, _ = (Group.objects.create(name=n) for n in ("research", "finance", "ops"))
+    _research, finance, _ = (Group.objects.create(name=n) for n in ("research", "finance", "ops"))
     user.groups.add(finance)
     user_update_from_claims(user=user, claims={"groups": ["research", "nowhere"]})
     assert names(user) == {"research"}
@@ -145,7 +146,8 @@ def test_unconfigured_single_sign_on_has_no_button_and_its_urls_answer_404(setti
     settings.SECURE_SSL_REDIRECT = False
     client = Client()
     page = client.get(reverse("login")).content.decode()
-    assert "Sign in with" not in page and 'name="password"' in page
+    assert "Sign in with" not in page
+    assert 'name="password"' in page
     assert client.get(reverse("oidc_authentication_init")).status_code == 404
     assert client.get(reverse("oidc_authentication_callback")).status_code == 404
 
@@ -191,7 +193,8 @@ def test_with_password_sign_in_off_the_form_is_gone_and_its_posts_refused(passwo
     client = Client()
     page = client.get(reverse("login")).content.decode()
     assert "Sign in with Acme ID" in page
-    assert 'name="password"' not in page and reverse("signup") not in page
+    assert 'name="password"' not in page
+    assert reverse("signup") not in page
     credentials = {"username": "alice", "password": "pw-for-tests-1"}
     refused = client.post(reverse("login"), credentials)
     assert refused.status_code == 403

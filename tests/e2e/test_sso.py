@@ -14,11 +14,6 @@ from playwright.sync_api import expect
 from agents.models import AgentProfile
 from tests.e2e.conftest import MOBILE
 from tests.e2e.test_accessibility import assert_accessible
-from tests.oidc_provider.process import (  # noqa: F401 - fixtures
-    identity_provider,
-    identity_provider_clean,
-    sso_site,
-)
 
 pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
 

@@ -12,11 +12,6 @@ import requests
 from django.contrib.auth.models import Group, User
 
 from agents.models import ProviderIdentity
-from tests.oidc_provider.process import (  # noqa: F401 - fixtures
-    identity_provider,
-    identity_provider_clean,
-    sso_site,
-)
 
 pytestmark = [pytest.mark.integration, pytest.mark.django_db(transaction=True)]
 
@@ -67,10 +62,13 @@ def test_groups_follow_the_provider_at_every_sign_in(sso_site, identity_provider
                   groups=("research", "finance", "chat-admins", "unknown-here"))  # fmt: skip
 
     _http, landed = sign_in_through_provider(site.url, "lin")
-    assert landed.status_code == 200 and landed.url == f"{site.url}/", landed.text[:2000]
+    assert landed.status_code == 200, landed.text[:2000]
+    assert landed.url == f"{site.url}/"
     assert 'id="profile-select"' in landed.text  # the chat page
     lin = User.objects.get(username="lin")
-    assert lin.email == "lin@example.test" and lin.is_staff and not lin.has_usable_password()
+    assert lin.email == "lin@example.test"
+    assert lin.is_staff
+    assert not lin.has_usable_password()
     # "chat-admins" and "unknown-here" have no Django group: not created (OIDC_CREATE_GROUPS).
     assert user_groups("lin") == {"research", "finance"}
     assert ProviderIdentity.objects.get(user=lin).issuer == provider.issuer

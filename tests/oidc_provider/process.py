@@ -31,7 +31,7 @@ from tests.processes import BASE_DIR, GUARDED_PYTHON, _Process, _started
 
 SETTINGS = "tests.oidc_provider.settings"
 CLIENT_ID = "chatsite-test-client"
-CLIENT_SECRET = "chatsite-test-secret"  # noqa: S105 - the test provider's own
+CLIENT_SECRET = "chatsite-test-secret"
 
 
 class IdentityProvider(_Process):
