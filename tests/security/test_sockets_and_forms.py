@@ -34,6 +34,9 @@ PUBLIC_ROUTE_NAMES = {
     "javascript-catalog",
     # The site's icon, which browsers fetch for the sign-in page too: no user data.
     "favicon",
+    # Single sign-on's way out to the provider and back in (404 when it is not configured).
+    "oidc_authentication_init",
+    "oidc_authentication_callback",
 }
 
 
