@@ -125,3 +125,36 @@ def test_with_password_sign_in_off_the_form_post_is_refused(sso_site, identity_p
     _http, landed = sign_in_through_provider(site.url, "pat")
     assert landed.url == f"{site.url}/"
     assert re.search(r'id="profile-select"', landed.text)
+
+
+def test_signing_out_closes_the_sockets_of_a_provider_sign_in(sso_site, identity_provider_clean):
+    """The sign-out rule of every sign-in (docs/protocol.md, close 4401) holds for this one."""
+    from websockets.exceptions import ConnectionClosed
+    from websockets.sync.client import connect
+
+    from agents.services.conversations import conversation_create
+    from tests.processes import Socket
+
+    site = sso_site()
+    identity_provider_clean.user("kim", PASSWORD)
+    http, landed = sign_in_through_provider(site.url, "kim")
+    assert landed.url == f"{site.url}/"
+    conversation = conversation_create(owner=User.objects.get(username="kim"), title="SSO")
+    ws_url = site.ws_url(f"/ws/conversations/{conversation.pk}/?after_seq=0")
+    cookie = f"sessionid={http.cookies['sessionid']}"
+    with connect(ws_url, additional_headers={"Cookie": cookie}, origin=site.url) as ws:
+        sock = Socket(ws)
+        sock.send({"type": "ping"})
+        sock.receive_until(lambda frame: frame.get("type") == "pong")
+        signed_out = http.post(
+            f"{site.url}/accounts/logout/",
+            headers={"X-CSRFToken": http.cookies["csrftoken"]},
+            allow_redirects=False,
+            timeout=30,
+        )
+        assert signed_out.status_code == 302
+        frames = sock.receive_until(lambda frame: frame.get("code") == "signed_out")
+        assert frames[-1]["type"] == "error"
+        with pytest.raises(ConnectionClosed) as closed:
+            sock.receive(timeout=30)
+        assert closed.value.rcvd.code == 4401
