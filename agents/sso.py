@@ -100,7 +100,7 @@ def _discovery_document(issuer: str) -> dict[str, Any]:
     reach is asked again at the next sign-in."""
     with _discovery_lock:
         if issuer not in _discovered:
-            url = f"{issuer}/.well-known/openid-configuration"
+            url = f"{issuer.rstrip('/')}/.well-known/openid-configuration"
             try:
                 response = requests.get(url, timeout=settings.OIDC_TIMEOUT)
                 response.raise_for_status()
@@ -206,6 +206,8 @@ class OpenIDBackend(OIDCAuthenticationBackend):
 
 
 def _refused(request: HttpRequest, reason: str) -> HttpResponse:
+    """Back to the sign-in page, which says why (the reason goes on after a colon)."""
+    reason = reason[:1].lower() + reason[1:]
     messages.error(request, _("Single sign-on failed: %(reason)s") % {"reason": reason})
     return HttpResponseRedirect(reverse("login"))
 
@@ -248,7 +250,7 @@ class SignInCallback(OIDCAuthenticationCallbackView):
         if getattr(self, "user", None) is not None and request.user.is_authenticated:
             return response
         reason = getattr(request, REFUSAL_ATTRIBUTE, None) or _("this account may not sign in.")
-        return _refused(request, reason[:1].lower() + reason[1:])
+        return _refused(request, reason)
 
 
 sign_in_start = SignInStart.as_view()

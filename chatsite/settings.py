@@ -300,7 +300,8 @@ LOGOUT_REDIRECT_URL = "login"
 # On once OIDC_ISSUER, OIDC_CLIENT_ID and OIDC_CLIENT_SECRET are set (agents/sso.py; README,
 # "Single sign-on"): the sign-in page then offers the provider's button. Off, its URLs answer
 # 404, and `manage.py check` names a half-set configuration (agents.E301).
-OIDC_ISSUER = env.str("OIDC_ISSUER", default="").rstrip("/")
+# Exactly as the provider writes it (a trailing slash or not): tokens must name it so.
+OIDC_ISSUER = env.str("OIDC_ISSUER", default="")
 OIDC_RP_CLIENT_ID = env.str("OIDC_CLIENT_ID", default="")
 OIDC_RP_CLIENT_SECRET = env.str("OIDC_CLIENT_SECRET", default="")
 OIDC_ENABLED = bool(OIDC_ISSUER and OIDC_RP_CLIENT_ID and OIDC_RP_CLIENT_SECRET)

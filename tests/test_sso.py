@@ -178,6 +178,17 @@ def test_a_provider_that_answers_with_an_error_is_named(sso_on):
     assert "the identity provider answered “access_denied”." in response.content.decode()
 
 
+def test_a_provider_out_of_reach_is_named_and_asked_again_next_time(sso_on):
+    from agents import sso
+
+    # Port 9 on loopback: nothing listens, the connection is refused at once.
+    for _attempt in range(2):
+        response = Client().get(reverse("oidc_authentication_init"), follow=True)
+        assert response.redirect_chain == [(reverse("login"), 302)]
+        assert "failed: the identity provider could not be reached." in response.content.decode()
+    assert ISSUER not in sso._discovered
+
+
 @pytest.fixture
 def passwords_off(sso_on):
     sso_on.SIGNIN_PASSWORD_ENABLED = False
