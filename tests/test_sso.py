@@ -228,6 +228,15 @@ def test_with_password_sign_in_off_a_signed_in_user_cannot_change_a_password(pas
     assert response.status_code == 403
 
 
+def test_a_user_of_the_provider_is_not_offered_a_password_change(sso_on):
+    user = user_create_from_claims(issuer=ISSUER, claims={"sub": "5", "preferred_username": "jo"})
+    client = Client()
+    client.force_login(user, backend=BACKEND)
+    html = client.get(reverse("chat")).content.decode()
+    assert 'id="sign-out"' in html
+    assert 'id="change-password"' not in html
+
+
 # --------------------------------------------------------------------------------------
 # manage.py check
 # --------------------------------------------------------------------------------------
