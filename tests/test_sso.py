@@ -159,6 +159,15 @@ def test_the_sign_in_page_offers_the_providers_button_beside_the_form(sso_on):
     assert 'name="password"' in page
 
 
+def test_the_button_and_a_refusal_are_in_chinese_for_a_chinese_browser(sso_on):
+    client = Client(headers={"accept-language": "zh-CN"})
+    assert "使用 Acme ID 登录" in client.get(reverse("login")).content.decode()
+    sso_on.OIDC_PROVIDER_NAME = ""
+    assert "使用单点登录" in client.get(reverse("login")).content.decode()
+    refused = client.get(reverse("oidc_authentication_callback"), {"code": "c"}, follow=True)
+    assert "单点登录失败：此应答不属于在本浏览器中发起的登录" in refused.content.decode()
+
+
 def test_an_answer_for_a_sign_in_this_browser_did_not_start_is_refused(sso_on):
     client = Client()
     response = client.get(

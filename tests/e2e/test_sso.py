@@ -59,14 +59,6 @@ def test_signing_in_through_the_provider_lands_in_the_chat_with_its_groups(
     assert tab.errors == []
 
 
-def test_the_button_is_translated(stack, open_tab, sso_site):
-    site = sso_site()
-    tab = open_tab(daphne=site, path="/accounts/login/",
-                   before_load=lambda page: page.set_extra_http_headers(
-                       {"Accept-Language": "zh-CN"}))  # fmt: skip
-    expect(tab.page.get_by_role("link", name="使用 Test IdP 登录")).to_be_visible()
-
-
 def test_a_wrong_audience_an_expired_token_and_a_foreign_state_are_refused(
     stack, browser, open_tab, sso_site, identity_provider_clean
 ):
