@@ -286,3 +286,14 @@ def test_the_session_check_decides_a_provider_session_itself_and_ends_it_with_th
     user.is_active = True
     user.save()
     assert session_signs_in(session_key=session_key, user_id=user.pk) is False
+
+
+def test_staff_see_which_provider_account_a_user_signs_in_as_and_cannot_edit_it(make_user):
+    staff = make_user("root", is_staff=True, is_superuser=True)
+    user_create_from_claims(issuer=ISSUER, claims={"sub": "subject-77", "preferred_username": "jo"})
+    client = Client()
+    client.force_login(staff)
+    listing = client.get(reverse("admin:agents_provideridentity_changelist"))
+    assert listing.status_code == 200
+    assert "subject-77" in listing.content.decode()
+    assert client.get(reverse("admin:agents_provideridentity_add")).status_code == 403
