@@ -22,6 +22,7 @@ With ``OIDC_ENABLED`` off the views answer 404 and the backend is not installed.
 from __future__ import annotations
 
 import logging
+import re
 import threading
 from dataclasses import dataclass
 from typing import Any
@@ -44,6 +45,8 @@ from agents import selectors
 from agents.services import accounts
 
 logger = logging.getLogger(__name__)
+
+_ERROR_CODE = re.compile(r"[a-z_]{1,64}")
 
 # Where the reason of a refused sign-in waits for the callback view (set by the backend).
 REFUSAL_ATTRIBUTE = "sso_refusal"
@@ -233,9 +236,11 @@ class SignInCallback(OIDCAuthenticationCallbackView):
             raise Http404(_("Single sign-on is not configured."))
         if error := request.GET.get("error"):
             super().get(request)  # forgets the state, signs out whoever was signed in
+            # An error code (RFC 6749, 4.1.2.1) is a word; anything else in a link someone
+            # sent is not repeated on the page.
+            code = error if _ERROR_CODE.fullmatch(error) else "?"
             return _refused(
-                request,
-                _("the identity provider answered “%(error)s”.") % {"error": error[:100]},
+                request, _("the identity provider answered “%(error)s”.") % {"error": code}
             )
         state = request.GET.get("state")
         if not request.GET.get("code") or state not in request.session.get("oidc_states", {}):

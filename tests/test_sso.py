@@ -185,6 +185,13 @@ def test_a_provider_that_answers_with_an_error_is_named(sso_on):
         follow=True,
     )
     assert "the identity provider answered “access_denied”." in response.content.decode()
+    response = Client().get(
+        reverse("oidc_authentication_callback"),
+        {"error": "Call +1 555 0100 to restore your account"},
+        follow=True,
+    )
+    assert "the identity provider answered “?”." in response.content.decode()
+    assert "555" not in response.content.decode()
 
 
 def test_a_provider_out_of_reach_is_named_and_asked_again_next_time(sso_on):
