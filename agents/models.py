@@ -1646,3 +1646,28 @@ class WebhookDelivery(models.Model):
 
     def __str__(self) -> str:
         return f"{self.notification_id} → {self.webhook_id} ({self.status})"
+
+
+class ProviderIdentity(models.Model):
+    """The identity provider's account a user signs in as (agents/sso.py): the token's
+    issuer and subject, which never change, where a username or email can be reused."""
+
+    user = models.OneToOneField(
+        settings.AUTH_USER_MODEL,
+        verbose_name=_("user"),
+        on_delete=models.CASCADE,
+        related_name="provider_identity",
+    )
+    issuer = models.CharField(_("issuer"), max_length=255)
+    subject = models.CharField(_("subject"), max_length=255)
+    created_at = models.DateTimeField(_("created at"), auto_now_add=True)
+
+    class Meta:
+        verbose_name = _("identity provider account")
+        verbose_name_plural = _("identity provider accounts")
+        constraints = [
+            models.UniqueConstraint(fields=["issuer", "subject"], name="unique_provider_identity")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.issuer} {self.subject}"

@@ -564,3 +564,8 @@ def webhook_deliveries_for_user(
         .select_related("webhook", "notification")
         .order_by("-created_at", "-pk")[:limit]
     )
+
+
+def users_of_provider_identity(*, issuer: str, subject: str) -> QuerySet[User]:
+    """The user (at most one) who signs in as the identity provider's account ``subject``."""
+    return User.objects.filter(provider_identity__issuer=issuer, provider_identity__subject=subject)

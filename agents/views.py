@@ -77,17 +77,55 @@ from agents.usage_reports import (
 class SignInView(auth_views.LoginView):
     redirect_authenticated_user = True
 
+    def post(self, request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+        if not settings.SIGNIN_PASSWORD_ENABLED:
+            return _password_sign_in_off()
+        return super().post(request, *args, **kwargs)
+
     def get_context_data(self, **kwargs: Any) -> dict[str, Any]:
         # Read per request, so the links follow the settings of the moment.
+        password = settings.SIGNIN_PASSWORD_ENABLED
         return super().get_context_data(
-            signup_enabled=settings.CHAT_SIGNUP_ENABLED,
-            password_reset_enabled=bool(settings.EMAIL_BACKEND),
+            password_signin_enabled=password,
+            signup_enabled=settings.CHAT_SIGNUP_ENABLED and password,
+            password_reset_enabled=bool(settings.EMAIL_BACKEND) and password,
+            sso_enabled=settings.OIDC_ENABLED,
+            sso_provider=settings.OIDC_PROVIDER_NAME,
             **kwargs,
         )
 
 
+def _password_sign_in_off() -> HttpResponse:
+    """What every password endpoint answers while only single sign-on signs in."""
+    return HttpResponse(
+        _("Signing in with a password is switched off: use single sign-on."),
+        status=403,
+        content_type="text/plain; charset=utf-8",
+    )
+
+
+def _needs_password_sign_in(
+    view: Callable[..., HttpResponseBase],
+) -> Callable[..., HttpResponseBase]:
+    @wraps(view)
+    def wrapped(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponseBase:
+        if not settings.SIGNIN_PASSWORD_ENABLED:
+            return _password_sign_in_off()
+        return view(request, *args, **kwargs)
+
+    return wrapped
+
+
 login_view = SignInView.as_view()
 logout_view = auth_views.LogoutView.as_view()
+
+
+@_needs_password_sign_in
+def admin_sign_in(request: HttpRequest) -> HttpResponse:
+    """The admin's own sign-in form, while passwords sign in."""
+    from django.contrib import admin
+
+    return admin.site.login(request)
 
 
 class PasswordChangeView(auth_views.PasswordChangeView):
@@ -112,12 +150,14 @@ class PasswordChangeView(auth_views.PasswordChangeView):
         return super().post(request, *args, **kwargs)
 
 
-password_change = PasswordChangeView.as_view(success_url=reverse_lazy("password_change_done"))
+password_change = _needs_password_sign_in(
+    PasswordChangeView.as_view(success_url=reverse_lazy("password_change_done"))
+)
 password_change_done = auth_views.PasswordChangeDoneView.as_view()
 
 
 def signup(request: HttpRequest) -> HttpResponse:
-    if not settings.CHAT_SIGNUP_ENABLED:
+    if not settings.CHAT_SIGNUP_ENABLED or not settings.SIGNIN_PASSWORD_ENABLED:
         raise Http404(_("Sign-up is switched off."))
     if request.user.is_authenticated:
         return redirect("chat")
@@ -152,6 +192,8 @@ def _needs_email(view: Callable[..., HttpResponseBase]) -> Callable[..., HttpRes
     def wrapped(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponseBase:
         if not settings.EMAIL_BACKEND:
             raise Http404(_("Password reset needs email, which is not configured."))
+        if not settings.SIGNIN_PASSWORD_ENABLED:
+            return _password_sign_in_off()
         return view(request, *args, **kwargs)
 
     return wrapped

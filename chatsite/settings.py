@@ -327,6 +327,40 @@ LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "chat"
 LOGOUT_REDIRECT_URL = "login"
 
+# --- Single sign-on (OpenID Connect) ----------------------------------------------------
+# On once OIDC_ISSUER, OIDC_CLIENT_ID and OIDC_CLIENT_SECRET are set (agents/sso.py; README,
+# "Single sign-on"): the sign-in page then offers the provider's button. Off, its URLs answer
+# 404, and `manage.py check` names a half-set configuration (agents.E301).
+# Exactly as the provider writes it (a trailing slash or not): tokens must name it so.
+OIDC_ISSUER = env.str("OIDC_ISSUER", default="")
+OIDC_RP_CLIENT_ID = env.str("OIDC_CLIENT_ID", default="")
+OIDC_RP_CLIENT_SECRET = env.str("OIDC_CLIENT_SECRET", default="")
+OIDC_ENABLED = bool(OIDC_ISSUER and OIDC_RP_CLIENT_ID and OIDC_RP_CLIENT_SECRET)
+# Each endpoint defaults to what the issuer's /.well-known/openid-configuration names.
+OIDC_OP_AUTHORIZATION_ENDPOINT = env.str("OIDC_AUTHORIZATION_ENDPOINT", default="")
+OIDC_OP_TOKEN_ENDPOINT = env.str("OIDC_TOKEN_ENDPOINT", default="")
+OIDC_OP_USER_ENDPOINT = env.str("OIDC_USERINFO_ENDPOINT", default="")
+OIDC_OP_JWKS_ENDPOINT = env.str("OIDC_JWKS_ENDPOINT", default="")
+OIDC_RP_SCOPES = env.str("OIDC_SCOPES", default="openid email profile groups")
+OIDC_RP_SIGN_ALGO = env.str("OIDC_SIGN_ALGORITHM", default="RS256")
+OIDC_USE_PKCE = True
+OIDC_TIMEOUT = env.float("OIDC_TIMEOUT_SECONDS", default=10.0)
+OIDC_PROVIDER_NAME = env.str("OIDC_PROVIDER_NAME", default="")
+# The claim a new user's username comes from; the claim that lists the user's groups.
+OIDC_USERNAME_CLAIM = env.str("OIDC_USERNAME_CLAIM", default="preferred_username")
+OIDC_GROUPS_CLAIM = env.str("OIDC_GROUPS_CLAIM", default="groups")
+# The Django groups the claim manages (empty: every group); a name in the claim with no
+# Django group is created only with OIDC_CREATE_GROUPS.
+OIDC_MANAGED_GROUPS = env.list("OIDC_MANAGED_GROUPS", default=[])
+OIDC_CREATE_GROUPS = env.bool("OIDC_CREATE_GROUPS", default=False)
+# Members of this group in the claim are staff, the others not (empty: staff is set by hand).
+OIDC_STAFF_GROUP = env.str("OIDC_STAFF_GROUP", default="")
+# Off: the sign-in form is gone and every password sign-in (the site's, the admin's) refused.
+SIGNIN_PASSWORD_ENABLED = env.bool("SIGNIN_PASSWORD_ENABLED", default=True)
+AUTHENTICATION_BACKENDS += ["agents.sso.OpenIDBackend"] if OIDC_ENABLED else []
+if not SIGNIN_PASSWORD_ENABLED:
+    AUTHENTICATION_BACKENDS.remove("django.contrib.auth.backends.ModelBackend")
+
 # English and Simplified Chinese (locale/, compiled by `make messages`); docs/i18n.md.
 LANGUAGE_CODE = "en"
 LANGUAGES = [("en", "English"), ("zh-hans", "简体中文")]

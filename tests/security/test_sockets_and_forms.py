@@ -34,6 +34,9 @@ PUBLIC_ROUTE_NAMES = {
     "javascript-catalog",
     # The site's icon, which browsers fetch for the sign-in page too: no user data.
     "favicon",
+    # Single sign-on's way out to the provider and back in (404 when it is not configured).
+    "oidc_authentication_init",
+    "oidc_authentication_callback",
 }
 
 
@@ -52,6 +55,7 @@ def site_routes() -> Iterator[tuple[str, str | None]]:
         if route.startswith("admin/"):
             continue
         path = re.sub(r"<int:[^>]+>", "1", route)
+        path = re.sub(r"<uuid:[^>]+>", "00000000-0000-4000-8000-000000000001", path)
         path = re.sub(r"<(?:str:|slug:)?[^>]+>", "x", path)
         yield "/" + path, name
 
