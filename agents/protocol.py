@@ -81,6 +81,8 @@ class RefusalCode(StrEnum):
     # Approval and Continue: already decided (another tab won), or the run is not paused so.
     ALREADY_DECIDED = "already_decided"
     NOT_PAUSED = "not_paused"
+    # /v1/chat/completions: earlier turns in ``messages`` without a conversation to continue.
+    HISTORY_NOT_SUPPORTED = "history_not_supported"
 
 
 class RequestRefused(Exception):
