@@ -21,6 +21,12 @@ urlpatterns = [
     path("accounts/password/", views.password_change, name="password_change"),
     path("accounts/password/done/", views.password_change_done, name="password_change_done"),
     path("preferences/", views.preferences, name="preferences"),
+    path("account/api-keys/", views.api_keys, name="api_keys"),
+    path(
+        "account/api-keys/<int:key_id>/revoke/",
+        views.api_key_revoke_view,
+        name="api_key_revoke",
+    ),
     # The strings of static/js/ in the page's language, loaded before the app's modules.
     path("jsi18n/", JavaScriptCatalog.as_view(), name="javascript-catalog"),
     path("accounts/password-reset/", views.password_reset, name="password_reset"),

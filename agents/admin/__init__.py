@@ -2,7 +2,7 @@
 profiles and their versions (``profiles``, with "Try it" in ``profile_try``), tools
 (``tools``, with the OpenAPI import in ``openapi``), MCP servers and their Discover page
 (``mcp``), the run inspector and usage page (``runs``), feedback on answers by prompt version
-(``feedback``), conversations and the knowledge base. Shared pieces are in ``pages``, the
+(``feedback``), every user's API keys (``api_keys``), conversations and the knowledge base. Shared pieces are in ``pages``, the
 forms in ``forms`` (the MCP and OpenAPI pages keep theirs beside them).
 
 Staff only (Django admin refuses everyone else), every change lands in the admin log. The
@@ -13,6 +13,7 @@ admin's POST data is marked sensitive so a crash report cannot carry them either
 """
 
 # Importing each module registers its admins with the site.
+from agents.admin.api_keys import ApiKeyAdmin
 from agents.admin.conversations import ConversationAdmin
 from agents.admin.feedback import AnswerFeedbackAdmin
 from agents.admin.knowledge import KnowledgeDocumentAdmin
@@ -26,6 +27,7 @@ __all__ = [
     "AgentProfileAdmin",
     "AgentRunAdmin",
     "AnswerFeedbackAdmin",
+    "ApiKeyAdmin",
     "ConversationAdmin",
     "KnowledgeDocumentAdmin",
     "McpServerAdmin",
