@@ -40,6 +40,7 @@ from agents.preferences import remember_in_session, supported_language
 from agents.protocol import RequestRefused, event_frame, max_message_chars
 from agents.ratelimit import rate_limit_hit
 from agents.services import conversations as conversation_services
+from agents.services.api_keys import api_key_create, api_key_revoke
 from agents.services.preferences import preference_update
 from agents.services.tools import tool_names_reading_private_data
 from agents.transcript import transcript
@@ -432,8 +433,6 @@ NEW_KEY_SESSION = "api_key_new_secret"
 @login_required
 def api_keys(request: HttpRequest) -> HttpResponse:
     """The user's keys: make one (name, scopes), see it once, revoke any."""
-    from agents.services.api_keys import api_key_create
-
     user = signed_in_user(request.user)
     error = ""
     name = ""
@@ -466,8 +465,6 @@ def api_keys(request: HttpRequest) -> HttpResponse:
 @login_required
 @require_POST
 def api_key_revoke_view(request: HttpRequest, key_id: int) -> HttpResponse:
-    from agents.services.api_keys import api_key_revoke
-
     user = signed_in_user(request.user)
     key = selectors.api_key_get(user=user, key_id=key_id)
     if key is None:

@@ -2,8 +2,9 @@
 profiles and their versions (``profiles``, with "Try it" in ``profile_try``), tools
 (``tools``, with the OpenAPI import in ``openapi``), MCP servers and their Discover page
 (``mcp``), the run inspector and usage page (``runs``), feedback on answers by prompt version
-(``feedback``), every user's API keys (``api_keys``), conversations and the knowledge base. Shared pieces are in ``pages``, the
-forms in ``forms`` (the MCP and OpenAPI pages keep theirs beside them).
+(``feedback``), every user's API keys (``api_keys``), conversations and the knowledge base.
+Shared pieces are in ``pages``, the forms in ``forms`` (the MCP and OpenAPI pages keep theirs
+beside them).
 
 Staff only (Django admin refuses everyone else), every change lands in the admin log. The
 admin calls services for anything beyond a plain form save: checking an endpoint

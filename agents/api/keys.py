@@ -27,7 +27,7 @@ from agents.ratelimit import rate_limit_hit
 from agents.services.api_keys import KEY_PREFIX, api_key_hash, api_key_mark_used
 
 
-def KeyRefused(message: str, code: str) -> exceptions.AuthenticationFailed:  # noqa: N802
+def KeyRefused(message: str, code: str) -> exceptions.AuthenticationFailed:
     """A 401 whose ``code`` says which: a key that is not one, revoked, or its owner disabled."""
     return exceptions.AuthenticationFailed(message, code)
 

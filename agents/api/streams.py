@@ -120,7 +120,9 @@ async def run_frames(
         await layer.group_discard(group, channel)
 
 
-def sse_event(data: dict[str, Any] | str, *, event: str | None = None, id: int | None = None) -> str:
+def sse_event(
+    data: dict[str, Any] | str, *, event: str | None = None, id: int | None = None
+) -> str:
     """One server-sent event: optional ``id`` and ``event`` lines, then ``data``."""
     lines = []
     if id is not None:

@@ -53,7 +53,7 @@ from agents.services.conversations import run_cancel
 PAUSE_FRAME_TYPES = frozenset({FrameType.APPROVAL_REQUESTED, FrameType.RUN_BUDGET_REACHED})
 COMPLETION_ENDS = TERMINAL_FRAME_TYPES | PAUSE_FRAME_TYPES
 
-FINISH_REASONS = {
+FINISH_REASONS: dict[str, str] = {
     AgentRun.Status.SUCCEEDED: "stop",
     AgentRun.Status.AWAITING_APPROVAL: "approval_required",
     AgentRun.Status.OUT_OF_BUDGET: "budget_reached",

@@ -19,7 +19,9 @@ ROLES = ("system", "developer", "user", "assistant", "tool")
 class ErrorSerializer(serializers.Serializer):
     code = serializers.CharField()
     message = serializers.CharField()
-    fields = serializers.DictField(required=False)
+    # Declared fields leave the class body (DRF's metaclass), so this does not shadow
+    # Serializer.fields at run time.
+    fields = serializers.DictField(required=False)  # type: ignore[assignment]
 
 
 # ---- requests --------------------------------------------------------------------------
@@ -33,7 +35,9 @@ class ChatMessageInput(serializers.Serializer):
 
 
 class ChatCompletionInput(serializers.Serializer):
-    model = serializers.CharField(max_length=50, help_text="An agent profile's slug (GET /v1/models).")
+    model = serializers.CharField(
+        max_length=50, help_text="An agent profile's slug (GET /v1/models)."
+    )
     messages = ChatMessageInput(many=True, allow_empty=False)
     stream = serializers.BooleanField(required=False, default=False)
     conversation_id = serializers.IntegerField(
@@ -80,7 +84,7 @@ class ModelSerializer(serializers.Serializer):
 
 class ModelListSerializer(serializers.Serializer):
     object = serializers.CharField(default="list")
-    data = ModelSerializer(many=True)
+    data = ModelSerializer(many=True)  # type: ignore[assignment]  # as ``fields`` above
 
 
 class UsageSerializer(serializers.Serializer):
@@ -174,7 +178,7 @@ def message_text(content: Any) -> str | None:
     if isinstance(content, str):
         return content
     if isinstance(content, list):
-        texts = [
+        texts: list[Any] = [
             part.get("text")
             for part in content
             if isinstance(part, dict) and part.get("type") == "text"

@@ -32,20 +32,25 @@ def test_a_new_key_is_shown_once_and_only_its_hash_is_stored(signed_in, user):
     page = signed_in.get("/account/api-keys/").content.decode()
     key = ApiKey.objects.get(owner=user)
     secret = page.split('id="new-key-secret" type="text" readonly value="')[1].split('"')[0]
-    assert secret.startswith("cs-") and key.secret_hash == api_key_hash(secret)
+    assert secret.startswith("cs-")
+    assert key.secret_hash == api_key_hash(secret)
     assert secret not in str(ApiKey.objects.values().get())
-    assert key.name == "CI bot" and key.scopes == ["read"]
+    assert key.name == "CI bot"
+    assert key.scopes == ["read"]
 
     again = signed_in.get("/account/api-keys/").content.decode()
-    assert secret not in again and key.prefix in again
+    assert secret not in again
+    assert key.prefix in again
 
 
 def test_a_key_without_a_name_or_scope_is_refused_and_none_is_made(signed_in):
     no_name = signed_in.post("/account/api-keys/", {"name": " ", "scopes": ["chat"]})
     no_scope = signed_in.post("/account/api-keys/", {"name": "bot"})
 
-    assert no_name.status_code == 400 and "Give the key a name." in no_name.content.decode()
-    assert no_scope.status_code == 400 and "Choose the key" in no_scope.content.decode()
+    assert no_name.status_code == 400
+    assert "Give the key a name." in no_name.content.decode()
+    assert no_scope.status_code == 400
+    assert "Choose the key" in no_scope.content.decode()
     assert not ApiKey.objects.exists()
 
 
@@ -58,7 +63,8 @@ def test_the_owner_revokes_a_key_and_nobody_else_can(signed_in, user, other_user
 
     mine.refresh_from_db()
     theirs.refresh_from_db()
-    assert mine.revoked_at is not None and mine.revoked_by == user
+    assert mine.revoked_at is not None
+    assert mine.revoked_by == user
     assert theirs.revoked_at is None
     assert "theirs" not in signed_in.get("/account/api-keys/").content.decode()
 
@@ -69,11 +75,13 @@ def test_staff_see_everyones_keys_and_revoke_them_in_the_admin(client, make_user
     client.force_login(staff)
 
     listed = client.get("/admin/agents/apikey/")
-    assert listed.status_code == 200 and "someone&#x27;s" in listed.content.decode()
+    assert listed.status_code == 200
+    assert "someone&#x27;s" in listed.content.decode()
     client.post(
         "/admin/agents/apikey/",
         {"action": "revoke", "_selected_action": [key.pk]},
     )
 
     key.refresh_from_db()
-    assert key.revoked_at is not None and key.revoked_by == staff
+    assert key.revoked_at is not None
+    assert key.revoked_by == staff

@@ -74,7 +74,8 @@ def test_an_answer_then_a_streamed_answer_in_the_same_conversation(live_stack, u
     assert chunks[-1].choices[0].finish_reason == "stop"
     events = [chunk.model_extra["chatsite"].get("event") for chunk in chunks]
     kinds = [event["type"] for event in events if event]
-    assert kinds[0] == "message.created" and kinds[-1] == "run.finished"
+    assert kinds[0] == "message.created"
+    assert kinds[-1] == "run.finished"
     assert "step" in kinds
 
     # One conversation of two turns; the model saw the first turn when asked the second.
@@ -83,7 +84,8 @@ def test_an_answer_then_a_streamed_answer_in_the_same_conversation(live_stack, u
     questions = Message.objects.filter(conversation=conversation, role="user")
     assert [m.content for m in questions.order_by("pk")] == ["What is 2 + 2?", "And two more?"]
     second_prompt = json.dumps(live_stack.model.requests(agent.slug)[-1]["messages"])
-    assert "What is 2 + 2?" in second_prompt and "It is **4**." in second_prompt
+    assert "What is 2 + 2?" in second_prompt
+    assert "It is **4**." in second_prompt
 
 
 def test_earlier_turns_without_a_conversation_are_refused_and_nothing_is_written(
@@ -111,9 +113,7 @@ def tickets():
     server.close()
 
 
-def test_a_paused_run_comes_back_paused_and_runs_the_call_once_approved(
-    live_stack, user, tickets
-):
+def test_a_paused_run_comes_back_paused_and_runs_the_call_once_approved(live_stack, user, tickets):
     tool = f"file_ticket_{uuid.uuid4().hex[:6]}"
     tickets.tool(tool, needs_approval=True)
     agent = live_stack.profile(_model_name("v1-approval"), tools=(tool,))
@@ -131,7 +131,8 @@ def test_a_paused_run_comes_back_paused_and_runs_the_call_once_approved(
     extension = paused.model_extra["chatsite"]
     assert extension["status"] == "awaiting_approval"
     (pending,) = extension["pending_approvals"]
-    assert pending["tool"] == tool and "Broken printer" in str(pending["tool_input"])
+    assert pending["tool"] == tool
+    assert "Broken printer" in str(pending["tool_input"])
     assert tickets.calls == 0
 
     headers = {"Authorization": f"Bearer {secret}"}
@@ -150,10 +151,12 @@ def test_a_paused_run_comes_back_paused_and_runs_the_call_once_approved(
 
     types = [frame["type"] for frame in frames]
     assert types[0] == "message.created"
-    assert "approval.requested" in types and "approval.decided" in types
+    assert "approval.requested" in types
+    assert "approval.decided" in types
     assert types[-1] == "run.finished"
     assert [frame["seq"] for frame in frames] == sorted(frame["seq"] for frame in frames)
-    assert run["status"] == "succeeded" and run["answer"] == "All done."
+    assert run["status"] == "succeeded"
+    assert run["answer"] == "All done."
     assert tickets.paths == ["/tickets?title=Broken%20printer"]
 
 
@@ -181,9 +184,7 @@ def test_a_read_only_key_cannot_start_a_run(live_stack, user, agent):
     assert not AgentRun.objects.exists()
 
 
-def test_another_users_runs_and_conversations_are_not_found(
-    live_stack, user, other_user, agent
-):
+def test_another_users_runs_and_conversations_are_not_found(live_stack, user, other_user, agent):
     theirs = conversation_create(owner=other_user, profile=agent)
     sent = message_send(conversation=theirs, user=other_user, content="Mine", client_id="a")
     secret = _key(user)
