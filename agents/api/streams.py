@@ -10,14 +10,11 @@ of the log borrows a thread of a shared pool for its one query).
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import json
 from collections.abc import AsyncIterator, Awaitable, Callable, Collection
 from typing import Any, ParamSpec, TypeVar, cast
 
 from channels.db import database_sync_to_async
-from channels.layers import get_channel_layer
 
 from agents import events, selectors
 from agents.protocol import TERMINAL_FRAME_TYPES, event_frame
@@ -58,11 +55,8 @@ async def run_frames(
     whose type is in ``until`` (by default the run's end), or, without ``follow``, after
     what is stored now. ``None`` is yielded when nothing came for ``KEEPALIVE_SECONDS``: the
     caller's cue to show it is still there."""
-    layer = get_channel_layer()
-    channel = await layer.new_channel()
-    group = events.group_name(conversation_id)
-    await layer.group_add(group, channel)
-    receiving: asyncio.Future[dict[str, Any]] | None = None
+    listener = events.GroupListener(conversation_id)
+    await listener.join()
     last_seq = after_seq
     try:
 
@@ -83,41 +77,27 @@ async def run_frames(
                 if frame["type"] in until:
                     return
         while follow:
-            if receiving is None:
-                receiving = asyncio.ensure_future(layer.receive(channel))
-            done, _ = await asyncio.wait({receiving}, timeout=KEEPALIVE_SECONDS)
-            if not done:
+            message = await listener.next(KEEPALIVE_SECONDS)
+            if message is None:
                 yield None
-                continue
-            message, receiving = receiving.result(), None
-            if message.get("type") != events.GROUP_MESSAGE_TYPE:
                 continue
             for live in message["frames"]:
                 seq = live.get("seq")
                 if seq is None or seq <= last_seq:
                     continue  # live text, or already sent
                 # A gap: the layer lost or delayed a frame; the log has every one in order.
-                found = [live] if seq == last_seq + 1 else None
-                if found is None:
-                    found = [frame async for frame in stored_since_last()]
-                else:
+                if seq == last_seq + 1:
                     last_seq = seq
+                    found = [live]
+                else:
+                    found = [frame async for frame in stored_since_last()]
                 for frame in found:
                     if frame["run_id"] == run_id:
                         yield frame
                         if frame["type"] in until:
                             return
     finally:
-        if receiving is None:
-            # The layer forgets a channel when a receive on it is cancelled; start one so.
-            receiving = asyncio.ensure_future(layer.receive(channel))
-            await asyncio.sleep(0)
-        if receiving is not None:
-            # Cancelling the receive also drops the channel (channels-redis's pub/sub layer).
-            receiving.cancel()
-            with contextlib.suppress(BaseException):
-                await receiving
-        await layer.group_discard(group, channel)
+        await listener.close()
 
 
 def sse_event(
