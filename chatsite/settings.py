@@ -74,6 +74,18 @@ MIDDLEWARE = [
     "axes.middleware.AxesMiddleware",
 ]
 
+# The key API's (/v1/, chatsite/asgi.py): no sessions, CSRF, sign-in or per-user language
+# (a key signs its request in, agents/api/keys.py); each async-capable, or MiddlewareMixin
+# hooks that touch no database, so a streamed response holds no thread
+# (chatsite/server/streaming.py).
+KEY_API_MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "agents.middleware.ContentSecurityPolicyMiddleware",
+    "django.middleware.locale.LocaleMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+]
+
 ROOT_URLCONF = "chatsite.urls"
 WSGI_APPLICATION = None
 ASGI_APPLICATION = "chatsite.asgi.application"

@@ -561,6 +561,18 @@ class RunEventsView(KeyView):
         return response
 
 
+@extend_schema(exclude=True)
+class NoSuchEndpointView(KeyView):
+    """Any other path under /v1/: a JSON 404 (after the key is checked, like every path)
+    rather than the site's HTML page, which needs a session this handler does not have."""
+
+    required_scope = None
+
+    def initial(self, request: Request, *args: Any, **kwargs: Any) -> None:
+        super().initial(request, *args, **kwargs)
+        raise NotFound(_("No such endpoint."))
+
+
 async def _run_events(run: AgentRun, *, after_seq: int) -> AsyncIterator[str]:
     # A run that has ended has stored all it will: send that and end, even from past its end.
     frames = run_frames(

@@ -1,7 +1,7 @@
 """The key API's routes, under /v1/ (agents/api/v1.py). Each view is entered through
 ``unthreaded``: its work runs on a shared thread pool, its streamed body from the loop."""
 
-from django.urls import path
+from django.urls import path, re_path
 
 from agents.api import v1
 from agents.api.v1 import unthreaded
@@ -25,4 +25,6 @@ urlpatterns = [
         unthreaded(v1.ApprovalDecideView.as_view()),
         name="approval-decide",
     ),
+    # Last: any other path under /v1/ is a JSON 404.
+    re_path(r"^", unthreaded(v1.NoSuchEndpointView.as_view()), name="no-such-endpoint"),
 ]
