@@ -100,7 +100,7 @@ class KeyView(GenericAPIView):
     authentication_classes = [ApiKeyAuthentication]
     permission_classes = [KeyScope]
     throttle_classes = [ApiKeyRateThrottle]
-    required_scope = ApiKey.Scope.READ
+    required_scope: str | None = ApiKey.Scope.READ
 
     def perform_content_negotiation(self, request: Request, force: bool = False) -> Any:
         # Streaming clients ask for text/event-stream: the stream answers them, and any
@@ -467,7 +467,7 @@ class RunCollectionView(KeyView):
 
 
 class RunItemView(KeyView):
-    required_scope = ApiKey.Scope.READ
+    required_scope: str | None = ApiKey.Scope.READ
 
     @extend_schema(
         summary="A run: its state, steps, answer and what it waits for",
@@ -528,7 +528,7 @@ class ApprovalDecideView(KeyView):
 
 
 class RunEventsView(KeyView):
-    required_scope = ApiKey.Scope.READ
+    required_scope: str | None = ApiKey.Scope.READ
 
     @extend_schema(
         summary="A run's stored events as server-sent events, from any seq, to its end",
