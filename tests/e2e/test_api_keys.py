@@ -31,7 +31,7 @@ def test_make_see_once_and_revoke_a_key(stack, open_tab, user, viewport, scheme)
     page.get_by_label("Chat: start runs").uncheck()
     page.get_by_role("button", name="Create key").click()
 
-    secret = page.get_by_label("Key").input_value()
+    secret = page.get_by_label("Key", exact=True).input_value()
     key = ApiKey.objects.get(owner=user)
     assert key.secret_hash == api_key_hash(secret)
     assert key.scopes == ["read"]
@@ -40,7 +40,7 @@ def test_make_see_once_and_revoke_a_key(stack, open_tab, user, viewport, scheme)
     assert_accessible(tab)
 
     page.reload()
-    expect(page.get_by_label("Key")).to_have_count(0)
+    expect(page.get_by_label("Key", exact=True)).to_have_count(0)
     page.get_by_role("button", name="Revoke “Nightly report”").click()
     expect(page.get_by_text("revoked", exact=False)).to_be_visible()
     key.refresh_from_db()
