@@ -53,12 +53,15 @@ from agents.services.conversations import run_cancel
 PAUSE_FRAME_TYPES = frozenset({FrameType.APPROVAL_REQUESTED, FrameType.RUN_BUDGET_REACHED})
 COMPLETION_ENDS = TERMINAL_FRAME_TYPES | PAUSE_FRAME_TYPES
 
-FINISH_REASONS: dict[str, str] = {
-    AgentRun.Status.SUCCEEDED: "stop",
-    AgentRun.Status.AWAITING_APPROVAL: "approval_required",
-    AgentRun.Status.OUT_OF_BUDGET: "budget_reached",
-    AgentRun.Status.CANCELLED: "cancelled",
-    AgentRun.Status.FAILED: "error",
+# The frame a completion stops at: its finish_reason, and the run's status it stands for.
+# Read from the frame, not the run's row: by the time the row is read, another tab may
+# already have approved the call and the run gone on.
+ENDINGS: dict[str, tuple[str, str]] = {
+    FrameType.RUN_FINISHED: ("stop", AgentRun.Status.SUCCEEDED),
+    FrameType.APPROVAL_REQUESTED: ("approval_required", AgentRun.Status.AWAITING_APPROVAL),
+    FrameType.RUN_BUDGET_REACHED: ("budget_reached", AgentRun.Status.OUT_OF_BUDGET),
+    FrameType.RUN_CANCELLED: ("cancelled", AgentRun.Status.CANCELLED),
+    FrameType.RUN_FAILED: ("error", AgentRun.Status.FAILED),
 }
 
 ERRORS = {
@@ -342,30 +345,37 @@ class _Completion:
             until=COMPLETION_ENDS,
         )
 
-    def _extension(self, status_: str, **more: Any) -> dict[str, Any]:
+    def _extension(self, **more: Any) -> dict[str, Any]:
         return {
             "conversation_id": self.conversation_id,
             "run_id": self.run_id,
-            "status": status_,
             "run_url": self.run_url,
             **more,
         }
 
-    async def _ending(self) -> tuple[AgentRun, dict[str, Any]]:
-        """The run as it stopped or paused, and what the last chunk or the body adds."""
+    async def _ending(self, last: dict[str, Any]) -> tuple[str, dict[str, int], dict[str, Any]]:
+        """What the frame the run stopped at means: the finish reason, the run's usage, and
+        the extension's part (status, and the pending calls or the error)."""
+        finish, status_ = ENDINGS[last["type"]]
 
         @in_shared_thread
-        def read() -> tuple[AgentRun, dict[str, Any]]:
+        def read() -> tuple[dict[str, int], list[dict[str, Any]]]:
             run = AgentRun.objects.get(pk=self.run_id)
-            more: dict[str, Any] = {}
-            if run.status in AgentRun.PAUSED_STATUSES:
-                more["pending_approvals"] = _pending_approvals(run, self.request)
-            error = _error(run)
-            if error is not None:
-                more["error"] = error
-            return run, more
+            pending = []
+            if status_ in AgentRun.PAUSED_STATUSES:
+                pending = _pending_approvals(run, self.request)
+            return _usage(run), pending
 
-        return await read()
+        usage, pending = await read()
+        more: dict[str, Any] = {"status": status_}
+        if status_ in AgentRun.PAUSED_STATUSES:
+            more["pending_approvals"] = pending
+        if status_ == AgentRun.Status.FAILED:
+            more["error"] = {
+                "code": last.get("code") or "failed",
+                "message": last.get("message", ""),
+            }
+        return finish, usage, more
 
     def _chunk(self, delta: dict[str, Any], *, finish: str | None = None, **extra: Any) -> str:
         chunk = {
@@ -382,44 +392,52 @@ class _Completion:
         yield self._chunk(
             {"role": "assistant", "content": ""},
             conversation_id=self.conversation_id,
-            chatsite=self._extension("queued"),
+            chatsite=self._extension(status=AgentRun.Status.QUEUED),
         )
-        answer = ""
+        last: dict[str, Any] | None = None
         async for frame in self._frames(after_seq):
             if frame is None:
                 yield SSE_KEEPALIVE
                 continue
+            last = frame
             delta: dict[str, Any] = {}
             if frame["type"] == FrameType.RUN_FINISHED:
-                answer = frame["message"]["content"]
-                delta = {"content": answer}
+                delta = {"content": frame["message"]["content"]}
             elif frame["type"] == FrameType.RUN_CANCELLED and frame.get("partial_answer"):
                 delta = {"content": frame["partial_answer"]}
-            yield self._chunk(delta, chatsite=self._extension("running", event=frame))
-        run, more = await self._ending()
+            yield self._chunk(
+                delta, chatsite=self._extension(status=AgentRun.Status.RUNNING, event=frame)
+            )
+        if last is None:
+            return  # the stream was cut short (the client left)
+        finish, usage, more = await self._ending(last)
         yield self._chunk(
             {},
-            finish=FINISH_REASONS.get(run.status, "stop"),
-            usage=_usage(run),
+            finish=finish,
+            usage=usage,
             conversation_id=self.conversation_id,
-            chatsite=self._extension(run.status, **more),
+            chatsite=self._extension(**more),
         )
         yield sse_event("[DONE]")
 
     async def whole(self, after_seq: int) -> AsyncIterator[str]:
         steps: list[dict[str, Any]] = []
         content = ""
+        last: dict[str, Any] | None = None
         async for frame in self._frames(after_seq):
             if frame is None:
                 yield "\n"  # whitespace before JSON is JSON: keeps a quiet connection open
                 continue
+            last = frame
             if frame["type"] == FrameType.STEP:
                 steps.append(frame)
             elif frame["type"] == FrameType.RUN_FINISHED:
                 content = frame["message"]["content"]
             elif frame["type"] == FrameType.RUN_CANCELLED:
                 content = frame.get("partial_answer") or ""
-        run, more = await self._ending()
+        if last is None:
+            return
+        finish, usage, more = await self._ending(last)
         body = {
             "id": self.id,
             "object": "chat.completion",
@@ -429,12 +447,12 @@ class _Completion:
                 {
                     "index": 0,
                     "message": {"role": "assistant", "content": content},
-                    "finish_reason": FINISH_REASONS.get(run.status, "stop"),
+                    "finish_reason": finish,
                 }
             ],
-            "usage": _usage(run),
+            "usage": usage,
             "conversation_id": self.conversation_id,
-            "chatsite": self._extension(run.status, steps=steps, **more),
+            "chatsite": self._extension(steps=steps, **more),
         }
         yield json.dumps(body, ensure_ascii=False)
 

@@ -11,7 +11,7 @@ import httpx
 import openai
 import pytest
 
-from agents.llm.scripted import Reply
+from agents.llm.scripted import Fail, Reply
 from agents.models import AgentRun, Conversation, Message
 from agents.services.api_keys import api_key_create, api_key_revoke
 from agents.services.conversations import conversation_create, message_send
@@ -207,3 +207,18 @@ def test_another_users_runs_and_conversations_are_not_found(live_stack, user, ot
             extra_body={"conversation_id": theirs.pk},
         )
     assert Message.objects.filter(conversation=theirs).count() == 1
+
+
+def test_a_run_that_fails_answers_finish_reason_error_with_the_runs_reason(live_stack, user, agent):
+    live_stack.model.script(agent.slug, [Fail.insufficient_quota()])
+
+    failed = _sdk(live_stack, _key(user)).chat.completions.create(
+        model=agent.slug, messages=[{"role": "user", "content": "What is 2 + 2?"}]
+    )
+
+    assert failed.choices[0].finish_reason == "error"
+    extension = failed.model_extra["chatsite"]
+    run = AgentRun.objects.get()
+    assert extension["status"] == "failed" == run.status
+    assert extension["error"] == {"code": run.error_code, "message": run.error_message}
+    assert failed.choices[0].message.content == ""
