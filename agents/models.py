@@ -1671,3 +1671,58 @@ class ProviderIdentity(models.Model):
 
     def __str__(self) -> str:
         return f"{self.issuer} {self.subject}"
+
+
+class ApiKey(models.Model):
+    """A key a user's other programs call the API with (``Authorization: Bearer cs-…``).
+
+    Only a hash of the secret is stored: it is shown once, when the key is made
+    (agents/services/api_keys.py). The secret is random, so one SHA-256 is enough to make a
+    stolen table useless, and lets a request find its key by one indexed lookup.
+    """
+
+    class Scope(models.TextChoices):
+        READ = "read", _("Read: list agents, read runs and their events")
+        CHAT = "chat", _("Chat: start runs, stop them, approve or deny their calls")
+
+    owner = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        verbose_name=_("owner"),
+        on_delete=models.CASCADE,
+        related_name="api_keys",
+    )
+    name = models.CharField(_("name"), max_length=100)
+    # The secret's start, shown in lists so a person can tell keys apart; not enough to use.
+    prefix = models.CharField(_("prefix"), max_length=16)
+    secret_hash = models.CharField(_("secret hash"), max_length=64, unique=True)
+    scopes = models.JSONField(_("scopes"), default=list)
+    # Requests a minute with this key, in its own window; null: CHAT_API_KEY_REQUESTS_PER_MINUTE.
+    requests_per_minute = models.PositiveIntegerField(
+        _("requests per minute"), null=True, blank=True
+    )
+    created_at = models.DateTimeField(_("created at"), auto_now_add=True)
+    last_used_at = models.DateTimeField(_("last used at"), null=True, blank=True)
+    revoked_at = models.DateTimeField(_("revoked at"), null=True, blank=True)
+    revoked_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        verbose_name=_("revoked by"),
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        related_name="+",
+    )
+
+    class Meta:
+        verbose_name = _("API key")
+        verbose_name_plural = _("API keys")
+        ordering = ["-created_at", "-pk"]
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.prefix}…)"
+
+    @property
+    def is_active(self) -> bool:
+        return self.revoked_at is None
+
+    def has_scope(self, scope: str) -> bool:
+        return scope in self.scopes

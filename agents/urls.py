@@ -34,6 +34,12 @@ urlpatterns = [
     path("preferences/", views.preferences, name="preferences"),
     # What the python tool's code saved, for the conversation's owner (agents/tools/sandbox.py).
     path("sandbox-files/<uuid:file_id>/<str:name>", views.sandbox_file, name="sandbox_file"),
+    path("account/api-keys/", views.api_keys, name="api_keys"),
+    path(
+        "account/api-keys/<int:key_id>/revoke/",
+        views.api_key_revoke_view,
+        name="api_key_revoke",
+    ),
     # The strings of static/js/ in the page's language, loaded before the app's modules.
     path("jsi18n/", JavaScriptCatalog.as_view(), name="javascript-catalog"),
     path("accounts/password-reset/", views.password_reset, name="password_reset"),

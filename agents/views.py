@@ -55,6 +55,7 @@ from agents.preferences import remember_in_session, supported_language
 from agents.protocol import RequestRefused, event_frame, max_message_chars
 from agents.ratelimit import rate_limit_hit
 from agents.services import conversations as conversation_services
+from agents.services.api_keys import api_key_create, api_key_revoke
 from agents.services.preferences import preference_update
 from agents.services.sandbox import OTHER, PNG
 from agents.services.tools import tool_names_reading_private_data
@@ -666,3 +667,52 @@ def shared_attachment_file(
     response["Referrer-Policy"] = "no-referrer"
     response["X-Robots-Tag"] = "noindex, nofollow"
     return response
+
+
+# --- API keys: the user's own page (agents/services/api_keys.py) ---------------------------
+
+# Where a new key's secret waits, in the session, for the one page that shows it.
+NEW_KEY_SESSION = "api_key_new_secret"
+
+
+@login_required
+def api_keys(request: HttpRequest) -> HttpResponse:
+    """The user's keys: make one (name, scopes), see it once, revoke any."""
+    user = signed_in_user(request.user)
+    error = ""
+    name = ""
+    scopes: list[str] = ["read", "chat"]
+    if request.method == "POST":
+        name = request.POST.get("name", "")
+        scopes = request.POST.getlist("scopes")
+        try:
+            made = api_key_create(owner=user, name=name, scopes=scopes)
+        except RequestRefused as refusal:
+            error = refusal.message
+        else:
+            request.session[NEW_KEY_SESSION] = made.secret
+            return redirect("api_keys")
+    return render(
+        request,
+        "agents/api_keys.html",
+        {
+            "keys": selectors.api_key_list(user=user),
+            "new_secret": request.session.pop(NEW_KEY_SESSION, None),
+            "error": error,
+            "name": name,
+            "scopes": scopes,
+            "api_base": request.build_absolute_uri("/v1"),
+        },
+        status=400 if error else 200,
+    )
+
+
+@login_required
+@require_POST
+def api_key_revoke_view(request: HttpRequest, key_id: int) -> HttpResponse:
+    user = signed_in_user(request.user)
+    key = selectors.api_key_get(user=user, key_id=key_id)
+    if key is None:
+        raise Http404
+    api_key_revoke(key=key, by=user)
+    return redirect("api_keys")

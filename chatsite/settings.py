@@ -46,6 +46,8 @@ INSTALLED_APPS = [
     "whitenoise.runserver_nostatic",
     "django.contrib.staticfiles",
     "rest_framework",
+    # The OpenAPI schema of the API keys' endpoints (/api/schema/, agents/api/v1.py).
+    "drf_spectacular",
     "channels",
     "axes",
     # Celery beat's schedule, kept in the database (agents/services/schedules.py).
@@ -72,6 +74,18 @@ MIDDLEWARE = [
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     # Last, as django-axes asks: turns a locked-out sign-in into its lockout page.
     "axes.middleware.AxesMiddleware",
+]
+
+# The key API's (/v1/, chatsite/asgi.py): no sessions, CSRF, sign-in or per-user language
+# (a key signs its request in, agents/api/keys.py); each async-capable, or MiddlewareMixin
+# hooks that touch no database, so a streamed response holds no thread
+# (chatsite/server/streaming.py).
+KEY_API_MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "agents.middleware.ContentSecurityPolicyMiddleware",
+    "django.middleware.locale.LocaleMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
 ]
 
 ROOT_URLCONF = "chatsite.urls"
@@ -251,6 +265,9 @@ CHAT_QUOTA_RESERVATION_TOKENS = env.int("CHAT_QUOTA_RESERVATION_TOKENS", default
 # monthly budgets, an ISO 4217 code shown beside every amount; it converts nothing.
 CHAT_CURRENCY = env.str("CHAT_CURRENCY", default="USD")
 CHAT_COMPACTS_PER_MINUTE = env.int("CHAT_COMPACTS_PER_MINUTE", default=5)
+# Requests a minute one API key may make, in its own sliding window (agents/api/keys.py);
+# a key's own `requests_per_minute` (admin) overrides it; 0: no limit.
+CHAT_API_KEY_REQUESTS_PER_MINUTE = env.int("CHAT_API_KEY_REQUESTS_PER_MINUTE", default=60)
 CHAT_SIGNUP_ENABLED = env.bool("CHAT_SIGNUP_ENABLED", default=False)
 # A shared conversation's link opens for signed-in users only, unless this makes it public.
 CHAT_PUBLIC_SHARES = env.bool("CHAT_PUBLIC_SHARES", default=False)
@@ -460,12 +477,27 @@ REST_FRAMEWORK = {
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
     "EXCEPTION_HANDLER": "agents.api.exceptions.api_exception_handler",
     "DEFAULT_METADATA_CLASS": "agents.api.metadata.RouteMetadata",
+    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     # DRF's defaults, with a JSON parser that refuses deeply nested bodies with a 400.
     "DEFAULT_PARSER_CLASSES": [
         "agents.api.parsers.DepthLimitedJSONParser",
         "rest_framework.parsers.FormParser",
         "rest_framework.parsers.MultiPartParser",
     ],
+}
+
+# The schema documents the endpoints an API key calls (/v1/, docs/protocol.md); the session
+# API under /api/ is documented in docs/protocol.md only.
+SPECTACULAR_SETTINGS = {
+    "TITLE": "chatsite agents API",
+    "DESCRIPTION": "OpenAI-compatible chat completions over chatsite's agents, and runs as "
+    "resources. Authenticate with `Authorization: Bearer cs-…` (an API key).",
+    "VERSION": "1",
+    "SERVE_INCLUDE_SCHEMA": False,
+    "SERVE_PERMISSIONS": ["rest_framework.permissions.AllowAny"],
+    "SERVE_AUTHENTICATION": [],
+    "PREPROCESSING_HOOKS": ["agents.api.v1.only_key_endpoints"],
+    "COMPONENT_SPLIT_REQUEST": True,
 }
 
 # --- Production hardening (on whenever DEBUG is off) ------------------------------------
