@@ -296,6 +296,7 @@ function startConversation() {
     if (gone) return;
     while (heldSends.length && !thread.workingRunIds().length) {
       const { clientId, content, profile } = heldSends.shift();
+      thread.markSent(clientId);
       socket.send({
         type: "message.send",
         content,
@@ -305,6 +306,25 @@ function startConversation() {
         parent_id: thread.leaf ?? undefined,
       });
     }
+  }
+
+  function holdSend(clientId, content) {
+    heldSends.push({ clientId, content, profile: profileSelect ? profileSelect.value : undefined });
+    releaseHeldSends();
+    if (heldSends.some((held) => held.clientId === clientId)) thread.markQueued(clientId, cancelHeldSend);
+  }
+
+  // Cancel on a queued message: it never goes, and its words come back to the box.
+  function cancelHeldSend(clientId) {
+    const index = heldSends.findIndex((held) => held.clientId === clientId);
+    if (index === -1) return;
+    heldSends.splice(index, 1);
+    const text = thread.dropPending(clientId);
+    // Nothing typed since is overwritten: the message goes above it.
+    input.value = input.value ? `${text}\n${input.value}` : text;
+    autosize();
+    updateCharCount();
+    input.focus();
   }
 
   let lastFrameAt = Date.now(); // of the last frame other than a pong; see watchForSilence
@@ -444,8 +464,7 @@ function startConversation() {
     }
     const clientId = newClientId();
     thread.addPending(clientId, content);
-    heldSends.push({ clientId, content, profile: profileSelect ? profileSelect.value : undefined });
-    releaseHeldSends();
+    holdSend(clientId, content);
     input.value = "";
     autosize();
     updateCharCount();
