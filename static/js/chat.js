@@ -77,14 +77,36 @@ const sidebar = new Sidebar({
   toast: document.getElementById("sidebar-toast"),
   onDeleted: (id) => tabs?.postMessage({ type: "conversation.deleted", id }),
 });
+// The header and the tab's title show the conversation's title (shown: "Conversation 12"
+// when it has none).
+function showTitle(id, shown) {
+  if (!conversation || String(id) !== String(conversation.id)) return;
+  titleHeading.textContent = shown;
+  document.title = `${shown} · chatsite`;
+}
+// A rename here is said to the other tabs of this browser, whose sidebar and header follow.
+function announceRename(id, title, shown) {
+  tabs?.postMessage({ type: "conversation.renamed", id, title, shown });
+}
 document.addEventListener("sidebar:renamed", (event) => {
-  if (!conversation || String(event.detail.id) !== String(conversation.id)) return;
-  titleHeading.textContent = event.detail.title;
-  document.title = `${event.detail.title} · chatsite`;
+  showTitle(event.detail.id, event.detail.title);
+  const row = sidebar.row(event.detail.id, "");
+  announceRename(event.detail.id, row.title || "", event.detail.title);
 });
 
 tabs?.addEventListener("message", (event) => {
   if (event.data?.type === "conversation.deleted") sidebar.forget(event.data.id);
+  if (event.data?.type === "conversation.renamed") {
+    sidebar.retitle(event.data.id, event.data.title);
+    showTitle(event.data.id, event.data.shown);
+  }
+});
+// Renamed on another device: the sidebar's list, read again when the page is looked at
+// (Sidebar.refresh), brings the new title, and the header follows it.
+document.getElementById("conversation-list").addEventListener("sidebar:refreshed", () => {
+  if (!conversation) return;
+  const title = sidebar.row(conversation.id, "").title;
+  if (title && title !== titleHeading.textContent.trim()) showTitle(conversation.id, title);
 });
 // Deleted elsewhere (another device): the sidebar reads the list again when the page is
 // looked at (Sidebar.refresh).
@@ -525,9 +547,9 @@ function setUpConversationActions(urls) {
     try {
       const data = await api("PATCH", urls.conversation, { title: renameInput.value.trim() });
       const title = data.title || interpolate(gettext("Conversation %s"), [data.id]);
-      titleHeading.textContent = title;
-      document.title = `${title} · chatsite`;
-      sidebar.touch(conversation.id, { title });
+      showTitle(conversation.id, title);
+      sidebar.touch(conversation.id, { title: data.title });
+      announceRename(conversation.id, data.title, title);
       renameDialog.close();
     } catch (error) {
       showNotice(interpolate(gettext("Could not rename: %s"), [error.message]));
