@@ -36,10 +36,20 @@ function loadMarkdown() {
 }
 
 let codeBlocksLoad = null;
+let mathLoad = null;
 function decorateCode(container) {
+  typesetMath(container);
   if (!container.querySelector("pre")) return;
   codeBlocksLoad ??= import("./code_blocks.js");
   codeBlocksLoad.then((module) => module.decorateCode(container));
+}
+
+// KaTeX (math.js) loads only for an answer that may hold math: `$$…$$`, or `$…$` whose text
+// neither starts nor ends with a space ("$5 and $10" is money), as math.js reads them.
+function typesetMath(container) {
+  if (!/\$\$[^$]+\$\$|(?<![\\$\w])\$(?![\s$])[^$\n]*[^\s\\$]\$(?![\w$])/.test(container.textContent)) return;
+  mathLoad ??= import("./math.js");
+  mathLoad.then((module) => module.typesetMath(container));
 }
 
 const LIMIT_NOTES = {
