@@ -1,11 +1,13 @@
 // The chat page: wires the sidebar, the thread, the composer and the socket together.
 
-import { api, newClientId } from "./dom.js";
+import { setUpCommandMenu } from "./commands.js";
+import { announce, api, newClientId } from "./dom.js";
 import { setUpShare } from "./share.js";
 import { Sidebar } from "./sidebar.js";
 import { setUpSuggestions } from "./suggestions.js";
 import { ConversationSocket } from "./socket.js";
 import { Thread } from "./thread.js";
+import { setUpShortcuts } from "./shortcuts.js";
 import "./user_menu.js";
 import { gettext, interpolate, pageLanguage } from "./i18n.js";
 
@@ -212,6 +214,8 @@ function updateDemoBanner() {
 }
 profileSelect?.addEventListener("change", updateDemoBanner);
 updateDemoBanner();
+// Registered before the Enter that sends: Enter in the open "/" menu takes a command instead.
+setUpCommandMenu(input, document.getElementById("command-menu"), { hasConversation: Boolean(conversation) });
 input.addEventListener("keydown", (event) => {
   if (event.key === "Enter" && !event.shiftKey && !event.isComposing) {
     event.preventDefault();
@@ -224,6 +228,51 @@ function isCompactCommand(content) {
   return content.toLowerCase() === "/compact";
 }
 
+// The composer's other commands (commands.js lists them all): true when `content` was one.
+function ranPageCommand(content) {
+  const command = content.toLowerCase();
+  if (command === "/new") {
+    window.location.assign(document.getElementById("new-chat").href);
+  } else if (command === "/shortcuts") {
+    input.value = "";
+    autosize();
+    shortcuts.help();
+  } else {
+    return false;
+  }
+  return true;
+}
+
+// ------------------------------------------------------------------ keyboard shortcuts
+
+const appRoot = document.querySelector(".app");
+const narrow = matchMedia("(max-width: 800px)");
+const shortcuts = setUpShortcuts(
+  {
+    newChat: () => window.location.assign(document.getElementById("new-chat").href),
+    focusSearch: () => {
+      if (narrow.matches && !drawer.classList.contains("open")) setDrawer(true);
+      document.getElementById("search").focus();
+    },
+    copyLastAnswer: () => {
+      const copies = threadRoot.querySelectorAll(".copy-answer");
+      if (copies.length) copies[copies.length - 1].click();
+      else announce(gettext("There is no answer to copy yet."));
+    },
+    // True when a run was being written (Escape did something).
+    stop: () => {
+      if (stopButton.hidden || stopButton.disabled) return false;
+      stopButton.click();
+      return true;
+    },
+    toggleSidebar: () => {
+      if (narrow.matches) setDrawer(!drawer.classList.contains("open"));
+      else appRoot.classList.toggle("sidebar-hidden");
+    },
+  },
+  document.getElementById("shortcuts-dialog"),
+);
+
 // ------------------------------------------------------------------ no conversation yet
 
 setUpSuggestions();
@@ -234,6 +283,10 @@ if (!conversation) {
   composer.addEventListener("submit", (event) => {
     const content = input.value.trim();
     if (!content || tooLong(content)) {
+      event.preventDefault();
+      return;
+    }
+    if (ranPageCommand(content)) {
       event.preventDefault();
       return;
     }
@@ -478,6 +531,7 @@ function startConversation() {
     const content = input.value.trim();
     if (!content || gone) return;
     if (tooLong(content)) return;
+    if (ranPageCommand(content)) return;
     if (isCompactCommand(content)) {
       input.value = "";
       autosize();
