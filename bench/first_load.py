@@ -37,7 +37,8 @@ from tests.e2e.test_chat import ask  # noqa: E402
 pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
 
 RENDERERS = (
-    "markdown-it", "dompurify", "highlight.js/highlight", "markdown.", "code_blocks.", "katex", "math.",
+    "markdown-it", "dompurify", "highlight.js/highlight", "markdown.", "code_blocks.",
+    "katex", "math.",
 )  # fmt: skip
 MATH = ("katex", "math.")
 

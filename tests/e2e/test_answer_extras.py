@@ -78,7 +78,7 @@ def test_keyboard_shortcuts_and_their_sheet(stack, open_tab, user, model_name):
     from agents.llm.scripted import Gate
 
     held = Gate(timeout=120)
-    tab, conversation = _answered_chat(
+    tab, _ = _answered_chat(
         stack,
         open_tab,
         user,
@@ -108,7 +108,8 @@ def test_keyboard_shortcuts_and_their_sheet(stack, open_tab, user, model_name):
     expect(sheet).to_be_hidden()
 
     page.keyboard.press("Control+k")
-    expect(page.get_by_role("searchbox", name="Search conversations by title or content")).to_be_focused()
+    search = page.get_by_role("searchbox", name="Search conversations by title or content")
+    expect(search).to_be_focused()
 
     page.keyboard.press("Control+Shift+S")
     expect(page.locator("#sidebar")).to_be_hidden()
@@ -164,7 +165,8 @@ def test_the_mobile_top_bar_has_a_new_chat_button(stack, open_tab, user, model_n
     top = page.locator(".topbar").get_by_role("link", name="New chat")
     expect(top).to_be_visible()
     box = top.bounding_box()
-    assert box["width"] >= 24 and box["height"] >= 24
+    assert box["width"] >= 24
+    assert box["height"] >= 24
     assert page.evaluate("() => document.documentElement.scrollWidth <= innerWidth")
     assert_accessible(tab)
     top.click()

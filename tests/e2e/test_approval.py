@@ -49,7 +49,9 @@ def _paused(page, tool: str):
     expect(request).to_have_count(1)
     expect(request.locator(".tool-name")).to_have_text(tool)
     expect(request.locator(".tool-input")).to_contain_text("Broken printer")
-    expect(page.locator(".msg.assistant .steps-title")).to_contain_text("Waiting for you: approve or deny the call")
+    expect(page.locator(".msg.assistant .steps-title")).to_contain_text(
+        "Waiting for you: approve or deny the call"
+    )
     return request
 
 

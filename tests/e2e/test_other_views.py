@@ -48,7 +48,8 @@ def test_a_rename_reaches_another_tab_of_the_browser_and_another_device(open_tab
     expect(device.page.locator("#conversation-list .conversation-link")).to_have_text(
         ["Lisbon trip"]
     )
-    assert first.errors == [] and device.errors == []
+    assert first.errors == []
+    assert device.errors == []
 
 
 @pytest.mark.parametrize("viewport", [None, MOBILE], ids=["1280", "375"])
