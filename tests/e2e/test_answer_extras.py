@@ -14,7 +14,7 @@ from agents.llm.scripted import Reply
 from agents.services.conversations import conversation_create
 from tests.e2e.conftest import MOBILE
 from tests.e2e.test_accessibility import assert_accessible
-from tests.e2e.test_chat import ask
+from tests.e2e.test_chat import ask, screenshot
 
 pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
 
@@ -62,6 +62,7 @@ def test_math_is_typeset_and_code_names_its_language(stack, open_tab, user, mode
     # The stylesheet and its fonts load under the page's policy (tab.errors has CSP refusals).
     family = answer.locator(".katex .mord").first.evaluate("n => getComputedStyle(n).fontFamily")
     assert "KaTeX" in family
+    screenshot(page, "math.png")
     assert page.evaluate("() => document.documentElement.scrollWidth <= innerWidth")
     assert tab.errors == []
 
@@ -104,6 +105,7 @@ def test_keyboard_shortcuts_and_their_sheet(stack, open_tab, user, model_name):
         ]
     )
     assert_accessible(tab)
+    screenshot(page, "shortcuts.png")
     page.keyboard.press("Escape")
     expect(sheet).to_be_hidden()
 
@@ -143,6 +145,7 @@ def test_the_slash_menu_lists_the_commands_and_takes_one(stack, open_tab, user, 
     expect(menu.locator(".command-name")).to_have_text(["/compact", "/new", "/shortcuts"])
     expect(menu.get_by_role("option").first).to_have_attribute("aria-selected", "true")
     assert_accessible(tab)
+    screenshot(page, "slash-menu.png")
     box.press("ArrowDown")
     expect(menu.get_by_role("option").nth(1)).to_have_attribute("aria-selected", "true")
     box.press("Escape")
@@ -169,6 +172,7 @@ def test_the_mobile_top_bar_has_a_new_chat_button(stack, open_tab, user, model_n
     assert box["height"] >= 24
     assert page.evaluate("() => document.documentElement.scrollWidth <= innerWidth")
     assert_accessible(tab)
+    screenshot(page, "mobile-top-bar.png")
     top.click()
     expect(page).to_have_url(re.compile(r"/$"))
     expect(page.locator(".topbar").get_by_role("link", name="New chat")).to_be_visible()

@@ -19,7 +19,7 @@ from agents.models import Message
 from agents.services.conversations import conversation_create
 from tests.e2e.conftest import MOBILE, WAIT_MS
 from tests.e2e.test_accessibility import assert_accessible
-from tests.e2e.test_chat import ask
+from tests.e2e.test_chat import ask, screenshot
 
 pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
 
@@ -47,6 +47,7 @@ def test_a_silent_model_is_said_to_be_awaited_with_a_count(stack, open_tab, user
 
     title = page.locator(".msg.assistant .steps-title")
     expect(title).to_have_text(re.compile(r"^Still waiting for the model… \d+ s$"))
+    screenshot(page, "waiting-for-the-model.png")
     first = int(re.search(r"(\d+) s$", title.inner_text())[1])
     # The count goes on while the model stays silent.
     expect(title).not_to_have_text(f"Still waiting for the model… {first} s")
@@ -109,6 +110,7 @@ def test_a_message_sent_during_a_run_is_queued_and_can_be_cancelled(
     expect(cancel).to_be_visible()
     assert page.evaluate("() => document.documentElement.scrollWidth <= innerWidth")
     assert_accessible(tab)
+    screenshot(page, f"queued-{page.viewport_size['width']}.png")
 
     cancel.click()
     expect(page.locator(".msg.user.queued")).to_have_count(0)
