@@ -66,7 +66,7 @@ def test_the_childs_steps_and_approval_show_under_the_parents_call(
     parent = page.locator(".msg.assistant:not(.subagent)")
     expect(parent).to_have_count(1)
     expect(parent.locator(":scope > .steps > summary .steps-title")).to_have_text(
-        "Waiting for your approval"
+        "Waiting for you: approve or deny the call"
     )
     assert tickets.calls == 0
     assert_accessible(tab)
