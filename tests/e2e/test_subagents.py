@@ -65,7 +65,7 @@ def test_the_childs_steps_and_approval_show_under_the_parents_call(
     # The parent waits with its child; the child is not an answer of the branch.
     parent = page.locator(".msg.assistant:not(.subagent)")
     expect(parent).to_have_count(1)
-    expect(parent.locator(":scope > .steps > summary .steps-title")).to_have_text(
+    expect(parent.locator(":scope > .steps > summary .steps-title")).to_contain_text(
         "Waiting for you: approve or deny the call"
     )
     assert tickets.calls == 0
