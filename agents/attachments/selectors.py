@@ -140,7 +140,8 @@ def attachment_search_ranked(
     meaning = embeddings.meaning_ranking(chunks, query, depth)
     missing = [chunk_id for chunk_id, _ in meaning if chunk_id not in hits]
     for row in chunks.filter(id__in=missing).values_list("id", *_FIELDS):
-        hits[row[0]] = AttachmentHit(*row[1:], score=0.0)
+        chunk_id, attachment_id, name, label, page, row_number, text = row
+        hits[chunk_id] = AttachmentHit(attachment_id, name, label, page, row_number, text, 0.0)
     ranked = embeddings.fuse([(chunk_id, hit.score) for chunk_id, hit in found], meaning)
     return [
         (dataclasses.replace(hits[place.key], score=place.fused_score), place)
