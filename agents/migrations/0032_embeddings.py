@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('agents', '0020_replays'),
+        ('agents', '0022_api_keys'),
     ]
 
     operations = [
