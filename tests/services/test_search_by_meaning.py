@@ -31,6 +31,9 @@ from agents.services.knowledge import (
 from tests.attachments import samples
 from tests.attachments.storage import stored_before  # noqa: F401 (a fixture)
 
+# Run on SQLite too (make test-sqlite): the full-text half is FTS5 or substrings there.
+pytestmark = pytest.mark.smoke
+
 HANDBOOK = [
     "Employees may work from home up to two days each week, with their manager's approval.",
     "The cafeteria serves vegetarian meals on Wednesdays and fish on Fridays.",
