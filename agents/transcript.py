@@ -144,6 +144,8 @@ def transcript(
             turn = run_turn(run_id)
             turn.status = "succeeded"
             turn.html = blank((frame.get("message") or {}).get("html", ""))
+            # A sub-agent's run has no message: its answer is plain text.
+            turn.text = "" if turn.html else blank(frame.get("answer") or "")
         elif kind == FrameType.RUN_FAILED:
             turn = run_turn(run_id)
             turn.status = "failed"

@@ -204,3 +204,16 @@ def test_a_server_error_and_an_unreachable_server_are_said_apart_in_each_languag
         assert said.startswith("AI 模型的服务器报告了一个错误。")
         assert failure_note("model_unavailable", unreachable).startswith("无法连接到")
         assert "model_" not in said
+
+
+def test_a_sub_agents_answer_shows_as_plain_text():
+    from agents.transcript import transcript
+
+    frames = [
+        {"type": "run.started", "run_id": 2, "parent_run_id": 1, "parent_call_id": "call-1"},
+        {"type": "run.finished", "run_id": 2, "message": None, "answer": "<b>42</b>"},
+    ]
+
+    [turn] = transcript(frames)
+
+    assert (turn.status, turn.html, turn.text) == ("succeeded", "", "<b>42</b>")
