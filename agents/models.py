@@ -809,6 +809,19 @@ class AgentRun(models.Model):
         db_default="",
     )
 
+    # -- forks ("Retry from here", ``run_fork`` in agents/services/conversations.py) --
+    # The run whose steps before ``fork_before_seq`` (the seq of the first step not reused)
+    # this one starts with, as its own first steps; the model is called from there.
+    forked_from = models.ForeignKey(
+        "self",
+        verbose_name=_("forked from"),
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        related_name="forks",
+    )
+    fork_before_seq = models.PositiveIntegerField(_("forked before step"), null=True, blank=True)
+
     class Meta:
         verbose_name = _("agent run")
         verbose_name_plural = _("agent runs")
