@@ -386,7 +386,7 @@ class RunContinueView(ApiView):
 
 
 class RunForkView(ApiView):
-    """"Retry from here": a new run starting with the run's steps before the chosen one."""
+    """ "Retry from here": a new run starting with the run's steps before the chosen one."""
 
     def post(self, request: Request, run_id: int) -> Response:
         run: AgentRun | None = selectors.run_get(user=request.user, run_id=run_id)

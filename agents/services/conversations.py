@@ -267,7 +267,7 @@ def run_regenerate(*, conversation: Conversation, user: User) -> AgentRun:
 
 
 def run_fork(*, run: AgentRun, user: User, step_seq: int) -> AgentRun:
-    """"Retry from here": queue a new run answering ``run``'s question again that starts with
+    """ "Retry from here": queue a new run answering ``run``'s question again that starts with
     ``run``'s steps before the turn holding the step stored at ``step_seq``, and calls the
     model from there (``run_fork_reused_steps``, ``agents/runs/reads.py``).
 

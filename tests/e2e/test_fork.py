@@ -1,4 +1,4 @@
-""""Retry from here" in the browser: a three-step run forked at its second step. The new
+""" "Retry from here" in the browser: a three-step run forked at its second step. The new
 branch starts with the first step as it was (not run again), the model is called from there,
 and the answer's switcher shows both branches."""
 
@@ -59,7 +59,8 @@ def test_retry_from_the_second_step_keeps_the_first_and_adds_a_branch(
     # One model call for the fork, holding the first step and nothing of the second.
     assert len(stack.model.requests(model_name)) == requests_before + 1
     sent = sent_contents(stack, model_name)
-    assert "First the apples." in sent and "42" in sent
+    assert "First the apples." in sent
+    assert "Observation: 42" in sent
     assert "Then the pears." not in sent
     assert_accessible(tab)
 

@@ -1,4 +1,4 @@
-""""Retry from here": a finished run forked at one of its steps. A real worker drives both
+""" "Retry from here": a finished run forked at one of its steps. A real worker drives both
 runs, the model is the scripted server, the tool with a side effect the counting server
 (tests/counting_server.py)."""
 
@@ -27,7 +27,7 @@ def tickets():
 
 def _file(tool: str, title: str) -> Reply:
     return Reply(
-        f"Thought: I will file {title}.\nAction: {tool}\nAction Input: {{\"title\": \"{title}\"}}"
+        f'Thought: I will file {title}.\nAction: {tool}\nAction Input: {{"title": "{title}"}}'
     )
 
 
@@ -122,6 +122,7 @@ def test_a_fork_of_no_step_of_the_run_or_of_another_users_run_is_refused(
     assert refused.value.code == RefusalCode.NOT_FOUND
 
     assert AgentRun.objects.count() == runs
-    assert list(
-        RunEvent.objects.filter(conversation=conversation).values_list("seq", "type")
-    ) == before
+    assert (
+        list(RunEvent.objects.filter(conversation=conversation).values_list("seq", "type"))
+        == before
+    )
