@@ -81,6 +81,7 @@ from agents.services.approvals import (
     run_pause_for_approval,
     run_stop_at_budget,
 )
+from agents.services.evaluations import eval_run_ended
 from agents.services.notifications import notification_for_run
 from agents.services.replays import replay_tool_policy
 from agents.services.schedules import firing_budget_steps, schedule_run_ended
@@ -258,6 +259,7 @@ def _run_ended(run_id: int) -> None:
             return
         schedule_run_ended(run=run)
         notification_for_run(run_id=run_id)
+        eval_run_ended(run=run)  # a case's replay is checked when it ends
     except Exception:
         logger.exception("run %s: its notification could not be written", run_id)
 
