@@ -3,9 +3,9 @@ profiles and their versions (``profiles``, with "Try it" in ``profile_try``), to
 (``tools``, with the OpenAPI import in ``openapi``), MCP servers and their Discover page
 (``mcp``), the run inspector and usage page (``runs``), monthly budgets (``budgets``),
 feedback on answers by prompt version (``feedback``), conversations and the knowledge base,
-and every user's schedules with their notifications and webhook deliveries
-(``schedules``). Shared pieces are in ``pages``, the forms in ``forms`` (the MCP and OpenAPI
-pages keep theirs beside them).
+evaluation sets and their runs (``evaluations``), and every user's schedules with their
+notifications and webhook deliveries (``schedules``). Shared pieces are in ``pages``, the
+forms in ``forms`` (the MCP and OpenAPI pages keep theirs beside them).
 
 Staff only (Django admin refuses everyone else), every change lands in the admin log. The
 admin calls services for anything beyond a plain form save: checking an endpoint
@@ -17,6 +17,7 @@ admin's POST data is marked sensitive so a crash report cannot carry them either
 # Importing each module registers its admins with the site.
 from agents.admin.budgets import UsageBudgetAdmin
 from agents.admin.conversations import ConversationAdmin
+from agents.admin.evaluations import EvalRunAdmin, EvalSetAdmin
 from agents.admin.feedback import AnswerFeedbackAdmin
 from agents.admin.knowledge import KnowledgeDocumentAdmin
 from agents.admin.mcp import McpServerAdmin
@@ -31,6 +32,8 @@ __all__ = [
     "AgentRunAdmin",
     "AnswerFeedbackAdmin",
     "ConversationAdmin",
+    "EvalRunAdmin",
+    "EvalSetAdmin",
     "KnowledgeDocumentAdmin",
     "McpServerAdmin",
     "ModelConfigAdmin",

@@ -37,9 +37,10 @@ class Command(BaseCommand):
 
     def handle(self, *args: object, **options: object) -> None:
         eval_set = self._set(str(options["eval_set"]))
-        version = eval_set.profile.versions.filter(number=options["version"]).first()
+        number = int(str(options["version"]))
+        version = eval_set.profile.versions.filter(number=number).first()
         if version is None:
-            raise CommandError(f"{eval_set.profile.slug} has no version {options['version']}.")
+            raise CommandError(f"{eval_set.profile.slug} has no version {number}.")
         users = get_user_model().objects.filter(is_active=True)
         if options["user"]:
             user = users.filter(username=options["user"]).first()
