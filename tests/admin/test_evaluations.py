@@ -136,7 +136,8 @@ def test_two_evaluations_side_by_side_and_the_gate_on_restore(
     settings.CHAT_EVAL_GATE_PUBLISH = True
     versions = PromptVersion.objects.filter(profile=profile).count()
     response = staff_client.post(
-        reverse("admin:agents_agentprofile_version_restore", args=[profile.pk, first.number]), follow=True
+        reverse("admin:agents_agentprofile_version_restore", args=[profile.pk, first.number]),
+        follow=True,
     )
     assert "passes 1 of 2 cases of the set “Capitals”" in page_text(response)
     assert PromptVersion.objects.filter(profile=profile).count() == versions
