@@ -51,6 +51,11 @@ class AgentsConfig(AppConfig):
     verbose_name = "Agents"
 
     def ready(self) -> None:
+        from django.core import checks
+
+        from agents.sso import check_configuration
+
+        checks.register(check_configuration)
         # After every migrate (and every test-database flush), so a fresh install can answer.
         post_migrate.connect(_seed_defaults, sender=self, dispatch_uid="agents.seed_defaults")
         from agents.preferences import load_on_sign_in

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import contextlib
 import hashlib
 import logging
 import os
@@ -289,3 +290,49 @@ def _publisher() -> _Publisher:
                 _instance = _Publisher()
                 _instance_pid = os.getpid()
     return _instance
+
+
+# --- Listening (the API's server-sent events, agents/api/streams.py) ----------------------
+
+
+class GroupListener:
+    """What the channel layer delivers to a conversation's group, for one reader in this
+    process (a socket's consumer gets the same from Channels). Join before reading the log,
+    as a socket does; ``close`` when done."""
+
+    def __init__(self, conversation_id: int) -> None:
+        self.group = group_name(conversation_id)
+        self.layer: Any = None
+        self.channel = ""
+        self._receiving: asyncio.Future[dict[str, Any]] | None = None
+
+    async def join(self) -> None:
+        from channels.layers import get_channel_layer
+
+        self.layer = get_channel_layer()
+        self.channel = await self.layer.new_channel()
+        await self.layer.group_add(self.group, self.channel)
+
+    async def next(self, timeout: float) -> dict[str, Any] | None:
+        """The next group message, or None if none came within ``timeout`` seconds; a
+        receive that timed out is kept for the next call (cancelling it would drop the
+        channel, channels-redis's pub/sub layer)."""
+        if self._receiving is None:
+            self._receiving = asyncio.ensure_future(self.layer.receive(self.channel))
+        done, _ = await asyncio.wait({self._receiving}, timeout=timeout)
+        if not done:
+            return None
+        message, self._receiving = self._receiving.result(), None
+        return message if message.get("type") == GROUP_MESSAGE_TYPE else {"frames": []}
+
+    async def close(self) -> None:
+        if self.layer is None:
+            return
+        if self._receiving is None:
+            # The layer forgets a channel when a receive on it is cancelled: start one so.
+            self._receiving = asyncio.ensure_future(self.layer.receive(self.channel))
+            await asyncio.sleep(0)
+        self._receiving.cancel()
+        with contextlib.suppress(BaseException):
+            await self._receiving
+        await self.layer.group_discard(self.group, self.channel)

@@ -9,7 +9,9 @@ views, so none can forget it. A response that sets its own policy keeps it.
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
+from asgiref.sync import iscoroutinefunction, markcoroutinefunction
 from django.conf import settings
 from django.core.exceptions import DisallowedHost
 from django.http import HttpRequest, HttpResponseBase
@@ -50,11 +52,26 @@ def content_security_policy(request: HttpRequest) -> str:
 
 
 class ContentSecurityPolicyMiddleware:
-    def __init__(self, get_response: Callable[[HttpRequest], HttpResponseBase]) -> None:
-        self.get_response = get_response
+    # Either way: the key API's stack is async end to end (chatsite/server/streaming.py);
+    # the site's takes it as a sync middleware, as before.
+    sync_capable = True
+    async_capable = True
 
-    def __call__(self, request: HttpRequest) -> HttpResponseBase:
-        response = self.get_response(request)
+    def __init__(self, get_response: Callable[[HttpRequest], Any]) -> None:
+        self.get_response = get_response
+        if iscoroutinefunction(get_response):
+            markcoroutinefunction(self)
+
+    def __call__(self, request: HttpRequest) -> Any:
+        if iscoroutinefunction(self):
+            return self._acall(request)
+        return self._with_policy(request, self.get_response(request))
+
+    async def _acall(self, request: HttpRequest) -> HttpResponseBase:
+        return self._with_policy(request, await self.get_response(request))
+
+    @staticmethod
+    def _with_policy(request: HttpRequest, response: HttpResponseBase) -> HttpResponseBase:
         if "Content-Security-Policy" not in response:
             response["Content-Security-Policy"] = content_security_policy(request)
         return response

@@ -1661,6 +1661,86 @@ class WebhookDelivery(models.Model):
         return f"{self.notification_id} → {self.webhook_id} ({self.status})"
 
 
+class ProviderIdentity(models.Model):
+    """The identity provider's account a user signs in as (agents/sso.py): the token's
+    issuer and subject, which never change, where a username or email can be reused."""
+
+    user = models.OneToOneField(
+        settings.AUTH_USER_MODEL,
+        verbose_name=_("user"),
+        on_delete=models.CASCADE,
+        related_name="provider_identity",
+    )
+    issuer = models.CharField(_("issuer"), max_length=255)
+    subject = models.CharField(_("subject"), max_length=255)
+    created_at = models.DateTimeField(_("created at"), auto_now_add=True)
+
+    class Meta:
+        verbose_name = _("identity provider account")
+        verbose_name_plural = _("identity provider accounts")
+        constraints = [
+            models.UniqueConstraint(fields=["issuer", "subject"], name="unique_provider_identity")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.issuer} {self.subject}"
+
+
+class ApiKey(models.Model):
+    """A key a user's other programs call the API with (``Authorization: Bearer cs-…``).
+
+    Only a hash of the secret is stored: it is shown once, when the key is made
+    (agents/services/api_keys.py). The secret is random, so one SHA-256 is enough to make a
+    stolen table useless, and lets a request find its key by one indexed lookup.
+    """
+
+    class Scope(models.TextChoices):
+        READ = "read", _("Read: list agents, read runs and their events")
+        CHAT = "chat", _("Chat: start runs, stop them, approve or deny their calls")
+
+    owner = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        verbose_name=_("owner"),
+        on_delete=models.CASCADE,
+        related_name="api_keys",
+    )
+    name = models.CharField(_("name"), max_length=100)
+    # The secret's start, shown in lists so a person can tell keys apart; not enough to use.
+    prefix = models.CharField(_("prefix"), max_length=16)
+    secret_hash = models.CharField(_("secret hash"), max_length=64, unique=True)
+    scopes = models.JSONField(_("scopes"), default=list)
+    # Requests a minute with this key, in its own window; null: CHAT_API_KEY_REQUESTS_PER_MINUTE.
+    requests_per_minute = models.PositiveIntegerField(
+        _("requests per minute"), null=True, blank=True
+    )
+    created_at = models.DateTimeField(_("created at"), auto_now_add=True)
+    last_used_at = models.DateTimeField(_("last used at"), null=True, blank=True)
+    revoked_at = models.DateTimeField(_("revoked at"), null=True, blank=True)
+    revoked_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        verbose_name=_("revoked by"),
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        related_name="+",
+    )
+
+    class Meta:
+        verbose_name = _("API key")
+        verbose_name_plural = _("API keys")
+        ordering = ["-created_at", "-pk"]
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.prefix}…)"
+
+    @property
+    def is_active(self) -> bool:
+        return self.revoked_at is None
+
+    def has_scope(self, scope: str) -> bool:
+        return scope in self.scopes
+
+
 # --------------------------------------------------------------------------------------
 # Evaluation sets (agents/services/evaluations.py)
 # --------------------------------------------------------------------------------------

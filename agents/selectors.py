@@ -19,6 +19,7 @@ from agents.models import (
     AgentProfile,
     AgentRun,
     AnswerFeedback,
+    ApiKey,
     Conversation,
     ConversationShare,
     Message,
@@ -564,3 +565,25 @@ def webhook_deliveries_for_user(
         .select_related("webhook", "notification")
         .order_by("-created_at", "-pk")[:limit]
     )
+
+
+def users_of_provider_identity(*, issuer: str, subject: str) -> QuerySet[User]:
+    """The user (at most one) who signs in as the identity provider's account ``subject``."""
+    return User.objects.filter(provider_identity__issuer=issuer, provider_identity__subject=subject)
+
+
+# --- API keys (agents/services/api_keys.py) ----------------------------------------------
+
+
+def api_key_list(*, user: User) -> QuerySet[ApiKey]:
+    """The user's keys, revoked ones included, newest first."""
+    return ApiKey.objects.filter(owner_id=user.pk).order_by("-created_at", "-pk")
+
+
+def api_key_get(*, user: User, key_id: int) -> ApiKey | None:
+    return ApiKey.objects.filter(owner_id=user.pk, pk=key_id).first()
+
+
+def api_key_by_hash(*, secret_hash: str) -> ApiKey | None:
+    """The key with this hash, revoked or not, with its owner."""
+    return ApiKey.objects.filter(secret_hash=secret_hash).select_related("owner").first()

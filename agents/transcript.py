@@ -42,7 +42,10 @@ FAILURE_REASONS = {
         "The AI model service is too busy right now. Please try again in a little while."
     ),
     "model_unavailable": gettext_noop(
-        "The AI model service could not be reached. Please try again in a little while."
+        "The AI model's server could not be reached. Please try again in a little while."
+    ),
+    "model_server_error": gettext_noop(
+        "The AI model's server reported an error. Please try again in a little while."
     ),
     "model_timeout": gettext_noop(
         "The AI model took too long to answer. Please try again in a little while."

@@ -1,7 +1,7 @@
 from django.urls import path
 from django.views.i18n import JavaScriptCatalog
 
-from agents import schedule_views, views
+from agents import schedule_views, sso, views
 
 urlpatterns = [
     path("", views.chat, name="chat"),
@@ -26,11 +26,20 @@ urlpatterns = [
     path("accounts/login/", views.login_view, name="login"),
     path("accounts/logout/", views.logout_view, name="logout"),
     path("accounts/signup/", views.signup, name="signup"),
+    # Single sign-on: 404 unless configured (agents/sso.py). The names are the library's.
+    path("accounts/sso/start/", sso.sign_in_start, name="oidc_authentication_init"),
+    path("accounts/sso/callback/", sso.sign_in_callback, name="oidc_authentication_callback"),
     path("accounts/password/", views.password_change, name="password_change"),
     path("accounts/password/done/", views.password_change_done, name="password_change_done"),
     path("preferences/", views.preferences, name="preferences"),
     # What the python tool's code saved, for the conversation's owner (agents/tools/sandbox.py).
     path("sandbox-files/<uuid:file_id>/<str:name>", views.sandbox_file, name="sandbox_file"),
+    path("account/api-keys/", views.api_keys, name="api_keys"),
+    path(
+        "account/api-keys/<int:key_id>/revoke/",
+        views.api_key_revoke_view,
+        name="api_key_revoke",
+    ),
     # The strings of static/js/ in the page's language, loaded before the app's modules.
     path("jsi18n/", JavaScriptCatalog.as_view(), name="javascript-catalog"),
     path("accounts/password-reset/", views.password_reset, name="password_reset"),

@@ -55,6 +55,7 @@ from agents.preferences import remember_in_session, supported_language
 from agents.protocol import RequestRefused, event_frame, max_message_chars
 from agents.ratelimit import rate_limit_hit
 from agents.services import conversations as conversation_services
+from agents.services.api_keys import api_key_create, api_key_revoke
 from agents.services.preferences import preference_update
 from agents.services.sandbox import OTHER, PNG
 from agents.services.tools import tool_names_reading_private_data
@@ -77,17 +78,55 @@ from agents.usage_reports import (
 class SignInView(auth_views.LoginView):
     redirect_authenticated_user = True
 
+    def post(self, request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+        if not settings.SIGNIN_PASSWORD_ENABLED:
+            return _password_sign_in_off()
+        return super().post(request, *args, **kwargs)
+
     def get_context_data(self, **kwargs: Any) -> dict[str, Any]:
         # Read per request, so the links follow the settings of the moment.
+        password = settings.SIGNIN_PASSWORD_ENABLED
         return super().get_context_data(
-            signup_enabled=settings.CHAT_SIGNUP_ENABLED,
-            password_reset_enabled=bool(settings.EMAIL_BACKEND),
+            password_signin_enabled=password,
+            signup_enabled=settings.CHAT_SIGNUP_ENABLED and password,
+            password_reset_enabled=bool(settings.EMAIL_BACKEND) and password,
+            sso_enabled=settings.OIDC_ENABLED,
+            sso_provider=settings.OIDC_PROVIDER_NAME,
             **kwargs,
         )
 
 
+def _password_sign_in_off() -> HttpResponse:
+    """What every password endpoint answers while only single sign-on signs in."""
+    return HttpResponse(
+        _("Signing in with a password is switched off: use single sign-on."),
+        status=403,
+        content_type="text/plain; charset=utf-8",
+    )
+
+
+def _needs_password_sign_in(
+    view: Callable[..., HttpResponseBase],
+) -> Callable[..., HttpResponseBase]:
+    @wraps(view)
+    def wrapped(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponseBase:
+        if not settings.SIGNIN_PASSWORD_ENABLED:
+            return _password_sign_in_off()
+        return view(request, *args, **kwargs)
+
+    return wrapped
+
+
 login_view = SignInView.as_view()
 logout_view = auth_views.LogoutView.as_view()
+
+
+@_needs_password_sign_in
+def admin_sign_in(request: HttpRequest) -> HttpResponse:
+    """The admin's own sign-in form, while passwords sign in."""
+    from django.contrib import admin
+
+    return admin.site.login(request)
 
 
 class PasswordChangeView(auth_views.PasswordChangeView):
@@ -112,12 +151,14 @@ class PasswordChangeView(auth_views.PasswordChangeView):
         return super().post(request, *args, **kwargs)
 
 
-password_change = PasswordChangeView.as_view(success_url=reverse_lazy("password_change_done"))
+password_change = _needs_password_sign_in(
+    PasswordChangeView.as_view(success_url=reverse_lazy("password_change_done"))
+)
 password_change_done = auth_views.PasswordChangeDoneView.as_view()
 
 
 def signup(request: HttpRequest) -> HttpResponse:
-    if not settings.CHAT_SIGNUP_ENABLED:
+    if not settings.CHAT_SIGNUP_ENABLED or not settings.SIGNIN_PASSWORD_ENABLED:
         raise Http404(_("Sign-up is switched off."))
     if request.user.is_authenticated:
         return redirect("chat")
@@ -152,6 +193,8 @@ def _needs_email(view: Callable[..., HttpResponseBase]) -> Callable[..., HttpRes
     def wrapped(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponseBase:
         if not settings.EMAIL_BACKEND:
             raise Http404(_("Password reset needs email, which is not configured."))
+        if not settings.SIGNIN_PASSWORD_ENABLED:
+            return _password_sign_in_off()
         return view(request, *args, **kwargs)
 
     return wrapped
@@ -625,3 +668,52 @@ def shared_attachment_file(
     response["Referrer-Policy"] = "no-referrer"
     response["X-Robots-Tag"] = "noindex, nofollow"
     return response
+
+
+# --- API keys: the user's own page (agents/services/api_keys.py) ---------------------------
+
+# Where a new key's secret waits, in the session, for the one page that shows it.
+NEW_KEY_SESSION = "api_key_new_secret"
+
+
+@login_required
+def api_keys(request: HttpRequest) -> HttpResponse:
+    """The user's keys: make one (name, scopes), see it once, revoke any."""
+    user = signed_in_user(request.user)
+    error = ""
+    name = ""
+    scopes: list[str] = ["read", "chat"]
+    if request.method == "POST":
+        name = request.POST.get("name", "")
+        scopes = request.POST.getlist("scopes")
+        try:
+            made = api_key_create(owner=user, name=name, scopes=scopes)
+        except RequestRefused as refusal:
+            error = refusal.message
+        else:
+            request.session[NEW_KEY_SESSION] = made.secret
+            return redirect("api_keys")
+    return render(
+        request,
+        "agents/api_keys.html",
+        {
+            "keys": selectors.api_key_list(user=user),
+            "new_secret": request.session.pop(NEW_KEY_SESSION, None),
+            "error": error,
+            "name": name,
+            "scopes": scopes,
+            "api_base": request.build_absolute_uri("/v1"),
+        },
+        status=400 if error else 200,
+    )
+
+
+@login_required
+@require_POST
+def api_key_revoke_view(request: HttpRequest, key_id: int) -> HttpResponse:
+    user = signed_in_user(request.user)
+    key = selectors.api_key_get(user=user, key_id=key_id)
+    if key is None:
+        raise Http404
+    api_key_revoke(key=key, by=user)
+    return redirect("api_keys")

@@ -36,7 +36,11 @@ from tests.e2e.test_chat import ask  # noqa: E402
 
 pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
 
-RENDERERS = ("markdown-it", "dompurify", "highlight.js/highlight", "markdown.", "code_blocks.")
+RENDERERS = (
+    "markdown-it", "dompurify", "highlight.js/highlight", "markdown.", "code_blocks.",
+    "katex", "math.",
+)  # fmt: skip
+MATH = ("katex", "math.")
 
 
 def _count(page, seen: list[tuple[str, int]]) -> None:
@@ -74,4 +78,6 @@ def test_first_load_of_the_empty_chat(stack, open_tab, user, model_name):
     expect(page.get_by_role("button", name="Copy the code")).to_be_visible()
     page.wait_for_load_state("networkidle")
     _report("Then the first answer (a new page, and what it loads)", later, base)
+    # An answer without math does not bring KaTeX either.
+    assert [url for url, _ in later if any(name in url for name in MATH)] == []
     assert tab.errors == []

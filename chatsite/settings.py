@@ -46,6 +46,8 @@ INSTALLED_APPS = [
     "whitenoise.runserver_nostatic",
     "django.contrib.staticfiles",
     "rest_framework",
+    # The OpenAPI schema of the API keys' endpoints (/api/schema/, agents/api/v1.py).
+    "drf_spectacular",
     "channels",
     "axes",
     # Celery beat's schedule, kept in the database (agents/services/schedules.py).
@@ -72,6 +74,18 @@ MIDDLEWARE = [
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     # Last, as django-axes asks: turns a locked-out sign-in into its lockout page.
     "axes.middleware.AxesMiddleware",
+]
+
+# The key API's (/v1/, chatsite/asgi.py): no sessions, CSRF, sign-in or per-user language
+# (a key signs its request in, agents/api/keys.py); each async-capable, or MiddlewareMixin
+# hooks that touch no database, so a streamed response holds no thread
+# (chatsite/server/streaming.py).
+KEY_API_MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "agents.middleware.ContentSecurityPolicyMiddleware",
+    "django.middleware.locale.LocaleMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
 ]
 
 ROOT_URLCONF = "chatsite.urls"
@@ -251,6 +265,9 @@ CHAT_QUOTA_RESERVATION_TOKENS = env.int("CHAT_QUOTA_RESERVATION_TOKENS", default
 # monthly budgets, an ISO 4217 code shown beside every amount; it converts nothing.
 CHAT_CURRENCY = env.str("CHAT_CURRENCY", default="USD")
 CHAT_COMPACTS_PER_MINUTE = env.int("CHAT_COMPACTS_PER_MINUTE", default=5)
+# Requests a minute one API key may make, in its own sliding window (agents/api/keys.py);
+# a key's own `requests_per_minute` (admin) overrides it; 0: no limit.
+CHAT_API_KEY_REQUESTS_PER_MINUTE = env.int("CHAT_API_KEY_REQUESTS_PER_MINUTE", default=60)
 CHAT_SIGNUP_ENABLED = env.bool("CHAT_SIGNUP_ENABLED", default=False)
 # A shared conversation's link opens for signed-in users only, unless this makes it public.
 CHAT_PUBLIC_SHARES = env.bool("CHAT_PUBLIC_SHARES", default=False)
@@ -331,6 +348,40 @@ AXES_HANDLER = "axes.handlers.database.AxesDatabaseHandler"
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "chat"
 LOGOUT_REDIRECT_URL = "login"
+
+# --- Single sign-on (OpenID Connect) ----------------------------------------------------
+# On once OIDC_ISSUER, OIDC_CLIENT_ID and OIDC_CLIENT_SECRET are set (agents/sso.py; README,
+# "Single sign-on"): the sign-in page then offers the provider's button. Off, its URLs answer
+# 404, and `manage.py check` names a half-set configuration (agents.E301).
+# Exactly as the provider writes it (a trailing slash or not): tokens must name it so.
+OIDC_ISSUER = env.str("OIDC_ISSUER", default="")
+OIDC_RP_CLIENT_ID = env.str("OIDC_CLIENT_ID", default="")
+OIDC_RP_CLIENT_SECRET = env.str("OIDC_CLIENT_SECRET", default="")
+OIDC_ENABLED = bool(OIDC_ISSUER and OIDC_RP_CLIENT_ID and OIDC_RP_CLIENT_SECRET)
+# Each endpoint defaults to what the issuer's /.well-known/openid-configuration names.
+OIDC_OP_AUTHORIZATION_ENDPOINT = env.str("OIDC_AUTHORIZATION_ENDPOINT", default="")
+OIDC_OP_TOKEN_ENDPOINT = env.str("OIDC_TOKEN_ENDPOINT", default="")
+OIDC_OP_USER_ENDPOINT = env.str("OIDC_USERINFO_ENDPOINT", default="")
+OIDC_OP_JWKS_ENDPOINT = env.str("OIDC_JWKS_ENDPOINT", default="")
+OIDC_RP_SCOPES = env.str("OIDC_SCOPES", default="openid email profile groups")
+OIDC_RP_SIGN_ALGO = env.str("OIDC_SIGN_ALGORITHM", default="RS256")
+OIDC_USE_PKCE = True
+OIDC_TIMEOUT = env.float("OIDC_TIMEOUT_SECONDS", default=10.0)
+OIDC_PROVIDER_NAME = env.str("OIDC_PROVIDER_NAME", default="")
+# The claim a new user's username comes from; the claim that lists the user's groups.
+OIDC_USERNAME_CLAIM = env.str("OIDC_USERNAME_CLAIM", default="preferred_username")
+OIDC_GROUPS_CLAIM = env.str("OIDC_GROUPS_CLAIM", default="groups")
+# The Django groups the claim manages (empty: every group); a name in the claim with no
+# Django group is created only with OIDC_CREATE_GROUPS.
+OIDC_MANAGED_GROUPS = env.list("OIDC_MANAGED_GROUPS", default=[])
+OIDC_CREATE_GROUPS = env.bool("OIDC_CREATE_GROUPS", default=False)
+# Members of this group in the claim are staff, the others not (empty: staff is set by hand).
+OIDC_STAFF_GROUP = env.str("OIDC_STAFF_GROUP", default="")
+# Off: the sign-in form is gone and every password sign-in (the site's, the admin's) refused.
+SIGNIN_PASSWORD_ENABLED = env.bool("SIGNIN_PASSWORD_ENABLED", default=True)
+AUTHENTICATION_BACKENDS += ["agents.sso.OpenIDBackend"] if OIDC_ENABLED else []
+if not SIGNIN_PASSWORD_ENABLED:
+    AUTHENTICATION_BACKENDS.remove("django.contrib.auth.backends.ModelBackend")
 
 # English and Simplified Chinese (locale/, compiled by `make messages`); docs/i18n.md.
 LANGUAGE_CODE = "en"
@@ -431,12 +482,27 @@ REST_FRAMEWORK = {
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
     "EXCEPTION_HANDLER": "agents.api.exceptions.api_exception_handler",
     "DEFAULT_METADATA_CLASS": "agents.api.metadata.RouteMetadata",
+    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     # DRF's defaults, with a JSON parser that refuses deeply nested bodies with a 400.
     "DEFAULT_PARSER_CLASSES": [
         "agents.api.parsers.DepthLimitedJSONParser",
         "rest_framework.parsers.FormParser",
         "rest_framework.parsers.MultiPartParser",
     ],
+}
+
+# The schema documents the endpoints an API key calls (/v1/, docs/protocol.md); the session
+# API under /api/ is documented in docs/protocol.md only.
+SPECTACULAR_SETTINGS = {
+    "TITLE": "chatsite agents API",
+    "DESCRIPTION": "OpenAI-compatible chat completions over chatsite's agents, and runs as "
+    "resources. Authenticate with `Authorization: Bearer cs-…` (an API key).",
+    "VERSION": "1",
+    "SERVE_INCLUDE_SCHEMA": False,
+    "SERVE_PERMISSIONS": ["rest_framework.permissions.AllowAny"],
+    "SERVE_AUTHENTICATION": [],
+    "PREPROCESSING_HOOKS": ["agents.api.v1.only_key_endpoints"],
+    "COMPONENT_SPLIT_REQUEST": True,
 }
 
 # --- Production hardening (on whenever DEBUG is off) ------------------------------------

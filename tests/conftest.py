@@ -15,8 +15,9 @@ from tests.flushed_database import flush_retried_on_deadlock
 from tests.isolation import WORKER_FIXTURES, folder_queue, private_queue, session_keys_delete
 
 # Real celery worker / daphne processes for integration tests (documented in the module);
-# pytester runs a pytest of its own to check the suite's plugins.
-pytest_plugins = ["tests.processes", "pytester"]
+# pytester runs a pytest of its own to check the suite's plugins; the OpenID provider of the
+# single sign-on tests.
+pytest_plugins = ["tests.processes", "pytester", "tests.oidc_provider.process"]
 
 _usernames = itertools.count(1)
 

@@ -188,3 +188,19 @@ def test_the_word_run_in_a_reference_is_said_in_the_pages_language():
         assert failure_note("model_timeout", stored).endswith("（参考编号：运行 12。）")
     with translation.override("en"):
         assert failure_note("model_timeout", stored) == stored
+
+
+def test_a_server_error_and_an_unreachable_server_are_said_apart_in_each_language():
+    """Issue 42: a model's HTTP 5xx is not "could not be reached"."""
+    from agents.llm.errors import public_failure_message
+    from agents.react.errors import ModelServerError, ModelUnavailable
+
+    server = public_failure_message(ModelServerError("x (500)"), reference="run 3")
+    unreachable = public_failure_message(ModelUnavailable("cannot reach"), reference="run 3")
+    assert server.startswith("The AI model's server reported an error.")
+    assert unreachable.startswith("The AI model's server could not be reached.")
+    with translation.override("zh-hans"):
+        said = failure_note("model_server_error", server)
+        assert said.startswith("AI 模型的服务器报告了一个错误。")
+        assert failure_note("model_unavailable", unreachable).startswith("无法连接到")
+        assert "model_" not in said

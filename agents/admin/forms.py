@@ -168,6 +168,19 @@ class AgentProfileForm(forms.ModelForm):
             "memory_token_budget",
             "allowed_groups",
         ]
+        # "Step" means one thing wherever it is shown (the chat's header, Continue, here): one
+        # reply of the model that calls tools, or that could not be used.
+        help_texts = {
+            "max_iterations": _(
+                "Steps per run at most; the run then ends with its best answer. A step is one "
+                "reply of the model that calls tools (all its calls together), or that could "
+                "not be used; the reply with the answer is not counted."
+            ),
+            "budget_steps": _(
+                "Steps (as above) per run before it stops and offers Continue; each Continue "
+                "allows this many more. Empty: no step budget. Max iterations stays the ceiling."
+            ),
+        }
         widgets = {
             "system_prompt": forms.Textarea(attrs={"rows": 18, "class": "vLargeTextField"}),
             "few_shot_examples": forms.Textarea(attrs={"rows": 8, "class": "vLargeTextField"}),

@@ -17,6 +17,7 @@ from django.http import HttpRequest, HttpResponse, HttpResponseRedirect, Streami
 from django.template.response import TemplateResponse
 from django.urls import URLPattern, path, reverse
 from django.utils.html import format_html
+from django.utils.text import Truncator
 from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 
@@ -31,6 +32,8 @@ from agents.services.usage import usage_by_user_day
 from agents.traces import runs_trace_lines
 from agents.usage_reports import UsageBy, UsageLine, usage_entries, usage_lines, usage_totals
 
+QUESTION_CHARS = 80
+
 
 @admin.register(AgentRun)
 class AgentRunAdmin(ReadOnlyAdminMixin, ExtraPagesAdmin):
@@ -38,6 +41,7 @@ class AgentRunAdmin(ReadOnlyAdminMixin, ExtraPagesAdmin):
         "id",
         "status",
         "replay_of",
+        "question",
         "owner",
         "profile",
         "model_name",
@@ -56,7 +60,7 @@ class AgentRunAdmin(ReadOnlyAdminMixin, ExtraPagesAdmin):
     actions = ["download_traces"]
     search_fields = ["conversation__owner__username", "error_message", "model_name"]
     date_hierarchy = "created_at"
-    list_select_related = ["conversation__owner", "profile_version__profile"]
+    list_select_related = ["conversation__owner", "profile_version__profile", "trigger_message"]
     change_form_template = "admin/agents/agentrun/change_form.html"
     change_list_template = "admin/agents/agentrun/change_list.html"
     fieldsets = [
@@ -100,6 +104,14 @@ class AgentRunAdmin(ReadOnlyAdminMixin, ExtraPagesAdmin):
     @admin.display(description=_("User"), ordering="conversation__owner__username")
     def owner(self, obj: AgentRun) -> str:
         return obj.conversation.owner.get_username()
+
+    # What the run answers, cut short: the list is for finding a run, the inspector shows it whole.
+    @admin.display(description=_("Question"))
+    def question(self, obj: AgentRun) -> str:
+        if obj.trigger_message is None:
+            return "—"
+        text = Truncator(" ".join(obj.trigger_message.content.split())).chars(QUESTION_CHARS)
+        return format_html('<span class="run-question">{}</span>', text)
 
     @admin.display(description=_("Profile"))
     def profile(self, obj: AgentRun) -> str:

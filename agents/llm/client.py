@@ -49,6 +49,7 @@ from agents.react.errors import (
     ModelError,
     ModelQuotaError,
     ModelRateLimited,
+    ModelServerError,
     ModelTimeout,
     ModelUnavailable,
 )
@@ -276,7 +277,7 @@ class OpenAIChatModel:
                 )
             if status >= 500 or status in RETRYABLE_STATUSES:
                 return _Retryable(
-                    ModelUnavailable(f"{where} failed ({status}): {detail}", status_code=status),
+                    ModelServerError(f"{where} failed ({status}): {detail}", status_code=status),
                     retry_after=_retry_after(exc.response.headers),
                 )
             if status == 404:
@@ -287,7 +288,7 @@ class OpenAIChatModel:
                 f"{where} refused the request ({status}): {detail}", status_code=status
             )
         # An error object inside the stream (the server broke off mid-answer).
-        return _Retryable(ModelUnavailable(f"{where} failed mid-stream: {exc.message}"))
+        return _Retryable(ModelServerError(f"{where} failed mid-stream: {exc.message}"))
 
 
 # --------------------------------------------------------------------------------------

@@ -24,7 +24,8 @@ PUBLIC_REASONS: dict[str, str] = {
     "model_misconfigured": f"The AI model is not set up correctly. {_TELL_STAFF}",
     "model_quota": f"The AI model service has used up this site's quota. {_TELL_STAFF}",
     "model_rate_limited": f"The AI model service is too busy right now. {_TRY_AGAIN}",
-    "model_unavailable": f"The AI model service could not be reached. {_TRY_AGAIN}",
+    "model_unavailable": f"The AI model's server could not be reached. {_TRY_AGAIN}",
+    "model_server_error": f"The AI model's server reported an error. {_TRY_AGAIN}",
     "model_timeout": f"The AI model took too long to answer. {_TRY_AGAIN}",
     "model_bad_response": f"The AI model sent an answer that could not be used. {_TRY_AGAIN}",
 }

@@ -8,7 +8,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('agents', '0020_replays'),
+        ('agents', '0022_api_keys'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 

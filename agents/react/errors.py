@@ -122,6 +122,13 @@ class ModelUnavailable(ModelError):
     code = "model_unavailable"
 
 
+class ModelServerError(ModelUnavailable):
+    """The endpoint was reached but kept answering with server errors (5xx, or an error
+    inside the stream): it is up, something behind it is failing."""
+
+    code = "model_server_error"
+
+
 class ModelTimeout(ModelError):
     """The model did not finish within the call's deadline."""
 

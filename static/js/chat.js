@@ -2,12 +2,14 @@
 
 import { Attachments } from "./attachments.js";
 import { linkCitations, mayCite } from "./citations.js";
-import { api, newClientId } from "./dom.js";
+import { setUpCommandMenu } from "./commands.js";
+import { announce, api, newClientId } from "./dom.js";
 import { setUpShare } from "./share.js";
 import { Sidebar } from "./sidebar.js";
 import { setUpSuggestions } from "./suggestions.js";
 import { ConversationSocket } from "./socket.js";
 import { Thread } from "./thread.js";
+import { setUpShortcuts } from "./shortcuts.js";
 import "./user_menu.js";
 import { gettext, interpolate, pageLanguage } from "./i18n.js";
 
@@ -79,14 +81,36 @@ const sidebar = new Sidebar({
   toast: document.getElementById("sidebar-toast"),
   onDeleted: (id) => tabs?.postMessage({ type: "conversation.deleted", id }),
 });
+// The header and the tab's title show the conversation's title (shown: "Conversation 12"
+// when it has none).
+function showTitle(id, shown) {
+  if (!conversation || String(id) !== String(conversation.id)) return;
+  titleHeading.textContent = shown;
+  document.title = `${shown} · chatsite`;
+}
+// A rename here is said to the other tabs of this browser, whose sidebar and header follow.
+function announceRename(id, title, shown) {
+  tabs?.postMessage({ type: "conversation.renamed", id, title, shown });
+}
 document.addEventListener("sidebar:renamed", (event) => {
-  if (!conversation || String(event.detail.id) !== String(conversation.id)) return;
-  titleHeading.textContent = event.detail.title;
-  document.title = `${event.detail.title} · chatsite`;
+  showTitle(event.detail.id, event.detail.title);
+  const row = sidebar.row(event.detail.id, "");
+  announceRename(event.detail.id, row.title || "", event.detail.title);
 });
 
 tabs?.addEventListener("message", (event) => {
   if (event.data?.type === "conversation.deleted") sidebar.forget(event.data.id);
+  if (event.data?.type === "conversation.renamed") {
+    sidebar.retitle(event.data.id, event.data.title);
+    showTitle(event.data.id, event.data.shown);
+  }
+});
+// Renamed on another device: the sidebar's list, read again when the page is looked at
+// (Sidebar.refresh), brings the new title, and the header follows it.
+document.getElementById("conversation-list").addEventListener("sidebar:refreshed", () => {
+  if (!conversation) return;
+  const title = sidebar.row(conversation.id, "").title;
+  if (title && title !== titleHeading.textContent.trim()) showTitle(conversation.id, title);
 });
 // Deleted elsewhere (another device): the sidebar reads the list again when the page is
 // looked at (Sidebar.refresh).
@@ -192,6 +216,8 @@ function updateDemoBanner() {
 }
 profileSelect?.addEventListener("change", updateDemoBanner);
 updateDemoBanner();
+// Registered before the Enter that sends: Enter in the open "/" menu takes a command instead.
+setUpCommandMenu(input, document.getElementById("command-menu"), { hasConversation: Boolean(conversation) });
 input.addEventListener("keydown", (event) => {
   if (event.key === "Enter" && !event.shiftKey && !event.isComposing) {
     event.preventDefault();
@@ -259,6 +285,51 @@ function filesStillReading() {
   return true;
 }
 
+// The composer's other commands (commands.js lists them all): true when `content` was one.
+function ranPageCommand(content) {
+  const command = content.toLowerCase();
+  if (command === "/new") {
+    window.location.assign(document.getElementById("new-chat").href);
+  } else if (command === "/shortcuts") {
+    input.value = "";
+    autosize();
+    shortcuts.help();
+  } else {
+    return false;
+  }
+  return true;
+}
+
+// ------------------------------------------------------------------ keyboard shortcuts
+
+const appRoot = document.querySelector(".app");
+const narrow = matchMedia("(max-width: 800px)");
+const shortcuts = setUpShortcuts(
+  {
+    newChat: () => window.location.assign(document.getElementById("new-chat").href),
+    focusSearch: () => {
+      if (narrow.matches && !drawer.classList.contains("open")) setDrawer(true);
+      document.getElementById("search").focus();
+    },
+    copyLastAnswer: () => {
+      const copies = threadRoot.querySelectorAll(".copy-answer");
+      if (copies.length) copies[copies.length - 1].click();
+      else announce(gettext("There is no answer to copy yet."));
+    },
+    // True when a run was being written (Escape did something).
+    stop: () => {
+      if (stopButton.hidden || stopButton.disabled) return false;
+      stopButton.click();
+      return true;
+    },
+    toggleSidebar: () => {
+      if (narrow.matches) setDrawer(!drawer.classList.contains("open"));
+      else appRoot.classList.toggle("sidebar-hidden");
+    },
+  },
+  document.getElementById("shortcuts-dialog"),
+);
+
 // ------------------------------------------------------------------ no conversation yet
 
 setUpSuggestions();
@@ -270,6 +341,10 @@ if (!conversation) {
   composer.addEventListener("submit", async (event) => {
     const content = input.value.trim();
     if (!content || tooLong(content)) {
+      event.preventDefault();
+      return;
+    }
+    if (ranPageCommand(content)) {
       event.preventDefault();
       return;
     }
@@ -383,6 +458,7 @@ function startConversation() {
     if (gone) return;
     while (heldSends.length && !thread.workingRunIds().length) {
       const { clientId, content, profile } = heldSends.shift();
+      thread.markSent(clientId);
       socket.send({
         type: "message.send",
         content,
@@ -392,6 +468,25 @@ function startConversation() {
         parent_id: thread.leaf ?? undefined,
       });
     }
+  }
+
+  function holdSend(clientId, content) {
+    heldSends.push({ clientId, content, profile: profileSelect ? profileSelect.value : undefined });
+    releaseHeldSends();
+    if (heldSends.some((held) => held.clientId === clientId)) thread.markQueued(clientId, cancelHeldSend);
+  }
+
+  // Cancel on a queued message: it never goes, and its words come back to the box.
+  function cancelHeldSend(clientId) {
+    const index = heldSends.findIndex((held) => held.clientId === clientId);
+    if (index === -1) return;
+    heldSends.splice(index, 1);
+    const text = thread.dropPending(clientId);
+    // Nothing typed since is overwritten: the message goes above it.
+    input.value = input.value ? `${text}\n${input.value}` : text;
+    autosize();
+    updateCharCount();
+    input.focus();
   }
 
   let lastFrameAt = Date.now(); // of the last frame other than a pong; see watchForSilence
@@ -523,6 +618,7 @@ function startConversation() {
     const content = input.value.trim();
     if (!content || gone) return;
     if (tooLong(content)) return;
+    if (ranPageCommand(content)) return;
     if (isCompactCommand(content)) {
       input.value = "";
       autosize();
@@ -533,8 +629,7 @@ function startConversation() {
     const clientId = newClientId();
     thread.addPending(clientId, content);
     attachments.clearSent();
-    heldSends.push({ clientId, content, profile: profileSelect ? profileSelect.value : undefined });
-    releaseHeldSends();
+    holdSend(clientId, content);
     input.value = "";
     autosize();
     updateCharCount();
@@ -595,9 +690,9 @@ function setUpConversationActions(urls) {
     try {
       const data = await api("PATCH", urls.conversation, { title: renameInput.value.trim() });
       const title = data.title || interpolate(gettext("Conversation %s"), [data.id]);
-      titleHeading.textContent = title;
-      document.title = `${title} · chatsite`;
-      sidebar.touch(conversation.id, { title });
+      showTitle(conversation.id, title);
+      sidebar.touch(conversation.id, { title: data.title });
+      announceRename(conversation.id, data.title, title);
       renameDialog.close();
     } catch (error) {
       showNotice(interpolate(gettext("Could not rename: %s"), [error.message]));

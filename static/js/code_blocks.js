@@ -15,6 +15,7 @@ export function decorateCode(container) {
   }
   for (const pre of container.querySelectorAll("pre")) {
     if (pre.querySelector(".copy-code")) continue;
+    labelLanguage(pre);
     const button = el("button", {
       className: "copy-code",
       text: gettext("Copy"),
@@ -35,4 +36,13 @@ export function decorateCode(container) {
     });
     pre.append(button);
   }
+}
+
+// The language a block names, as a small label in its corner (the name as written: a
+// language's name is not translated).
+function labelLanguage(pre) {
+  const language = (pre.querySelector("code")?.className.match(/language-([\w+#.-]+)/) || [])[1];
+  if (!language) return;
+  pre.classList.add("has-language");
+  pre.prepend(el("span", { className: "code-language", attrs: { "aria-hidden": "true" } }, language));
 }

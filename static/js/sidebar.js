@@ -286,6 +286,12 @@ export class Sidebar {
     }
   }
 
+  // Renamed elsewhere (another tab): the row shows the new title.
+  retitle(id, title) {
+    this.update(id, { title });
+    if (this.results === null) this.render();
+  }
+
   take(id) {
     const taken = [];
     for (const rows of [this.conversations, this.results || []]) {

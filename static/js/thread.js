@@ -36,10 +36,20 @@ function loadMarkdown() {
 }
 
 let codeBlocksLoad = null;
+let mathLoad = null;
 function decorateCode(container) {
+  typesetMath(container);
   if (!container.querySelector("pre")) return;
   codeBlocksLoad ??= import("./code_blocks.js");
   codeBlocksLoad.then((module) => module.decorateCode(container));
+}
+
+// KaTeX (math.js) loads only for an answer that may hold math: `$$…$$`, or `$…$` whose text
+// neither starts nor ends with a space ("$5 and $10" is money), as math.js reads them.
+function typesetMath(container) {
+  if (!/\$\$[^$]+\$\$|(?<![\\$\w])\$(?![\s$])[^$\n]*[^\s\\$]\$(?![\w$])/.test(container.textContent)) return;
+  mathLoad ??= import("./math.js");
+  mathLoad.then((module) => module.typesetMath(container));
 }
 
 const LIMIT_NOTES = {
@@ -55,7 +65,8 @@ const FAILURE_REASONS = {
   model_misconfigured: gettext_noop("The AI model is not set up correctly. The site's staff can fix this."),
   model_quota: gettext_noop("The AI model service has used up this site's quota. The site's staff can fix this."),
   model_rate_limited: gettext_noop("The AI model service is too busy right now. Please try again in a little while."),
-  model_unavailable: gettext_noop("The AI model service could not be reached. Please try again in a little while."),
+  model_unavailable: gettext_noop("The AI model's server could not be reached. Please try again in a little while."),
+  model_server_error: gettext_noop("The AI model's server reported an error. Please try again in a little while."),
   model_timeout: gettext_noop("The AI model took too long to answer. Please try again in a little while."),
   model_bad_response: gettext_noop("The AI model sent an answer that could not be used. Please try again in a little while."),
   too_many_attempts: gettext_noop("The run was interrupted too many times and was given up."),
@@ -119,6 +130,23 @@ function approvalOutcome(p) {
   if (p.reason) text += ` ${interpolate(gettext("(reason: %s)"), [p.reason])}`;
   return text;
 }
+
+// Error codes of a model reply that could not be used: each is a step of the run's budget
+// (agents/react/executor.py), like a reply that calls tools.
+const UNUSABLE_REPLIES = new Set(["parse_error", "empty_reply", "repeated_call_id"]);
+
+// "3 steps · 4 tool calls", or "" before the first step.
+function countsText(run) {
+  if (!run.turns) return "";
+  const steps = interpolate(ngettext("%s step", "%s steps", run.turns), [run.turns]);
+  if (!run.toolCalls) return steps;
+  const calls = interpolate(ngettext("%s tool call", "%s tool calls", run.toolCalls), [run.toolCalls]);
+  return `${steps} · ${calls}`;
+}
+
+// After this long without a word about a working run, its title says what it waits for and
+// counts the seconds, so a slow or hanging model does not look like a page that froze.
+const SILENCE_HINT_MS = 4000;
 
 // The engine's reason is English; the page says it by the limit's kind.
 function budgetReachedText(p) {
@@ -209,6 +237,42 @@ export class Thread {
     this.live = true;
     this.layout();
     this.refreshControls();
+    window.setInterval(() => this.tickSilences(), 1000);
+  }
+
+  // A frame about a run: the silence it may have been in is over.
+  heardFrom(runId) {
+    const run = this.runs.get(runId);
+    if (!run) return;
+    run.heardAt = Date.now();
+    if (run.silent) {
+      run.silent = false;
+      if (!run.finished) this.updateStepsTitle(run);
+    }
+  }
+
+  // "Still waiting for the model… 12 s" on a running run nothing was heard of for a while:
+  // after a tool call it is the tool that is awaited. The count changes in the title only;
+  // the live region says once that the wait began.
+  tickSilences() {
+    const now = Date.now();
+    for (const run of this.runs.values()) {
+      if (run.finished || run.stopping || run.status !== "running") continue;
+      const quiet = now - run.heardAt;
+      if (quiet < SILENCE_HINT_MS) continue;
+      const lastStep = run.list.lastElementChild;
+      const onTool = lastStep?.classList.contains("action") && !run.liveThought;
+      const seconds = Math.floor(quiet / 1000);
+      run.summaryText.textContent = onTool
+        ? interpolate(gettext("Still waiting for the tool… %s s"), [seconds])
+        : interpolate(gettext("Still waiting for the model… %s s"), [seconds]);
+      if (!run.silent) {
+        run.silent = true;
+        run.progress.textContent = onTool
+          ? gettext("Still waiting for the tool…")
+          : gettext("Still waiting for the model…");
+      }
+    }
   }
 
   addNode(id, parentId, role) {
@@ -530,6 +594,7 @@ export class Thread {
       default:
         return false;
     }
+    if (this.live && p.run_id !== undefined && p.run_id !== null) this.heardFrom(p.run_id);
     if (this.treeChanged) {
       this.treeChanged = false;
       this.layout();
@@ -568,6 +633,37 @@ export class Thread {
     this.root.append(element);
     this.pending.set(clientId, { element, content });
     this.scrollToEnd();
+  }
+
+  // A message held back until the answer being written ends (static/js/chat.js): it says so,
+  // and Cancel takes it back before it is sent.
+  markQueued(clientId, onCancel) {
+    const entry = this.pending.get(clientId);
+    if (!entry) return;
+    entry.element.classList.add("queued");
+    const cancel = el("button", {
+      className: "cancel-queued",
+      text: gettext("Cancel"),
+      attrs: { type: "button", "aria-label": gettext("Cancel this queued message") },
+    });
+    cancel.addEventListener("click", () => onCancel(clientId));
+    entry.note = el(
+      "p",
+      { className: "queued-note", attrs: { role: "status" } },
+      el("span", { text: gettext("Queued: it will be sent when the answer finishes.") }),
+      " ",
+      cancel,
+    );
+    entry.element.append(entry.note);
+  }
+
+  // A queued message went to the server: it is an ordinary pending one now.
+  markSent(clientId) {
+    const entry = this.pending.get(clientId);
+    if (!entry?.note) return;
+    entry.note.remove();
+    entry.note = null;
+    entry.element.classList.remove("queued");
   }
 
   // A send the server refused: take the bubble away and give the text back.
@@ -714,7 +810,7 @@ export class Thread {
     const progress = el("span", { className: "visually-hidden steps-progress", attrs: { role: "status" } });
     const answer = el("div", {
       className: "answer",
-      attrs: { "aria-live": "polite", "aria-busy": "true", "aria-label": gettext("Answer") },
+      attrs: { role: "group", "aria-live": "polite", "aria-busy": "true", "aria-label": gettext("Answer") },
     });
     const footer = el("div", { className: "run-footer" });
     const root = el(
@@ -738,7 +834,12 @@ export class Thread {
       list,
       answer,
       footer,
-      stepCount: 0,
+      stepCount: 0, // items in the list
+      turns: 0, // steps as budgets count them (countStep)
+      toolCalls: 0,
+      lastKind: "",
+      heardAt: Date.now(), // when a frame about the run last came (tickSilences)
+      silent: false,
       liveThought: null, // {segment, start, text, item} while the model writes a thought
       liveAnswer: null, // {segment, start, text} while it writes the answer
       renderQueued: false,
@@ -796,26 +897,41 @@ export class Thread {
     this.updateStepsTitle(run);
   }
 
+  // The count is in steps as budgets count them (docs/protocol.md, "Steps"): one model reply
+  // that calls tools, or that could not be used, is one step however many items it shows.
   updateStepsTitle(run) {
-    const n = run.stepCount;
-    const count = interpolate(ngettext("%s step", "%s steps", n), [n]);
+    const done = countsText(run);
     if (!run.finished) {
-      const done = n ? ` · ${count}` : "";
-      let title = `${gettext("Working…")}${done}`;
+      const after = done ? ` · ${done}` : "";
+      let title = `${gettext("Working…")}${after}`;
       if (run.stopping) title = gettext("Stopping…");
-      else if (run.liveAnswer) title = `${gettext("Writing the answer…")}${done}`;
-      else if (run.liveThought) title = `${gettext("Thinking…")}${done}`;
-      else if (run.status === "awaiting_approval") title = `${gettext("Waiting for your approval")}${done}`;
-      else if (run.status === "out_of_budget") title = `${gettext("Waiting for you: the run reached its budget")}${done}`;
-      else if (run.status === "queued" && n === 0) title = gettext("Waiting for the agent…");
+      else if (run.liveAnswer) title = `${gettext("Writing the answer…")}${after}`;
+      else if (run.liveThought) title = `${gettext("Thinking…")}${after}`;
+      else if (run.status === "awaiting_approval") title = `${gettext("Waiting for you: approve or deny the call")}${after}`;
+      else if (run.status === "out_of_budget") title = `${gettext("Waiting for you: the run reached its budget")}${after}`;
+      else if (run.status === "queued" && run.stepCount === 0) title = gettext("Waiting for the agent…");
       run.summaryText.textContent = title;
+    } else if (done) {
+      run.summaryText.textContent = done;
     } else {
-      run.summaryText.textContent = n ? `${count}` : gettext("No steps");
+      run.summaryText.textContent = run.stepCount ? gettext("Reasoning") : gettext("No steps");
     }
     // Live, but only while the run goes on: a replayed or finished run is not news.
     if (this.live && !run.finished && run.progress.textContent !== run.summaryText.textContent) {
       run.progress.textContent = run.summaryText.textContent;
     }
+  }
+
+  // A step (as budgets count) begins with the first call of a reply, or with a reply that
+  // could not be used; the calls are counted apart.
+  countStep(run, p) {
+    if (p.kind === "action") {
+      if (run.lastKind !== "action") run.turns += 1;
+      run.toolCalls += 1;
+    } else if (p.kind === "error" && UNUSABLE_REPLIES.has(p.code)) {
+      run.turns += 1;
+    }
+    run.lastKind = p.kind;
   }
 
   stepAdded(p) {
@@ -838,6 +954,7 @@ export class Thread {
     }
     if (!item.isConnected) run.list.append(item);
     run.stepCount += 1;
+    this.countStep(run, p);
     if (run.status === "queued") run.status = "running";
     this.updateStepsTitle(run);
   }
@@ -1056,7 +1173,6 @@ export class Thread {
         { className: "run-status failed", attrs: { role: "status" } },
         el("strong", { text: `${gettext("The run failed.")} ` }),
         el("span", { text }),
-        p.code ? el("span", { className: "muted small", text: ` (${p.code})` }) : null,
       ),
     );
   }

@@ -49,7 +49,9 @@ def _paused(page, tool: str):
     expect(request).to_have_count(1)
     expect(request.locator(".tool-name")).to_have_text(tool)
     expect(request.locator(".tool-input")).to_contain_text("Broken printer")
-    expect(page.locator(".msg.assistant .steps-title")).to_contain_text("Waiting for your approval")
+    expect(page.locator(".msg.assistant .steps-title")).to_contain_text(
+        "Waiting for you: approve or deny the call"
+    )
     return request
 
 
@@ -74,7 +76,7 @@ def test_approve_runs_the_call_once(stack, open_tab, user, model_name, tickets):
     tab, tool = _start(stack, open_tab, user, model_name, tickets)
     page = tab.page
     request = _paused(page, tool)
-    _waits_still(page, "Waiting for your approval")
+    _waits_still(page, "Waiting for you: approve or deny the call")
     assert tickets.calls == 0
     assert _run().status == AgentRun.Status.AWAITING_APPROVAL
 
@@ -176,6 +178,9 @@ def test_a_run_at_its_step_budget_offers_continue_and_finishes(
     expect(page.locator(".step.note.budget")).to_contain_text("The run used its budget of steps.")
     assert _run().status == AgentRun.Status.OUT_OF_BUDGET
     _waits_still(page, "Waiting for you: the run reached its budget")
+    # One unit: the budget of one step was one reply that called the tool, and the header
+    # counts it as the button does (issue 42, defect 4).
+    expect(page.locator(".msg.assistant .steps-title")).to_contain_text("1 step · 1 tool call")
     assert tickets.calls == 1
     assert_accessible(tab)
 

@@ -73,7 +73,7 @@ def test_a_429_is_retried_after_the_seconds_retry_after_names(live_stack, user):
 @pytest.mark.parametrize(
     ("responses", "max_retries", "code", "words"),
     [
-        pytest.param([Fail(500), Fail(503)], 1, "model_unavailable", "", id="500s-past-retries"),
+        pytest.param([Fail(500), Fail(503)], 1, "model_server_error", "", id="500s-past-retries"),
         pytest.param(
             [Fail(429, retry_after=30)], 3, "model_rate_limited", "", id="retry-after-past-deadline"
         ),

@@ -163,7 +163,8 @@ def test_gives_up_after_max_retries(scripted_server, model_name, make_model):
         make_model(max_retries=1).complete(QUESTION)
 
     assert raised.value.status_code == 503
-    assert raised.value.code == "model_unavailable"
+    # Reached, and failing behind: not "could not be reached" (issue 42).
+    assert raised.value.code == "model_server_error"
     assert len(scripted_server.requests(model_name)) == 2
 
 
@@ -247,8 +248,10 @@ def test_unreachable_endpoint_is_unavailable():
         base_url = server.base_url
     model = OpenAIChatModel(base_url=base_url, api_key="k", model="m", max_retries=1)
 
-    with pytest.raises(ModelUnavailable, match="cannot reach"):
+    with pytest.raises(ModelUnavailable, match="cannot reach") as raised:
         model.complete(QUESTION)
+
+    assert raised.value.code == "model_unavailable"
 
 
 def test_an_exception_from_on_text_propagates_and_the_stream_is_closed(

@@ -55,7 +55,7 @@ def test_an_error_body_that_echoes_the_key_and_url_is_redacted(scripted_server, 
     assert _leaks(detail) == [], detail
     assert "[secret]" in detail
     assert "(500)" in detail  # the detail staff need is still there
-    assert raised.value.code == "model_unavailable"
+    assert raised.value.code == "model_server_error"
     assert raised.value.status_code == 500
     assert raised.value.__cause__ is None
     assert raised.value.__context__ is None
@@ -99,3 +99,45 @@ def test_users_get_a_plain_reason_and_a_reference():
     assert "10.0.0.5" not in message
     unknown = public_failure_message(ModelUnavailable("x", code="model_new"), reference="run 1")
     assert unknown.startswith("The AI model could not answer.")
+
+
+def _public_words(error: Exception) -> str:
+    from agents.llm.errors import public_failure_message
+
+    return public_failure_message(error, reference="run 7")  # type: ignore[arg-type]
+
+
+def test_each_cause_of_a_failure_has_its_own_plain_words(scripted_server, model_name):
+    """A server error, a refused connection, a timeout and a bad key each say what happened,
+    with the reference staff look up and no error code (issue 42, defect 6)."""
+    from agents.react.errors import ModelTimeout
+
+    scripted_server.script(model_name, [Fail(500)])
+    with pytest.raises(ModelUnavailable) as server_error:
+        _model(scripted_server.base_url, model_name).complete(QUESTION)
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        closed_port = probe.getsockname()[1]
+    with pytest.raises(ModelUnavailable) as refused:
+        _model(f"http://127.0.0.1:{closed_port}/v1", model_name).complete(QUESTION)
+
+    scripted_server.script(model_name, [Fail(401)])
+    with pytest.raises(ModelAuthError) as bad_key:
+        _model(scripted_server.base_url, model_name).complete(QUESTION)
+
+    said = {
+        "server": _public_words(server_error.value),
+        "refused": _public_words(refused.value),
+        "timeout": _public_words(ModelTimeout("m at http://127.0.0.1:1/v1 did not finish")),
+        "key": _public_words(bad_key.value),
+    }
+    assert said["server"].startswith("The AI model's server reported an error.")
+    assert said["refused"].startswith("The AI model's server could not be reached.")
+    assert said["timeout"].startswith("The AI model took too long to answer.")
+    assert said["key"].startswith("The AI model service did not accept this site's credentials.")
+    assert len(set(said.values())) == len(said)
+    for words in said.values():
+        assert words.endswith("(Reference: run 7.)")
+        for detail in ("model_", "500", "127.0.0.1"):
+            assert detail not in words

@@ -84,7 +84,7 @@ def test_staff_read_the_redacted_detail_in_the_inspector(
     echo = {"error": {"message": f"upstream refused key {API_KEY} for scout:{PASSWORD}"}}
     run = _failing_run(user, scripted_model, Fail(502, body=echo))
 
-    assert run.error_code == "model_unavailable"
+    assert run.error_code == "model_server_error"
     assert "127.0.0.1" in run.error_detail
     assert "(502): upstream refused key [secret] for [secret]" in run.error_detail
     assert _secret_free(run.error_detail)
