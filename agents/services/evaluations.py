@@ -202,8 +202,10 @@ def eval_run_ended(*, run: AgentRun) -> None:
         if result is None:
             return
         run = AgentRun.objects.get(pk=run.pk)
-        if not run.is_terminal:
-            return  # paused (an approval, a budget): not ended
+        if not run.is_terminal and run.status not in AgentRun.PAUSED_STATUSES:
+            return
+        # A replay stopped at a budget waits for a Continue nobody gives: for the case, it
+        # ended without its answer (a replay never waits for an approval).
         case = result.case
         outcome = RunOutcome(
             ended_with_answer=run.status == AgentRun.Status.SUCCEEDED,
