@@ -75,6 +75,14 @@ class ModelConfig(models.Model):
         validators=[MinValueValidator(0)],
         help_text=_("Output tokens: the price of one million, in the site's currency."),
     )
+    for_embeddings = models.BooleanField(
+        _("for embeddings"),
+        default=False,
+        help_text=_(
+            "Search by meaning embeds passages with this endpoint's /v1/embeddings instead "
+            "of the built-in model. Mark one model config at most."
+        ),
+    )
     created_at = models.DateTimeField(_("created at"), auto_now_add=True)
     updated_at = models.DateTimeField(_("updated at"), auto_now=True)
 
@@ -1148,6 +1156,10 @@ class KnowledgeChunk(models.Model):
     )
     position = models.PositiveIntegerField(_("position"))
     text = models.TextField(_("text"))
+    # Search by meaning (agents/embeddings.py): the passage's vector as float32 bytes, and
+    # the embedder that made it; a vector of another embedder is not compared.
+    embedding = models.BinaryField(_("embedding"), null=True, blank=True, editable=False)
+    embedding_model = models.CharField(_("embedding model"), max_length=200, blank=True)
 
     class Meta:
         verbose_name = _("knowledge chunk")
@@ -1369,6 +1381,10 @@ class AttachmentChunk(models.Model):
     page = models.PositiveIntegerField(_("page"), null=True, blank=True)
     row = models.PositiveIntegerField(_("first row"), null=True, blank=True)
     text = models.TextField(_("text"))
+    # Search by meaning (agents/embeddings.py): the passage's vector as float32 bytes, and
+    # the embedder that made it; a vector of another embedder is not compared.
+    embedding = models.BinaryField(_("embedding"), null=True, blank=True, editable=False)
+    embedding_model = models.CharField(_("embedding model"), max_length=200, blank=True)
 
     class Meta:
         verbose_name = _("attachment passage")

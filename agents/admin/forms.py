@@ -97,6 +97,7 @@ class ModelConfigForm(forms.ModelForm):
             "request_timeout_seconds",
             "max_retries",
             "supports_tool_calling",
+            "for_embeddings",
             "prompt_price_per_million",
             "completion_price_per_million",
         ]

@@ -43,6 +43,7 @@ class ModelConfigAdmin(ExtraPagesAdmin):
                     "request_timeout_seconds",
                     "max_retries",
                     "supports_tool_calling",
+                    "for_embeddings",
                 ]
             },
         ),

@@ -2,13 +2,14 @@
 a shared conversation's files for its readers, a run's conversation for its tools.
 
 ``attachment_search`` is the one way passages are found: (query, conversation) to ranked
-passages. It is full-text search today (PostgreSQL's ``tsvector``, as the knowledge base
-uses; on other databases every word is looked for as a substring); an embedding search can
-be fused into it later without its callers knowing.
+passages. It is full-text search (PostgreSQL's ``tsvector``, as the knowledge base uses; on
+other databases every word is looked for as a substring) fused by reciprocal rank with a
+search by meaning over the passages' vectors when embeddings are on (``agents/embeddings.py``).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from dataclasses import dataclass
 from typing import Any
@@ -16,6 +17,7 @@ from typing import Any
 from django.conf import settings
 from django.db.models import Q, QuerySet
 
+from agents import embeddings
 from agents.db import statements
 from agents.models import Attachment, AttachmentChunk, Conversation
 
@@ -102,11 +104,25 @@ def attachment_full_text(*, attachment: Attachment) -> str:
 
 
 def attachment_search(*, conversation_id: int, query: str, limit: int = 5) -> list[AttachmentHit]:
-    """The passages of the conversation's ready files that best match ``query``, best first.
+    """The passages of the conversation's ready files that best match ``query``, best first
+    (``attachment_search_ranked``)."""
+    return [
+        hit
+        for hit, _ in attachment_search_ranked(
+            conversation_id=conversation_id, query=query, limit=limit
+        )
+    ]
 
-    Every word must match first; when nothing does, any word may. Where the database's
-    full-text search finds nothing (words it does not split, such as Chinese), each word is
-    looked for as a substring."""
+
+def attachment_search_ranked(
+    *, conversation_id: int, query: str, limit: int = 5
+) -> list[tuple[AttachmentHit, embeddings.Ranked]]:
+    """The best passages with where each stood in the two searches and in their fusion.
+
+    Full text: every word must match first; when nothing does, any word may. Where the
+    database's full-text search finds nothing (words it does not split, such as Chinese),
+    each word is looked for as a substring. By meaning: the passages whose vectors are
+    nearest the query's. A hit's ``score`` is its fused one."""
     terms = _WORD.findall(query.lower())[:MAX_QUERY_TERMS]
     if not terms or limit < 1:
         return []
@@ -114,11 +130,23 @@ def attachment_search(*, conversation_id: int, query: str, limit: int = 5) -> li
         attachment__conversation_id=conversation_id,
         attachment__state=Attachment.State.READY,
     )
+    depth = max(limit * 4, embeddings.SEARCH_DEPTH)
+    found: list[tuple[int, AttachmentHit]] = []
     if statements.full_text_search() == "tsvector":
-        hits = _postgres_search(chunks, query, terms, limit)
-        if hits:
-            return hits
-    return _substring_search(chunks, terms, limit)
+        found = _postgres_search(chunks, query, terms, depth)
+    if not found:
+        found = _substring_search(chunks, terms, depth)
+    hits = dict(found)
+    meaning = embeddings.meaning_ranking(chunks, query, depth)
+    missing = [chunk_id for chunk_id, _ in meaning if chunk_id not in hits]
+    for row in chunks.filter(id__in=missing).values_list("id", *_FIELDS):
+        chunk_id, attachment_id, name, label, page, row_number, text = row
+        hits[chunk_id] = AttachmentHit(attachment_id, name, label, page, row_number, text, 0.0)
+    ranked = embeddings.fuse([(chunk_id, hit.score) for chunk_id, hit in found], meaning)
+    return [
+        (dataclasses.replace(hits[place.key], score=place.fused_score), place)
+        for place in ranked[:limit]
+    ]
 
 
 _FIELDS = ("attachment_id", "attachment__name", "label", "page", "row", "text")
@@ -126,7 +154,7 @@ _FIELDS = ("attachment_id", "attachment__name", "label", "page", "row", "text")
 
 def _postgres_search(
     chunks: QuerySet[AttachmentChunk], query: str, terms: list[str], limit: int
-) -> list[AttachmentHit]:
+) -> list[tuple[int, AttachmentHit]]:
     from django.contrib.postgres.search import SearchQuery, SearchRank, SearchVector
 
     language = getattr(settings, "KNOWLEDGE_SEARCH_LANGUAGE", "english")
@@ -141,30 +169,34 @@ def _postgres_search(
             searched.filter(search=search_query)
             .annotate(rank=SearchRank(vector, search_query))
             .order_by("-rank", "attachment_id", "position")
-            .values_list(*_FIELDS, "rank")[:limit]
+            .values_list("id", *_FIELDS, "rank")[:limit]
         )
         if rows:
-            return [AttachmentHit(*row) for row in rows]
+            return [(row[0], AttachmentHit(*row[1:])) for row in rows]
     return []
 
 
 def _substring_search(
     chunks: QuerySet[AttachmentChunk], terms: list[str], limit: int
-) -> list[AttachmentHit]:
+) -> list[tuple[int, AttachmentHit]]:
     any_term = Q()
     for term in terms:
         any_term |= Q(text__icontains=term)
     # Bounded: the conversation's passages that hold at least one word, scored here.
     rows = list(
-        chunks.filter(any_term).order_by("attachment_id", "position").values_list(*_FIELDS)[:2000]
+        chunks.filter(any_term)
+        .order_by("attachment_id", "position")
+        .values_list("id", *_FIELDS)[:2000]
     )
     scored = []
     for row in rows:
         lowered = row[-1].lower()
         score = sum(1 for term in terms if term in lowered) / len(terms)
-        attachment_id, name, label, page, row_number, text = row
-        scored.append(AttachmentHit(attachment_id, name, label, page, row_number, text, score))
-    scored.sort(key=lambda hit: -hit.score)
+        chunk_id, attachment_id, name, label, page, row_number, text = row
+        scored.append(
+            (chunk_id, AttachmentHit(attachment_id, name, label, page, row_number, text, score))
+        )
+    scored.sort(key=lambda pair: -pair[1].score)
     return scored[:limit]
 
 

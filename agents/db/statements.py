@@ -1015,14 +1015,14 @@ def fts5_search() -> str:
     """The best passages of a collection for an FTS5 query, best first (bm25: lower is
     better; the title weighs more than the passage).
 
-    Parameters: the FTS5 match expression, the collection, the limit. Returns the
-    document's id and title, the chunk's position and text, and the score (higher is
-    better), as ``KnowledgeHit`` takes them. Fences nothing; publishes nothing.
+    Parameters: the FTS5 match expression, the collection, the limit. Returns the chunk's
+    id, then the document's id and title, the chunk's position and text, and the score
+    (higher is better), as ``KnowledgeHit`` takes them. Fences nothing; publishes nothing.
     """
     fts = sql.Identifier(FTS5_TABLE)
     return text(
         sql.SQL(
-            """SELECT d.id, d.title, c.position, c.text, -bm25({fts}, 5.0, 1.0) AS score
+            """SELECT c.id, d.id, d.title, c.position, c.text, -bm25({fts}, 5.0, 1.0) AS score
 FROM {fts}
 JOIN {chunks} AS c ON c.id = {fts}.rowid
 JOIN {documents} AS d ON d.id = c.document_id

@@ -17,6 +17,10 @@ send nothing), and on ``Reply`` a ``delay`` before the first token and a slow tr
 (``chunk_size``/``chunk_interval``). Another process can program a running server through
 ``POST /_control/script`` and ``GET /_control/requests?model=`` (see ``reply_from_dict``).
 
+``POST /v1/embeddings`` answers deterministically: each text's vector is its words (and
+each CJK character) hashed into ``EMBEDDING_DIMENSIONS`` buckets (``scripted_embedding``), so
+texts that share words are near. A ``Fail`` queued for the model is answered instead.
+
 In a process of its own: ``python -m agents.llm.serve --port 8765 [--demo]``.
 """
 
@@ -25,9 +29,11 @@ from __future__ import annotations
 import collections
 import itertools
 import json
+import re
 import sys
 import threading
 import time
+import zlib
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from http import HTTPStatus
@@ -230,6 +236,20 @@ def reply_from_dict(data: JsonDict) -> Response:
     raise ValueError(f"unknown response type {kind!r}")
 
 
+EMBEDDING_DIMENSIONS = 64
+_EMBEDDING_TOKEN = re.compile(r"[\u3400-\u9fff]|[^\W\u3400-\u9fff]+", re.UNICODE)
+
+
+def scripted_embedding(text: str) -> list[float]:
+    """A deterministic unit vector for ``text``: its lowercased words, and each CJK
+    character, counted into buckets by CRC-32 (stable across processes, unlike ``hash``)."""
+    vector = [0.0] * EMBEDDING_DIMENSIONS
+    for token in _EMBEDDING_TOKEN.findall(text.lower()):
+        vector[zlib.crc32(token.encode()) % EMBEDDING_DIMENSIONS] += 1.0
+    length = sum(value * value for value in vector) ** 0.5
+    return [value / length for value in vector] if length else vector
+
+
 # --------------------------------------------------------------------------------------
 # The server
 # --------------------------------------------------------------------------------------
@@ -353,6 +373,18 @@ class ScriptedServer:
         if callable(entry):
             return entry(body)
         return entry
+
+    def _next_embedding_failure(self, body: JsonDict) -> Fail | None:
+        """Records the embeddings request; a ``Fail`` queued for its model, if one is next."""
+        model = str(body.get("model", ""))
+        with self._lock:
+            state = self._state(model)
+            state.requests.append(body)
+            if state.queue and isinstance(state.queue[0], Fail):
+                failure = state.queue.popleft()
+                assert isinstance(failure, Fail)
+                return failure
+        return None
 
     def _completion_id(self) -> str:
         return f"chatcmpl-scripted-{next(self._ids)}"
@@ -540,6 +572,8 @@ class _Handler(BaseHTTPRequestHandler):
             return
         if url.path.rstrip("/") == "/v1/chat/completions":
             self._chat_completions(body)
+        elif url.path.rstrip("/") == "/v1/embeddings":
+            self._embeddings(body)
         elif url.path == "/_control/script":
             try:
                 responses = [reply_from_dict(item) for item in body.get("responses", [])]
@@ -570,6 +604,37 @@ class _Handler(BaseHTTPRequestHandler):
             self._hang(response, streaming=bool(body.get("stream")))
         else:
             self._send_reply(response, body)
+
+    # -- embeddings ----------------------------------------------------------------
+    def _embeddings(self, body: JsonDict) -> None:
+        texts = body.get("input") if isinstance(body, dict) else None
+        if isinstance(texts, str):
+            texts = [texts]
+        if not isinstance(texts, list) or not all(isinstance(text, str) for text in texts):
+            self._send_json(400, _invalid_request("'input' must be a string or a list of strings"))
+            return
+        key = self.scripted.api_key
+        if key is not None and self.headers.get("Authorization") != f"Bearer {key}":
+            self._send_json(401, _invalid_api_key())
+            return
+        failure = self.scripted._next_embedding_failure(body)
+        if failure is not None:
+            self._send_fail(failure)
+            return
+        data = [
+            {"object": "embedding", "index": index, "embedding": scripted_embedding(text)}
+            for index, text in enumerate(texts)
+        ]
+        tokens = sum(count_tokens(text) for text in texts)
+        self._send_json(
+            200,
+            {
+                "object": "list",
+                "data": data,
+                "model": str(body.get("model", "")),
+                "usage": {"prompt_tokens": tokens, "total_tokens": tokens},
+            },
+        )
 
     def _send_reply(self, reply: Reply, body: JsonDict) -> None:
         text, stopped = reply.text, False

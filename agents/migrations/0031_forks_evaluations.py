@@ -8,7 +8,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('agents', '0022_api_keys'),
+        ('agents', '0023_embeddings'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 

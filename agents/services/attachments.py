@@ -19,6 +19,7 @@ from django.core.files.base import ContentFile
 from django.db import transaction
 from django.utils.translation import gettext as _
 
+from agents import embeddings
 from agents.attachments.extract import ExtractError, extract
 from agents.attachments.files import FileRefused, clean_name, judge
 from agents.attachments.selectors import attachments_since_last_question
@@ -94,6 +95,9 @@ def attachment_extract(*, attachment_id: int) -> None:
         _fail(attachment, "the file has no text to read")
         return
     tokens = sum(count_tokens(passage.text) for passage in extracted.passages)
+    # Outside the transaction: embedding a long file takes a while and holds no row.
+    embedded = embeddings.embed_passages([passage.text for passage in extracted.passages])
+    model, vectors = embedded if embedded else ("", [None] * len(extracted.passages))
     with transaction.atomic():
         locked = Attachment.objects.select_for_update().filter(pk=attachment_id).first()
         if locked is None or locked.state != Attachment.State.READING:
@@ -107,8 +111,12 @@ def attachment_extract(*, attachment_id: int) -> None:
                 page=passage.page,
                 row=passage.row,
                 text=passage.text,
+                embedding=vector,
+                embedding_model=model,
             )
-            for position, passage in enumerate(extracted.passages, start=1)
+            for position, (passage, vector) in enumerate(
+                zip(extracted.passages, vectors, strict=True), start=1
+            )
         )
         locked.state = Attachment.State.READY
         locked.error = ""

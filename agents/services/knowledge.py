@@ -2,7 +2,9 @@
 
 Ingesting extracts a document's text (plain text, Markdown or PDF), cuts it into chunks at
 paragraph boundaries with a little overlap, and indexes them. Search is PostgreSQL full-text
-search in production and SQLite FTS5 when embedded (``statements.full_text_search``). The
+search in production and SQLite FTS5 when embedded (``statements.full_text_search``), fused
+by reciprocal rank with a search by meaning when embeddings are on (``agents/embeddings.py``;
+each chunk's vector is computed here as it is indexed). The
 FTS5 table is created lazily here, not by a migration, so it also exists in test databases
 built without migrations; a chunk that is gone from ``KnowledgeChunk`` is ignored by the
 join even if its FTS row lingers. Its statements are in ``agents/db/statements.py``.
@@ -10,6 +12,7 @@ join even if its FTS row lingers. Its statements are in ``agents/db/statements.p
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import re
 from dataclasses import dataclass
@@ -18,6 +21,7 @@ from pathlib import PurePath
 from django.conf import settings
 from django.db import connection, transaction
 
+from agents import embeddings
 from agents.db import statements
 from agents.models import KnowledgeChunk, KnowledgeDocument
 
@@ -66,9 +70,18 @@ def knowledge_document_ingest(*, document: KnowledgeDocument) -> int:
         KnowledgeDocument.objects.filter(pk=document.pk).update(text=document.text)
     old_ids = list(document.chunks.values_list("id", flat=True))
     document.chunks.all().delete()
+    texts = chunk_text(document.text)
+    embedded = embeddings.embed_passages(texts)
+    model, vectors = embedded if embedded else ("", [None] * len(texts))
     chunks = KnowledgeChunk.objects.bulk_create(
-        KnowledgeChunk(document=document, position=number, text=text)
-        for number, text in enumerate(chunk_text(document.text), start=1)
+        KnowledgeChunk(
+            document=document,
+            position=number,
+            text=text,
+            embedding=vector,
+            embedding_model=model,
+        )
+        for number, (text, vector) in enumerate(zip(texts, vectors, strict=True), start=1)
     )
     if statements.full_text_search() == "fts5":
         _fts_replace(old_ids=old_ids, document=document, chunks=chunks)
@@ -185,22 +198,49 @@ def _tail(text: str, limit: int) -> str:
 
 
 def knowledge_search(*, collection: str, query: str, limit: int = 4) -> list[KnowledgeHit]:
-    """The best passages of ``collection`` for ``query``, best first.
+    """The best passages of ``collection`` for ``query``, best first: full-text search fused
+    with search by meaning (``knowledge_search_ranked``)."""
+    return [
+        hit for hit, _ in knowledge_search_ranked(collection=collection, query=query, limit=limit)
+    ]
 
-    All words must match first (web-search syntax on PostgreSQL: quotes, ``or``, ``-word``);
-    when nothing does, any word may, ranked by how well it matches.
+
+def knowledge_search_ranked(
+    *, collection: str, query: str, limit: int = 4
+) -> list[tuple[KnowledgeHit, embeddings.Ranked]]:
+    """The best passages with where each stood in the two searches and in their fusion.
+
+    Full text: all words must match first (web-search syntax on PostgreSQL: quotes, ``or``,
+    ``-word``); when nothing does, any word may, ranked by how well it matches. By meaning:
+    the passages whose vectors are nearest the query's. A hit's ``score`` is its fused one.
     """
     terms = _WORD.findall(query.lower())[:MAX_QUERY_TERMS]
     if not terms or limit < 1:
         return []
+    depth = max(limit * 4, embeddings.SEARCH_DEPTH)
     kind = statements.full_text_search()
     if kind == "tsvector":
-        return _postgres_search(collection, query, terms, limit)
-    if kind == "fts5":
-        return _sqlite_search(collection, terms, limit)
-    raise NotImplementedError(
-        f"knowledge search supports PostgreSQL and SQLite, not {connection.display_name}"
+        found = _postgres_search(collection, query, terms, depth)
+    elif kind == "fts5":
+        found = _sqlite_search(collection, terms, depth)
+    else:
+        raise NotImplementedError(
+            f"knowledge search supports PostgreSQL and SQLite, not {connection.display_name}"
+        )
+    hits = {chunk_id: hit for chunk_id, hit in found}
+    meaning = embeddings.meaning_ranking(
+        KnowledgeChunk.objects.filter(document__collection=collection), query, depth
     )
+    missing = [chunk_id for chunk_id, _ in meaning if chunk_id not in hits]
+    for row in KnowledgeChunk.objects.filter(id__in=missing).values_list(
+        "id", "document_id", "document__title", "position", "text"
+    ):
+        hits[row[0]] = KnowledgeHit(*row[1:], score=0.0)
+    ranked = embeddings.fuse([(chunk_id, hit.score) for chunk_id, hit in found], meaning)
+    return [
+        (dataclasses.replace(hits[place.key], score=place.fused_score), place)
+        for place in ranked[:limit]
+    ]
 
 
 def _language() -> str:
@@ -209,7 +249,7 @@ def _language() -> str:
 
 def _postgres_search(
     collection: str, query: str, terms: list[str], limit: int
-) -> list[KnowledgeHit]:
+) -> list[tuple[int, KnowledgeHit]]:
     from django.contrib.postgres.search import SearchQuery, SearchRank, SearchVector
 
     language = _language()
@@ -226,14 +266,14 @@ def _postgres_search(
             chunks.filter(search=search_query)
             .annotate(rank=SearchRank(vector, search_query))
             .order_by("-rank", "document_id", "position")
-            .values_list("document_id", "document__title", "position", "text", "rank")[:limit]
+            .values_list("id", "document_id", "document__title", "position", "text", "rank")[:limit]
         )
         if rows:
-            return [KnowledgeHit(*row) for row in rows]
+            return [(row[0], KnowledgeHit(*row[1:])) for row in rows]
     return []
 
 
-def _sqlite_search(collection: str, terms: list[str], limit: int) -> list[KnowledgeHit]:
+def _sqlite_search(collection: str, terms: list[str], limit: int) -> list[tuple[int, KnowledgeHit]]:
     _fts_ensure()
     quoted = ['"' + term.replace('"', '""') + '"' for term in terms]
     with connection.cursor() as cursor:
@@ -241,7 +281,7 @@ def _sqlite_search(collection: str, terms: list[str], limit: int) -> list[Knowle
             cursor.execute(statements.fts5_search(), [match, collection, limit])
             rows = cursor.fetchall()
             if rows:
-                return [KnowledgeHit(*row) for row in rows]
+                return [(row[0], KnowledgeHit(*row[1:])) for row in rows]
     return []
 
 

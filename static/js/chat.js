@@ -4,6 +4,8 @@ import { Attachments } from "./attachments.js";
 import { linkCitations, mayCite } from "./citations.js";
 import { setUpCommandMenu } from "./commands.js";
 import { announce, api, newClientId } from "./dom.js";
+// The bell in the header keeps itself live; the page has one entry module, this one.
+import "./notifications.js";
 import { setUpShare } from "./share.js";
 import { Sidebar } from "./sidebar.js";
 import { setUpSuggestions } from "./suggestions.js";

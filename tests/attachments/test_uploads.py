@@ -281,8 +281,11 @@ def test_a_spreadsheet_and_a_deck_are_read_with_sheet_rows_and_slides(user, conv
 
 @pytest.mark.smoke  # run on SQLite too (make test-sqlite): the search without tsvector
 def test_search_ranks_the_conversations_passages_and_finds_words_it_cannot_split(
-    user, other_user, conversation
+    user, other_user, conversation, settings
 ):
+    # By words alone: search by meaning would add the nearest passages
+    # (tests/services/test_search_by_meaning.py).
+    settings.CHAT_EMBEDDINGS = "off"
     client = _client(user)
     created = _upload(
         client, conversation, "contract.pdf",

@@ -237,6 +237,10 @@ ADMIN_PAGES = {
     "feedback-by-version": AdminPage(
         "/admin/agents/answerfeedback/by-version/{profile.pk}/", "#content", "Great"
     ),
+    "retrieval-test": AdminPage(
+        "/admin/agents/knowledgedocument/retrieval/?query=refund&collection=default",
+        "#retrieval-results",
+    ),
 }
 
 

@@ -189,12 +189,14 @@ def test_live_markdown_reads_the_same_as_the_final_server_html(stack, open_tab, 
 
 def text_and_tags(page, html: str) -> tuple[str, list[str]]:
     """An answer's text and element structure, without what the page adds to code blocks
-    (copy buttons, highlighting spans)."""
+    (copy buttons, language labels, highlighting spans)."""
     return tuple(
         page.evaluate(
             """html => {
                 const node = new DOMParser().parseFromString(html, 'text/html').body.firstChild;
-                for (const button of node.querySelectorAll('.copy-code')) button.remove();
+                for (const added of node.querySelectorAll('.copy-code, .code-language')) {
+                    added.remove();
+                }
                 const tags = [...node.querySelectorAll('*')]
                     .filter(n => !n.parentElement.closest('code'))
                     .map(n => `${n.tagName} ${n.getAttribute('href') || ''}`);

@@ -100,7 +100,8 @@ def test_an_endpoint_row_already_read_is_used_without_a_query(user, django_asser
     assert executor.config.supports_tool_calling
 
 
-def test_an_endpoint_row_the_snapshot_does_not_name_is_read_again(user):
+def test_the_endpoint_row_a_run_pinned_is_used_even_where_the_snapshot_names_another(user):
+    """A run's endpoint is its own (a replay's may be another than its version names)."""
     named = ModelConfig.objects.create(
         name="named", base_url="http://x/v1", model="m", supports_tool_calling=True
     )
@@ -110,7 +111,7 @@ def test_an_endpoint_row_the_snapshot_does_not_name_is_read_again(user):
 
     executor = build_executor(snapshot=snapshot, user=user, model_config=other)
 
-    assert executor.config.supports_tool_calling
+    assert not executor.config.supports_tool_calling  # other's, not named's
 
 
 def test_the_tool_rows_a_run_reads_are_the_orms():

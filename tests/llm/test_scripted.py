@@ -178,3 +178,32 @@ def test_a_burst_of_connections_waits_to_be_accepted_instead_of_being_dropped():
             client.close()
         server.stop()
     assert len(clients) == 200
+
+
+def test_embeddings_are_deterministic_unit_vectors_near_for_shared_words(scripted_server):
+    client = openai.OpenAI(base_url=scripted_server.base_url, api_key="x", max_retries=0)
+    texts = ["refund paid to the card", "the card refund", "蛋糕很好吃"]
+    response = client.embeddings.create(model="emb", input=texts, encoding_format="float")
+    vectors = [row.embedding for row in sorted(response.data, key=lambda row: row.index)]
+    assert [len(vector) for vector in vectors] == [64, 64, 64]
+    assert all(abs(sum(v * v for v in vector) - 1) < 1e-9 for vector in vectors)
+
+    def cosine(a, b):
+        return sum(x * y for x, y in zip(a, b, strict=True))
+
+    assert cosine(vectors[0], vectors[1]) > cosine(vectors[0], vectors[2])
+    again = client.embeddings.create(model="emb", input=texts[0], encoding_format="float")
+    assert again.data[0].embedding == vectors[0]
+    assert [body["input"] for body in scripted_server.requests("emb")] == [texts, texts[0]]
+
+
+def test_embeddings_refuse_bad_input_and_answer_a_queued_failure(scripted_server):
+    status, body = _post(f"{scripted_server.base_url}/embeddings", {"model": "emb", "input": [1]})
+    assert status == 400
+    assert "'input' must be a string or a list of strings" in body["error"]["message"]
+    scripted_server.script("emb", [Fail(503)])
+    status, _ = _post(f"{scripted_server.base_url}/embeddings", {"model": "emb", "input": "a"})
+    assert status == 503
+    status, body = _post(f"{scripted_server.base_url}/embeddings", {"model": "emb", "input": "a"})
+    assert status == 200
+    assert len(body["data"][0]["embedding"]) == 64
