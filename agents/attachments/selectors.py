@@ -20,6 +20,7 @@ from django.db.models import Q, QuerySet
 from agents import embeddings
 from agents.db import statements
 from agents.models import Attachment, AttachmentChunk, Conversation
+from agents.text_search import ranked_matches, search_language
 
 MAX_QUERY_TERMS = 24
 _WORD = re.compile(r"\w+", re.UNICODE)
@@ -155,25 +156,18 @@ _FIELDS = ("attachment_id", "attachment__name", "label", "page", "row", "text")
 def _postgres_search(
     chunks: QuerySet[AttachmentChunk], query: str, terms: list[str], limit: int
 ) -> list[tuple[int, AttachmentHit]]:
-    from django.contrib.postgres.search import SearchQuery, SearchRank, SearchVector
+    from django.contrib.postgres.search import SearchVector
 
-    language = getattr(settings, "KNOWLEDGE_SEARCH_LANGUAGE", "english")
-    vector = SearchVector("text", config=language)
-    searched = chunks.annotate(search=vector)
-    every_word = SearchQuery(query, search_type="websearch", config=language)
-    any_word = SearchQuery(terms[0], config=language)
-    for term in terms[1:]:
-        any_word |= SearchQuery(term, config=language)
-    for search_query in (every_word, any_word):
-        rows = list(
-            searched.filter(search=search_query)
-            .annotate(rank=SearchRank(vector, search_query))
-            .order_by("-rank", "attachment_id", "position")
-            .values_list("id", *_FIELDS, "rank")[:limit]
-        )
-        if rows:
-            return [(row[0], AttachmentHit(*row[1:])) for row in rows]
-    return []
+    rows = ranked_matches(
+        chunks,
+        vector=SearchVector("text", config=search_language()),
+        query=query,
+        terms=terms,
+        order_by=("attachment_id", "position"),
+        fields=("id", *_FIELDS),
+        limit=limit,
+    )
+    return [(row[0], AttachmentHit(*row[1:])) for row in rows]
 
 
 def _substring_search(

@@ -18,12 +18,12 @@ import re
 from dataclasses import dataclass
 from pathlib import PurePath
 
-from django.conf import settings
 from django.db import connection, transaction
 
 from agents import embeddings
 from agents.db import statements
 from agents.models import KnowledgeChunk, KnowledgeDocument
+from agents.text_search import ranked_matches, search_language
 
 CHUNK_MAX_CHARS = 1200
 CHUNK_OVERLAP_CHARS = 200
@@ -243,34 +243,23 @@ def knowledge_search_ranked(
     ]
 
 
-def _language() -> str:
-    return getattr(settings, "KNOWLEDGE_SEARCH_LANGUAGE", "english")
-
-
 def _postgres_search(
     collection: str, query: str, terms: list[str], limit: int
 ) -> list[tuple[int, KnowledgeHit]]:
-    from django.contrib.postgres.search import SearchQuery, SearchRank, SearchVector
+    from django.contrib.postgres.search import SearchVector
 
-    language = _language()
-    vector = SearchVector("document__title", weight="A", config=language) + SearchVector(
-        "text", weight="B", config=language
+    language = search_language()
+    rows = ranked_matches(
+        KnowledgeChunk.objects.filter(document__collection=collection),
+        vector=SearchVector("document__title", weight="A", config=language)
+        + SearchVector("text", weight="B", config=language),
+        query=query,
+        terms=terms,
+        order_by=("document_id", "position"),
+        fields=("id", "document_id", "document__title", "position", "text"),
+        limit=limit,
     )
-    chunks = KnowledgeChunk.objects.filter(document__collection=collection).annotate(search=vector)
-    every_word = SearchQuery(query, search_type="websearch", config=language)
-    any_word = SearchQuery(terms[0], config=language)
-    for term in terms[1:]:
-        any_word |= SearchQuery(term, config=language)
-    for search_query in (every_word, any_word):
-        rows = list(
-            chunks.filter(search=search_query)
-            .annotate(rank=SearchRank(vector, search_query))
-            .order_by("-rank", "document_id", "position")
-            .values_list("id", "document_id", "document__title", "position", "text", "rank")[:limit]
-        )
-        if rows:
-            return [(row[0], KnowledgeHit(*row[1:])) for row in rows]
-    return []
+    return [(row[0], KnowledgeHit(*row[1:])) for row in rows]
 
 
 def _sqlite_search(collection: str, terms: list[str], limit: int) -> list[tuple[int, KnowledgeHit]]:
