@@ -837,6 +837,18 @@ class AgentRun(models.Model):
     # what was left of its parent's when it started.
     depth = models.PositiveSmallIntegerField(_("depth"), default=0, db_default=0)
     max_steps = models.PositiveSmallIntegerField(_("max steps"), null=True, blank=True)
+    # -- forks ("Retry from here", ``run_fork`` in agents/services/conversations.py) --
+    # The run whose steps before ``fork_before_seq`` (the seq of the first step not reused)
+    # this one starts with, as its own first steps; the model is called from there.
+    forked_from = models.ForeignKey(
+        "self",
+        verbose_name=_("forked from"),
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        related_name="forks",
+    )
+    fork_before_seq = models.PositiveIntegerField(_("forked before step"), null=True, blank=True)
 
     class Meta:
         verbose_name = _("agent run")
@@ -1775,3 +1787,150 @@ class ApiKey(models.Model):
 
     def has_scope(self, scope: str) -> bool:
         return scope in self.scopes
+
+
+# --------------------------------------------------------------------------------------
+# Evaluation sets (agents/services/evaluations.py)
+# --------------------------------------------------------------------------------------
+
+
+class EvalSet(models.Model):
+    """Cases a profile's versions are checked against before one goes live."""
+
+    profile = models.ForeignKey(
+        AgentProfile,
+        verbose_name=_("profile"),
+        on_delete=models.CASCADE,
+        related_name="eval_sets",
+    )
+    name = models.CharField(_("name"), max_length=200)
+    created_at = models.DateTimeField(_("created at"), auto_now_add=True)
+
+    class Meta:
+        verbose_name = _("evaluation set")
+        verbose_name_plural = _("evaluation sets")
+        ordering = ["profile", "name"]
+        constraints = [
+            models.UniqueConstraint(fields=["profile", "name"], name="unique_eval_set_name")
+        ]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class EvalCase(models.Model):
+    """A conversation up to a question, and what a good run answering it does.
+
+    ``history`` is the messages before the question (``[{"role", "content"}]``, oldest
+    first). A case made from a stored run keeps it in ``source_run``: its recorded tool
+    observations answer the replay's calls (``RecordedCalls``). ``must_call`` and
+    ``must_not_call`` are ``[{"tool", "arguments"}]``, ``arguments`` a regular expression
+    searched in the call's arguments as canonical JSON (empty: any)."""
+
+    eval_set = models.ForeignKey(
+        EvalSet, verbose_name=_("evaluation set"), on_delete=models.CASCADE, related_name="cases"
+    )
+    name = models.CharField(_("name"), max_length=200)
+    history = models.JSONField(_("messages before the question"), default=list, blank=True)
+    question = models.TextField(_("question"))
+    source_run = models.ForeignKey(
+        "AgentRun",
+        verbose_name=_("made from run"),
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        related_name="eval_cases",
+    )
+    must_call = models.JSONField(_("tools that must be called"), default=list, blank=True)
+    must_not_call = models.JSONField(_("tools that must not be called"), default=list, blank=True)
+    answer_contains = models.TextField(_("the answer contains"), blank=True)
+    answer_matches = models.CharField(
+        _("the answer matches (regular expression)"), max_length=500, blank=True
+    )
+    max_steps = models.PositiveIntegerField(_("at most this many steps"), null=True, blank=True)
+    max_tokens = models.PositiveIntegerField(_("at most this many tokens"), null=True, blank=True)
+    created_at = models.DateTimeField(_("created at"), auto_now_add=True)
+
+    class Meta:
+        verbose_name = _("evaluation case")
+        verbose_name_plural = _("evaluation cases")
+        ordering = ["eval_set", "pk"]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class EvalRun(models.Model):
+    """One evaluation set run against one prompt version: a replay per case."""
+
+    class Status(models.TextChoices):
+        RUNNING = "running", _("Running")
+        DONE = "done", _("Done")
+
+    eval_set = models.ForeignKey(
+        EvalSet, verbose_name=_("evaluation set"), on_delete=models.CASCADE, related_name="runs"
+    )
+    version = models.ForeignKey(
+        PromptVersion,
+        verbose_name=_("prompt version"),
+        on_delete=models.CASCADE,
+        related_name="eval_runs",
+    )
+    started_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        verbose_name=_("started by"),
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+    )
+    status = models.CharField(
+        _("status"), max_length=10, choices=Status.choices, default=Status.RUNNING
+    )
+    cases = models.PositiveIntegerField(_("cases"), default=0)
+    passed = models.PositiveIntegerField(_("passed"), default=0)
+    created_at = models.DateTimeField(_("created at"), auto_now_add=True)
+    finished_at = models.DateTimeField(_("finished at"), null=True, blank=True)
+
+    class Meta:
+        verbose_name = _("evaluation run")
+        verbose_name_plural = _("evaluation runs")
+        ordering = ["-pk"]
+
+    def __str__(self) -> str:
+        return f"{self.eval_set} · {self.version}"
+
+
+class EvalResult(models.Model):
+    """One case of an evaluation run: its replay and, once that ended, each check."""
+
+    eval_run = models.ForeignKey(
+        EvalRun, verbose_name=_("evaluation run"), on_delete=models.CASCADE, related_name="results"
+    )
+    case = models.ForeignKey(
+        EvalCase, verbose_name=_("case"), on_delete=models.CASCADE, related_name="results"
+    )
+    run = models.OneToOneField(
+        "AgentRun",
+        verbose_name=_("run"),
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        related_name="eval_result",
+    )
+    # None until the run ended and was checked.
+    passed = models.BooleanField(_("passed"), null=True, blank=True)
+    # [{"expectation", "passed", "detail"}], in the case's order.
+    checks = models.JSONField(_("checks"), default=list, blank=True)
+    tokens = models.PositiveIntegerField(_("tokens"), default=0)
+    steps = models.PositiveIntegerField(_("steps"), default=0)
+
+    class Meta:
+        verbose_name = _("evaluation result")
+        verbose_name_plural = _("evaluation results")
+        ordering = ["eval_run", "case"]
+        constraints = [
+            models.UniqueConstraint(fields=["eval_run", "case"], name="one_result_per_case")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.case} ({self.eval_run_id})"

@@ -88,6 +88,8 @@ class RefusalCode(StrEnum):
     NOT_FOUND = "not_found"
     NOTHING_TO_REGENERATE = "nothing_to_regenerate"
     NOT_EDITABLE = "not_editable"
+    # "Retry from here" on a run that has not ended, is a replay, or on no step of it.
+    NOT_FORKABLE = "not_forkable"
     # The sign-in that opened the socket ended (socket only; it then closes with 4401).
     SIGNED_OUT = "signed_out"
     NOT_RATEABLE = "not_rateable"

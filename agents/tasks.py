@@ -14,7 +14,14 @@ from django.conf import settings
 from django.db import connection
 
 from agents import traces
-from agents.services import attachments, execution, notifications, schedules, webhooks
+from agents.services import (
+    attachments,
+    evaluations,
+    execution,
+    notifications,
+    schedules,
+    webhooks,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -157,3 +164,9 @@ def notification_email_send(notification_id: int) -> None:
         notifications.notification_email_send(notification_id=notification_id)
     finally:
         connection.close()
+
+
+@shared_task(name="agents.eval_run_queue", acks_late=True, ignore_result=True)
+def eval_run_queue(eval_run_id: int) -> int:
+    """Start the replays of an evaluation run's cases (agents/services/evaluations.py)."""
+    return evaluations.eval_run_queue(eval_run_id=eval_run_id)

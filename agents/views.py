@@ -328,6 +328,7 @@ def _conversation_urls(conversation: Conversation) -> dict[str, str]:
         # The browser swaps the 0 for the message being edited or the run being stopped.
         "edit_message": reverse("api:message-edit", args=[0]),
         "cancel_run": reverse("api:run-cancel", args=[0]),
+        "fork_run": reverse("api:run-fork", args=[0]),
         "feedback": reverse("api:message-feedback", args=[0]),
         "share": reverse("api:conversation-share", args=[conversation.pk]),
     }

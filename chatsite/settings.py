@@ -290,6 +290,11 @@ CHAT_SOCKET_DRAIN_TIMEOUT_SECONDS = env.float("CHAT_SOCKET_DRAIN_TIMEOUT_SECONDS
 # process; the others wait their turn. Bounds the memory one user's sockets hold.
 CHAT_REPLAYS_PER_USER = env.int("CHAT_REPLAYS_PER_USER", default=2)
 
+# --- Evaluation sets (docs/architecture.md, "Evaluation sets") ------------------------
+# On: a version goes live on a profile with evaluation sets only if it passes at least as
+# many cases of each set as the current version does.
+CHAT_EVAL_GATE_PUBLISH = env.bool("CHAT_EVAL_GATE_PUBLISH", default=False)
+
 # --- Schedules, notifications, webhooks (docs/architecture.md, "Schedules") -------------
 # celery beat keeps its entries in the database; its one entry fires the schedules that are
 # due every SCHEDULE_TICK_SECONDS (the tests shorten it), so a schedule fires at most that

@@ -3,10 +3,10 @@ profiles and their versions (``profiles``, with "Try it" in ``profile_try``), to
 (``tools``, with the OpenAPI import in ``openapi``), MCP servers and their Discover page
 (``mcp``), the run inspector and usage page (``runs``), monthly budgets (``budgets``),
 feedback on answers by prompt version (``feedback``), every user's API keys (``api_keys``),
-conversations and the knowledge base, every user's schedules with their notifications and
-webhook deliveries (``schedules``), and which identity provider account each user signs in
-as (``accounts``). Shared pieces are in ``pages``, the forms in ``forms`` (the MCP and
-OpenAPI pages keep theirs beside them).
+conversations and the knowledge base, evaluation sets and their runs (``evaluations``), every
+user's schedules with their notifications and webhook deliveries (``schedules``), and which
+identity provider account each user signs in as (``accounts``). Shared pieces are in
+``pages``, the forms in ``forms`` (the MCP and OpenAPI pages keep theirs beside them).
 
 Staff only (Django admin refuses everyone else), every change lands in the admin log. The
 admin calls services for anything beyond a plain form save: checking an endpoint
@@ -20,6 +20,7 @@ from agents.admin.accounts import ProviderIdentityAdmin
 from agents.admin.api_keys import ApiKeyAdmin
 from agents.admin.budgets import UsageBudgetAdmin
 from agents.admin.conversations import ConversationAdmin
+from agents.admin.evaluations import EvalRunAdmin, EvalSetAdmin
 from agents.admin.feedback import AnswerFeedbackAdmin
 from agents.admin.knowledge import KnowledgeDocumentAdmin
 from agents.admin.mcp import McpServerAdmin
@@ -35,6 +36,8 @@ __all__ = [
     "AnswerFeedbackAdmin",
     "ApiKeyAdmin",
     "ConversationAdmin",
+    "EvalRunAdmin",
+    "EvalSetAdmin",
     "KnowledgeDocumentAdmin",
     "McpServerAdmin",
     "ModelConfigAdmin",

@@ -65,5 +65,6 @@ class AnswerFeedbackAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
             "profile": profile,
             "profile_url": change_url(profile) if profile else "",
             "stats": selectors.feedback_stats(profile=profile),
+            "eval_sets": profile.eval_sets.order_by("name") if profile else [],
         }
         return TemplateResponse(request, "admin/agents/answerfeedback/stats.html", context)

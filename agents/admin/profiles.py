@@ -28,11 +28,12 @@ from agents.admin.profile_try import page as try_it_page
 from agents.models import AgentProfile, PromptVersion
 from agents.permissions import signed_in_user
 from agents.react.prompt import default_template
+from agents.services.evaluations import EvalGateRefused
 from agents.services.profiles import profile_preview, profile_save
 from agents.services.prompt_versions import (
     prompt_version_diff,
     prompt_version_ensure,
-    prompt_version_restore,
+    prompt_version_publish,
 )
 
 
@@ -241,7 +242,15 @@ class AgentProfileAdmin(ExtraPagesAdmin):
             return HttpResponseRedirect(
                 reverse("admin:agents_agentprofile_version", args=[profile.pk, number])
             )
-        result = prompt_version_restore(version=version, user=signed_in_user(request.user))
+        try:
+            result = prompt_version_publish(
+                version=version, profile=profile, user=signed_in_user(request.user)
+            )
+        except EvalGateRefused as refusal:
+            self.message_user(request, str(refusal), messages.ERROR)
+            return HttpResponseRedirect(
+                reverse("admin:agents_agentprofile_version", args=[profile.pk, number])
+            )
         profile.refresh_from_db()
         text = gettext("Restored version %(old)d as version %(new)d.") % {
             "old": number,

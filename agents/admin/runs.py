@@ -24,8 +24,9 @@ from django.utils.translation import gettext_lazy as _
 from agents.admin.forms import ReplayForm, StaffUsageForm
 from agents.admin.pages import ExtraPagesAdmin, ReadOnlyAdminMixin, display_messages, pretty
 from agents.comparison import run_steps_compared
-from agents.models import AgentRun
+from agents.models import AgentRun, EvalSet
 from agents.selectors import model_call_list, run_approvals, run_event_list
+from agents.services.evaluations import EvalRefused, eval_case_from_run
 from agents.services.replays import ReplayRefused, run_replay_start
 from agents.services.usage import usage_by_user_day
 from agents.traces import runs_trace_lines
@@ -148,6 +149,10 @@ class AgentRunAdmin(ReadOnlyAdminMixin, ExtraPagesAdmin):
                 )
                 extra_context["replay_form"] = ReplayForm(initial={"version": latest})
             extra_context["replays"] = run.replays.order_by("-pk")
+            if not run.is_replay and run.is_terminal:
+                extra_context["eval_sets"] = EvalSet.objects.select_related("profile").order_by(
+                    "profile__name", "name"
+                )
         return super().change_view(request, object_id, form_url, extra_context)
 
     def get_urls(self) -> list[URLPattern]:
@@ -156,6 +161,7 @@ class AgentRunAdmin(ReadOnlyAdminMixin, ExtraPagesAdmin):
             path("usage/", usage, name="agents_agentrun_usage"),
             self._object_url("<int:object_id>/replay/", self.replay_view, "replay"),
             self._object_url("<int:object_id>/compare/", self.compare_view, "compare"),
+            self._object_url("<int:object_id>/add-case/", self.add_case_view, "add_case"),
             *super().get_urls(),
         ]
 
@@ -194,6 +200,27 @@ class AgentRunAdmin(ReadOnlyAdminMixin, ExtraPagesAdmin):
             messages.error(request, str(refusal))
             return HttpResponseRedirect(reverse("admin:agents_agentrun_change", args=[run.pk]))
         return HttpResponseRedirect(reverse("admin:agents_agentrun_compare", args=[replay.pk]))
+
+    def add_case_view(self, request: HttpRequest, object_id: int) -> HttpResponse:
+        """Make the run a case of the chosen evaluation set (POST; the form is on its page)."""
+        run = self._get_for_view(request, object_id)
+        back = reverse("admin:agents_agentrun_change", args=[run.pk])
+        eval_set = EvalSet.objects.filter(pk=request.POST.get("eval_set") or 0).first()
+        if request.method != "POST" or eval_set is None:
+            if request.method == "POST":
+                messages.error(request, gettext("Choose an evaluation set."))
+            return HttpResponseRedirect(back)
+        try:
+            case = eval_case_from_run(run=run, eval_set=eval_set)
+        except EvalRefused as refusal:
+            messages.error(request, str(refusal))
+            return HttpResponseRedirect(back)
+        messages.success(
+            request,
+            gettext("The run is the case “%(case)s” of the set “%(set)s”.")
+            % {"case": case.name, "set": eval_set.name},
+        )
+        return HttpResponseRedirect(reverse("admin:agents_evalset_change", args=[eval_set.pk]))
 
     def compare_view(self, request: HttpRequest, object_id: int) -> HttpResponse:
         """A replay beside its original, step by step; reloads itself while the replay runs."""

@@ -202,6 +202,10 @@ class BranchSwitchInput(serializers.Serializer):
     message_id = serializers.IntegerField(min_value=1)
 
 
+class RunForkInput(serializers.Serializer):
+    step_seq = serializers.IntegerField(min_value=1)
+
+
 class FeedbackInput(serializers.Serializer):
     rating = serializers.ChoiceField(choices=AnswerFeedback.Rating.choices)
     comment = serializers.CharField(

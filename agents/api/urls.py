@@ -56,6 +56,7 @@ urlpatterns = [
     ),
     path("runs/<int:run_id>/cancel/", views.RunCancelView.as_view(), name="run-cancel"),
     path("runs/<int:run_id>/continue/", views.RunContinueView.as_view(), name="run-continue"),
+    path("runs/<int:run_id>/fork/", views.RunForkView.as_view(), name="run-fork"),
     path(
         "approvals/<int:approval_id>/decide/",
         views.ApprovalDecideView.as_view(),

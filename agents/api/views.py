@@ -43,6 +43,7 @@ from agents.services.conversations import (
     message_edit_resend,
     message_send,
     run_cancel,
+    run_fork,
     run_regenerate,
 )
 from agents.services.feedback import feedback_clear, feedback_set
@@ -382,6 +383,18 @@ class RunContinueView(ApiView):
             raise NotFound(_("No such run."))
         run = run_continue(run=run, user=signed_in_user(request.user))
         return Response({"run": api.RunSerializer(run).data})
+
+
+class RunForkView(ApiView):
+    """ "Retry from here": a new run starting with the run's steps before the chosen one."""
+
+    def post(self, request: Request, run_id: int) -> Response:
+        run: AgentRun | None = selectors.run_get(user=request.user, run_id=run_id)
+        if run is None:
+            raise NotFound(_("No such run."))
+        data = self.input(api.RunForkInput)
+        fork = run_fork(run=run, user=signed_in_user(request.user), step_seq=data["step_seq"])
+        return Response({"run": api.RunSerializer(fork).data}, status=status.HTTP_201_CREATED)
 
 
 # ---- profiles --------------------------------------------------------------------------

@@ -18,7 +18,15 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 from agents.react.tools import Tool, ToolAnswer, ToolInputError
-from agents.react.types import ActionStep, ErrorStep, JsonDict, ObservationStep, Step
+from agents.react.transcript import REPLY_ERRORS
+from agents.react.types import (
+    ActionStep,
+    ErrorStep,
+    JsonDict,
+    ObservationStep,
+    Step,
+    ThoughtStep,
+)
 
 
 @dataclass(frozen=True)
@@ -109,3 +117,21 @@ def _recorded_key(tool: Tool, tool_input: str | JsonDict) -> str:
         return canonical_arguments(tool.coerce_input(tool_input))
     except ToolInputError:
         return canonical_arguments({"": tool_input})
+
+
+def turn_start(steps: Sequence[Step], index: int) -> int:
+    """The index of the first step of the turn that ``steps[index]`` belongs to: a thought,
+    an action that follows no thought or action of its own reply, or a reply the engine
+    could not use. A fork ("Retry from here") reuses the steps before it and calls the
+    model again from there, so no turn is cut between its action and its observation."""
+    for position in range(index, -1, -1):
+        step = steps[position]
+        if isinstance(step, ThoughtStep):
+            return position
+        if isinstance(step, ErrorStep) and step.code in REPLY_ERRORS:
+            return position
+        if isinstance(step, ActionStep):
+            before = steps[position - 1] if position > 0 else None
+            if not isinstance(before, ThoughtStep | ActionStep):
+                return position
+    return 0

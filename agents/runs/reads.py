@@ -6,7 +6,14 @@ from typing import Any
 
 from agents.models import AgentRun
 from agents.protocol import FrameType
-from agents.react.types import FinalAnswerStep, ModelCallRecord, Step, step_from_event
+from agents.react.types import (
+    ApprovalDecisionStep,
+    ApprovalRequestStep,
+    FinalAnswerStep,
+    ModelCallRecord,
+    Step,
+    step_from_event,
+)
 from agents.runs.portable import stale_before
 
 
@@ -15,6 +22,31 @@ def run_stored_steps(*, run: AgentRun) -> list[dict[str, Any]]:
     # Approval requests and decisions are steps to the engine too (agents/services/approvals.py).
     kinds = (FrameType.STEP, FrameType.APPROVAL_REQUESTED, FrameType.APPROVAL_DECIDED)
     return list(run.events.filter(type__in=kinds).order_by("seq").values_list("payload", flat=True))
+
+
+def run_numbered_steps(*, run: AgentRun) -> list[tuple[int, Step]]:
+    """The run's stored steps with their ``seq``, in order (the steps a page can point at)."""
+    kinds = (FrameType.STEP, FrameType.APPROVAL_REQUESTED, FrameType.APPROVAL_DECIDED)
+    rows = run.events.filter(type__in=kinds).order_by("seq").values_list("seq", "payload")
+    return [(seq, step_from_event(payload)) for seq, payload in rows]
+
+
+def run_fork_reused_steps(*, run: AgentRun) -> list[Step]:
+    """What a fork starts with: the steps its original stored before the fork's point (no
+    model calls: the fork's own are counted from its first). Empty for any other run, and
+    for a fork whose original is gone."""
+    if run.forked_from_id is None or run.fork_before_seq is None:
+        return []
+    original = AgentRun.objects.filter(pk=run.forked_from_id).first()
+    if original is None:
+        return []
+    return [
+        step
+        for seq, step in run_numbered_steps(run=original)
+        # Every reused call has its observation: what was asked and decided is not needed.
+        if seq < run.fork_before_seq
+        and not isinstance(step, ApprovalRequestStep | ApprovalDecisionStep)
+    ]
 
 
 def run_prior_steps(*, run: AgentRun) -> list[Step]:

@@ -41,9 +41,11 @@ from agents.protocol import (
     message_created_payload,
 )
 from agents.ratelimit import rate_limit_hit
+from agents.react.replay import turn_start
 from agents.runs.log import conversation_bump_sql, event_append
 from agents.runs.portable import ACTIVE_STATUSES
 from agents.runs.queue import run_enqueue_on_commit
+from agents.runs.reads import run_numbered_steps
 from agents.runs.store import run_mark_cancelled
 from agents.services.approvals import approvals_cancel
 from agents.services.branches import branch_activate
@@ -262,6 +264,53 @@ def run_regenerate(*, conversation: Conversation, user: User) -> AgentRun:
         _touch(locked)
     conversation.active_leaf_id = locked.active_leaf_id
     return run
+
+
+def run_fork(*, run: AgentRun, user: User, step_seq: int) -> AgentRun:
+    """ "Retry from here": queue a new run answering ``run``'s question again that starts with
+    ``run``'s steps before the turn holding the step stored at ``step_seq``, and calls the
+    model from there (``run_fork_reused_steps``, ``agents/runs/reads.py``).
+
+    The reused steps keep their observations: no tool is called again for them. Like a
+    regenerate, the new answer is a sibling of the earlier ones, on a branch of its own that
+    becomes the active one; until it comes, the branch ends at the question.
+    """
+    conversation = run.conversation
+    if conversation.owner_id != user.pk or conversation.for_replay:
+        raise RequestRefused(RefusalCode.NOT_FOUND, _("No such run."))
+    if not run.is_terminal:
+        raise RequestRefused(
+            RefusalCode.NOT_FORKABLE, _("Only a run that has ended can be retried from a step.")
+        )
+    if run.is_replay:
+        raise RequestRefused(RefusalCode.NOT_FORKABLE, _("A replay cannot be retried."))
+    numbered = run_numbered_steps(run=run)
+    seqs = [seq for seq, _step in numbered]
+    if step_seq not in seqs:
+        raise RequestRefused(
+            RefusalCode.NOT_FORKABLE,
+            _("Step %(seq)s is not a step of run %(run)s.") % {"seq": step_seq, "run": run.pk},
+        )
+    start = turn_start([step for _seq, step in numbered], seqs.index(step_seq))
+    with transaction.atomic():
+        lock = _lock_owned(conversation=conversation, user=user)
+        locked = lock.conversation
+        profile = _profile_for(conversation=locked, user=user, profile=None, lock=lock)
+        seen = _read_under_lock(conversation=locked, client_id=None, parent_id=None)
+        _check_can_start_run(blocking=seen.blocking_status, budgeted=seen.budgeted, user=user)
+        question = run.trigger_message
+        branch_activate(conversation=locked, leaf_id=question.pk)
+        fork = _queue_run(
+            lock=lock,
+            message=question,
+            profile=profile,
+            user=user,
+            forked_from=run,
+            fork_before_seq=seqs[start],
+        )
+        _touch(locked)
+    conversation.active_leaf_id = locked.active_leaf_id
+    return fork
 
 
 def message_edit_resend(
@@ -553,8 +602,17 @@ def _profile_for(
 # --------------------------------------------------------------------------------------
 
 
-def _queue_run(*, lock: _Locked, message: Message, profile: AgentProfile, user: User) -> AgentRun:
+def _queue_run(
+    *,
+    lock: _Locked,
+    message: Message,
+    profile: AgentProfile,
+    user: User,
+    forked_from: AgentRun | None = None,
+    fork_before_seq: int | None = None,
+) -> AgentRun:
     run = _new_run(lock=lock, message=message, profile=profile)
+    run.forked_from, run.fork_before_seq = forked_from, fork_before_seq
     run.save(force_insert=True)
     try:
         usage_reserve(user_id=user.pk, kind=UsageEntry.Kind.RUN, run=run)

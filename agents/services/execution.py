@@ -37,7 +37,7 @@ import os
 import socket
 import threading
 import time
-from collections.abc import AsyncIterator, Callable, Coroutine, Iterator
+from collections.abc import AsyncIterator, Callable, Coroutine, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -71,7 +71,7 @@ from agents.react.types import (
 )
 from agents.runs.base import Claim, RunLost, RunStore
 from agents.runs.queue import run_enqueue_on_commit, run_trace_enqueue
-from agents.runs.reads import run_claim_refusal, run_prior_steps
+from agents.runs.reads import run_claim_refusal, run_fork_reused_steps, run_prior_steps
 from agents.runs.store import run_store
 from agents.runs.threads import in_database_thread
 from agents.runtime import build_executor, snapshot_tool_configs
@@ -81,6 +81,7 @@ from agents.services.approvals import (
     run_pause_for_approval,
     run_stop_at_budget,
 )
+from agents.services.evaluations import eval_run_ended
 from agents.services.notifications import notification_for_run
 from agents.services.replays import replay_tool_policy
 from agents.services.schedules import firing_budget_steps, schedule_run_ended
@@ -262,6 +263,7 @@ def _run_ended(run_id: int) -> None:
         schedule_run_ended(run=run)
         notification_for_run(run_id=run_id)
         child_runs_stop_after(parent_run_id=run_id)
+        eval_run_ended(run=run)  # a case's replay is checked when it ends
     except Exception:
         logger.exception("run %s: its notification could not be written", run_id)
 
@@ -356,6 +358,10 @@ def _prepare(run: AgentRun, watch: _Watch, me: str, claim: Claim) -> _Drive:
     conversation = run.conversation
     # Only a later attempt can find steps of this run already stored.
     prior_steps = run_prior_steps(run=run) if run.attempts > 1 else []
+    # A fork starts with its original's steps before the fork's point: stored as its own
+    # first steps, in one write, before its first model call; later attempts find them.
+    reused = [] if prior_steps else run_fork_reused_steps(run=run)
+    prior_steps = [*prior_steps, *reused]
     memory = (
         # A child sees its task only, not the conversation its parent runs in.
         MemoryContext(summary="", history=[], summary_id=None)
@@ -433,6 +439,7 @@ def _prepare(run: AgentRun, watch: _Watch, me: str, claim: Claim) -> _Drive:
         live_text.track(steps),
         answer_so_far,
         announced=announced,
+        reused=reused,
     )
 
     def after_run(answer: Message | None) -> None:
@@ -463,12 +470,15 @@ async def _drive(
     answer_so_far: list[str],
     *,
     announced: bool,
+    reused: Sequence[Step] = (),
 ) -> Message | _EndedEarly | None:
     """Announce the attempt (unless the claim did), then store the run's steps as the engine
     yields them, on the process's event loop, through the run store's awaited writes (which
     never block the loop). Returns the answer's message, or ``_ENDED_EARLY``."""
     if not announced:  # a store may store run.started with the claim (``Claim.started``)
         await store.astart(run=run, model=run.model_name, profile=profile, worker_id=me)
+    if reused:  # a fork's first steps, its original's (``run_fork_reused_steps``)
+        await store.arecord(run=run, steps=list(reused), worker_id=me)
     # A model call's record and a thought are followed at once by the steps parsed from the
     # same reply (an action, an error, the answer): they wait here and are stored with those
     # in one transaction. Every other step may be followed by a tool or a model call, so it

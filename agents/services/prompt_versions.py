@@ -21,6 +21,7 @@ from agents.profile_snapshot import (
     profile_snapshot,
     snapshot_model_config,
 )
+from agents.services.evaluations import eval_gate_check
 
 
 def prompt_version_current(
@@ -67,15 +68,19 @@ class RestoreResult:
 
 
 @transaction.atomic
-def prompt_version_restore(*, version: PromptVersion, user: User | None = None) -> RestoreResult:
-    """Put a profile back the way an old version had it, recorded as a new version.
+def prompt_version_restore(
+    *, version: PromptVersion, user: User | None = None, onto: AgentProfile | None = None
+) -> RestoreResult:
+    """Put a profile back the way an old version had it, recorded as a new version; with
+    ``onto``, give that profile the version's settings (a draft's version published).
 
     Old versions are never changed: the restored state becomes the next number, so the
     history still shows what was live in between.
     """
-    profile = AgentProfile.objects.select_for_update().get(pk=version.profile_id)
+    profile = AgentProfile.objects.select_for_update().get(pk=(onto or version.profile).pk)
     snapshot = ProfileSnapshot.from_version(version)
-    profile.name = snapshot.name or profile.name
+    if onto is None:
+        profile.name = snapshot.name or profile.name
     profile.mode = snapshot.mode
     profile.label_set = snapshot.label_set
     profile.system_prompt = snapshot.system_prompt
@@ -105,6 +110,19 @@ def prompt_version_restore(*, version: PromptVersion, user: User | None = None) 
         version=prompt_version_ensure(profile=profile, user=user),
         missing_tools=missing_tools,
         missing_model_config=missing_model_config,
+    )
+
+
+def prompt_version_publish(
+    *, version: PromptVersion, profile: AgentProfile, user: User | None = None
+) -> RestoreResult:
+    """Make ``version`` (an older one of ``profile``, or one of a draft profile) what
+    ``profile`` runs with, as its next version. With ``CHAT_EVAL_GATE_PUBLISH`` on, only if
+    the version passes at least what the current one passes on the profile's evaluation
+    sets (``eval_gate_check``; ``EvalGateRefused`` says why not, and nothing is written)."""
+    eval_gate_check(profile=profile, candidate=version)
+    return prompt_version_restore(
+        version=version, user=user, onto=None if version.profile_id == profile.pk else profile
     )
 
 

@@ -69,16 +69,41 @@ def run_replay_start(
         usage_check_quota(user_id=user.pk)
     except QuotaExceeded as exceeded:
         raise ReplayRefused(str(usage_refusal(exceeded))) from None
+    ids = branch_ids(conversation=run.conversation, leaf_id=run.trigger_message_id)
+    originals = Message.objects.in_bulk(ids)
+    messages = [(originals[message_id].role, originals[message_id].content) for message_id in ids]
+    return replay_start(
+        messages=messages,
+        user=user,
+        version=version,
+        model_config=model_config,
+        unrecorded=unrecorded,
+        replay_of=run,
+        title=gettext("Replay of run %(number)s") % {"number": run.pk},
+    )
+
+
+def replay_start(
+    *,
+    messages: list[tuple[str, str]],
+    user: User,
+    version: PromptVersion,
+    model_config: ModelConfig | None = None,
+    unrecorded: str = AgentRun.Unrecorded.ANSWER,
+    replay_of: AgentRun | None,
+    title: str,
+) -> AgentRun:
+    """Queue a replay answering the last of ``messages`` (``(role, content)``, oldest first)
+    with ``version``, in a copy of its own owned by ``user``, its tool calls answered from
+    ``replay_of``'s record (none: every call is unrecorded). Callers check the quota first;
+    the caller's transaction holds the writes."""
     snapshot = ProfileSnapshot.from_version(version)
     if model_config is None:
         model_config = snapshot_model_config(snapshot)
     copy = Conversation.objects.create(
-        owner=user,
-        title=gettext("Replay of run %(number)s") % {"number": run.pk},
-        profile_id=version.profile_id,
-        for_replay=True,
+        owner=user, title=title, profile_id=version.profile_id, for_replay=True
     )
-    question = _copy_branch(run.conversation, run.trigger_message_id, into=copy)
+    question = _copy_messages(messages, into=copy)
     replay = AgentRun.objects.create(
         conversation=copy,
         trigger_message=question,
@@ -86,7 +111,7 @@ def run_replay_start(
         model_config=model_config,
         model_name=model_name_for(model_config),
         mode=snapshot.mode,
-        replay_of=run,
+        replay_of=replay_of,
         replay_unrecorded=unrecorded,
     )
     try:
@@ -97,16 +122,13 @@ def run_replay_start(
     return replay
 
 
-def _copy_branch(conversation: Conversation, leaf_id: int, *, into: Conversation) -> Message:
-    """Copy the messages from the first down to ``leaf_id`` into ``into``; returns the
-    copy of the last (the question), which becomes ``into``'s active leaf."""
-    ids = branch_ids(conversation=conversation, leaf_id=leaf_id)
-    originals = Message.objects.in_bulk(ids)
+def _copy_messages(messages: list[tuple[str, str]], *, into: Conversation) -> Message:
+    """Write ``messages`` into ``into``, each following the one before; returns the last
+    (the question), which becomes ``into``'s active leaf."""
     parent: Message | None = None
-    for message_id in ids:
-        original = originals[message_id]
+    for role, content in messages:
         parent = Message.objects.create(
-            conversation=into, parent=parent, role=original.role, content=original.content
+            conversation=into, parent=parent, role=role, content=content
         )
     if parent is None:
         raise ReplayRefused(gettext("The run's question is gone."))

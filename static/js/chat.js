@@ -404,6 +404,14 @@ function startConversation() {
         showNotice(interpolate(gettext("Could not regenerate: %s"), [error.message]));
       }
     },
+    onFork: async (runId, stepSeq) => {
+      try {
+        const result = await api("POST", urls.fork_run.replace("/0/", `/${runId}/`), { step_seq: stepSeq });
+        thread.expectRun(result.run.id, result.run.trigger_message_id);
+      } catch (error) {
+        showNotice(interpolate(gettext("Could not retry from that step: %s"), [error.message]));
+      }
+    },
     onSwitch: async (messageId) => {
       try {
         const result = await api("POST", urls.branch, { message_id: messageId });

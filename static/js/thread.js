@@ -159,7 +159,7 @@ function budgetReachedText(p) {
 }
 
 export class Thread {
-  constructor(root, { onChange, onRegenerate, onEdit, onSwitch, onDecide, onContinue, onAnswerShown, latestButton } = {}) {
+  constructor(root, { onChange, onRegenerate, onFork, onEdit, onSwitch, onDecide, onContinue, onAnswerShown, latestButton } = {}) {
     this.root = root;
     // An answer's server HTML was put in place (static/js/citations.js links its citations).
     this.onAnswerShown = onAnswerShown || (() => {});
@@ -178,6 +178,7 @@ export class Thread {
     this.approvals = new Map(); // approval id -> {item, buttons, runId}
     this.onChange = onChange || (() => {});
     this.onRegenerate = onRegenerate || (() => {});
+    this.onFork = onFork || (() => {});
     this.onEdit = onEdit || (() => {});
     this.onSwitch = onSwitch || (() => {});
     // The tree: every message's parent and role, each answer's run, each run's question.
@@ -1376,6 +1377,7 @@ export class Thread {
   }
 
   refreshControls() {
+    this.refreshForkButtons();
     for (const button of this.root.querySelectorAll(".regenerate")) button.remove();
     const last = this.lastRun();
     if (!last || !last.finished || this.activeRunIds().length) return;
@@ -1391,6 +1393,40 @@ export class Thread {
       });
     });
     last.footer.append(button);
+  }
+
+  // "Retry from here" on each turn of an ended run (docs/architecture.md, "Forking a run"):
+  // a thought, or an action that follows no thought or action of its own reply. The server
+  // cuts at the same place.
+  refreshForkButtons() {
+    const busy = this.activeRunIds().length > 0;
+    for (const [runId, run] of this.runs) {
+      for (const button of run.list.querySelectorAll(".fork-step")) button.remove();
+      if (!run.finished || busy) continue;
+      for (const item of run.list.querySelectorAll("li.step[data-seq]")) {
+        const previous = item.previousElementSibling;
+        const startsTurn =
+          item.classList.contains("thought") ||
+          (item.classList.contains("action") &&
+            !(previous?.classList.contains("thought") || previous?.classList.contains("action")));
+        if (!startsTurn) continue;
+        const button = el("button", {
+          className: "fork-step",
+          text: gettext("Retry from here"),
+          attrs: {
+            type: "button",
+            title: gettext("Keep the steps before this one and ask the agent again from here"),
+          },
+        });
+        button.addEventListener("click", () => {
+          button.disabled = true;
+          Promise.resolve(this.onFork(runId, Number(item.dataset.seq))).finally(() => {
+            button.disabled = false;
+          });
+        });
+        item.append(button);
+      }
+    }
   }
 
   // Memory folded the turns up to one message into a summary (agents/memory/): a quiet,
