@@ -83,7 +83,9 @@ def test_a_thought_shows_as_it_is_written_and_folds_into_its_step(
     expect(page.locator(".msg.assistant .usage")).to_contain_text("tokens")
     # Each stored thought took its live one's place: the whole text, once.
     expect(page.locator(".step.thought.live")).to_have_count(0)
-    expect(page.locator(".step.thought")).to_have_text([f"Thought{thought}", "ThoughtDone."])
+    # Each stored thought, in order (the step also holds its label and, once the run has
+    # ended, "Retry from here").
+    expect(page.locator(".step.thought .step-text")).to_have_text([thought, "Done."])
     expect(page.locator(".answer")).to_have_text("4")
     assert tab.errors == []
 
