@@ -12,11 +12,8 @@ that provider, its client registered there; ``sso_site(**env)`` starts it with m
 
 from __future__ import annotations
 
-import contextlib
 import os
-import re
 import shutil
-import socket
 import subprocess
 import tempfile
 from collections.abc import Iterator
@@ -27,39 +24,25 @@ import pytest
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 
-from tests.processes import BASE_DIR, GUARDED_PYTHON, _Process, _started
+from tests.processes import BASE_DIR, GUARDED_PYTHON, DaphneProcess, _started
 
 SETTINGS = "tests.oidc_provider.settings"
 CLIENT_ID = "chatsite-test-client"
 CLIENT_SECRET = "chatsite-test-secret"
 
 
-class IdentityProvider(_Process):
+class IdentityProvider(DaphneProcess):
+    """A daphne like chatsite's (the port it logs, the same readiness), serving the provider."""
+
     name = "identity-provider"
 
     def __init__(self, env: dict[str, str], state_dir: Path) -> None:
         super().__init__(env)
         self.state_dir = state_dir
-        self.port: int | None = None
 
     def command(self) -> list[str]:
         return [*GUARDED_PYTHON, "daphne", "-b", "127.0.0.1", "-p", "0",
                 "tests.oidc_provider.asgi:application"]  # fmt: skip
-
-    def ready(self) -> bool:
-        found = re.search(
-            r"Listening on TCP address 127\.0\.0\.1:(\d+)", self._new_log_since_start()
-        )
-        if not found:
-            return False
-        self.port = int(found.group(1))
-        with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", self.port), 1):
-            return True
-        return False
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
 
     @property
     def issuer(self) -> str:
