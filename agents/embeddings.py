@@ -20,11 +20,12 @@ pgvector; a conversation's files or a collection are small enough to scan).
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import operator
 import sys
 from array import array
-from collections.abc import Hashable, Iterable, Sequence
+from collections.abc import Callable, Hashable, Iterable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, Protocol, TypeVar
@@ -298,3 +299,28 @@ def fuse(
         meaning_rank, meaning_score = meaning_at.get(key, (None, None))
         ranked.append(Ranked(key, text_rank, text_score, meaning_rank, meaning_score, place, score))
     return ranked
+
+
+Hit = TypeVar("Hit")
+
+
+def fused_hits(
+    found: Sequence[tuple[int, Hit]],
+    chunks: Any,
+    query: str,
+    *,
+    depth: int,
+    limit: int,
+    load: Callable[[list[int]], dict[int, Hit]],
+) -> list[tuple[Hit, Ranked]]:
+    """A search's full-text hits (``(chunk id, hit)``, best first) fused with the ``chunks``
+    nearest ``query`` by meaning: the best ``limit``, each hit's ``score`` its fused one.
+    ``load`` makes the hits of chunks only the search by meaning found (score 0)."""
+    hits = dict(found)
+    meaning = meaning_ranking(chunks, query, depth)
+    hits.update(load([chunk_id for chunk_id, _ in meaning if chunk_id not in hits]))
+    ranked = fuse([(chunk_id, hit.score) for chunk_id, hit in found], meaning)  # type: ignore[attr-defined]
+    return [
+        (dataclasses.replace(hits[place.key], score=place.fused_score), place)  # type: ignore[type-var]
+        for place in ranked[:limit]
+    ]

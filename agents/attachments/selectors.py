@@ -9,7 +9,6 @@ search by meaning over the passages' vectors when embeddings are on (``agents/em
 
 from __future__ import annotations
 
-import dataclasses
 import re
 from dataclasses import dataclass
 from typing import Any
@@ -137,17 +136,17 @@ def attachment_search_ranked(
         found = _postgres_search(chunks, query, terms, depth)
     if not found:
         found = _substring_search(chunks, terms, depth)
-    hits = dict(found)
-    meaning = embeddings.meaning_ranking(chunks, query, depth)
-    missing = [chunk_id for chunk_id, _ in meaning if chunk_id not in hits]
-    for row in chunks.filter(id__in=missing).values_list("id", *_FIELDS):
-        chunk_id, attachment_id, name, label, page, row_number, text = row
-        hits[chunk_id] = AttachmentHit(attachment_id, name, label, page, row_number, text, 0.0)
-    ranked = embeddings.fuse([(chunk_id, hit.score) for chunk_id, hit in found], meaning)
-    return [
-        (dataclasses.replace(hits[place.key], score=place.fused_score), place)
-        for place in ranked[:limit]
-    ]
+
+    def load(ids: list[int]) -> dict[int, AttachmentHit]:
+        loaded = {}
+        for row in chunks.filter(id__in=ids).values_list("id", *_FIELDS):
+            chunk_id, attachment_id, name, label, page, row_number, text = row
+            loaded[chunk_id] = AttachmentHit(
+                attachment_id, name, label, page, row_number, text, 0.0
+            )
+        return loaded
+
+    return embeddings.fused_hits(found, chunks, query, depth=depth, limit=limit, load=load)
 
 
 _FIELDS = ("attachment_id", "attachment__name", "label", "page", "row", "text")

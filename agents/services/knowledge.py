@@ -12,7 +12,6 @@ join even if its FTS row lingers. Its statements are in ``agents/db/statements.p
 
 from __future__ import annotations
 
-import dataclasses
 import io
 import re
 from dataclasses import dataclass
@@ -227,20 +226,15 @@ def knowledge_search_ranked(
         raise NotImplementedError(
             f"knowledge search supports PostgreSQL and SQLite, not {connection.display_name}"
         )
-    hits = {chunk_id: hit for chunk_id, hit in found}
-    meaning = embeddings.meaning_ranking(
-        KnowledgeChunk.objects.filter(document__collection=collection), query, depth
-    )
-    missing = [chunk_id for chunk_id, _ in meaning if chunk_id not in hits]
-    for row in KnowledgeChunk.objects.filter(id__in=missing).values_list(
-        "id", "document_id", "document__title", "position", "text"
-    ):
-        hits[row[0]] = KnowledgeHit(*row[1:], score=0.0)
-    ranked = embeddings.fuse([(chunk_id, hit.score) for chunk_id, hit in found], meaning)
-    return [
-        (dataclasses.replace(hits[place.key], score=place.fused_score), place)
-        for place in ranked[:limit]
-    ]
+
+    def load(ids: list[int]) -> dict[int, KnowledgeHit]:
+        rows = KnowledgeChunk.objects.filter(id__in=ids).values_list(
+            "id", "document_id", "document__title", "position", "text"
+        )
+        return {row[0]: KnowledgeHit(*row[1:], score=0.0) for row in rows}
+
+    chunks = KnowledgeChunk.objects.filter(document__collection=collection)
+    return embeddings.fused_hits(found, chunks, query, depth=depth, limit=limit, load=load)
 
 
 def _postgres_search(
