@@ -9,9 +9,10 @@ import pytest
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.db.backends.base.operations import BaseDatabaseOperations
+from django.db.backends.postgresql.operations import DatabaseOperations as PostgresOperations
 from django.utils import translation
 
-from tests.flushed_database import flush_retried_on_deadlock
+from tests.flushed_database import flush_retried_on_deadlock, flushed_by_delete
 from tests.isolation import WORKER_FIXTURES, folder_queue, private_queue, session_keys_delete
 
 # Real celery worker / daphne processes for integration tests (documented in the module);
@@ -68,12 +69,16 @@ def _private_celery_queue(request):
 
 
 @pytest.fixture(scope="session", autouse=True)
-def _flush_retried_on_deadlock():
-    """A ``transaction=True`` test's closing flush is run again if it deadlocks with the
-    session's worker (tests/flushed_database.py)."""
+def _flush_deletes_and_is_retried_on_deadlock():
+    """A ``transaction=True`` test's closing flush deletes the rows on PostgreSQL rather than
+    truncating every table, and is run again if it deadlocks with the session's worker
+    (tests/flushed_database.py)."""
     flush = BaseDatabaseOperations.execute_sql_flush
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(BaseDatabaseOperations, "execute_sql_flush", flush_retried_on_deadlock(flush))
+        patch.setattr(
+            PostgresOperations, "sql_flush", flushed_by_delete(PostgresOperations.sql_flush)
+        )
         yield
 
 

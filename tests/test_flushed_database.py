@@ -49,3 +49,47 @@ def test_the_suite_flushes_through_the_retry():
     assert BaseDatabaseOperations.execute_sql_flush.__wrapped__.__qualname__ == (
         "BaseDatabaseOperations.execute_sql_flush"
     )
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_flush_empties_every_table_whatever_refers_to_what(user):
+    """The flush's deletes run in one transaction whose foreign keys are checked at its end,
+    so rows that refer to each other all go (a message to its conversation, a conversation to
+    its user, a user to a permission); what is left is what Django's flush leaves, the
+    content types, the permissions and the defaults seeded again after it."""
+    from django.apps import apps
+    from django.contrib.auth.models import Permission
+    from django.contrib.contenttypes.models import ContentType
+    from django.core.management import call_command
+
+    from agents.models import (
+        AgentProfile,
+        Conversation,
+        Message,
+        ModelConfig,
+        PromptVersion,
+        ToolConfig,
+    )
+
+    user.user_permissions.add(Permission.objects.first())
+    conversation = Conversation.objects.create(owner=user, title="not kept")
+    Message.objects.create(conversation=conversation, role="user", content="hello")
+
+    call_command("flush", interactive=False, verbosity=0)
+
+    seeded_again = {
+        ContentType,
+        Permission,
+        AgentProfile,
+        ModelConfig,
+        PromptVersion,
+        ToolConfig,
+        AgentProfile.tools.through,
+    }
+    left = {
+        model.__name__
+        for model in apps.get_models(include_auto_created=True)
+        if model not in seeded_again and model._meta.managed and model.objects.exists()
+    }
+    assert left == set()
+    assert AgentProfile.objects.filter(is_default=True).exists()
