@@ -24,6 +24,7 @@ from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 
 from agents.crypto import decrypt_json, decrypt_text, encrypt_json, encrypt_text
+from agents.seeded_texts import in_reader_language
 
 # --------------------------------------------------------------------------------------
 # Model endpoints and tools
@@ -438,6 +439,15 @@ class AgentProfile(models.Model):
     @property
     def suggestions(self) -> list[str]:
         return suggested_prompt_lines(self.suggested_prompts)
+
+    # What the chat page shows: the seeded texts in the reader's language while unedited.
+    @property
+    def shown_description(self) -> str:
+        return in_reader_language(self.description)
+
+    @property
+    def shown_suggestions(self) -> list[str]:
+        return [in_reader_language(prompt) for prompt in self.suggestions]
 
 
 class PromptVersion(models.Model):

@@ -16,9 +16,10 @@ from django.conf import settings as django_settings
 from django.test import Client
 from django.urls import reverse
 
-from agents.models import UserPreference
+from agents.models import AgentProfile, UserPreference
 from agents.preferences import THEME_COOKIE, socket_language
 from agents.services.conversations import conversation_create
+from agents.services.defaults import default_profile
 
 LOCALE_DIR = Path(django_settings.BASE_DIR) / "locale"
 CATALOGUES = sorted(LOCALE_DIR.glob("*/LC_MESSAGES/*.po"))
@@ -71,6 +72,24 @@ def test_a_signed_in_users_stored_choice_wins_over_the_header(
     client.force_login(user)  # sign-in copies the stored choice into the session
     response = client.get(reverse("chat"), HTTP_ACCEPT_LANGUAGE=header)
     assert html_lang(response) == expected
+
+
+@pytest.mark.django_db
+def test_the_seeded_agents_texts_are_in_the_readers_language_until_staff_edit_them(client, user):
+    profile = default_profile()
+    UserPreference.objects.create(user=user, language="zh-hans")
+    client.force_login(user)
+
+    page = client.get(reverse("chat")).content.decode()
+    assert "现在几点了？" in page and "What time is it now?" not in page
+    assert "一个会计算、会报时的助手。" in page
+
+    profile.description = "Answers questions about our product."
+    profile.save(update_fields=["description"])
+    page = client.get(reverse("chat")).content.decode()
+    assert "Answers questions about our product." in page
+    # What is stored, and so what a prompt version holds, stays as it was written.
+    assert "What time is it now?" in AgentProfile.objects.get(pk=profile.pk).suggested_prompts
 
 
 @pytest.mark.django_db

@@ -11,19 +11,12 @@ from django.conf import settings
 from django.db import transaction
 
 from agents.models import AgentProfile, ModelConfig, ToolConfig
+from agents.seeded_texts import DEFAULT_PROFILE_DESCRIPTION, DEFAULT_SUGGESTED_PROMPTS
 from agents.services.prompt_versions import prompt_version_ensure
 
 DEFAULT_MODEL_CONFIG_NAME = "default"
 DEFAULT_PROFILE_SLUG = "assistant"
 
-# What the offline demo model can do (agents/llm/demo.py): arithmetic with the calculator,
-# the time and date with current_time. They are fine starters for a real model too.
-DEFAULT_SUGGESTED_PROMPTS = (
-    "What is (28 + 10) * 3?",
-    "What is 1234 divided by 8?",
-    "What time is it now?",
-    "What is today's date?",
-)
 
 DEFAULT_TOOLS: dict[str, str] = {
     "calculator": (
@@ -58,7 +51,7 @@ def ensure_defaults() -> AgentProfile:
         profile = AgentProfile.objects.create(
             name="Assistant",
             slug=DEFAULT_PROFILE_SLUG,
-            description="A helpful assistant that can calculate and tell the time.",
+            description=DEFAULT_PROFILE_DESCRIPTION,
             suggested_prompts="\n".join(DEFAULT_SUGGESTED_PROMPTS),
             mode=AgentProfile.Mode.REACT,
             model_config=model_config,
