@@ -81,7 +81,8 @@ def test_the_seeded_agents_texts_are_in_the_readers_language_until_staff_edit_th
     client.force_login(user)
 
     page = client.get(reverse("chat")).content.decode()
-    assert "现在几点了？" in page and "What time is it now?" not in page
+    assert "现在几点了？" in page
+    assert "What time is it now?" not in page
     assert "一个会计算、会报时的助手。" in page
 
     profile.description = "Answers questions about our product."
