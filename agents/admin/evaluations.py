@@ -16,6 +16,7 @@ from django.urls import URLPattern, reverse
 from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 
+from agents.admin.forms import VersionChoiceField
 from agents.admin.pages import ExtraPagesAdmin, ReadOnlyAdminMixin
 from agents.evaluation import expectation_errors
 from agents.models import EvalCase, EvalResult, EvalRun, EvalSet, PromptVersion
@@ -79,13 +80,6 @@ def _changed(left: EvalResult | None, right: EvalResult | None) -> bool:
     if left is None or right is None or left.passed is None or right.passed is None:
         return False
     return left.passed != right.passed
-
-
-class VersionChoiceField(forms.ModelChoiceField):
-    def label_from_instance(self, obj: PromptVersion) -> str:
-        if obj.is_draft:
-            return gettext("%(version)s (draft)") % {"version": obj}
-        return str(obj)
 
 
 class EvaluateForm(forms.Form):

@@ -110,6 +110,9 @@ def test_a_set_from_thumbs_downs_run_live_against_two_versions_compared_and_gate
     draft = profile.versions.get(number=2)
     assert draft.is_draft
     assert prompt_version_live(profile=profile) == live
+    page.goto(f"/admin/agents/agentprofile/{profile.pk}/change/")
+    expect(page.locator("#waiting-draft")).to_contain_text("Version 2 is a draft")
+    assert_accessible(tab)
 
     # The live version, its cases held: the page follows them over its socket.
     page.goto(f"/admin/agents/evalset/{eval_set.pk}/change/")
