@@ -27,6 +27,7 @@ from django.utils.translation import gettext as _
 
 from agents import events, live, selectors
 from agents.models import AgentRun, Conversation
+from agents.permissions import can_watch_evaluation
 from agents.preferences import socket_language
 from agents.protocol import (
     CLIENT_ID_MAX_CHARS,
@@ -39,6 +40,7 @@ from agents.protocol import (
     RefusalCode,
     RequestRefused,
     error_frame,
+    evaluation_progress_frame,
     event_frame,
     max_frame_bytes,
     notifications_unread_frame,
@@ -726,3 +728,71 @@ class NotificationConsumer(AsyncJsonWebsocketConsumer):
 
 def _unread_count(user_id: int) -> int:
     return notifications_unread_count(user_id=user_id)
+
+
+class EvaluationConsumer(AsyncJsonWebsocketConsumer):
+    """`/ws/evaluations/<id>/`: an evaluation's progress, live, for staff allowed to view
+    evaluations (docs/protocol.md, "Evaluation progress"). Checked as it opens: not signed
+    in, 4401; not such staff, or no such evaluation, 4404. It joins the evaluation's group,
+    then sends where the evaluation stands with every result, then each
+    ``evaluation.progress`` published as a case starts or is checked (agents/events.py,
+    after commit). The client sends nothing but ``ping``."""
+
+    group: str = ""
+    sign_in: str = ""
+
+    async def connect(self) -> None:
+        self.group = self.sign_in = ""
+        user = await get_user(self.scope)
+        eval_run_id = int(self.scope["url_route"]["kwargs"]["eval_run_id"])
+        if not user.is_authenticated:
+            await self.accept()
+            await self.close(code=CLOSE_SIGNED_OUT)
+            return
+        if not await _in_database_thread(can_watch_evaluation)(user):
+            await self.accept()
+            await self.close(code=CLOSE_NOT_FOUND)
+            return
+        session = self.scope.get("session")
+        session_key = getattr(session, "session_key", None) or ""
+        self.sign_in = events.sign_in_name(session_key) if session_key else ""
+        if self.sign_in:
+            await signouts.watch(
+                self.channel_layer, sign_in=self.sign_in, channel=self.channel_name
+            )
+        # Join, then read: a case checked after the read arrives live (and a frame that
+        # repeats what the read saw changes nothing on the page).
+        self.group = events.evaluation_group_name(eval_run_id)
+        await self.channel_layer.group_add(self.group, self.channel_name)
+        await self.accept()
+        frame = await _in_database_thread(_evaluation_frame)(eval_run_id)
+        if frame is None:
+            await self.close(code=CLOSE_NOT_FOUND)
+            return
+        await self.send_json(frame)
+
+    async def disconnect(self, code: int) -> None:
+        if self.sign_in:
+            signouts.forget(sign_in=self.sign_in, channel=self.channel_name)
+        if self.group:
+            await self.channel_layer.group_discard(self.group, self.channel_name)
+        self.group = self.sign_in = ""
+
+    async def receive_json(self, content: Any, **kwargs: Any) -> None:
+        if isinstance(content, dict) and content.get("type") == FrameType.PING:
+            await self.send_json(pong_frame())
+
+    async def evaluation_event(self, message: dict[str, Any]) -> None:
+        await self.send_json(message["frame"])
+
+    async def chat_signed_out(self, message: dict[str, Any]) -> None:
+        await self.close(code=CLOSE_SIGNED_OUT)
+
+
+def _evaluation_frame(eval_run_id: int) -> dict[str, Any] | None:
+    progress = selectors.eval_run_progress(eval_run_id=eval_run_id)
+    if progress is None:
+        return None
+    return evaluation_progress_frame(
+        progress.eval_run, progress.results, checked=progress.checked, passed=progress.passed
+    )

@@ -97,6 +97,21 @@ def publish_notification_on_commit(user_id: int, frame: dict[str, Any]) -> None:
     transaction.on_commit(lambda: _publisher().send_to_group(group, message))
 
 
+EVALUATION_MESSAGE_TYPE = "evaluation.event"
+
+
+def evaluation_group_name(eval_run_id: int) -> str:
+    """The group every socket following this evaluation joins (``/ws/evaluations/<id>/``)."""
+    return f"evaluation.{eval_run_id}"
+
+
+def publish_evaluation_on_commit(eval_run_id: int, frame: dict[str, Any]) -> None:
+    """Send an evaluation's progress to the staff watching it once the transaction commits."""
+    message = {"type": EVALUATION_MESSAGE_TYPE, "frame": frame}
+    group = evaluation_group_name(eval_run_id)
+    transaction.on_commit(lambda: _publisher().send_to_group(group, message))
+
+
 @dataclass(frozen=True)
 class KeptText:
     """Text to keep in Redis before an ephemeral frame goes out: ``value`` replaces the key

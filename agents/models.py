@@ -451,7 +451,12 @@ class AgentProfile(models.Model):
 
 
 class PromptVersion(models.Model):
-    """An immutable snapshot of a profile, written on every save. Runs point at one."""
+    """An immutable snapshot of a profile, written on every save. Runs point at one.
+
+    A draft (``is_draft``) is a version nobody chats with yet: what a save wrote while the
+    publishing gate holds the profile (``CHAT_EVAL_GATE_PUBLISH``,
+    agents/services/prompt_versions.py). The profile's live version is its highest-numbered
+    version that is not a draft; publishing the draft makes it live."""
 
     profile = models.ForeignKey(
         AgentProfile, verbose_name=_("profile"), on_delete=models.CASCADE, related_name="versions"
@@ -468,6 +473,11 @@ class PromptVersion(models.Model):
         blank=True,
     )
     created_at = models.DateTimeField(_("created at"), auto_now_add=True)
+    is_draft = models.BooleanField(
+        _("draft"),
+        default=False,
+        help_text=_("Saved but not live: runs use it only once it is published."),
+    )
 
     class Meta:
         verbose_name = _("prompt version")

@@ -20,3 +20,8 @@ def signed_in_user(user: User | AnonymousUser) -> User:
 def can_read_conversation(user: User, conversation: Conversation) -> bool:
     """Its owner, and staff allowed to view conversations in the admin, may read one."""
     return conversation.owner_id == user.pk or user.has_perm("agents.view_conversation")
+
+
+def can_watch_evaluation(user: User) -> bool:
+    """Staff allowed to view evaluations in the admin may follow one's progress live."""
+    return user.is_active and user.is_staff and user.has_perm("agents.view_evalrun")

@@ -18,6 +18,8 @@ from django.conf import settings
 from agents.db.rows import StoredEvent
 from agents.models import (
     AgentRun,
+    EvalResult,
+    EvalRun,
     MemorySummary,
     Message,
     Notification,
@@ -59,6 +61,9 @@ class FrameType(StrEnum):
     # conversation's log: the Notification row is their record.
     NOTIFICATION = "notification"
     NOTIFICATIONS_UNREAD = "notifications.unread"
+    # Server → client on an evaluation's socket (`/ws/evaluations/<id>/`), for staff: the
+    # EvalRun and EvalResult rows are the record.
+    EVALUATION_PROGRESS = "evaluation.progress"
 
 
 # The frames that end a run; nothing of that run follows them.
@@ -348,3 +353,46 @@ def notification_frame(notification: Notification, *, unread: int) -> dict[str, 
 
 def notifications_unread_frame(unread: int) -> dict[str, Any]:
     return {"type": FrameType.NOTIFICATIONS_UNREAD, "unread": unread}
+
+
+# --------------------------------------------------------------------------------------
+# Evaluations (docs/protocol.md, "Evaluation progress")
+# --------------------------------------------------------------------------------------
+
+
+def evaluation_result_payload(result: EvalResult) -> dict[str, Any]:
+    """One case's result as the evaluation's page shows it (``passed`` None: not checked)."""
+    return {
+        "id": result.pk,
+        "case_id": result.case_id,
+        "run_id": result.run_id,
+        "passed": result.passed,
+        "checks": [
+            {
+                "expectation": str(check.get("expectation", "")),
+                "passed": bool(check.get("passed")),
+                "detail": str(check.get("detail", "")),
+            }
+            for check in result.checks or []
+        ],
+        "tokens": result.tokens,
+        "steps": result.steps,
+    }
+
+
+def evaluation_progress_frame(
+    eval_run: EvalRun, results: list[EvalResult], *, checked: int, passed: int
+) -> dict[str, Any]:
+    """Where an evaluation stands (``checked`` and ``passed`` count its cases so far) and
+    the results that changed: every one as the socket opens, then each as it changes."""
+    return {
+        "type": FrameType.EVALUATION_PROGRESS,
+        "evaluation": {
+            "id": eval_run.pk,
+            "status": eval_run.status,
+            "cases": eval_run.cases,
+            "checked": checked,
+            "passed": passed,
+        },
+        "results": [evaluation_result_payload(result) for result in results],
+    }

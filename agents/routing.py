@@ -2,7 +2,7 @@
 
 from django.urls import path
 
-from agents.consumers import ConversationConsumer, NotificationConsumer
+from agents.consumers import ConversationConsumer, EvaluationConsumer, NotificationConsumer
 
 websocket_urlpatterns = [
     path(
@@ -11,4 +11,9 @@ websocket_urlpatterns = [
         name="ws-conversation",
     ),
     path("ws/notifications/", NotificationConsumer.as_asgi(), name="ws-notifications"),
+    path(
+        "ws/evaluations/<int:eval_run_id>/",
+        EvaluationConsumer.as_asgi(),
+        name="ws-evaluation",
+    ),
 ]

@@ -22,6 +22,8 @@ from agents.models import (
     ApiKey,
     Conversation,
     ConversationShare,
+    EvalResult,
+    EvalRun,
     Message,
     ModelCall,
     Notification,
@@ -596,3 +598,36 @@ def api_key_get(*, user: User, key_id: int) -> ApiKey | None:
 def api_key_by_hash(*, secret_hash: str) -> ApiKey | None:
     """The key with this hash, revoked or not, with its owner."""
     return ApiKey.objects.filter(secret_hash=secret_hash).select_related("owner").first()
+
+
+@dataclass(frozen=True)
+class EvalProgress:
+    """Where an evaluation stands: its cases checked and passed so far, and the results
+    asked for (for staff: not scoped to a user, like the run inspector)."""
+
+    eval_run: EvalRun
+    results: list[EvalResult]
+    checked: int
+    passed: int
+
+
+def eval_run_progress(
+    *, eval_run_id: int, result_ids: list[int] | None = None
+) -> EvalProgress | None:
+    """An evaluation's progress with every result, or only those of ``result_ids``."""
+    eval_run = EvalRun.objects.filter(pk=eval_run_id).first()
+    if eval_run is None:
+        return None
+    counts = eval_run.results.aggregate(
+        checked=Count("pk", filter=Q(passed__isnull=False)),
+        passed=Count("pk", filter=Q(passed=True)),
+    )
+    results = eval_run.results.order_by("case_id")
+    if result_ids is not None:
+        results = results.filter(pk__in=result_ids)
+    return EvalProgress(
+        eval_run=eval_run,
+        results=list(results),
+        checked=counts["checked"],
+        passed=counts["passed"],
+    )

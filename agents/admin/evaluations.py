@@ -16,6 +16,7 @@ from django.urls import URLPattern, reverse
 from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 
+from agents.admin.forms import VersionChoiceField
 from agents.admin.pages import ExtraPagesAdmin, ReadOnlyAdminMixin
 from agents.evaluation import expectation_errors
 from agents.models import EvalCase, EvalResult, EvalRun, EvalSet, PromptVersion
@@ -24,6 +25,7 @@ from agents.services.evaluations import (
     eval_cases_from_thumbs_down,
     eval_run_start,
 )
+from agents.services.prompt_versions import prompt_version_newest
 
 
 class EvalCaseForm(forms.ModelForm):
@@ -73,8 +75,15 @@ class EvalCaseInline(admin.StackedInline):
     raw_id_fields = ["source_run"]
 
 
+def _changed(left: EvalResult | None, right: EvalResult | None) -> bool:
+    """Checked on both sides with a different outcome: what the change of version did."""
+    if left is None or right is None or left.passed is None or right.passed is None:
+        return False
+    return left.passed != right.passed
+
+
 class EvaluateForm(forms.Form):
-    version = forms.ModelChoiceField(
+    version = VersionChoiceField(
         label=_("Prompt version"),
         queryset=PromptVersion.objects.select_related("profile").order_by(
             "profile__name", "-number"
@@ -103,7 +112,8 @@ class EvalSetAdmin(ExtraPagesAdmin):
     ) -> HttpResponse:
         eval_set = self.get_object(request, object_id)
         if eval_set is not None:
-            latest = eval_set.profile.versions.order_by("-number").first()
+            # The newest, a draft included: what a save just wrote is what staff evaluate next.
+            latest = prompt_version_newest(profile=eval_set.profile)
             extra_context = {
                 **(extra_context or {}),
                 "evaluate_form": EvaluateForm(initial={"version": latest}),
@@ -210,8 +220,12 @@ class EvalRunAdmin(ReadOnlyAdminMixin, ExtraPagesAdmin):
         for side, eval_run in (("left", left), ("right", right)):
             for result in eval_run.results.select_related("case"):
                 by_case.setdefault(result.case_id, {})[side] = result
-        rows = [
-            {"case": sides.get("left", sides.get("right")).case, **sides}  # type: ignore[union-attr]
+        rows: list[dict[str, Any]] = [
+            {
+                "case": sides.get("left", sides.get("right")).case,  # type: ignore[union-attr]
+                "changed": _changed(sides.get("left"), sides.get("right")),
+                **sides,
+            }
             for _case_id, sides in sorted(by_case.items())
         ]
         context = {
@@ -219,6 +233,7 @@ class EvalRunAdmin(ReadOnlyAdminMixin, ExtraPagesAdmin):
             "left": left,
             "right": right,
             "rows": rows,
+            "changed": sum(row["changed"] for row in rows),
             "running": EvalRun.Status.RUNNING in (left.status, right.status),
         }
         return TemplateResponse(request, "admin/agents/evalrun/compare.html", context)

@@ -599,10 +599,19 @@ def new_tool_name_error(name: str, *, chosen: set[str]) -> str | None:
     return None
 
 
+class VersionChoiceField(forms.ModelChoiceField):
+    """A prompt version, a draft named as one."""
+
+    def label_from_instance(self, obj: PromptVersion) -> str:
+        if obj.is_draft:
+            return gettext("%(version)s (draft)") % {"version": obj}
+        return str(obj)
+
+
 class ReplayForm(forms.Form):
     """What a replay of a stored run runs with (agents/services/replays.py)."""
 
-    version = forms.ModelChoiceField(
+    version = VersionChoiceField(
         label=_("Prompt version"),
         queryset=PromptVersion.objects.select_related("profile").order_by(
             "profile__name", "-number"

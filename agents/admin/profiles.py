@@ -29,23 +29,29 @@ from agents.models import AgentProfile, PromptVersion
 from agents.permissions import signed_in_user
 from agents.react.prompt import default_template
 from agents.services.evaluations import EvalGateRefused
-from agents.services.profiles import profile_preview, profile_save
+from agents.services.profiles import profile_preview, profile_save, profile_save_as_draft
 from agents.services.prompt_versions import (
     prompt_version_diff,
     prompt_version_ensure,
+    prompt_version_gated,
+    prompt_version_live,
+    prompt_version_newest,
     prompt_version_publish,
 )
 
 
 class PromptVersionInline(admin.TabularInline):
     model = PromptVersion
-    fields = ["number", "created_by", "created_at", "compare"]
-    readonly_fields = ["number", "created_by", "created_at", "compare"]
+    fields = ["number", "is_draft", "created_by", "created_at", "compare"]
+    readonly_fields = ["number", "is_draft", "created_by", "created_at", "compare"]
     extra = 0
     max_num = 0
     can_delete = False
     show_change_link = False
-    verbose_name_plural = _("Versions (newest first; every save writes one)")
+    verbose_name_plural = _(
+        "Versions (newest first; every save writes one, a draft while the evaluation gate "
+        "holds the profile)"
+    )
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[PromptVersion]:
         return super().get_queryset(request).select_related("created_by").order_by("-number")
@@ -121,13 +127,28 @@ class AgentProfileAdmin(ExtraPagesAdmin):
 
     @admin.display(description=_("Version"))
     def latest(self, obj: AgentProfile) -> str:
-        number = obj.versions.order_by("-number").values_list("number", flat=True).first()
-        return f"v{number}" if number else "—"
+        live = prompt_version_live(profile=obj)
+        return f"v{live.number}" if live else "—"
 
     @admin.display(description=_("Feedback"))
     def feedback(self, obj: AgentProfile) -> str:
         url = reverse("admin:agents_answerfeedback_profile_stats", args=[obj.pk])
         return format_html('<a href="{}">{}</a>', url, gettext("by version"))
+
+    def change_view(
+        self,
+        request: HttpRequest,
+        object_id: str,
+        form_url: str = "",
+        extra_context: dict[str, Any] | None = None,
+    ) -> HttpResponse:
+        profile = self.get_object(request, object_id)
+        if profile is not None:
+            newest = prompt_version_newest(profile=profile)
+            live = prompt_version_live(profile=profile)
+            waiting = newest is not None and newest.is_draft and newest != live
+            extra_context = {**(extra_context or {}), "waiting_draft": newest if waiting else None}
+        return super().change_view(request, object_id, form_url, extra_context)
 
     def change_form_context(self) -> dict[str, Any]:
         # The default templates, to copy from when writing a custom one.
@@ -145,14 +166,55 @@ class AgentProfileAdmin(ExtraPagesAdmin):
     def save_model(
         self, request: HttpRequest, obj: AgentProfile, form: ModelForm[AgentProfile], change: bool
     ) -> None:
+        if prompt_version_gated(profile=obj):
+            return  # saved as a draft with its tools, in save_related
         profile_save(profile=obj, is_default=form.cleaned_data.get("make_default", False))
 
     def save_related(
         self, request: HttpRequest, form: ModelForm[AgentProfile], formsets: Any, change: bool
     ) -> None:
+        profile = form.instance
+        if prompt_version_gated(profile=profile):
+            self._save_as_draft(request, form, formsets, change)
+            return
         super().save_related(request, form, formsets, change)
         # After the tools are saved: the snapshot includes them.
-        prompt_version_ensure(profile=form.instance, user=signed_in_user(request.user))
+        prompt_version_ensure(profile=profile, user=signed_in_user(request.user))
+
+    def _save_as_draft(
+        self, request: HttpRequest, form: ModelForm[AgentProfile], formsets: Any, change: bool
+    ) -> None:
+        """The evaluation gate holds the profile: what runs read goes into a draft version,
+        live once it is published (agents/services/prompt_versions.py)."""
+        profile = form.instance
+        draft = profile_save_as_draft(
+            profile=profile,
+            tools=form.cleaned_data.get("tools") or [],
+            is_default=form.cleaned_data.get("make_default", False),
+            user=signed_in_user(request.user),
+        )
+        profile.allowed_groups.set(form.cleaned_data.get("allowed_groups") or [])
+        for formset in formsets:
+            self.save_formset(request, form, formset, change=change)
+        if draft is None:
+            return
+        live = prompt_version_live(profile=profile)
+        url = reverse("admin:agents_agentprofile_version", args=[profile.pk, draft.number])
+        self.message_user(
+            request,
+            format_html(
+                '{} <a href="{}">{}</a>',
+                gettext(
+                    "The evaluation gate is on: your changes were saved as draft version "
+                    "%(draft)d, and runs still use version %(live)d. Run the profile's "
+                    "evaluation sets against the draft, then publish it."
+                )
+                % {"draft": draft.number, "live": live.number if live else 0},
+                url,
+                gettext("See and publish version %(number)d") % {"number": draft.number},
+            ),
+            messages.WARNING,
+        )
 
     def get_urls(self) -> list[URLPattern]:
         return [
@@ -212,6 +274,7 @@ class AgentProfileAdmin(ExtraPagesAdmin):
                 request, profile, gettext("Versions of %(name)s") % {"name": profile.name}
             ),
             "versions": versions,
+            "live_pk": getattr(prompt_version_live(profile=profile), "pk", None),
             "can_restore": self.has_change_permission(request, profile),
         }
         return TemplateResponse(request, "admin/agents/agentprofile/versions.html", context)
@@ -219,7 +282,7 @@ class AgentProfileAdmin(ExtraPagesAdmin):
     def version_view(self, request: HttpRequest, object_id: int, number: int) -> HttpResponse:
         profile = self._get_for_view(request, object_id)
         version = get_object_or_404(PromptVersion, profile=profile, number=number)
-        latest = profile.versions.order_by("-number").values_list("number", flat=True).first()
+        live = prompt_version_live(profile=profile)
         context = {
             **self.page_context(
                 request,
@@ -229,7 +292,7 @@ class AgentProfileAdmin(ExtraPagesAdmin):
             "version": version,
             "diff": prompt_version_diff(version=version),
             "snapshot_json": pretty(version.snapshot),
-            "is_latest": number == latest,
+            "is_latest": live is not None and number == live.number,
             "can_restore": self.has_change_permission(request, profile),
             "restore_form": VersionRestoreForm(),
         }
@@ -252,10 +315,13 @@ class AgentProfileAdmin(ExtraPagesAdmin):
                 reverse("admin:agents_agentprofile_version", args=[profile.pk, number])
             )
         profile.refresh_from_db()
-        text = gettext("Restored version %(old)d as version %(new)d.") % {
-            "old": number,
-            "new": result.version.number,
-        }
+        if result.version.number == number:
+            text = gettext("Published version %(number)d: runs use it now.") % {"number": number}
+        else:
+            text = gettext("Restored version %(old)d as version %(new)d.") % {
+                "old": number,
+                "new": result.version.number,
+            }
         self.log_change(request, profile, [{"changed": {"fields": ["restored", text]}}])
         self.message_user(request, text, messages.SUCCESS)
         if result.missing_tools:

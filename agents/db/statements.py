@@ -704,12 +704,12 @@ def default_profile_id() -> sql.Composed:
 
 
 def latest_version_id(*, profile: str) -> sql.Composed:
-    """An expression: the id of the latest prompt version (highest ``number``) of the
-    profile aliased ``profile``, or NULL. The rule is ``prompt_version_current``'s;
+    """An expression: the id of the live prompt version (highest ``number``, not a draft) of
+    the profile aliased ``profile``, or NULL. The rule is ``prompt_version_live``'s;
     tests/db/test_profile_rules.py proves them equal."""
-    return sql.SQL("(SELECT id FROM {} WHERE profile_id = {} ORDER BY number DESC LIMIT 1)").format(
-        table(PromptVersion), sql.Identifier(profile, "id")
-    )
+    return sql.SQL(
+        "(SELECT id FROM {} WHERE profile_id = {} AND NOT is_draft ORDER BY number DESC LIMIT 1)"
+    ).format(table(PromptVersion), sql.Identifier(profile, "id"))
 
 
 def profile_allowed_expression(*, profile: str | None = None) -> sql.Composed:

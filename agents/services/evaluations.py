@@ -16,7 +16,8 @@
 - **The gate.** With ``CHAT_EVAL_GATE_PUBLISH`` on, publishing a version onto a profile
   that has sets (``prompt_version_publish``) needs, on every set, a finished evaluation of
   that version passing at least as many cases as the latest one of the profile's current
-  version (``eval_gate_check``).
+  version (``eval_gate_check``). Saving a gated profile writes a draft version instead of
+  changing what runs use (``agents/services/prompt_versions.py``).
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from django.db.models import Q
 from django.utils import timezone
 from django.utils.translation import gettext
 
+from agents import events
 from agents.evaluation import RunOutcome, run_checks
 from agents.models import (
     AgentProfile,
@@ -40,8 +42,9 @@ from agents.models import (
     Message,
     PromptVersion,
 )
+from agents.protocol import evaluation_progress_frame
 from agents.runs.reads import run_log_steps
-from agents.selectors import branch_ids
+from agents.selectors import branch_ids, eval_run_progress
 from agents.services.replays import ReplayRefused, replay_start
 from agents.services.usage import QuotaExceeded, usage_check_quota, usage_refusal
 
@@ -184,8 +187,10 @@ def _start_case(result_id: int) -> int:
             ]
             result.save(update_fields=["passed", "checks"])
             _close_if_done(eval_run.pk)
+            _publish_progress(eval_run.pk, result.pk)
             return 0
         result.save(update_fields=["run"])
+        _publish_progress(eval_run.pk, result.pk)
     return 1
 
 
@@ -228,6 +233,7 @@ def eval_run_ended(*, run: AgentRun) -> None:
         result.steps = outcome.model_calls
         result.save(update_fields=["checks", "passed", "tokens", "steps"])
         _close_if_done(result.eval_run_id)
+        _publish_progress(result.eval_run_id, result.pk)
 
 
 def _close_if_done(eval_run_id: int) -> None:
@@ -241,6 +247,18 @@ def _close_if_done(eval_run_id: int) -> None:
     eval_run.save(update_fields=["passed", "status", "finished_at"])
 
 
+def _publish_progress(eval_run_id: int, result_id: int) -> None:
+    """Tell the staff watching the evaluation (its page's socket) how far it is and how the
+    case changed, once the transaction commits (docs/protocol.md, "Evaluation progress")."""
+    progress = eval_run_progress(eval_run_id=eval_run_id, result_ids=[result_id])
+    if progress is None:
+        return
+    frame = evaluation_progress_frame(
+        progress.eval_run, progress.results, checked=progress.checked, passed=progress.passed
+    )
+    events.publish_evaluation_on_commit(eval_run_id, frame)
+
+
 # --------------------------------------------------------------------------------------
 # The gate
 # --------------------------------------------------------------------------------------
@@ -250,13 +268,20 @@ class EvalGateRefused(Exception):
     """A version may not go live: it passes less than the current one (the message)."""
 
 
-def eval_gate_check(*, profile: AgentProfile, candidate: PromptVersion) -> None:
+def eval_gate_applies(*, profile: AgentProfile) -> bool:
+    """Whether the gate holds ``profile``: ``CHAT_EVAL_GATE_PUBLISH`` is on and the profile
+    has evaluation sets to pass."""
+    return bool(settings.CHAT_EVAL_GATE_PUBLISH) and profile.eval_sets.exists()
+
+
+def eval_gate_check(
+    *, profile: AgentProfile, candidate: PromptVersion, current: PromptVersion | None
+) -> None:
     """With ``CHAT_EVAL_GATE_PUBLISH`` on: refuse ``candidate`` for ``profile`` unless, on
     each of the profile's sets, its latest finished evaluation passes at least as many
-    cases as the latest finished one of the profile's current version."""
+    cases as the latest finished one of ``current`` (the profile's live version)."""
     if not settings.CHAT_EVAL_GATE_PUBLISH:
         return
-    current = profile.versions.order_by("-number").first()
     for eval_set in profile.eval_sets.order_by("name"):
         mine = _latest_done(eval_set, candidate)
         if mine is None:

@@ -10,14 +10,19 @@ from django.contrib.auth.models import User
 from django.db import transaction
 
 from agents.memory.services import memory_for_run
-from agents.models import AgentProfile, Conversation
+from agents.models import AgentProfile, Conversation, PromptVersion, ToolConfig
 from agents.profile_snapshot import ProfileSnapshot, snapshot_model_name
 from agents.react.errors import PromptTemplateError
 from agents.react.prompt import render_preview
 from agents.react.types import ChatMessage, JsonDict
 from agents.redaction import redact
 from agents.runtime import prompt_config, snapshot_tool_configs
-from agents.services.prompt_versions import prompt_version_ensure
+from agents.services.prompt_versions import (
+    profile_from_snapshot,
+    prompt_version_draft,
+    prompt_version_ensure,
+    prompt_version_live,
+)
 from agents.services.tools import tool_config_secret_values
 from agents.tools.registry import build_tool
 
@@ -36,6 +41,29 @@ def profile_save(*, profile: AgentProfile, is_default: bool) -> AgentProfile:
     profile.is_default = is_default
     profile.save()
     return profile
+
+
+@transaction.atomic
+def profile_save_as_draft(
+    *, profile: AgentProfile, tools: Sequence[ToolConfig], is_default: bool, user: User | None
+) -> PromptVersion | None:
+    """Save a profile the publishing gate holds (``prompt_version_gated``): what a version
+    holds, as ``profile`` has it in memory (a form's edits) with ``tools``, is written as a
+    draft version (``prompt_version_draft``; None when it is what the live version holds);
+    the row keeps the live version's settings and tools, so no run sees the draft, and only
+    what no version holds (the description, the default flag) is saved at once. The caller
+    saves the groups."""
+    pairs = list(
+        ToolConfig.objects.filter(pk__in=[tool.pk for tool in tools])
+        .order_by("name")
+        .values_list("id", "name")
+    )
+    draft = prompt_version_draft(profile=profile, tools=pairs, user=user)
+    live = prompt_version_live(profile=profile)
+    if live is not None:
+        profile_from_snapshot(profile, version=live, keep_name=False, with_slug=True)
+    profile_save(profile=profile, is_default=is_default)
+    return draft
 
 
 @dataclass(frozen=True)

@@ -7,11 +7,20 @@ from __future__ import annotations
 import pytest
 from django.urls import reverse
 
-from agents.models import AgentProfile, EvalCase, EvalResult, EvalRun, EvalSet, PromptVersion
+from agents.models import (
+    AgentProfile,
+    Conversation,
+    EvalCase,
+    EvalResult,
+    EvalRun,
+    EvalSet,
+    PromptVersion,
+)
+from agents.services.conversations import message_send
 from agents.services.evaluations import eval_run_ended
 from agents.services.feedback import feedback_set
-from agents.services.prompt_versions import prompt_version_ensure
-from tests.admin.conftest import page_text
+from agents.services.prompt_versions import prompt_version_ensure, prompt_version_live
+from tests.admin.conftest import page_text, profile_form_data
 
 pytestmark = pytest.mark.django_db
 
@@ -141,3 +150,109 @@ def test_two_evaluations_side_by_side_and_the_gate_on_restore(
     )
     assert "passes 1 of 2 cases of the set “Capitals”" in page_text(response)
     assert PromptVersion.objects.filter(profile=profile).count() == versions
+
+
+def _profile_added(staff_client) -> AgentProfile:
+    response = staff_client.post(reverse("admin:agents_agentprofile_add"), profile_form_data())
+    assert response.status_code == 302, page_text(response)
+    return AgentProfile.objects.get(slug="geographer")
+
+
+def test_with_the_gate_on_a_save_writes_a_draft_that_is_live_only_once_published(
+    staff_client, settings, user
+):
+    """The one rule, on the path that used to skip it: a save of a profile the gate holds
+    changes nothing a run reads; the draft goes live through the gate, refused while it
+    passes less than the live version, then published once it passes as much."""
+    profile = _profile_added(staff_client)
+    live = profile.versions.get()
+    eval_set = EvalSet.objects.create(profile=profile, name="Capitals")
+    for name in ("France", "Peru"):
+        eval_set.cases.create(name=name, question=f"The capital of {name}?")
+    _done(eval_set, live, 2)
+    settings.CHAT_EVAL_GATE_PUBLISH = True
+    change_url = reverse("admin:agents_agentprofile_change", args=[profile.pk])
+
+    response = staff_client.post(
+        change_url,
+        profile_form_data(
+            system_prompt="", max_iterations="2", description="Knows capitals, briefly."
+        ),
+        follow=True,
+    )
+
+    page = page_text(response)
+    assert "saved as draft version 2, and runs still use version 1" in page
+    draft = profile.versions.get(number=2)
+    assert draft.is_draft
+    assert draft.snapshot["max_iterations"] == 2
+    profile.refresh_from_db()
+    # The row runs read keeps the live version's settings; what no version holds is saved.
+    assert profile.max_iterations == 5
+    assert profile.description == "Knows capitals, briefly."
+    assert prompt_version_live(profile=profile) == live
+    conversation = Conversation.objects.create(owner=user, profile=profile)
+    sent = message_send(conversation=conversation, user=user, content="Hello")
+    assert sent.run.profile_version == live
+    # The form says a draft waits, and the draft's page offers to publish it.
+    assert "Version 2 is a draft waiting to be published" in page_text(staff_client.get(change_url))
+    version_url = reverse("admin:agents_agentprofile_version", args=[profile.pk, 2])
+    assert "Publish version 2" in page_text(staff_client.get(version_url))
+    # Saving the same edits again reuses the draft.
+    staff_client.post(change_url, profile_form_data(max_iterations="2"))
+    assert profile.versions.count() == 2
+
+    # Not evaluated, then worse: refused, and nothing is written.
+    publish_url = reverse("admin:agents_agentprofile_version_restore", args=[profile.pk, 2])
+    response = staff_client.post(publish_url, follow=True)
+    assert "has not been evaluated on the set “Capitals” yet" in page_text(response)
+    _done(eval_set, draft, 1)
+    response = staff_client.post(publish_url, follow=True)
+    assert "passes 1 of 2 cases of the set “Capitals”" in page_text(response)
+    assert "the current version geographer v1 passes 2 of 2" in page_text(response)
+    assert profile.versions.count() == 2
+    assert prompt_version_live(profile=profile) == live
+
+    # As good as the live version: published, the draft itself becomes live.
+    _done(eval_set, draft, 2)
+    response = staff_client.post(publish_url, follow=True)
+    assert "Published version 2: runs use it now." in page_text(response)
+    draft.refresh_from_db()
+    profile.refresh_from_db()
+    assert not draft.is_draft
+    assert prompt_version_live(profile=profile) == draft
+    assert profile.max_iterations == 2
+    assert profile.versions.count() == 2
+
+
+def test_with_the_gate_off_or_no_sets_a_save_is_live_at_once(staff_client, settings):
+    profile = _profile_added(staff_client)
+    change_url = reverse("admin:agents_agentprofile_change", args=[profile.pk])
+    # The gate on, but no set to pass: nothing holds the profile.
+    settings.CHAT_EVAL_GATE_PUBLISH = True
+    staff_client.post(change_url, profile_form_data(max_iterations="3"))
+    assert (prompt_version_live(profile=profile).number, profile.versions.count()) == (2, 2)
+    # A set, the gate off: the same.
+    EvalSet.objects.create(profile=profile, name="Capitals")
+    settings.CHAT_EVAL_GATE_PUBLISH = False
+    response = staff_client.post(change_url, profile_form_data(max_iterations="4"), follow=True)
+    assert "saved as draft" not in page_text(response)
+    live = prompt_version_live(profile=profile)
+    assert (live.number, live.is_draft, live.snapshot["max_iterations"]) == (3, False, 4)
+    profile.refresh_from_db()
+    assert profile.max_iterations == 4
+
+
+def test_a_gated_save_with_a_form_error_keeps_the_input_and_writes_nothing(staff_client, settings):
+    profile = _profile_added(staff_client)
+    EvalSet.objects.create(profile=profile, name="Capitals")
+    settings.CHAT_EVAL_GATE_PUBLISH = True
+    change_url = reverse("admin:agents_agentprofile_change", args=[profile.pk])
+    response = staff_client.post(
+        change_url, profile_form_data(system_prompt="Hello {nonsense}", max_iterations="8")
+    )
+    assert response.status_code == 200
+    page = page_text(response)
+    assert "nonsense" in page
+    assert 'name="max_iterations" value="8"' in page
+    assert profile.versions.count() == 1

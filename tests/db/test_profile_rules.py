@@ -18,6 +18,7 @@ from agents.profile_snapshot import profile_snapshot
 from agents.selectors import profiles_for_user
 from agents.services.conversations import _lock_owned
 from agents.services.defaults import default_profile
+from agents.services.prompt_versions import prompt_version_live
 
 pytestmark = pytest.mark.django_db
 
@@ -90,25 +91,29 @@ def test_the_default_profile_read_with_the_lock_is_default_profiles(user, chosen
 
 
 # Version numbers in the order they are written: ids and numbers need not agree (a restore,
-# a number written by hand in the admin's history), so the rule must follow the number.
-VERSION_HISTORIES = [(), (1,), (1, 2, 3), (3, 1, 2), (2, 1), (7, 4)]
+# a number written by hand in the admin's history), so the rule must follow the number. A
+# negative number is a draft of that number: never the live version, however high.
+VERSION_HISTORIES = [(), (1,), (1, 2, 3), (3, 1, 2), (2, 1), (7, 4), (1, -2), (-1,), (1, -3, 2)]
 
 
 @pytest.mark.parametrize("numbers", VERSION_HISTORIES, ids=str)
-def test_the_latest_version_read_with_the_lock_is_the_highest_number(user, numbers):
+def test_the_latest_version_read_with_the_lock_is_the_live_one(user, numbers):
     profile = _profile("versioned")
     other = _profile("other")
     for number in numbers:
-        PromptVersion.objects.create(profile=profile, number=number, snapshot={"n": number})
+        PromptVersion.objects.create(
+            profile=profile, number=abs(number), snapshot={"n": number}, is_draft=number < 0
+        )
     # Another profile's versions, numbered higher and written last, are never its latest.
     PromptVersion.objects.create(profile=other, number=99, snapshot={})
     conversation = Conversation.objects.create(owner=user, profile=profile)
 
     read = _lock_owned(conversation=conversation, user=user).latest_version_of(profile)
 
-    python = profile.versions.order_by("-number").first()
+    python = prompt_version_live(profile=profile)
+    live = [number for number in numbers if number > 0]
     assert (read.pk if read else None) == (python.pk if python else None)
-    assert (read.number if read else None) == (max(numbers) if numbers else None)
+    assert (read.number if read else None) == (max(live) if live else None)
 
 
 # Names whose order depends on case, digits, punctuation and accents.
