@@ -152,9 +152,10 @@ def conversations_delete(*, owner: User, conversation_ids: list[int]) -> list[in
     """Delete several of ``owner``'s conversations at once: all or none, as above."""
     with transaction.atomic():
         locked = _lock_all_owned(owner=owner, conversation_ids=conversation_ids)
+        ids = [conversation.pk for conversation in locked]
         for conversation in locked:
             conversation_delete(conversation=conversation)
-    return [conversation.pk for conversation in locked]
+    return ids
 
 
 def _lock_all_owned(*, owner: User, conversation_ids: list[int]) -> list[Conversation]:
