@@ -171,3 +171,22 @@ def test_drag_a_conversation_onto_a_folder(open_tab, user):
     expect(page.locator(".folder-group .conversation-link-title")).to_have_count(0)
     idea.refresh_from_db()
     assert idea.folder_id is None
+
+
+def test_another_tab_follows_folders_and_moves(open_tab, user):
+    conversation_with(user, "Shared plans")
+    page = open_tab(user).page
+    other = page.context.new_page()
+    other.goto("/")
+    expect(other.locator(".conversation-link-title")).to_have_text(["Shared plans"])
+
+    page.get_by_role("button", name="New folder").click()
+    page.get_by_role("textbox", name="Name of the new folder").fill("Plans")
+    page.keyboard.press("Enter")
+    expect(other.get_by_role("button", name="Plans (0)")).to_be_visible()
+
+    page.get_by_role("button", name="More actions for Shared plans").click()
+    menu = page.get_by_role("menu", name="Shared plans")
+    menu.get_by_role("menuitem", name="Move to folder…").click()
+    menu.get_by_role("menuitem", name="Into “Plans”").click()
+    expect(other.locator(".folder-group .conversation-link-title")).to_have_text(["Shared plans"])
