@@ -496,6 +496,34 @@ class PromptVersion(models.Model):
 # --------------------------------------------------------------------------------------
 
 
+class ConversationFolder(models.Model):
+    """A user's own group of conversations in the sidebar. Deleting it keeps them: their
+    ``folder`` goes back to NULL and they return to the date buckets."""
+
+    NAME_MAX_CHARS = 80
+
+    owner = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        verbose_name=_("owner"),
+        on_delete=models.CASCADE,
+        related_name="conversation_folders",
+    )
+    name = models.CharField(_("name"), max_length=NAME_MAX_CHARS)
+    created_at = models.DateTimeField(_("created at"), auto_now_add=True)
+
+    class Meta:
+        verbose_name = _("conversation folder")
+        verbose_name_plural = _("conversation folders")
+        ordering = ["name", "pk"]
+        constraints = [
+            # Two folders of one name would be told apart by nothing in the sidebar.
+            models.UniqueConstraint(fields=["owner", "name"], name="one_folder_name_per_owner")
+        ]
+
+    def __str__(self) -> str:
+        return self.name
+
+
 class Conversation(models.Model):
     owner = models.ForeignKey(
         settings.AUTH_USER_MODEL,
@@ -513,6 +541,15 @@ class Conversation(models.Model):
         related_name="+",
     )
     archived = models.BooleanField(_("archived"), default=False)
+    # The owner's folder it is filed in (agents/services/folders.py); NULL: the date buckets.
+    folder = models.ForeignKey(
+        ConversationFolder,
+        verbose_name=_("folder"),
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        related_name="conversations",
+    )
     # Pinned conversations head the sidebar, most recently pinned first; NULL when not pinned.
     pinned_at = models.DateTimeField(_("pinned at"), null=True, blank=True)
     # The last seq handed out in this conversation's event log; bumped under a row lock.

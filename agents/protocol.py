@@ -114,6 +114,8 @@ class RefusalCode(StrEnum):
     # Schedules and webhooks (agents/services/schedules.py, webhooks.py).
     INVALID_SCHEDULE = "invalid_schedule"
     WEBHOOK_URL_REFUSED = "webhook_url_refused"
+    # A folder of the sidebar named like another of the same user's (API only).
+    FOLDER_NAME_TAKEN = "folder_name_taken"
     # /v1/chat/completions: earlier turns in ``messages`` without a conversation to continue.
     HISTORY_NOT_SUPPORTED = "history_not_supported"
 

@@ -21,6 +21,7 @@ from agents.models import (
     AnswerFeedback,
     ApiKey,
     Conversation,
+    ConversationFolder,
     ConversationShare,
     EvalResult,
     EvalRun,
@@ -107,6 +108,24 @@ def conversation_get(*, user: User | AnonymousUser, conversation_id: int) -> Con
         .select_related("profile")
         .first()
     )
+
+
+def conversations_owned(
+    *, user: User | AnonymousUser, conversation_ids: list[int]
+) -> QuerySet[Conversation]:
+    """Those of ``conversation_ids`` that are the user's own chats (a bulk action's rows)."""
+    return Conversation.objects.filter(
+        pk__in=conversation_ids, owner_id=user.pk, for_replay=False
+    ).order_by("pk")
+
+
+def folder_list(*, user: User | AnonymousUser) -> QuerySet[ConversationFolder]:
+    """The user's folders, by name."""
+    return ConversationFolder.objects.filter(owner_id=user.pk).order_by("name", "pk")
+
+
+def folder_get(*, user: User | AnonymousUser, folder_id: int) -> ConversationFolder | None:
+    return ConversationFolder.objects.filter(pk=folder_id, owner_id=user.pk).first()
 
 
 def conversation_last_seq(*, user: User | AnonymousUser, conversation_id: int) -> int | None:

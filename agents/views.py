@@ -284,6 +284,7 @@ def _conversation_item(conversation: Conversation) -> dict[str, Any]:
         "updated_at": conversation.updated_at.isoformat(),
         "archived": conversation.archived,
         "pinned": conversation.pinned_at is not None,
+        "folder_id": conversation.folder_id,
         # Annotated on the sidebar's list (agents/selectors.py); the open one's thread knows.
         "has_active_run": bool(getattr(conversation, "has_active_run", False)),
     }
@@ -383,6 +384,11 @@ def _render_chat(
         "conversations": [
             _conversation_item(c)
             for c in selectors.conversation_list(user=request.user)[:SIDEBAR_LIMIT]
+        ],
+        # The sidebar's folders (static/js/sidebar.js); their conversations name them.
+        "folders": [
+            {"id": folder.pk, "name": folder.name}
+            for folder in selectors.folder_list(user=request.user)
         ],
         "urls": _conversation_urls(conversation) if conversation else {},
         # The composer's files (static/js/attachments.js): where they go and what is allowed.

@@ -16,10 +16,12 @@ from agents.models import (
     AnswerFeedback,
     Attachment,
     Conversation,
+    ConversationFolder,
     ConversationShare,
     Message,
 )
 from agents.protocol import CLIENT_ID_MAX_CHARS
+from agents.services.conversations import BULK_MAX_CONVERSATIONS
 from agents.snippets import snippet_segments
 
 
@@ -74,6 +76,7 @@ class ConversationSerializer(serializers.ModelSerializer):
 
     pinned = serializers.SerializerMethodField()
     active_leaf_id = serializers.IntegerField(read_only=True, allow_null=True)
+    folder_id = serializers.IntegerField(read_only=True, allow_null=True)
     has_active_run = serializers.SerializerMethodField()
     snippet = serializers.SerializerMethodField()
 
@@ -86,6 +89,7 @@ class ConversationSerializer(serializers.ModelSerializer):
             "archived",
             "pinned",
             "pinned_at",
+            "folder_id",
             "has_active_run",
             "snippet",
             "last_seq",
@@ -109,6 +113,13 @@ class ConversationSerializer(serializers.ModelSerializer):
         """Search results only: where the newest matching message matched, as segments."""
         query = self.context.get("q", "")
         return snippet_segments(getattr(conversation, "match_excerpt", None), query)
+
+
+class FolderSerializer(serializers.ModelSerializer):
+    class Meta:
+        model = ConversationFolder
+        fields = ["id", "name", "created_at"]
+        read_only_fields = fields
 
 
 class ProfileSerializer(serializers.ModelSerializer):
@@ -176,11 +187,27 @@ class ConversationCreateInput(serializers.Serializer):
 class ConversationUpdateInput(serializers.Serializer):
     title = serializers.CharField(max_length=200, required=False, allow_blank=True)
     archived = serializers.BooleanField(required=False)
+    # The folder to file it in (one of the user's), or null to take it out of its folder.
+    folder = serializers.IntegerField(min_value=1, required=False, allow_null=True)
 
     def validate(self, attrs):
         if not attrs:
-            raise serializers.ValidationError(_("Send 'title', 'archived' or both."))
+            raise serializers.ValidationError(_("Send 'title', 'archived', 'folder' or several."))
         return attrs
+
+
+class FolderInput(serializers.Serializer):
+    # Its length and emptiness are the service's to judge (agents/services/folders.py).
+    name = serializers.CharField(trim_whitespace=False, allow_blank=True, max_length=1000)
+
+
+class ConversationBulkInput(serializers.Serializer):
+    action = serializers.ChoiceField(choices=["archive", "unarchive", "delete"])
+    ids = serializers.ListField(
+        child=serializers.IntegerField(min_value=1),
+        min_length=1,
+        max_length=BULK_MAX_CONVERSATIONS,
+    )
 
 
 class ContentInput(serializers.Serializer):

@@ -8,6 +8,9 @@ app_name = "api"
 
 urlpatterns = [
     path("conversations/", views.ConversationCollectionView.as_view(), name="conversations"),
+    path("conversations/bulk/", views.ConversationBulkView.as_view(), name="conversations-bulk"),
+    path("folders/", views.FolderCollectionView.as_view(), name="folders"),
+    path("folders/<int:folder_id>/", views.FolderItemView.as_view(), name="folder"),
     path(
         "conversations/<int:conversation_id>/",
         views.ConversationItemView.as_view(),

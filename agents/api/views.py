@@ -26,7 +26,14 @@ from agents.attachments import selectors as attachment_selectors
 from agents.attachments.files import FileRefused, judge_size_only
 from agents.memory.selectors import summary_in_use
 from agents.memory.services import SummaryRequest, summary_request
-from agents.models import AgentProfile, AgentRun, Conversation, ConversationShare, Message
+from agents.models import (
+    AgentProfile,
+    AgentRun,
+    Conversation,
+    ConversationFolder,
+    ConversationShare,
+    Message,
+)
 from agents.permissions import signed_in_user
 from agents.protocol import RefusalCode, RequestRefused, approval_decided_payload, event_frame
 from agents.services.approvals import approval_decide, run_continue
@@ -40,6 +47,8 @@ from agents.services.conversations import (
     conversation_rename,
     conversation_set_archived,
     conversation_unpin,
+    conversations_delete,
+    conversations_set_archived,
     message_edit_resend,
     message_send,
     run_cancel,
@@ -47,6 +56,13 @@ from agents.services.conversations import (
     run_regenerate,
 )
 from agents.services.feedback import feedback_clear, feedback_set
+from agents.services.folders import (
+    FolderGone,
+    conversation_move,
+    folder_create,
+    folder_delete,
+    folder_rename,
+)
 from agents.services.shares import share_create, share_revoke
 
 
@@ -58,6 +74,12 @@ class ApiView(GenericAPIView):
         if conversation is None:
             raise NotFound(_("No such conversation."))
         return conversation
+
+    def folder_or_404(self, folder_id: int) -> ConversationFolder:
+        folder = selectors.folder_get(user=self.request.user, folder_id=folder_id)
+        if folder is None:
+            raise FolderGone
+        return folder
 
     def message_or_404(self, message_id: int) -> Message:
         message = selectors.message_get(user=self.request.user, message_id=message_id)
@@ -166,10 +188,56 @@ class ConversationItemView(ApiView):
             conversation = conversation_set_archived(
                 conversation=conversation, archived=data["archived"]
             )
+        if "folder" in data:
+            folder = self.folder_or_404(data["folder"]) if data["folder"] is not None else None
+            conversation = conversation_move(conversation=conversation, folder=folder)
         return Response(api.ConversationSerializer(conversation).data)
 
     def delete(self, request: Request, conversation_id: int) -> Response:
         conversation_delete(conversation=self.conversation_or_404(conversation_id))
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+class ConversationBulkView(ApiView):
+    """The sidebar's select mode: archive, bring back or delete several conversations at
+    once. All or nothing: one id that is not the user's refuses the request (404)."""
+
+    def post(self, request: Request) -> Response:
+        data = self.input(api.ConversationBulkInput)
+        owner = signed_in_user(request.user)
+        if data["action"] == "delete":
+            ids = conversations_delete(owner=owner, conversation_ids=data["ids"])
+        else:
+            ids = conversations_set_archived(
+                owner=owner, conversation_ids=data["ids"], archived=data["action"] == "archive"
+            )
+        return Response({"action": data["action"], "ids": ids})
+
+
+# ---- folders ---------------------------------------------------------------------------
+
+
+class FolderCollectionView(ApiView):
+    serializer_class = api.FolderSerializer
+
+    def get(self, request: Request) -> Response:
+        folders = selectors.folder_list(user=request.user)
+        return Response({"results": api.FolderSerializer(folders, many=True).data})
+
+    def post(self, request: Request) -> Response:
+        data = self.input(api.FolderInput)
+        folder = folder_create(owner=signed_in_user(request.user), name=data["name"])
+        return Response(api.FolderSerializer(folder).data, status=status.HTTP_201_CREATED)
+
+
+class FolderItemView(ApiView):
+    def patch(self, request: Request, folder_id: int) -> Response:
+        folder = self.folder_or_404(folder_id)
+        data = self.input(api.FolderInput)
+        return Response(api.FolderSerializer(folder_rename(folder=folder, name=data["name"])).data)
+
+    def delete(self, request: Request, folder_id: int) -> Response:
+        folder_delete(folder=self.folder_or_404(folder_id))
         return Response(status=status.HTTP_204_NO_CONTENT)
 
 

@@ -18,6 +18,7 @@ from django.db import transaction
 from django.db.models import Field
 from django.utils import timezone
 from django.utils.translation import gettext as _
+from django.utils.translation import ngettext
 
 from agents import events, session_check
 from agents.db import rows, statements
@@ -126,6 +127,64 @@ def conversation_delete(*, conversation: Conversation) -> None:
     with transaction.atomic():
         sandbox_files_delete_with(conversation_id=conversation.pk)
         conversation.delete()
+
+
+# The sidebar's select mode acts on at most one page of its list at a time.
+BULK_MAX_CONVERSATIONS = 200
+
+
+def conversations_set_archived(
+    *, owner: User, conversation_ids: list[int], archived: bool
+) -> list[int]:
+    """Archive (or bring back) several of ``owner``'s conversations at once: all or none.
+
+    An id that is not one of the owner's conversations refuses the whole request, naming it.
+    Not activity, as for one (``conversation_set_archived``). Answers the ids, in order.
+    """
+    with transaction.atomic():
+        locked = _lock_all_owned(owner=owner, conversation_ids=conversation_ids)
+        ids = [conversation.pk for conversation in locked]
+        Conversation.objects.filter(pk__in=ids).update(archived=archived)
+    return ids
+
+
+def conversations_delete(*, owner: User, conversation_ids: list[int]) -> list[int]:
+    """Delete several of ``owner``'s conversations at once: all or none, as above."""
+    with transaction.atomic():
+        locked = _lock_all_owned(owner=owner, conversation_ids=conversation_ids)
+        ids = [conversation.pk for conversation in locked]
+        for conversation in locked:
+            conversation_delete(conversation=conversation)
+    return ids
+
+
+def _lock_all_owned(*, owner: User, conversation_ids: list[int]) -> list[Conversation]:
+    """Lock every conversation named, in id order (two bulk requests never deadlock), or
+    refuse when any is missing or another user's: the caller's transaction writes nothing."""
+    wanted = sorted(set(conversation_ids))
+    if len(wanted) > BULK_MAX_CONVERSATIONS:
+        raise RequestRefused(
+            RefusalCode.TOO_LONG,
+            _("Choose at most %(limit)s conversations at a time.")
+            % {"limit": BULK_MAX_CONVERSATIONS},
+        )
+    found = list(
+        Conversation.objects.select_for_update()
+        .filter(pk__in=wanted, owner_id=owner.pk, for_replay=False)
+        .order_by("pk")
+    )
+    missing = sorted(set(wanted) - {conversation.pk for conversation in found})
+    if missing:
+        raise RequestRefused(
+            RefusalCode.NOT_FOUND,
+            ngettext(
+                "No such conversation: %(ids)s. Nothing was changed.",
+                "No such conversations: %(ids)s. Nothing was changed.",
+                len(missing),
+            )
+            % {"ids": ", ".join(str(pk) for pk in missing)},
+        )
+    return found
 
 
 # --------------------------------------------------------------------------------------

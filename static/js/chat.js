@@ -80,8 +80,20 @@ const sidebar = new Sidebar({
   status: document.getElementById("search-status"),
   currentId: conversation ? conversation.id : null,
   conversations: state.conversations || [],
+  folders: state.folders || [],
   toast: document.getElementById("sidebar-toast"),
   onDeleted: (id) => tabs?.postMessage({ type: "conversation.deleted", id }),
+  onChanged: () => tabs?.postMessage({ type: "sidebar.changed" }),
+  tools: {
+    newFolder: document.getElementById("new-folder"),
+    selectToggle: document.getElementById("select-toggle"),
+    bulkBar: document.getElementById("bulk-bar"),
+    bulkCount: document.getElementById("bulk-count"),
+    bulkArchive: document.getElementById("bulk-archive"),
+    bulkDelete: document.getElementById("bulk-delete"),
+    bulkCancel: document.getElementById("bulk-cancel"),
+    folderDeleteDialog: document.getElementById("folder-delete-dialog"),
+  },
 });
 // The header and the tab's title show the conversation's title (shown: "Conversation 12"
 // when it has none).
@@ -102,6 +114,8 @@ document.addEventListener("sidebar:renamed", (event) => {
 
 tabs?.addEventListener("message", (event) => {
   if (event.data?.type === "conversation.deleted") sidebar.forget(event.data.id);
+  // Folders made, renamed or deleted, or a conversation moved, in another tab.
+  if (event.data?.type === "sidebar.changed") sidebar.refresh();
   if (event.data?.type === "conversation.renamed") {
     sidebar.retitle(event.data.id, event.data.title);
     showTitle(event.data.id, event.data.shown);

@@ -1,5 +1,11 @@
-// The conversation list: pinned first, then date buckets; a ⋯ menu per item (rename, pin,
-// archive, delete, export) with Undo for archive and delete; search with highlighted snippets.
+// The conversation list: pinned first, then the user's folders (collapsible), then date
+// buckets; a ⋯ menu per item (rename, pin, move to a folder, archive, delete, export) with
+// Undo for archive and delete; a select mode that archives or deletes several at once, with
+// the same Undo; search with highlighted snippets.
+//
+// Folders: a conversation moves from its ⋯ menu ("Move to folder…", the keyboard's way) or
+// by dragging it onto a folder (or onto a date group, to take it out). A pinned conversation
+// stays under Pinned wherever it is filed. Deleting a folder keeps its conversations.
 //
 // Buckets follow the browser's own time zone and calendar days, by last activity
 // (`updated_at`): Today, Yesterday, Previous 7 days, Previous 30 days, then one per month.
@@ -13,6 +19,10 @@ import { gettext, interpolate, ngettext, pageLanguage } from "./i18n.js";
 import { icon } from "./icons.js";
 
 const SEARCH_DELAY_MS = 250;
+const BULK_URL = "/api/conversations/bulk/";
+const DRAG_TYPE = "application/x-chatsite-conversation";
+// Which folders this browser shows folded (ids), kept across pages.
+const COLLAPSED_KEY = "chatsite.sidebar.collapsedFolders";
 export const UNDO_MS = 6000;
 const DAY_MS = 86400000;
 
@@ -37,6 +47,22 @@ function apiUrl(id, tail = "") {
   return `/api/conversations/${encodeURIComponent(id)}/${tail}`;
 }
 
+function folderUrl(id = null) {
+  return id === null ? "/api/folders/" : `/api/folders/${encodeURIComponent(id)}/`;
+}
+
+function byName(a, b) {
+  return a.name.localeCompare(b.name, pageLanguage()) || a.id - b.id;
+}
+
+function readCollapsed() {
+  try {
+    return new Set(JSON.parse(window.localStorage.getItem(COLLAPSED_KEY) || "[]").map(String));
+  } catch {
+    return new Set();
+  }
+}
+
 function titleOf(conversation) {
   return conversation.title || interpolate(gettext("Conversation %s"), [conversation.id]);
 }
@@ -51,8 +77,15 @@ function snippetNode(segments, id) {
 }
 
 export class Sidebar {
-  constructor({ list, search, status, currentId, conversations, toast, onDeleted }) {
+  constructor({ list, search, status, currentId, conversations, folders = [], toast, onDeleted, onChanged, tools = {} }) {
     this.onDeleted = onDeleted || (() => {});
+    // Folders created, renamed, deleted or a conversation moved: other tabs read the list again.
+    this.onChanged = onChanged || (() => {});
+    this.folders = folders.slice().sort(byName);
+    this.collapsed = readCollapsed();
+    this.selecting = false;
+    this.selected = new Set();
+    this.tools = tools;
     this.list = list;
     this.search = search;
     this.status = status;
@@ -70,8 +103,15 @@ export class Sidebar {
       this.runSearch(search.value.trim());
     });
     document.addEventListener("click", (event) => {
-      if (this.openMenu && !this.openMenu.wrapper.contains(event.target)) this.closeMenu();
+      // A click that replaced the menu's items (Move to folder…) left its target detached.
+      if (this.openMenu && event.target.isConnected && !this.openMenu.wrapper.contains(event.target)) this.closeMenu();
     });
+    tools.newFolder?.addEventListener("click", () => this.startNewFolder());
+    tools.selectToggle?.addEventListener("click", () => this.setSelecting(!this.selecting));
+    tools.bulkCancel?.addEventListener("click", () => this.setSelecting(false, { focus: true }));
+    tools.bulkArchive?.addEventListener("click", () => this.archiveSelected());
+    tools.bulkDelete?.addEventListener("click", () => this.removeSelected());
+    this.listenForDrops();
     // Coming back to the tab: runs may have ended or started elsewhere, so the markers
     // (and titles, pins) are fetched again.
     document.addEventListener("visibilitychange", () => {
@@ -81,11 +121,13 @@ export class Sidebar {
   }
 
   async refresh() {
-    // Not while a search, a menu, a rename or an Undo is showing: they hold the old rows.
-    if (this.results !== null || this.openMenu || this.toast.pending || this.list.querySelector(".rename-input")) return;
+    // Not while a search, a menu, a rename, a selection or an Undo is showing: they hold the old rows.
+    const busy = () => this.results !== null || this.openMenu || this.toast.pending || this.selecting || this.list.querySelector(".rename-input");
+    if (busy()) return;
     try {
-      const data = await api("GET", "/api/conversations/?page_size=200");
-      if (this.results !== null || this.openMenu || this.toast.pending) return;
+      const [data, folders] = await Promise.all([api("GET", "/api/conversations/?page_size=200"), api("GET", folderUrl())]);
+      if (busy()) return;
+      this.folders = folders.results.sort(byName);
       const focused = document.activeElement?.closest?.(".conversation-item");
       const focusedClass = document.activeElement?.className;
       this.conversations = data.results;
@@ -112,32 +154,41 @@ export class Sidebar {
     const shown = searching ? this.results : this.conversations;
     const groups = new Map();
     const byActivity = shown.slice().sort((a, b) => new Date(b.updated_at) - new Date(a.updated_at));
-    if (searching) groups.set(gettext("Search results"), byActivity);
-    else {
-      const pinned = shown.filter((c) => c.pinned).sort((a, b) => new Date(b.pinned_at || 0) - new Date(a.pinned_at || 0));
-      if (pinned.length) groups.set(gettext("Pinned"), pinned);
-      for (const conversation of byActivity) {
-        if (conversation.pinned) continue;
-        const label = dateBucket(new Date(conversation.updated_at));
-        if (!groups.has(label)) groups.set(label, []);
-        groups.get(label).push(conversation);
-      }
-    }
     const sections = [];
     let index = 0;
-    for (const [label, items] of groups) {
+    const section = (label, items, { dropFolder } = {}) => {
       const headingId = `conversation-group-${index++}`;
       const ul = el("ul", { attrs: { "aria-labelledby": headingId } });
       for (const conversation of items) ul.append(this.item(conversation));
       sections.push(
-        el("section", { className: "conversation-group" }, el("h2", { text: label, attrs: { id: headingId } }), ul),
+        el("section", { className: "conversation-group", dataset: dropFolder === undefined ? {} : { dropFolder } },
+          el("h2", { text: label, attrs: { id: headingId } }), ul),
       );
+    };
+    if (searching) section(gettext("Search results"), byActivity);
+    else {
+      const pinned = shown.filter((c) => c.pinned).sort((a, b) => new Date(b.pinned_at || 0) - new Date(a.pinned_at || 0));
+      if (pinned.length) section(gettext("Pinned"), pinned);
+      const known = new Set(this.folders.map((folder) => String(folder.id)));
+      const filed = new Map(this.folders.map((folder) => [String(folder.id), []]));
+      for (const conversation of byActivity) {
+        if (conversation.pinned) continue;
+        if (conversation.folder_id != null && known.has(String(conversation.folder_id))) {
+          filed.get(String(conversation.folder_id)).push(conversation);
+          continue;
+        }
+        const label = dateBucket(new Date(conversation.updated_at));
+        if (!groups.has(label)) groups.set(label, []);
+        groups.get(label).push(conversation);
+      }
+      for (const folder of this.folders) sections.push(this.folderSection(folder, filed.get(String(folder.id))));
+      for (const [label, items] of groups) section(label, items, { dropFolder: "" });
     }
     this.list.replaceChildren(...sections);
-    if (!shown.length) {
+    if (!shown.length && !(this.folders.length && !searching)) {
       this.status.textContent = this.query ? gettext("No conversations match.") : gettext("No conversations yet.");
     } else {
-      this.status.textContent = this.query
+      this.status.textContent = this.query && shown.length
         ? interpolate(ngettext("%s conversation found.", "%s conversations found.", shown.length), [shown.length])
         : "";
     }
@@ -183,7 +234,30 @@ export class Sidebar {
       },
     }, icon("more", { size: 18 }));
     const menu = el("ul", { className: "menu-items item-menu", attrs: { id: menuId, role: "menu", "aria-label": title, hidden: "" } });
-    const wrapper = el("li", { className: "conversation-item", dataset: { conversationId: conversation.id } }, main, button, menu);
+    const checkbox = this.selecting
+      ? el("input", {
+          className: "select-box",
+          attrs: { type: "checkbox", "aria-label": interpolate(gettext("Select %s"), [title]), checked: this.selected.has(String(conversation.id)) ? "" : null },
+        })
+      : null;
+    checkbox?.addEventListener("change", () => {
+      if (checkbox.checked) this.selected.add(String(conversation.id));
+      else this.selected.delete(String(conversation.id));
+      this.showSelection();
+    });
+    const wrapper = el(
+      "li",
+      {
+        className: "conversation-item",
+        dataset: { conversationId: conversation.id },
+        // Dragging onto a folder files it; the ⋯ menu's "Move to folder…" does the same from the keyboard.
+        attrs: { draggable: this.results === null && !this.selecting ? "true" : null },
+      },
+      checkbox,
+      main,
+      button,
+      menu,
+    );
     const entry = (label, action, extra = {}) => {
       const tag = extra.href ? "a" : "button";
       const node = el(tag, {
@@ -199,22 +273,94 @@ export class Sidebar {
     };
     entry(gettext("Rename"), () => this.startRename(conversation, wrapper), { keepsFocus: true });
     entry(conversation.pinned ? gettext("Unpin") : gettext("Pin"), () => this.setPinned(conversation, !conversation.pinned));
+    if (this.folders.length || conversation.folder_id != null) {
+      const node = el("button", { text: gettext("Move to folder…"), attrs: { role: "menuitem", tabindex: "-1", type: "button" } });
+      node.addEventListener("click", () => this.showMoveChoices(conversation));
+      menu.append(el("li", { attrs: { role: "none" } }, node));
+    }
     entry(gettext("Archive"), () => this.archive(conversation), { keepsFocus: true });
     entry(gettext("Export as Markdown"), null, { href: `${apiUrl(conversation.id, "export/")}?format=md` });
     entry(gettext("Delete"), () => this.remove(conversation), { className: "danger", keepsFocus: true });
 
+    this.menuOpener({ wrapper, button, menu });
+    return wrapper;
+  }
+
+  // A folder: its heading folds it (remembered in this browser), its ⋯ menu renames or deletes it.
+  folderSection(folder, items) {
+    const id = String(folder.id);
+    const collapsed = this.collapsed.has(id);
+    const headingId = `folder-${id}`;
+    const listId = `folder-list-${id}`;
+    const toggle = el(
+      "button",
+      {
+        className: "folder-toggle",
+        attrs: { type: "button", "aria-expanded": collapsed ? "false" : "true", "aria-controls": listId },
+      },
+      el("span", { className: "folder-caret", attrs: { "aria-hidden": "true" } }),
+      el("span", { className: "folder-name", text: folder.name }),
+      el("span", { className: "folder-count", text: ` (${items.length})` }),
+    );
+    toggle.addEventListener("click", () => {
+      if (this.collapsed.has(id)) this.collapsed.delete(id);
+      else this.collapsed.add(id);
+      this.saveCollapsed();
+      const folded = this.collapsed.has(id);
+      toggle.setAttribute("aria-expanded", folded ? "false" : "true");
+      ul.hidden = folded;
+    });
+    const menuId = `folder-menu-${id}`;
+    const button = el("button", {
+      className: "icon-button item-menu-button folder-menu-button",
+      attrs: {
+        type: "button",
+        "aria-label": interpolate(gettext("More actions for the folder %s"), [folder.name]),
+        "aria-haspopup": "menu",
+        "aria-expanded": "false",
+        "aria-controls": menuId,
+      },
+    }, icon("more", { size: 18 }));
+    const menu = el("ul", { className: "menu-items item-menu", attrs: { id: menuId, role: "menu", "aria-label": folder.name, hidden: "" } });
+    const head = el("div", { className: "folder-head" }, el("h2", { attrs: { id: headingId } }, toggle), button, menu);
+    const entry = (label, action, className = "") => {
+      const node = el("button", { className, text: label, attrs: { role: "menuitem", tabindex: "-1", type: "button" } });
+      node.addEventListener("click", () => {
+        this.closeMenu({ focus: false });
+        action();
+      });
+      menu.append(el("li", { attrs: { role: "none" } }, node));
+    };
+    entry(gettext("Rename folder"), () => this.startFolderRename(folder, head));
+    entry(gettext("Delete folder"), () => this.deleteFolder(folder), "danger");
+    this.menuOpener({ wrapper: head, button, menu });
+    const ul = el("ul", { attrs: { id: listId, "aria-labelledby": headingId, hidden: collapsed ? "" : null } });
+    for (const conversation of items) ul.append(this.item(conversation));
+    if (!items.length) ul.append(el("li", { className: "folder-empty muted small", text: gettext("No conversations in this folder.") }));
+    return el("section", { className: "conversation-group folder-group", dataset: { folderId: id, dropFolder: id } }, head, ul);
+  }
+
+  saveCollapsed() {
+    try {
+      window.localStorage.setItem(COLLAPSED_KEY, JSON.stringify([...this.collapsed]));
+    } catch {
+      // Private browsing may refuse storage: the folds then last as long as the page.
+    }
+  }
+
+  menuOpener(opened) {
+    const { button, menu } = opened;
     button.addEventListener("click", () => {
       if (this.openMenu?.button === button) this.closeMenu();
-      else this.showMenu({ wrapper, button, menu });
+      else this.showMenu({ ...opened });
     });
     button.addEventListener("keydown", (event) => {
       if (event.key === "ArrowDown" || event.key === "ArrowUp") {
         event.preventDefault();
-        this.showMenu({ wrapper, button, menu }, event.key === "ArrowUp" ? -1 : 0);
+        this.showMenu({ ...opened }, event.key === "ArrowUp" ? -1 : 0);
       }
     });
     menu.addEventListener("keydown", (event) => this.onMenuKey(event));
-    return wrapper;
   }
 
   // ---------------------------------------------------------------- the ⋯ menu
@@ -247,6 +393,7 @@ export class Sidebar {
     const opened = this.openMenu;
     if (!opened) return;
     this.openMenu = null;
+    opened.restore?.();
     opened.menu.hidden = true;
     opened.button.setAttribute("aria-expanded", "false");
     if (focus && opened.button.isConnected) opened.button.focus();
@@ -274,6 +421,39 @@ export class Sidebar {
 
   focusMenuButton(id) {
     this.list.querySelector(`.conversation-item[data-conversation-id="${CSS.escape(String(id))}"] .item-menu-button`)?.focus();
+  }
+
+  focusFolder(id, selector = ".folder-menu-button") {
+    this.list.querySelector(`.folder-group[data-folder-id="${CSS.escape(String(id))}"] ${selector}`)?.focus();
+  }
+
+  // "Move to folder…": the open menu's items become the places it can go, for the keyboard
+  // as for the mouse; closing the menu brings its own items back.
+  showMoveChoices(conversation) {
+    const opened = this.openMenu;
+    if (!opened) return;
+    const { menu } = opened;
+    const original = Array.from(menu.children);
+    const choices = [];
+    if (conversation.folder_id != null) choices.push([gettext("Out of its folder"), null]);
+    for (const folder of this.folders) {
+      if (String(folder.id) !== String(conversation.folder_id)) {
+        choices.push([interpolate(gettext("Into “%s”"), [folder.name]), folder.id]);
+      }
+    }
+    menu.replaceChildren(
+      ...choices.map(([label, folderId]) => {
+        const node = el("button", { text: label, attrs: { role: "menuitem", tabindex: "-1", type: "button" } });
+        node.addEventListener("click", () => {
+          this.closeMenu({ focus: false });
+          this.move(conversation, folderId);
+        });
+        return el("li", { attrs: { role: "none" } }, node);
+      }),
+    );
+    opened.restore = () => menu.replaceChildren(...original);
+    this.placeMenu(menu);
+    this.menuItems()[0]?.focus();
   }
 
   // ---------------------------------------------------------------- actions
@@ -358,57 +538,328 @@ export class Sidebar {
     return this.conversations.find((c) => String(c.id) === String(id)) || { id, title };
   }
 
-  // Archive and delete behave the same from the list and from the header: at once, with
-  // Undo; the conversation on screen is left for a new chat when the toast runs out.
-  async archive(conversation) {
+  // Archive and delete behave the same from the list, the header and the select mode: at
+  // once, with Undo; the conversation on screen is left for a new chat when the toast runs out.
+  archive(conversation) {
+    return this.archiveRows([conversation], {
+      send: (archived) => api("PATCH", apiUrl(conversation.id), { archived }),
+      text: interpolate(gettext("Archived “%s”."), [titleOf(conversation)]),
+    });
+  }
+
+  remove(conversation) {
+    this.removeRows([conversation], {
+      send: () => api("DELETE", apiUrl(conversation.id)),
+      text: interpolate(gettext("Deleted “%s”."), [titleOf(conversation)]),
+    });
+  }
+
+  archiveSelected() {
+    const rows = this.selectedRows();
+    if (!rows.length) return;
+    const ids = rows.map((row) => row.id);
+    return this.archiveRows(rows, {
+      send: (archived) => api("POST", BULK_URL, { action: archived ? "archive" : "unarchive", ids }),
+      text: interpolate(ngettext("Archived %s conversation.", "Archived %s conversations.", rows.length), [rows.length]),
+    });
+  }
+
+  removeSelected() {
+    const rows = this.selectedRows();
+    if (!rows.length) return;
+    const ids = rows.map((row) => row.id);
+    this.removeRows(rows, {
+      send: () => api("POST", BULK_URL, { action: "delete", ids }),
+      text: interpolate(ngettext("Deleted %s conversation.", "Deleted %s conversations.", rows.length), [rows.length]),
+    });
+  }
+
+  // Archived at once; Undo brings them back.
+  async archiveRows(rows, { send, text }) {
     this.toast.settle();
     try {
-      await api("PATCH", apiUrl(conversation.id), { archived: true });
+      await send(true);
     } catch (error) {
       this.status.textContent = interpolate(gettext("Could not archive: %s"), [error.message]);
       return;
     }
-    const restore = this.take(conversation.id);
+    const restores = rows.map((row) => this.take(row.id));
+    this.leaveSelecting();
     this.render();
-    this.toast.show(interpolate(gettext("Archived “%s”."), [titleOf(conversation)]), {
+    this.toast.show(text, {
       undo: async () => {
         try {
-          await api("PATCH", apiUrl(conversation.id), { archived: false });
-          restore();
+          await send(false);
+          for (const restore of restores) restore();
           this.render();
-          this.focusMenuButton(conversation.id);
+          this.focusMenuButton(rows[0].id);
         } catch (error) {
           this.status.textContent = interpolate(gettext("Could not undo: %s"), [error.message]);
         }
       },
       commit: () => {
-        if (this.isCurrent(conversation.id)) window.location.assign("/");
+        if (rows.some((row) => this.isCurrent(row.id))) window.location.assign("/");
       },
     });
   }
 
-  remove(conversation) {
+  // Only hidden until the toast runs out: Undo sends nothing, and a closed tab loses nothing.
+  removeRows(rows, { send, text }) {
     this.toast.settle();
-    const restore = this.take(conversation.id);
+    const restores = rows.map((row) => this.take(row.id));
+    this.leaveSelecting();
     this.render();
-    this.toast.show(interpolate(gettext("Deleted “%s”."), [titleOf(conversation)]), {
+    const putBack = () => {
+      for (const restore of restores) restore();
+      this.render();
+    };
+    this.toast.show(text, {
       undo: () => {
-        restore();
-        this.render();
-        this.focusMenuButton(conversation.id);
+        putBack();
+        this.focusMenuButton(rows[0].id);
       },
       commit: async () => {
         try {
-          await api("DELETE", apiUrl(conversation.id));
+          await send();
         } catch (error) {
-          restore();
-          this.render();
+          putBack();
           this.status.textContent = interpolate(gettext("Could not delete: %s"), [error.message]);
           return;
         }
-        this.onDeleted(conversation.id);
-        if (this.isCurrent(conversation.id)) window.location.assign("/");
+        for (const row of rows) this.onDeleted(row.id);
+        if (rows.some((row) => this.isCurrent(row.id))) window.location.assign("/");
       },
+    });
+  }
+
+  // ---------------------------------------------------------------- select mode
+
+  setSelecting(on, { focus = false } = {}) {
+    this.closeMenu({ focus: false });
+    this.selecting = on;
+    this.selected.clear();
+    this.render();
+    this.showSelection();
+    if (on) this.list.querySelector(".select-box")?.focus();
+    else if (focus) this.tools.selectToggle?.focus();
+  }
+
+  // After a bulk action: the rows are gone, the toast's Undo has the focus.
+  leaveSelecting() {
+    if (!this.selecting) return;
+    this.selecting = false;
+    this.selected.clear();
+    this.showSelection();
+  }
+
+  showSelection() {
+    const { selectToggle, bulkBar, bulkCount, bulkArchive, bulkDelete } = this.tools;
+    selectToggle?.setAttribute("aria-pressed", this.selecting ? "true" : "false");
+    if (bulkBar) bulkBar.hidden = !this.selecting;
+    const count = this.selected.size;
+    if (bulkCount) bulkCount.textContent = this.selecting ? interpolate(ngettext("%s selected", "%s selected", count), [count]) : "";
+    for (const button of [bulkArchive, bulkDelete]) if (button) button.disabled = count === 0;
+  }
+
+  selectedRows() {
+    const shown = this.results !== null ? this.results : this.conversations;
+    return shown.filter((row) => this.selected.has(String(row.id)));
+  }
+
+  // ---------------------------------------------------------------- folders
+
+  async move(conversation, folderId) {
+    const title = titleOf(conversation);
+    try {
+      const data = await api("PATCH", apiUrl(conversation.id), { folder: folderId });
+      this.update(conversation.id, { folder_id: data.folder_id });
+    } catch (error) {
+      this.status.textContent = interpolate(gettext("Could not move: %s"), [error.message]);
+      return;
+    }
+    if (folderId !== null && this.collapsed.delete(String(folderId))) this.saveCollapsed();
+    this.render();
+    this.focusMenuButton(conversation.id);
+    const folder = this.folders.find((f) => String(f.id) === String(folderId));
+    this.status.textContent = folder
+      ? interpolate(gettext("Moved “%(title)s” into “%(folder)s”."), { title, folder: folder.name }, true)
+      : interpolate(gettext("Took “%s” out of its folder."), [title]);
+    this.onChanged();
+  }
+
+  // A name field in place of a heading: Enter saves, Escape gives up, leaving it saves. A
+  // refused name (empty, taken) stays in the field with the reason, so nothing typed is lost.
+  nameField({ label, value, onSave, onCancel }) {
+    const input = el("input", { className: "rename-input folder-name-input", attrs: { type: "text", maxlength: "80", "aria-label": label, value } });
+    let busy = false;
+    let done = false;
+    const finish = async (save) => {
+      if (done || busy) return;
+      const name = input.value.trim();
+      if (!save || name === value.trim() || (!name && !value)) {
+        done = true;
+        onCancel();
+        return;
+      }
+      busy = true;
+      try {
+        await onSave(name);
+        done = true;
+      } catch (error) {
+        this.status.textContent = error.message;
+        input.setAttribute("aria-invalid", "true");
+        input.focus();
+      } finally {
+        busy = false;
+      }
+    };
+    input.addEventListener("keydown", (event) => {
+      if (event.key === "Enter") {
+        event.preventDefault();
+        finish(true);
+      } else if (event.key === "Escape") {
+        event.preventDefault();
+        event.stopPropagation();
+        finish(false);
+      }
+    });
+    input.addEventListener("blur", () => {
+      if (!input.hasAttribute("aria-invalid")) finish(true);
+    });
+    input.addEventListener("input", () => input.removeAttribute("aria-invalid"));
+    return input;
+  }
+
+  startNewFolder() {
+    if (this.list.querySelector(".new-folder-row")) {
+      this.list.querySelector(".new-folder-row input").focus();
+      return;
+    }
+    if (this.results !== null) {
+      this.search.value = "";
+      this.runSearch("");
+    }
+    const input = this.nameField({
+      label: gettext("Name of the new folder"),
+      value: "",
+      onSave: async (name) => {
+        let folder;
+        try {
+          folder = await api("POST", folderUrl(), { name });
+        } catch (error) {
+          throw new Error(interpolate(gettext("Could not create the folder: %s"), [error.message]));
+        }
+        this.folders.push(folder);
+        this.folders.sort(byName);
+        this.render();
+        this.focusFolder(folder.id, ".folder-toggle");
+        this.status.textContent = interpolate(gettext("Created the folder “%s”."), [folder.name]);
+        this.onChanged();
+      },
+      onCancel: () => {
+        this.render();
+        this.tools.newFolder?.focus();
+      },
+    });
+    this.list.prepend(el("div", { className: "new-folder-row" }, input));
+    input.focus();
+  }
+
+  startFolderRename(folder, head) {
+    const heading = head.querySelector("h2");
+    const input = this.nameField({
+      label: interpolate(gettext("New name for the folder %s"), [folder.name]),
+      value: folder.name,
+      onSave: async (name) => {
+        try {
+          const data = await api("PATCH", folderUrl(folder.id), { name });
+          folder.name = data.name;
+        } catch (error) {
+          throw new Error(interpolate(gettext("Could not rename the folder: %s"), [error.message]));
+        }
+        this.folders.sort(byName);
+        this.render();
+        this.focusFolder(folder.id);
+        this.onChanged();
+      },
+      onCancel: () => {
+        this.render();
+        this.focusFolder(folder.id);
+      },
+    });
+    heading.replaceWith(input);
+    input.focus();
+    input.select();
+  }
+
+  async deleteFolder(folder) {
+    if (!(await this.confirmFolderDelete(folder))) {
+      this.focusFolder(folder.id);
+      return;
+    }
+    try {
+      await api("DELETE", folderUrl(folder.id));
+    } catch (error) {
+      this.status.textContent = interpolate(gettext("Could not delete the folder: %s"), [error.message]);
+      return;
+    }
+    this.folders = this.folders.filter((f) => f.id !== folder.id);
+    for (const rows of [this.conversations, this.results || []]) {
+      for (const row of rows) if (String(row.folder_id) === String(folder.id)) row.folder_id = null;
+    }
+    this.render();
+    this.tools.newFolder?.focus();
+    this.status.textContent = interpolate(gettext("Deleted the folder “%s”; its conversations are in the list."), [folder.name]);
+    this.onChanged();
+  }
+
+  // The dialog says the conversations stay; Escape or Cancel keeps the folder.
+  confirmFolderDelete(folder) {
+    const dialog = this.tools.folderDeleteDialog;
+    dialog.querySelector("h2").textContent = interpolate(gettext("Delete the folder “%s”?"), [folder.name]);
+    dialog.returnValue = "";
+    dialog.showModal();
+    dialog.querySelector("button[value=cancel]").focus();
+    return new Promise((resolve) => {
+      dialog.addEventListener("close", () => resolve(dialog.returnValue === "delete"), { once: true });
+    });
+  }
+
+  // Drag a conversation onto a folder to file it, onto a date group to take it out.
+  listenForDrops() {
+    const target = (event) => {
+      if (!event.dataTransfer?.types.includes(DRAG_TYPE)) return null;
+      return event.target.closest?.("[data-drop-folder]") || null;
+    };
+    const unmark = () => {
+      for (const node of this.list.querySelectorAll(".drop-target")) node.classList.remove("drop-target");
+    };
+    this.list.addEventListener("dragstart", (event) => {
+      const item = event.target.closest?.(".conversation-item[draggable]");
+      if (!item) return;
+      event.dataTransfer.setData(DRAG_TYPE, item.dataset.conversationId);
+      event.dataTransfer.effectAllowed = "move";
+    });
+    this.list.addEventListener("dragover", (event) => {
+      const group = target(event);
+      if (!group) return;
+      event.preventDefault();
+      event.dataTransfer.dropEffect = "move";
+      if (!group.classList.contains("drop-target")) {
+        unmark();
+        group.classList.add("drop-target");
+      }
+    });
+    this.list.addEventListener("dragend", unmark);
+    this.list.addEventListener("drop", (event) => {
+      const group = target(event);
+      unmark();
+      if (!group) return;
+      event.preventDefault();
+      const conversation = this.conversations.find((c) => String(c.id) === event.dataTransfer.getData(DRAG_TYPE));
+      const folderId = group.dataset.dropFolder ? Number(group.dataset.dropFolder) : null;
+      if (!conversation || String(conversation.folder_id ?? "") === String(folderId ?? "")) return;
+      this.move(conversation, folderId);
     });
   }
 

@@ -39,6 +39,7 @@ def test_list_shows_only_my_conversations_newest_first(api, user, other_user):
         "archived",
         "pinned",
         "pinned_at",
+        "folder_id",
         "has_active_run",
         "snippet",
         "last_seq",
