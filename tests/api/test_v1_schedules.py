@@ -76,9 +76,11 @@ def test_create_then_list_and_read_it(key_client, user, agent):
     # Sent without an offset: eight in the morning on the clock of Paris.
     assert body["starts_at"].startswith(_body(agent)["starts_at"])
     assert body["starts_at"][-6:] in ("+01:00", "+02:00")
-    assert body["paused"] is False and body["next_fire_at"] is not None
+    assert body["paused"] is False
+    assert body["next_fire_at"] is not None
     schedule = Schedule.objects.get(pk=body["id"])
-    assert schedule.owner == user and schedule.created_by == user
+    assert schedule.owner == user
+    assert schedule.created_by == user
 
     listed = key_client.get("/v1/schedules").json()
     assert [item["id"] for item in listed["data"]] == [body["id"]]
@@ -138,9 +140,11 @@ def test_change_pause_and_resume(key_client, user, agent):
     assert schedule.next_fire_at.weekday() == 4
 
     paused = key_client.patch(url, {"paused": True}, content_type=JSON).json()
-    assert paused["paused"] is True and paused["paused_at"] is not None
+    assert paused["paused"] is True
+    assert paused["paused_at"] is not None
     resumed = key_client.patch(url, {"paused": False}, content_type=JSON).json()
-    assert resumed["paused"] is False and resumed["next_fire_at"] is not None
+    assert resumed["paused"] is False
+    assert resumed["next_fire_at"] is not None
 
 
 def test_a_bad_change_is_a_400_and_changes_nothing(key_client, user, agent):
@@ -169,7 +173,8 @@ def test_run_now_starts_the_owners_run_and_delete_keeps_it(key_client, user, age
 
     assert fired.status_code == 201, fired.content
     firing = fired.json()
-    assert firing["error"] is None and firing["run"]["question"] == "Their question."
+    assert firing["error"] is None
+    assert firing["run"]["question"] == "Their question."
     run = AgentRun.objects.select_related("conversation").get(pk=firing["run"]["id"])
     assert run.conversation.owner == user
     assert ScheduleFiring.objects.get(pk=firing["id"]).run == run
@@ -190,7 +195,8 @@ def test_another_users_schedule_is_a_404_and_stays_as_it_was(key_client, other_u
     assert key_client.delete(url).status_code == 404
     assert key_client.get("/v1/schedules").json()["data"] == []
     theirs.refresh_from_db()
-    assert theirs.paused_at is None and not theirs.firings.exists()
+    assert theirs.paused_at is None
+    assert not theirs.firings.exists()
 
 
 def test_a_read_key_reads_but_does_not_schedule(client, user, agent):
@@ -218,8 +224,6 @@ def test_a_session_schedules_with_its_csrf_token(user, agent):
 
     browser.get("/schedules/")  # the page sets the CSRF cookie
     token = browser.cookies["csrftoken"].value
-    created = browser.post(
-        "/v1/schedules", _body(agent), content_type=JSON, HTTP_X_CSRFTOKEN=token
-    )
+    created = browser.post("/v1/schedules", _body(agent), content_type=JSON, HTTP_X_CSRFTOKEN=token)
     assert created.status_code == 201, created.content
     assert Schedule.objects.get().owner == user
