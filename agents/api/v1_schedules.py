@@ -1,5 +1,6 @@
-"""Schedules as resources under /v1/ (docs/protocol.md, "Schedules under /v1/"): the
-signed-in user's own, by API key or by session.
+"""Schedules as resources (docs/protocol.md, "Schedules as resources"): the user's own, by
+API key under /v1/schedules, and by the site's session under /api/schedules/ (/v1/ requests
+carry no session: chatsite/asgi.py gives them their own short middleware list).
 
 Thin views over agents/services/schedules.py, the service the schedules page and the admin
 use: every rule (the agents the owner may use, the recurrence, the time zone, the budgets)
@@ -38,7 +39,7 @@ SERVICE_FIELD_NAMES = {"rrule": "rule"}
 
 class ScheduleView(KeyView):
     """Reads need the key's ``read`` scope, writes its ``chat`` scope (they start runs);
-    a session may do either."""
+    a session (under /api/) may do either, with DRF's CSRF check on every write."""
 
     authentication_classes = [ApiKeyAuthentication, SessionAuthentication]
     permission_classes = [KeyScopeOrSession]

@@ -213,17 +213,27 @@ def test_no_key_and_no_session_is_a_401(client):
     assert client.get("/v1/schedules").status_code == 401
 
 
-def test_a_session_schedules_with_its_csrf_token(user, agent):
+def test_a_session_schedules_under_api_with_its_csrf_token(user, agent):
+    # /api/ is the site's session API; /v1/ requests carry no session in production
+    # (chatsite/asgi.py), so the same views serve the session there.
     browser = Client(enforce_csrf_checks=True)
     browser.force_login(user)
 
-    assert browser.get("/v1/schedules").status_code == 200
-    refused = browser.post("/v1/schedules", _body(agent), content_type=JSON)
+    assert browser.get("/api/schedules/").status_code == 200
+    refused = browser.post("/api/schedules/", _body(agent), content_type=JSON)
     assert refused.status_code == 403
     assert not Schedule.objects.exists()
 
     browser.get("/schedules/")  # the page sets the CSRF cookie
     token = browser.cookies["csrftoken"].value
-    created = browser.post("/v1/schedules", _body(agent), content_type=JSON, HTTP_X_CSRFTOKEN=token)
+    created = browser.post(
+        "/api/schedules/", _body(agent), content_type=JSON, HTTP_X_CSRFTOKEN=token
+    )
     assert created.status_code == 201, created.content
-    assert Schedule.objects.get().owner == user
+    schedule = Schedule.objects.get()
+    assert schedule.owner == user
+    item = f"/api/schedules/{schedule.pk}/"
+    paused = browser.patch(item, {"paused": True}, content_type=JSON, HTTP_X_CSRFTOKEN=token)
+    assert paused.json()["paused"] is True
+    assert browser.post(f"{item}run/", HTTP_X_CSRFTOKEN=token).status_code == 201
+    assert browser.delete(item, HTTP_X_CSRFTOKEN=token).status_code == 204
