@@ -51,6 +51,7 @@ def _form(owner, profile: AgentProfile, **changes) -> dict:
 def test_staff_schedule_for_a_user_and_the_firing_runs_as_that_user(client, make_user, user, agent):
     staff = _staff(make_user, "add_schedule")
     client.force_login(staff)
+    assert client.get(reverse("admin:agents_schedule_add")).status_code == 200
 
     response = client.post(reverse("admin:agents_schedule_add"), _form(user, agent))
 
