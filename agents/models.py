@@ -1548,6 +1548,16 @@ class Schedule(models.Model):
         blank=True,
         validators=[MinValueValidator(60)],
     )
+    # Who made it: its owner, or staff who scheduled it for them (the admin); null once that
+    # account is deleted.
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        verbose_name=_("created by"),
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        related_name="+",
+    )
     next_fire_at = models.DateTimeField(_("next firing"), null=True, blank=True, db_index=True)
     paused_at = models.DateTimeField(_("paused at"), null=True, blank=True)
     paused_reason = models.CharField(_("why it is paused"), max_length=500, blank=True)

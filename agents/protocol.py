@@ -129,13 +129,21 @@ class RequestRefused(Exception):
     """
 
     def __init__(
-        self, code: RefusalCode, message: str, *, retry_after: float | None = None
+        self,
+        code: RefusalCode,
+        message: str,
+        *,
+        retry_after: float | None = None,
+        field: str | None = None,
     ) -> None:
         super().__init__(message)
         self.code = code
         self.message = message
         # Seconds until the same request would be accepted, for refusals that pass with time.
         self.retry_after = retry_after
+        # The input the refusal is about, when it is one (a schedule's ``rrule``, say): the
+        # API names it in ``fields`` and a form shows the message beside it.
+        self.field = field
 
 
 # Close code for anyone who may not open a conversation, including when it does not exist,

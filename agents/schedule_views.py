@@ -197,7 +197,7 @@ def schedules(request: HttpRequest) -> HttpResponse:
                     owner=user, fields=form.schedule_fields()
                 )
             except (RequestRefused, RecurrenceError) as refusal:
-                form.add_error(None, _refusal_text(refusal))
+                _show_refusal(form, refusal)
             else:
                 messages.success(
                     request,
@@ -232,7 +232,7 @@ def schedule_edit(request: HttpRequest, schedule_id: int) -> HttpResponse:
                     schedule=schedule, user=user, fields=form.schedule_fields()
                 )
             except (RequestRefused, RecurrenceError) as refusal:
-                form.add_error(None, _refusal_text(refusal))
+                _show_refusal(form, refusal)
             else:
                 messages.success(request, _("Saved."))
                 return redirect("schedules")
@@ -360,5 +360,19 @@ def _schedule_or_404(request: HttpRequest, schedule_id: int) -> Schedule:
     return schedule
 
 
-def _refusal_text(refusal: Exception) -> str:
-    return refusal.message if isinstance(refusal, RequestRefused) else str(refusal)
+# The form's field for the service's, where they differ (the form builds the rule and its
+# start from a few choices).
+FORM_FIELD_NAMES = {
+    "rrule": "frequency",
+    "starts_at": "day",
+    "approval_expires_after": "approval_expires_minutes",
+}
+
+
+def _show_refusal(form: ScheduleForm, refusal: Exception) -> None:
+    """The service's refusal beside the field it names, else above the form."""
+    if not isinstance(refusal, RequestRefused):
+        form.add_error(None, str(refusal))
+        return
+    field = FORM_FIELD_NAMES.get(refusal.field or "", refusal.field)
+    form.add_error(field if field in form.fields else None, refusal.message)

@@ -144,3 +144,15 @@ def test_a_notification_opens_its_run_and_is_read(client, user, profile):
     opened = client.post(reverse("notification_open", args=[notification.pk]))
     assert opened.url == reverse("conversation", args=[run.conversation_id])
     assert Notification.objects.get().read_at is not None
+
+
+def test_the_services_refusal_is_shown_beside_its_field(client, user, profile):
+    client.force_login(user)
+
+    response = client.post(reverse("schedules"), _form(profile, frequency="once", day="2001-01-01"))
+
+    assert response.status_code == 400
+    assert response.context["form"].errors["day"] == [
+        "That time has passed: choose one still to come."
+    ]
+    assert not Schedule.objects.exists()

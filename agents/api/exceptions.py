@@ -26,7 +26,10 @@ TOO_MANY_REQUESTS_CODES = frozenset(
 
 def api_exception_handler(exc: Exception, context: dict[str, Any]) -> Response | None:
     if isinstance(exc, RequestRefused):
-        return Response({"code": exc.code, "message": exc.message}, status=refusal_status(exc.code))
+        body: dict[str, Any] = {"code": exc.code, "message": exc.message}
+        if exc.field is not None:
+            body["fields"] = {exc.field: [exc.message]}
+        return Response(body, status=refusal_status(exc.code))
     if isinstance(exc, RequestDataTooBig):
         # Django would answer with a bare HTML 400; a JSON client deserves the reason.
         limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE

@@ -96,6 +96,16 @@ class KeyScope(BasePermission):
         return True
 
 
+class KeyScopeOrSession(KeyScope):
+    """A key's scope as ``KeyScope``; a signed-in session (the site's own pages) may do what
+    its user may, with DRF's CSRF check on every write."""
+
+    def has_permission(self, request: Request, view: Any) -> bool:
+        if isinstance(request.auth, ApiKey):
+            return super().has_permission(request, view)
+        return bool(request.user and request.user.is_authenticated)
+
+
 class ApiKeyRateThrottle(BaseThrottle):
     """Each key's own requests a minute; past it, 429 with ``Retry-After``."""
 

@@ -2,7 +2,7 @@
 
 from django.urls import path
 
-from agents.api import views
+from agents.api import v1_schedules, views
 
 app_name = "api"
 
@@ -66,6 +66,18 @@ urlpatterns = [
         name="approval-decide",
     ),
     path("profiles/", views.ProfileListView.as_view(), name="profiles"),
+    # The key API's schedules (/v1/schedules), here for the site's own session.
+    path("schedules/", v1_schedules.ScheduleCollectionView.as_view(), name="schedules"),
+    path(
+        "schedules/<int:schedule_id>/",
+        v1_schedules.ScheduleItemView.as_view(),
+        name="schedule",
+    ),
+    path(
+        "schedules/<int:schedule_id>/run/",
+        v1_schedules.ScheduleRunView.as_view(),
+        name="schedule-run",
+    ),
     path(
         "conversations/<int:conversation_id>/attachments/",
         views.ConversationAttachmentsView.as_view(),

@@ -11,6 +11,7 @@ from typing import Any
 from django.utils.translation import gettext as _
 from rest_framework import serializers
 
+from agents.models import Schedule
 from agents.protocol import CLIENT_ID_MAX_CHARS
 
 ROLES = ("system", "developer", "user", "assistant", "tool")
@@ -190,3 +191,109 @@ def message_text(content: Any) -> str | None:
 
 def unsupported_part() -> str:
     return _("Only text content is understood: a string, or parts of type 'text'.")
+
+
+# ---- schedules (agents/api/v1_schedules.py) --------------------------------------------
+
+
+class WallClockDateTimeField(serializers.DateTimeField):
+    """A date and time kept naive when sent without an offset: the view reads it on the
+    clock of the schedule's own time zone, not the server's."""
+
+    def enforce_timezone(self, value: Any) -> Any:
+        if value.tzinfo is None:
+            return value
+        return super().enforce_timezone(value)
+
+
+class ScheduleInput(serializers.Serializer):
+    """What a schedule is made of; the service (agents/services/schedules.py) judges the
+    values, and a refusal names the field it is about."""
+
+    agent = serializers.CharField(max_length=50, help_text="An agent's slug (GET /v1/models).")
+    title = serializers.CharField()
+    prompt = serializers.CharField(trim_whitespace=False)
+    rrule = serializers.CharField(
+        required=False,
+        allow_blank=True,
+        default="",
+        trim_whitespace=True,
+        help_text="An RFC 5545 RRULE, e.g. FREQ=WEEKLY;BYDAY=MO,WE. Empty: once, at starts_at.",
+    )
+    starts_at = WallClockDateTimeField(
+        help_text="The first time (the RRULE's DTSTART). Without an offset: on the clock of "
+        "time_zone."
+    )
+    time_zone = serializers.CharField(
+        required=False, default="UTC", help_text="An IANA time zone the rule steps in."
+    )
+    conversation_mode = serializers.ChoiceField(
+        choices=Schedule.ConversationMode.values,
+        required=False,
+        default=Schedule.ConversationMode.NEW,
+        help_text="new: a conversation per firing; append: the same one each time.",
+    )
+    budget_steps = serializers.IntegerField(
+        required=False, allow_null=True, default=None, help_text="Null: the agent's own."
+    )
+    approval_expires_after = serializers.IntegerField(
+        required=False,
+        allow_null=True,
+        default=None,
+        help_text="Seconds after which a tool call waiting for approval is declined; null: "
+        "the site's own expiry.",
+    )
+
+
+class ScheduleChangeInput(ScheduleInput):
+    """Any of a schedule's fields (the rest stay), and ``paused``."""
+
+    paused = serializers.BooleanField(
+        required=False,
+        help_text="true pauses it; false resumes it from now on (what fell due while it was "
+        "paused is not fired late).",
+    )
+
+
+class ScheduleSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    object = serializers.CharField(default="schedule")
+    agent = serializers.CharField()
+    title = serializers.CharField()
+    prompt = serializers.CharField(allow_blank=True)
+    rrule = serializers.CharField(allow_blank=True)
+    starts_at = serializers.DateTimeField(help_text="In the schedule's time zone.")
+    time_zone = serializers.CharField()
+    description = serializers.CharField(help_text="When it fires, in words.")
+    conversation_mode = serializers.CharField()
+    conversation_id = serializers.IntegerField(
+        allow_null=True, help_text="The conversation it appends to (append mode)."
+    )
+    budget_steps = serializers.IntegerField(allow_null=True)
+    approval_expires_after = serializers.IntegerField(allow_null=True)
+    next_fire_at = serializers.DateTimeField(
+        allow_null=True, help_text="Null once it will not fire again."
+    )
+    paused = serializers.BooleanField()
+    paused_at = serializers.DateTimeField(allow_null=True)
+    paused_reason = serializers.CharField(allow_blank=True)
+    failures_in_a_row = serializers.IntegerField()
+    created_at = serializers.DateTimeField()
+    updated_at = serializers.DateTimeField()
+
+
+class ScheduleListSerializer(serializers.Serializer):
+    object = serializers.CharField(default="list")
+    data = ScheduleSerializer(many=True)  # type: ignore[assignment]  # as ``fields`` above
+
+
+class FiringSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    object = serializers.CharField(default="schedule.firing")
+    schedule_id = serializers.IntegerField()
+    occurrence = serializers.DateTimeField()
+    error = serializers.CharField(
+        allow_null=True,
+        help_text="Why the send was refused (the quota, a run in progress…); then run is null.",
+    )
+    run = RunSerializer(allow_null=True)

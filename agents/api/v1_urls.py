@@ -3,7 +3,7 @@
 
 from django.urls import path, re_path
 
-from agents.api import v1
+from agents.api import v1, v1_schedules
 from agents.api.v1 import unthreaded
 
 app_name = "v1"
@@ -24,6 +24,21 @@ urlpatterns = [
         "approvals/<int:approval_id>/decide",
         unthreaded(v1.ApprovalDecideView.as_view()),
         name="approval-decide",
+    ),
+    path(
+        "schedules",
+        unthreaded(v1_schedules.ScheduleCollectionView.as_view()),
+        name="schedules",
+    ),
+    path(
+        "schedules/<int:schedule_id>",
+        unthreaded(v1_schedules.ScheduleItemView.as_view()),
+        name="schedule",
+    ),
+    path(
+        "schedules/<int:schedule_id>/run",
+        unthreaded(v1_schedules.ScheduleRunView.as_view()),
+        name="schedule-run",
     ),
     # Last: any other path under /v1/ is a JSON 404.
     re_path(r"^", unthreaded(v1.NoSuchEndpointView.as_view()), name="no-such-endpoint"),

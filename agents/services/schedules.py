@@ -10,6 +10,12 @@ of them, once, then moves ``next_fire_at`` past now.
 
 The run starts through ``message_send``, the web chat's own send: the profile's permission,
 the rate limit, the daily quota, the run-in-progress check and approval apply unchanged.
+
+Staff allowed to in the admin make and edit a schedule for another user
+(``agents.permissions.can_schedule_for``): every rule checked here is then the owner's (the
+agents they may use, their number of schedules), the firings' runs are the owner's, and
+``created_by`` keeps who made it. The schedules page, the admin and the API all check
+through ``schedule_check``; a refusal names the field it is about (``RequestRefused.field``).
 """
 
 from __future__ import annotations
@@ -20,18 +26,24 @@ from datetime import datetime
 
 from django.conf import settings
 from django.contrib.auth.models import User
+from django.core.exceptions import PermissionDenied
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
 from agents import selectors
 from agents.models import AgentProfile, AgentRun, Conversation, Schedule, ScheduleFiring
+from agents.permissions import can_change_schedule, can_schedule_for
 from agents.protocol import RefusalCode, RequestRefused, max_message_chars
 from agents.recurrence import RecurrenceError, check_rule, known_zone, next_occurrence
 from agents.services.conversations import conversation_create, message_send
 from agents.services.notifications import notification_schedule_paused
 
 logger = logging.getLogger(__name__)
+
+# The most a schedule may set for its runs (the page's form offers the same range).
+MAX_BUDGET_STEPS = 1000
+MAX_APPROVAL_EXPIRES_AFTER = 60 * 60 * 24 * 30
 
 
 @dataclass(frozen=True)
@@ -49,32 +61,75 @@ class ScheduleFields:
     approval_expires_after: int | None = None
 
 
-def _invalid(message: str) -> RequestRefused:
-    return RequestRefused(RefusalCode.INVALID_SCHEDULE, message)
+def _invalid(message: str, field: str | None = None) -> RequestRefused:
+    return RequestRefused(RefusalCode.INVALID_SCHEDULE, message, field=field)
 
 
-def _checked(fields: ScheduleFields, *, user: User, now: datetime) -> datetime | None:
-    """Refuse what cannot make a schedule; returns its first occurrence still to come."""
+def schedule_check(
+    *, owner: User, user: User, fields: ScheduleFields, schedule: Schedule | None = None
+) -> datetime | None:
+    """Refuse what cannot make (or, given ``schedule``, change) ``owner``'s schedule when
+    ``user`` asks; returns its first occurrence still to come. Writes nothing: forms call it
+    to show a refusal beside its field, and the writes below call it again."""
+    if schedule is None and not can_schedule_for(user, owner):
+        raise PermissionDenied(_("You may not schedule for another user."))
+    if schedule is not None:
+        _check_may_change(schedule, user)
+    upcoming = _checked(fields, owner=owner, for_another=user.pk != owner.pk, now=timezone.now())
+    if schedule is None and Schedule.objects.filter(owner=owner).count() >= (
+        settings.SCHEDULES_PER_USER
+    ):
+        if user.pk != owner.pk:
+            raise _invalid(
+                _("%(user)s has as many schedules as they may; they must delete one first.")
+                % {"user": owner.get_username()}
+            )
+        raise _invalid(_("You have as many schedules as you may; delete one first."))
+    return upcoming
+
+
+def _checked(
+    fields: ScheduleFields, *, owner: User, for_another: bool, now: datetime
+) -> datetime | None:
     if not fields.prompt.strip():
-        raise _invalid(_("The prompt is empty."))
+        raise _invalid(_("The prompt is empty."), "prompt")
     if len(fields.prompt) > max_message_chars():
-        raise _invalid(_("The prompt is too long."))
+        raise _invalid(_("The prompt is too long."), "prompt")
     if not fields.title.strip():
-        raise _invalid(_("Give the schedule a title."))
-    if not selectors.profiles_for_user(user=user).filter(pk=fields.profile.pk).exists():
-        raise RequestRefused(
-            RefusalCode.PROFILE_NOT_ALLOWED, _("That agent is not available to you.")
+        raise _invalid(_("Give the schedule a title."), "title")
+    if not selectors.profiles_for_user(user=owner).filter(pk=fields.profile.pk).exists():
+        # The owner's access, whoever schedules: a firing runs as the owner.
+        message = (
+            _("%(user)s may not use that agent.") % {"user": owner.get_username()}
+            if for_another
+            else _("That agent is not available to you.")
         )
+        raise RequestRefused(RefusalCode.PROFILE_NOT_ALLOWED, message, field="profile")
     if not known_zone(fields.time_zone):
-        raise _invalid(_("Unknown time zone: %(zone)s.") % {"zone": fields.time_zone})
+        raise _invalid(_("Unknown time zone: %(zone)s.") % {"zone": fields.time_zone}, "time_zone")
     if fields.conversation_mode not in Schedule.ConversationMode.values:
-        raise _invalid(_("Choose where the answers go."))
+        raise _invalid(_("Choose where the answers go."), "conversation_mode")
     if fields.budget_steps is not None and fields.budget_steps < 1:
-        raise _invalid(_("The step budget must be at least 1."))
-    if fields.approval_expires_after is not None and fields.approval_expires_after < 60:
-        raise _invalid(_("An approval can expire after a minute at the soonest."))
+        raise _invalid(_("The step budget must be at least 1."), "budget_steps")
+    if fields.budget_steps is not None and fields.budget_steps > MAX_BUDGET_STEPS:
+        raise _invalid(
+            _("The step budget can be %(most)s at most.") % {"most": MAX_BUDGET_STEPS},
+            "budget_steps",
+        )
+    expires = fields.approval_expires_after
+    if expires is not None and expires < 60:
+        raise _invalid(
+            _("An approval can expire after a minute at the soonest."), "approval_expires_after"
+        )
+    if expires is not None and expires > MAX_APPROVAL_EXPIRES_AFTER:
+        raise _invalid(_("An approval can wait thirty days at the most."), "approval_expires_after")
+    if len(fields.rule) > (Schedule._meta.get_field("rrule").max_length or 0):
+        raise _invalid(_("The recurrence rule is too long."), "rrule")
     try:
         check_rule(fields.rule)
+    except RecurrenceError as error:
+        raise _invalid(str(error), "rrule") from None
+    try:
         upcoming = next_occurrence(
             rule=fields.rule,
             starts_at=fields.starts_at,
@@ -83,26 +138,29 @@ def _checked(fields: ScheduleFields, *, user: User, now: datetime) -> datetime |
             inclusive=True,
         )
     except RecurrenceError as error:
-        raise _invalid(str(error)) from None
+        raise _invalid(str(error), "rrule") from None
+    except OverflowError:
+        # A start at the very edge of the calendar cannot be moved to the time zone.
+        raise _invalid(_("That time is out of range."), "starts_at") from None
     if upcoming is None:
-        raise _invalid(_("That time has passed: choose one still to come."))
+        raise _invalid(_("That time has passed: choose one still to come."), "starts_at")
     return upcoming
 
 
-def schedule_create(*, owner: User, fields: ScheduleFields) -> Schedule:
-    now = timezone.now()
-    upcoming = _checked(fields, user=owner, now=now)
-    if Schedule.objects.filter(owner=owner).count() >= settings.SCHEDULES_PER_USER:
-        raise _invalid(_("You have as many schedules as you may; delete one first."))
-    schedule = Schedule(owner=owner, next_fire_at=upcoming)
+def schedule_create(
+    *, owner: User, fields: ScheduleFields, created_by: User | None = None
+) -> Schedule:
+    """A new schedule of ``owner``'s; ``created_by`` (staff in the admin) if not the owner."""
+    maker = created_by or owner
+    upcoming = schedule_check(owner=owner, user=maker, fields=fields)
+    schedule = Schedule(owner=owner, created_by=maker, next_fire_at=upcoming)
     _apply(schedule, fields)
     schedule.save()
     return schedule
 
 
 def schedule_update(*, schedule: Schedule, user: User, fields: ScheduleFields) -> Schedule:
-    _check_owner(schedule, user)
-    upcoming = _checked(fields, user=schedule.owner, now=timezone.now())
+    upcoming = schedule_check(owner=schedule.owner, user=user, fields=fields, schedule=schedule)
     with transaction.atomic():
         locked = Schedule.objects.select_for_update().get(pk=schedule.pk)
         if fields.conversation_mode != locked.conversation_mode:
@@ -113,8 +171,23 @@ def schedule_update(*, schedule: Schedule, user: User, fields: ScheduleFields) -
     return locked
 
 
+def schedule_fields_of(schedule: Schedule) -> ScheduleFields:
+    """What ``schedule`` has now, as the fields an update starts from."""
+    return ScheduleFields(
+        profile=schedule.profile,
+        title=schedule.title,
+        prompt=schedule.prompt,
+        rule=schedule.rrule,
+        starts_at=schedule.starts_at,
+        time_zone=schedule.time_zone,
+        conversation_mode=schedule.conversation_mode,
+        budget_steps=schedule.budget_steps,
+        approval_expires_after=schedule.approval_expires_after,
+    )
+
+
 def schedule_pause(*, schedule: Schedule, user: User) -> Schedule:
-    _check_owner(schedule, user)
+    _check_may_change(schedule, user)
     Schedule.objects.filter(pk=schedule.pk, paused_at__isnull=True).update(
         paused_at=timezone.now(), paused_reason="", updated_at=timezone.now()
     )
@@ -125,7 +198,7 @@ def schedule_pause(*, schedule: Schedule, user: User) -> Schedule:
 def schedule_resume(*, schedule: Schedule, user: User) -> Schedule:
     """Resume a paused schedule from now on: what it would have fired while paused is not
     fired late."""
-    _check_owner(schedule, user)
+    _check_may_change(schedule, user)
     with transaction.atomic():
         locked = Schedule.objects.select_for_update().get(pk=schedule.pk)
         locked.paused_at = None
@@ -144,14 +217,14 @@ def schedule_resume(*, schedule: Schedule, user: User) -> Schedule:
 
 def schedule_delete(*, schedule: Schedule, user: User) -> None:
     """Delete the schedule; its conversations and their runs stay, as the chat's do."""
-    _check_owner(schedule, user)
+    _check_may_change(schedule, user)
     schedule.delete()
 
 
 def schedule_run_now(*, schedule: Schedule, user: User) -> ScheduleFiring:
     """Fire the schedule once now, whatever its timing (paused too); its next occurrence
     stays as it was."""
-    _check_owner(schedule, user)
+    _check_may_change(schedule, user)
     firing = _fire(schedule_id=schedule.pk, occurrence=timezone.now(), advance=False)
     assert firing is not None  # a new occurrence, so never a duplicate
     return firing
@@ -327,6 +400,6 @@ def _apply(schedule: Schedule, fields: ScheduleFields) -> None:
     schedule.approval_expires_after = fields.approval_expires_after
 
 
-def _check_owner(schedule: Schedule, user: User) -> None:
-    if schedule.owner_id != user.pk:
+def _check_may_change(schedule: Schedule, user: User) -> None:
+    if not can_change_schedule(user, schedule):
         raise RequestRefused(RefusalCode.NOT_FOUND, _("No such schedule."))

@@ -31,6 +31,9 @@ def test_the_schema_documents_every_key_endpoint(client):
         "/v1/runs/{run_id}/cancel",
         "/v1/runs/{run_id}/continue",
         "/v1/runs/{run_id}/events",
+        "/v1/schedules",
+        "/v1/schedules/{schedule_id}",
+        "/v1/schedules/{schedule_id}/run",
     ]
     assert schema["components"]["securitySchemes"]["apiKey"]["scheme"] == "bearer"
 
@@ -63,4 +66,4 @@ def test_generated_requests_get_no_server_error_and_match_the_schema(live_stack,
         check()
         checked.append(operation.label)
 
-    assert len(checked) == 8
+    assert len(checked) == 14

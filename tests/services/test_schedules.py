@@ -7,7 +7,8 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 import pytest
-from django.contrib.auth.models import Group
+from django.contrib.auth.models import Group, Permission
+from django.core.exceptions import PermissionDenied
 from django.utils import timezone, translation
 
 from agents.llm.scripted import Reply
@@ -30,6 +31,7 @@ from agents.services.schedules import (
     firing_budget_steps,
     schedule_create,
     schedule_run_now,
+    schedule_update,
     schedules_fire_due,
 )
 from agents.services.webhooks import webhook_create
@@ -429,3 +431,33 @@ def test_a_scheduled_run_has_the_schedules_step_budget_and_its_end_is_notified(
     assert run.status == status
     notification = Notification.objects.get(run=run)
     assert (notification.kind, notification.schedule) == (kind, schedule)
+
+
+def test_staff_schedule_for_a_user_only_with_the_permission(make_user, user, default_profile):
+    staff = make_user("scheduler", is_staff=True)
+
+    with pytest.raises(PermissionDenied):
+        schedule_create(owner=user, fields=_fields(default_profile), created_by=staff)
+    assert not Schedule.objects.exists()
+
+    staff.user_permissions.add(Permission.objects.get(codename="add_schedule"))
+    staff = type(staff).objects.get(pk=staff.pk)  # permissions are cached per instance
+    schedule = schedule_create(owner=user, fields=_fields(default_profile), created_by=staff)
+    assert (schedule.owner, schedule.created_by) == (user, staff)
+
+    # Editing another user's schedule is the change permission's, which staff lacks here.
+    with pytest.raises(RequestRefused) as refused:
+        schedule_update(schedule=schedule, user=staff, fields=_fields(default_profile))
+    assert refused.value.code == RefusalCode.NOT_FOUND
+
+
+def test_a_refusal_names_its_field(user, default_profile):
+    with pytest.raises(RequestRefused) as refused:
+        schedule_create(owner=user, fields=_fields(default_profile, rule="FREQ=SOMETIMES"))
+    assert refused.value.field == "rrule"
+    with pytest.raises(RequestRefused) as refused:
+        schedule_create(owner=user, fields=_fields(default_profile, rule="FREQ=DAILY;" * 60))
+    assert (refused.value.field, refused.value.message) == (
+        "rrule",
+        "The recurrence rule is too long.",
+    )
