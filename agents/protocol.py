@@ -90,6 +90,8 @@ class RefusalCode(StrEnum):
     NOT_EDITABLE = "not_editable"
     # "Retry from here" on a run that has not ended, is a replay, or on no step of it.
     NOT_FORKABLE = "not_forkable"
+    # "Continue" on a message that is not an answer its owner stopped with some text.
+    NOT_CONTINUABLE = "not_continuable"
     # The sign-in that opened the socket ended (socket only; it then closes with 4401).
     SIGNED_OUT = "signed_out"
     NOT_RATEABLE = "not_rateable"

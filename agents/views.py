@@ -327,6 +327,7 @@ def _conversation_urls(conversation: Conversation) -> dict[str, str]:
         "compact": reverse("api:conversation-compact", args=[conversation.pk]),
         # The browser swaps the 0 for the message being edited or the run being stopped.
         "edit_message": reverse("api:message-edit", args=[0]),
+        "continue_answer": reverse("api:message-continue", args=[0]),
         "cancel_run": reverse("api:run-cancel", args=[0]),
         "fork_run": reverse("api:run-fork", args=[0]),
         "feedback": reverse("api:message-feedback", args=[0]),

@@ -37,7 +37,14 @@ import os
 import socket
 import threading
 import time
-from collections.abc import AsyncIterator, Callable, Coroutine, Iterator, Sequence
+from collections.abc import (
+    AsyncGenerator,
+    AsyncIterator,
+    Callable,
+    Coroutine,
+    Iterator,
+    Sequence,
+)
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -55,6 +62,7 @@ from agents.llm.errors import public_failure_message
 from agents.memory.services import MemoryContext, memory_after_run, memory_for_run
 from agents.models import AgentRun, Message
 from agents.profile_snapshot import ProfileSnapshot
+from agents.react.prompt import continuing_question, join_continuation
 from agents.react.errors import (
     AgentError,
     AwaitingApproval,
@@ -75,6 +83,7 @@ from agents.runs.reads import run_claim_refusal, run_fork_reused_steps, run_prio
 from agents.runs.store import run_store
 from agents.runs.threads import in_database_thread
 from agents.runtime import build_executor, snapshot_tool_configs
+from agents.selectors import custom_instructions_of
 from agents.services.approvals import (
     approvals_expire,
     budget_pauses_expire,
@@ -390,8 +399,14 @@ def _prepare(run: AgentRun, watch: _Watch, me: str, claim: Claim) -> _Drive:
     # A replay answers its tool calls from the run it replays (None for any other run).
     replay_policy = replay_tool_policy(run=run)
     live_text = LiveText(conversation_id=conversation.pk, run_id=run.pk, attempt=run.attempts)
+    # "Continue" after Stop: the answer streams, and is stored, as the stopped text followed
+    # by what the model adds (so a Stop of this run keeps all of it, and Continue works again).
+    partial = run.continues_answer.content if run.continues_answer_id is not None else ""
 
     def on_answer_delta(text: str) -> None:
+        if partial and not answer_so_far:
+            answer_so_far.append(partial)
+            live_text.answer_delta(partial)
         answer_so_far.append(text)
         live_text.answer_delta(text)
 
@@ -415,6 +430,7 @@ def _prepare(run: AgentRun, watch: _Watch, me: str, claim: Claim) -> _Drive:
         if files.searchable
         else (),
         tool_policy=replay_policy,
+        user_instructions=_user_instructions(run, me),
     )
     if replay_policy is not None:
         replay_policy.skip_answered(prior_steps, executor.tool_named)
@@ -422,6 +438,8 @@ def _prepare(run: AgentRun, watch: _Watch, me: str, claim: Claim) -> _Drive:
         if isinstance(tool, Delegate):
             tool.parent_run_id = run.pk
     question = run.task if run.is_child else run.trigger_message.content
+    if partial:
+        question = continuing_question(question, partial, executor.labels)
     steps = executor.arun(
         f"{files.inline}\n\n{question}" if files.inline else question,
         history=memory.history,
@@ -429,6 +447,8 @@ def _prepare(run: AgentRun, watch: _Watch, me: str, claim: Claim) -> _Drive:
         prior_steps=prior_steps,
         interrupt=watch.interrupted,
     )
+    if partial:
+        steps = _continuing(steps, partial)
     announced = claim.started is not None
     steps_driven = _drive(
         run_store(),
@@ -450,6 +470,32 @@ def _prepare(run: AgentRun, watch: _Watch, me: str, claim: Claim) -> _Drive:
         )
 
     return _Drive(steps_driven, after_run)
+
+
+def _user_instructions(run: AgentRun, me: str) -> str:
+    """The owner's custom instructions for this run: read when it first starts and kept on
+    the run (``AgentRun.user_instructions``), so every later attempt is given the same text
+    and the run inspector shows what was added. A replay reproduces a stored run for staff:
+    none."""
+    if run.is_replay:
+        return ""
+    if run.attempts > 1:
+        return run.user_instructions
+    instructions = custom_instructions_of(user_id=run.conversation.owner_id)
+    if instructions:
+        AgentRun.objects.filter(pk=run.pk, worker_id=me).update(user_instructions=instructions)
+        run.user_instructions = instructions
+    return instructions
+
+
+async def _continuing(steps: AsyncGenerator[Step, None], partial: str) -> AsyncGenerator[Step, None]:
+    """The steps of a run continuing a stopped answer: its answer is that answer and the
+    rest the model wrote, one text."""
+    async with contextlib.aclosing(steps):
+        async for step in steps:
+            if isinstance(step, FinalAnswerStep):
+                step = dataclasses.replace(step, text=join_continuation(partial, step.text))
+            yield step
 
 
 class _EndedEarly:
