@@ -277,6 +277,41 @@ def join_continuation(partial: str, rest: str) -> str:
     return f"{partial} {rest}"
 
 
+class ContinuedAnswer:
+    """The live answer of a run that continues a stopped one: the stopped text, then what the
+    model writes, joined as ``join_continuation`` will join the whole. The model's first
+    words are held back only while they may still be a repetition of the stopped text's end,
+    so what is shown is always the start of the answer that is stored."""
+
+    def __init__(self, partial: str) -> None:
+        self.partial = partial
+        self.reset()
+
+    def reset(self) -> None:
+        """What streamed was not the answer after all (native mode): start again."""
+        self._rest = ""
+        self._decided = False
+
+    def feed(self, text: str) -> str:
+        """The model's next words; returns what to show now ("" while holding back)."""
+        if self._decided:
+            return text
+        self._rest += text
+        if self._may_still_repeat():
+            return ""
+        self._decided = True
+        return join_continuation(self.partial, self._rest)
+
+    def _may_still_repeat(self) -> bool:
+        partial, rest = self.partial, self._rest
+        return any(
+            (start == 0 or partial[start - 1].isspace())
+            and len(partial) - start > len(rest)
+            and partial.startswith(rest, start)
+            for start in range(len(partial))
+        )
+
+
 def _unspaced(character: str) -> bool:
     """A character of a script written without spaces between words (CJK, kana, and the
     full-width forms)."""

@@ -62,7 +62,7 @@ from agents.llm.errors import public_failure_message
 from agents.memory.services import MemoryContext, memory_after_run, memory_for_run
 from agents.models import AgentRun, Message
 from agents.profile_snapshot import ProfileSnapshot
-from agents.react.prompt import continuing_question, join_continuation
+from agents.react.prompt import ContinuedAnswer, continuing_question, join_continuation
 from agents.react.errors import (
     AgentError,
     AwaitingApproval,
@@ -402,16 +402,18 @@ def _prepare(run: AgentRun, watch: _Watch, me: str, claim: Claim) -> _Drive:
     # "Continue" after Stop: the answer streams, and is stored, as the stopped text followed
     # by what the model adds (so a Stop of this run keeps all of it, and Continue works again).
     partial = run.continues_answer.content if run.continues_answer_id is not None else ""
+    continued = ContinuedAnswer(partial) if partial else None
 
     def on_answer_delta(text: str) -> None:
-        if partial and not answer_so_far:
-            answer_so_far.append(partial)
-            live_text.answer_delta(partial)
+        if continued is not None and not (text := continued.feed(text)):
+            return
         answer_so_far.append(text)
         live_text.answer_delta(text)
 
     def on_answer_reset() -> None:
         answer_so_far.clear()  # it was a thought after all (native mode)
+        if continued is not None:
+            continued.reset()
         live_text.answer_reset()
 
     executor = build_executor(

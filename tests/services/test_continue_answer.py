@@ -11,7 +11,7 @@ import pytest
 from agents.llm.scripted import Reply
 from agents.models import AgentProfile, AgentRun, Message, ModelConfig
 from agents.protocol import RefusalCode, RequestRefused
-from agents.react.prompt import join_continuation
+from agents.react.prompt import ContinuedAnswer, join_continuation
 from agents.runs.store import run_mark_cancelled
 from agents.services.conversations import answer_continue, conversation_create, message_send
 from tests.driving import run_execute
@@ -95,6 +95,26 @@ def test_the_words_the_model_repeats_join_the_two_texts():
     assert join_continuation("are red,", "yellow") == "are red, yellow"
     assert join_continuation("are red,", ". Done") == "are red,. Done"
     assert join_continuation("红色，", "黄色和蓝色。") == "红色，黄色和蓝色。"
+
+
+@pytest.mark.parametrize(
+    ("partial", "rest"),
+    [
+        ("Red, yel", "Red, yellow and blue."),
+        ("The colours are red,", "red, yellow"),
+        ("The colours are red,", "yellow"),
+        ("红色，", "黄色和蓝色。"),
+        ("a b c", "b c d e"),
+    ],
+)
+@pytest.mark.parametrize("piece", [1, 3, 7])
+def test_the_live_answer_is_always_the_start_of_the_stored_one(partial, rest, piece):
+    live = ContinuedAnswer(partial)
+    shown = ""
+    for start in range(0, len(rest), piece):
+        shown += live.feed(rest[start : start + piece])
+        assert join_continuation(partial, rest).startswith(shown)
+    assert shown == join_continuation(partial, rest)
 
 
 @pytest.mark.parametrize("case", ["finished", "question", "empty", "another_user"])
