@@ -59,6 +59,8 @@ class FrameType(StrEnum):
     # conversation's log: the Notification row is their record.
     NOTIFICATION = "notification"
     NOTIFICATIONS_UNREAD = "notifications.unread"
+    # A monthly budget the user is under passed its warning share or was used up.
+    BUDGET_WARNING = "budget.warning"
 
 
 # The frames that end a run; nothing of that run follows them.
@@ -350,3 +352,8 @@ def notification_frame(notification: Notification, *, unread: int) -> dict[str, 
 
 def notifications_unread_frame(unread: int) -> dict[str, Any]:
     return {"type": FrameType.NOTIFICATIONS_UNREAD, "unread": unread}
+
+
+def budget_warning_frame(message: str) -> dict[str, Any]:
+    """The chat's budget notice as a reload would show it ("" when none applies now)."""
+    return {"type": FrameType.BUDGET_WARNING, "message": message}

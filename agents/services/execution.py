@@ -95,6 +95,7 @@ from agents.services.notifications import notification_for_run
 from agents.services.replays import replay_tool_policy
 from agents.services.schedules import firing_budget_steps, schedule_run_ended
 from agents.services.subagents import child_runs_stop_after, delegation_max_depth
+from agents.services.usage import usage_warn_budgets_crossed
 from agents.tools.builtin.attachments import attachment_tools
 from agents.tools.builtin.delegate import KIND as DELEGATE_KIND
 from agents.tools.builtin.delegate import Delegate
@@ -270,6 +271,9 @@ def _run_ended(run_id: int) -> None:
         if run is None:
             return
         schedule_run_ended(run=run)
+        # Before the run's notification, on the same socket: an open page shows the notice
+        # at once, and a page that has the notification has the notice too.
+        usage_warn_budgets_crossed(run_id=run_id)
         notification_for_run(run_id=run_id)
         child_runs_stop_after(parent_run_id=run_id)
         eval_run_ended(run=run)  # a case's replay is checked when it ends
