@@ -54,6 +54,7 @@ from agents.permissions import signed_in_user
 from agents.preferences import remember_in_session, supported_language
 from agents.protocol import RequestRefused, event_frame, max_message_chars
 from agents.ratelimit import rate_limit_hit
+from agents.selectors import custom_instructions_of
 from agents.services import conversations as conversation_services
 from agents.services.api_keys import api_key_create, api_key_revoke
 from agents.services.preferences import (
@@ -64,7 +65,6 @@ from agents.services.preferences import (
 from agents.services.sandbox import OTHER, PNG
 from agents.services.tools import tool_names_reading_private_data
 from agents.services.usage import budget_states, budget_used_text, budget_warning
-from agents.selectors import custom_instructions_of
 from agents.transcript import transcript
 from agents.usage_reports import (
     UsageBy,
@@ -269,9 +269,7 @@ def custom_instructions(request: HttpRequest) -> HttpResponse:
     limit = CUSTOM_INSTRUCTIONS_MAX_CHARS
     if request.method == "POST":
         try:
-            stored = preference_set_instructions(
-                user=user, text=request.POST.get("instructions")
-            )
+            stored = preference_set_instructions(user=user, text=request.POST.get("instructions"))
         except ValidationError as error:
             return JsonResponse(
                 {"code": error.code or "invalid", "message": error.messages[0], "limit": limit},

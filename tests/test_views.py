@@ -406,9 +406,7 @@ def test_favicon_ico_leads_to_the_sites_icon(client):
 # --------------------------------------------------------------------------------------
 
 
-def test_custom_instructions_are_read_and_stored_by_their_owner_only(
-    client, signed_in, other_user
-):
+def test_custom_instructions_are_read_and_stored_by_their_owner_only(client, signed_in, other_user):
     url = reverse("custom_instructions")
     assert signed_in.get(url).json()["instructions"] == ""
 
@@ -430,7 +428,8 @@ def test_too_long_instructions_are_refused_with_the_reason_and_the_old_ones_stay
 
     assert refused.status_code == 400
     assert refused.json()["code"] == "too_long"
-    assert "3001" in refused.json()["message"] and "3000" in refused.json()["message"]
+    assert "3001" in refused.json()["message"]
+    assert "3000" in refused.json()["message"]
     assert missing.status_code == 400
     assert signed_in.get(url).json()["instructions"] == "Call me Sam."
 

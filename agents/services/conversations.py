@@ -315,7 +315,7 @@ def run_fork(*, run: AgentRun, user: User, step_seq: int) -> AgentRun:
 
 
 def answer_continue(*, message: Message, user: User) -> AgentRun:
-    """"Continue" on an answer its owner stopped: queue a new run answering the same
+    """ "Continue" on an answer its owner stopped: queue a new run answering the same
     question that is shown the stopped text and asked for the rest (``_prepare``,
     agents/services/execution.py). Its answer is the stopped text followed by the rest, as
     one message: like a regenerate's, a sibling of the stopped one, which stays one switch

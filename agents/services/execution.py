@@ -62,7 +62,6 @@ from agents.llm.errors import public_failure_message
 from agents.memory.services import MemoryContext, memory_after_run, memory_for_run
 from agents.models import AgentRun, Message
 from agents.profile_snapshot import ProfileSnapshot
-from agents.react.prompt import ContinuedAnswer, continuing_question, join_continuation
 from agents.react.errors import (
     AgentError,
     AwaitingApproval,
@@ -70,6 +69,7 @@ from agents.react.errors import (
     ModelError,
     RunCancelled,
 )
+from agents.react.prompt import ContinuedAnswer, continuing_question, join_continuation
 from agents.react.types import (
     ApprovalRequestStep,
     FinalAnswerStep,
@@ -405,7 +405,8 @@ def _prepare(run: AgentRun, watch: _Watch, me: str, claim: Claim) -> _Drive:
     live_text = LiveText(conversation_id=conversation.pk, run_id=run.pk, attempt=run.attempts)
     # "Continue" after Stop: the answer streams, and is stored, as the stopped text followed
     # by what the model adds (so a Stop of this run keeps all of it, and Continue works again).
-    partial = run.continues_answer.content if run.continues_answer_id is not None else ""
+    stopped = run.continues_answer if run.continues_answer_id is not None else None
+    partial = stopped.content if stopped is not None else ""
     continued = ContinuedAnswer(partial) if partial else None
 
     def on_answer_delta(text: str) -> None:
@@ -494,7 +495,9 @@ def _user_instructions(run: AgentRun, me: str) -> str:
     return instructions
 
 
-async def _continuing(steps: AsyncGenerator[Step, None], partial: str) -> AsyncGenerator[Step, None]:
+async def _continuing(
+    steps: AsyncGenerator[Step, None], partial: str
+) -> AsyncGenerator[Step, None]:
     """The steps of a run continuing a stopped answer: its answer is that answer and the
     rest the model wrote, one text."""
     async with contextlib.aclosing(steps):

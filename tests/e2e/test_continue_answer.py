@@ -38,7 +38,8 @@ def test_stop_copy_then_continue_the_answer(stack, open_tab, user, model_name):
     finally:
         quiet.open()
     stopped = Message.objects.get(run=stopped_run)
-    assert stopped.content and FIRST_WORDS.startswith(stopped.content)
+    assert stopped.content
+    assert FIRST_WORDS.startswith(stopped.content)
 
     # Copy takes what was kept of the stopped answer.
     page.context.grant_permissions(["clipboard-read", "clipboard-write"])

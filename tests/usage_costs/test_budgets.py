@@ -213,9 +213,7 @@ def test_a_run_that_takes_a_budget_past_its_warning_share_is_told(
     assert crossed == ([budget] if told else [])
 
 
-def test_a_group_budget_passed_by_one_member_is_told_to_every_member(
-    user, other_user, cheap_agent
-):
+def test_a_group_budget_passed_by_one_member_is_told_to_every_member(user, other_user, cheap_agent):
     from agents.services.usage import _covered_users, usage_warn_budgets_crossed
 
     group = Group.objects.create(name="Lab")
