@@ -726,7 +726,7 @@ class NotificationConsumer(AsyncJsonWebsocketConsumer):
     async def notification_event(self, message: dict[str, Any]) -> None:
         await self.send_json(message["frame"])
 
-    async def budget_warning(self, message: dict[str, Any]) -> None:
+    async def notification_budget_warning(self, message: dict[str, Any]) -> None:
         """A budget of the user passed its warning share: the notice as this page would
         show it on a reload, in its language (``budget_warning``, agents/services/usage.py)."""
         text = await _in_database_thread(_budget_warning_text)(self.user_id, self.language)

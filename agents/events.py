@@ -97,14 +97,15 @@ def publish_notification_on_commit(user_id: int, frame: dict[str, Any]) -> None:
     transaction.on_commit(lambda: _publisher().send_to_group(group, message))
 
 
-BUDGET_WARNING_MESSAGE_TYPE = "budget.warning"
+# The channel layer's message type (``NotificationConsumer.notification_budget_warning``).
+BUDGET_WARNING_MESSAGE_TYPE = "notification.budget_warning"
 
 
 def publish_budget_warning_on_commit(user_ids: Sequence[int]) -> None:
     """Tell the users' open pages, once the transaction commits (at once outside one), that
     a monthly budget they are under passed its warning share or was used up. The message
     carries no text: each notifications socket words the notice in its own language
-    (``NotificationConsumer.budget_warning``), as the page would on a reload."""
+    (``NotificationConsumer.notification_budget_warning``), as the page would on a reload."""
     message = {"type": BUDGET_WARNING_MESSAGE_TYPE}
     groups = [notifications_group_name(user_id) for user_id in user_ids]
 
