@@ -39,6 +39,7 @@ from agents.protocol import (
     FrameType,
     RefusalCode,
     RequestRefused,
+    budget_warning_frame,
     error_frame,
     evaluation_progress_frame,
     event_frame,
@@ -50,6 +51,7 @@ from agents.ratelimit import rate_limit_hit
 from agents.services.approvals import approval_decide, run_continue
 from agents.services.conversations import ConversationGone, message_send, run_cancel
 from agents.services.notifications import notifications_unread_count
+from agents.services.usage import budget_warning
 from agents.session_check import SignedOut, session_signs_in, socket_opening
 from chatsite.server.sockets import signouts
 from chatsite.server.sockets.drain import SCOPE_KEY, SocketDrain
@@ -683,6 +685,8 @@ class NotificationConsumer(AsyncJsonWebsocketConsumer):
 
     group: str = ""
     sign_in: str = ""
+    user_id: int = 0
+    language: str = ""
 
     async def connect(self) -> None:
         self.group = self.sign_in = ""
@@ -697,6 +701,8 @@ class NotificationConsumer(AsyncJsonWebsocketConsumer):
             await signouts.watch(
                 self.channel_layer, sign_in=self.sign_in, channel=self.channel_name
             )
+        self.user_id = user.pk
+        self.language = await _in_database_thread(_language_of)(self.scope)
         # Join, then count: a notification written after the count arrives live.
         self.group = events.notifications_group_name(user.pk)
         await self.channel_layer.group_add(self.group, self.channel_name)
@@ -721,6 +727,12 @@ class NotificationConsumer(AsyncJsonWebsocketConsumer):
 
     async def notification_event(self, message: dict[str, Any]) -> None:
         await self.send_json(message["frame"])
+
+    async def notification_budget_warning(self, message: dict[str, Any]) -> None:
+        """A budget of the user passed its warning share: the notice as this page would
+        show it on a reload, in its language (``budget_warning``, agents/services/usage.py)."""
+        text = await _in_database_thread(_budget_warning_text)(self.user_id, self.language)
+        await self.send_json(budget_warning_frame(text))
 
     async def chat_signed_out(self, message: dict[str, Any]) -> None:
         await self.close(code=CLOSE_SIGNED_OUT)
@@ -796,3 +808,12 @@ def _evaluation_frame(eval_run_id: int) -> dict[str, Any] | None:
     return evaluation_progress_frame(
         progress.eval_run, progress.results, checked=progress.checked, passed=progress.passed
     )
+
+
+def _language_of(scope: dict[str, Any]) -> str:
+    return socket_language(scope)
+
+
+def _budget_warning_text(user_id: int, language: str) -> str:
+    with translation.override(language):
+        return budget_warning(user_id=user_id)

@@ -112,6 +112,26 @@ def publish_evaluation_on_commit(eval_run_id: int, frame: dict[str, Any]) -> Non
     transaction.on_commit(lambda: _publisher().send_to_group(group, message))
 
 
+# The channel layer's message type (``NotificationConsumer.notification_budget_warning``).
+BUDGET_WARNING_MESSAGE_TYPE = "notification.budget_warning"
+
+
+def publish_budget_warning_on_commit(user_ids: Sequence[int]) -> None:
+    """Tell the users' open pages, once the transaction commits (at once outside one), that
+    a monthly budget they are under passed its warning share or was used up. The message
+    carries no text: each notifications socket words the notice in its own language
+    (``NotificationConsumer.notification_budget_warning``), as the page would on a reload."""
+    message = {"type": BUDGET_WARNING_MESSAGE_TYPE}
+    groups = [notifications_group_name(user_id) for user_id in user_ids]
+
+    def send() -> None:
+        for group in groups:
+            _publisher().send_to_group(group, message)
+
+    if groups:
+        transaction.on_commit(send)
+
+
 @dataclass(frozen=True)
 class KeptText:
     """Text to keep in Redis before an ephemeral frame goes out: ``value`` replaces the key

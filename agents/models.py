@@ -669,6 +669,10 @@ class UserPreference(models.Model):
         _("language"), max_length=16, blank=True, choices=settings.LANGUAGES
     )
     theme = models.CharField(_("theme"), max_length=8, choices=Theme.choices, default=Theme.SYSTEM)
+    # Added to the prompt of every run of the user (agents/services/preferences.py bounds it).
+    custom_instructions = models.TextField(
+        _("custom instructions"), blank=True, default="", db_default=""
+    )
     updated_at = models.DateTimeField(_("updated at"), auto_now=True)
 
     class Meta:
@@ -906,6 +910,22 @@ class AgentRun(models.Model):
         related_name="forks",
     )
     fork_before_seq = models.PositiveIntegerField(_("forked before step"), null=True, blank=True)
+    # -- "Continue" after Stop (``answer_continue`` in agents/services/conversations.py) --
+    # The stopped answer this run goes on with: the model is shown it and writes the rest,
+    # and this run's answer is that text followed by the rest (a sibling of the stopped one).
+    continues_answer = models.ForeignKey(
+        "Message",
+        verbose_name=_("continues answer"),
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        related_name="continuations",
+    )
+    # The owner's custom instructions as they were added to this run's prompt (copied when
+    # the run first starts, so a resumed attempt and the run inspector see the same text).
+    user_instructions = models.TextField(
+        _("custom instructions"), blank=True, default="", db_default=""
+    )
 
     class Meta:
         verbose_name = _("agent run")

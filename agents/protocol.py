@@ -64,6 +64,8 @@ class FrameType(StrEnum):
     # Server → client on an evaluation's socket (`/ws/evaluations/<id>/`), for staff: the
     # EvalRun and EvalResult rows are the record.
     EVALUATION_PROGRESS = "evaluation.progress"
+    # A monthly budget the user is under passed its warning share or was used up.
+    BUDGET_WARNING = "budget.warning"
 
 
 # The frames that end a run; nothing of that run follows them.
@@ -95,6 +97,8 @@ class RefusalCode(StrEnum):
     NOT_EDITABLE = "not_editable"
     # "Retry from here" on a run that has not ended, is a replay, or on no step of it.
     NOT_FORKABLE = "not_forkable"
+    # "Continue" on a message that is not an answer its owner stopped with some text.
+    NOT_CONTINUABLE = "not_continuable"
     # The sign-in that opened the socket ended (socket only; it then closes with 4401).
     SIGNED_OUT = "signed_out"
     NOT_RATEABLE = "not_rateable"
@@ -406,3 +410,8 @@ def evaluation_progress_frame(
         },
         "results": [evaluation_result_payload(result) for result in results],
     }
+
+
+def budget_warning_frame(message: str) -> dict[str, Any]:
+    """The chat's budget notice as a reload would show it ("" when none applies now)."""
+    return {"type": FrameType.BUDGET_WARNING, "message": message}

@@ -38,6 +38,7 @@ def build_executor(
     tool_configs: list[ToolConfig] | None = None,
     extra_tools: Sequence[Tool] = (),
     tool_policy: ToolPolicy | None = None,
+    user_instructions: str = "",
 ) -> AgentExecutor:
     """An ``AgentExecutor`` for the profile version ``snapshot``.
 
@@ -47,6 +48,7 @@ def build_executor(
     ``tool_configs``: the enabled tool rows among the snapshot's, if the caller read them
     (the claim does, on PostgreSQL); otherwise they are read here. ``tool_policy``: which
     calls run (a replay's, ``agents/react/replay.py``); None runs every call.
+    ``user_instructions``: the owner's custom instructions, added to every prompt.
 
     A model endpoint that is gone or unusable does not raise here: the run's first model
     call raises ``ModelError`` (code ``model_misconfigured``), like any model failure.
@@ -68,6 +70,7 @@ def build_executor(
         budget_grants=budget_grants,
         extra_tools=extra_tools,
         tool_policy=tool_policy,
+        user_instructions=user_instructions,
     )
 
 
@@ -86,6 +89,7 @@ def executor_for(
     budget_grants: int = 0,
     extra_tools: Sequence[Tool] = (),
     tool_policy: ToolPolicy | None = None,
+    user_instructions: str = "",
 ) -> AgentExecutor:
     """The executor for ``snapshot`` with the model and tool rows already chosen;
     ``extra_tools``: tools the run gets beside the profile's (the attachment tools), left out
@@ -96,7 +100,7 @@ def executor_for(
     return AgentExecutor(
         model=model,
         tools=tools,
-        prompt=prompt_config(snapshot),
+        prompt=prompt_config(snapshot, user_instructions=user_instructions),
         config=agent_config(
             snapshot, supports_tool_calling=supports_tool_calling, budget_grants=budget_grants
         ),
@@ -136,12 +140,13 @@ def snapshot_tool_configs(
     return [rows[tool_id] for tool_id in tool_ids if tool_id in rows]
 
 
-def prompt_config(snapshot: ProfileSnapshot) -> PromptConfig:
+def prompt_config(snapshot: ProfileSnapshot, *, user_instructions: str = "") -> PromptConfig:
     return PromptConfig(
         mode=snapshot.mode,
         label_set=snapshot.label_set,
         template=snapshot.system_prompt,
         few_shot_examples=snapshot.few_shot_examples,
+        user_instructions=user_instructions,
     )
 
 

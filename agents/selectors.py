@@ -530,6 +530,16 @@ def preference_get(*, user: User) -> UserPreference | None:
     return UserPreference.objects.filter(user=user).first()
 
 
+def custom_instructions_of(*, user_id: int) -> str:
+    """What the user asked to have added to every prompt of their runs ("" if nothing)."""
+    stored = (
+        UserPreference.objects.filter(user_id=user_id)
+        .values_list("custom_instructions", flat=True)
+        .first()
+    )
+    return stored or ""
+
+
 # -- the python tool's files ---------------------------------------------------------------
 
 

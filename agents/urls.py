@@ -32,6 +32,7 @@ urlpatterns = [
     path("accounts/password/", views.password_change, name="password_change"),
     path("accounts/password/done/", views.password_change_done, name="password_change_done"),
     path("preferences/", views.preferences, name="preferences"),
+    path("preferences/instructions/", views.custom_instructions, name="custom_instructions"),
     # What the python tool's code saved, for the conversation's owner (agents/tools/sandbox.py).
     path("sandbox-files/<uuid:file_id>/<str:name>", views.sandbox_file, name="sandbox_file"),
     path("account/api-keys/", views.api_keys, name="api_keys"),

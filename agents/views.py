@@ -36,7 +36,7 @@ from django.urls import reverse, reverse_lazy
 from django.utils import translation
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.utils.translation import gettext as _
-from django.views.decorators.http import require_GET, require_POST
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from agents import selectors
 from agents.admin.forms import UsageRangeForm
@@ -54,9 +54,14 @@ from agents.permissions import signed_in_user
 from agents.preferences import remember_in_session, supported_language
 from agents.protocol import RequestRefused, event_frame, max_message_chars
 from agents.ratelimit import rate_limit_hit
+from agents.selectors import custom_instructions_of
 from agents.services import conversations as conversation_services
 from agents.services.api_keys import api_key_create, api_key_revoke
-from agents.services.preferences import preference_update
+from agents.services.preferences import (
+    CUSTOM_INSTRUCTIONS_MAX_CHARS,
+    preference_set_instructions,
+    preference_update,
+)
 from agents.services.sandbox import OTHER, PNG
 from agents.services.tools import tool_names_reading_private_data
 from agents.services.usage import budget_states, budget_used_text, budget_warning
@@ -254,6 +259,26 @@ def preferences(request: HttpRequest) -> HttpResponse:
     return response
 
 
+@login_required
+@require_http_methods(["GET", "POST"])
+def custom_instructions(request: HttpRequest) -> HttpResponse:
+    """The user menu's "Custom instructions" dialog (static/js/user_menu.js): GET reads them,
+    POST ``instructions`` stores them (empty removes them). A refusal is a 400 with the
+    reason, and what was stored stays; the dialog keeps the text typed."""
+    user = signed_in_user(request.user)
+    limit = CUSTOM_INSTRUCTIONS_MAX_CHARS
+    if request.method == "POST":
+        try:
+            stored = preference_set_instructions(user=user, text=request.POST.get("instructions"))
+        except ValidationError as error:
+            return JsonResponse(
+                {"code": error.code or "invalid", "message": error.messages[0], "limit": limit},
+                status=400,
+            )
+        return JsonResponse({"instructions": stored.custom_instructions, "limit": limit})
+    return JsonResponse({"instructions": custom_instructions_of(user_id=user.pk), "limit": limit})
+
+
 def _preferences_refused(request: HttpRequest, message: str, wants_json: bool) -> HttpResponse:
     if wants_json:
         return JsonResponse({"code": "invalid", "message": message}, status=400)
@@ -328,6 +353,7 @@ def _conversation_urls(conversation: Conversation) -> dict[str, str]:
         "compact": reverse("api:conversation-compact", args=[conversation.pk]),
         # The browser swaps the 0 for the message being edited or the run being stopped.
         "edit_message": reverse("api:message-edit", args=[0]),
+        "continue_answer": reverse("api:message-continue", args=[0]),
         "cancel_run": reverse("api:run-cancel", args=[0]),
         "fork_run": reverse("api:run-fork", args=[0]),
         "feedback": reverse("api:message-feedback", args=[0]),

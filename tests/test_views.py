@@ -399,3 +399,42 @@ def test_favicon_ico_leads_to_the_sites_icon(client):
     response = client.get("/favicon.ico")
     assert response.status_code == 302
     assert response["Location"].endswith("img/favicon.svg")
+
+
+# --------------------------------------------------------------------------------------
+# Custom instructions (the user menu's dialog)
+# --------------------------------------------------------------------------------------
+
+
+def test_custom_instructions_are_read_and_stored_by_their_owner_only(client, signed_in, other_user):
+    url = reverse("custom_instructions")
+    assert signed_in.get(url).json()["instructions"] == ""
+
+    saved = signed_in.post(url, {"instructions": "Call me Sam."})
+
+    assert saved.status_code == 200
+    assert saved.json()["instructions"] == "Call me Sam."
+    assert signed_in.get(url).json() == {"instructions": "Call me Sam.", "limit": 3000}
+    client.force_login(other_user)
+    assert client.get(url).json()["instructions"] == ""
+
+
+def test_too_long_instructions_are_refused_with_the_reason_and_the_old_ones_stay(signed_in):
+    url = reverse("custom_instructions")
+    signed_in.post(url, {"instructions": "Call me Sam."})
+
+    refused = signed_in.post(url, {"instructions": "x" * 3001})
+    missing = signed_in.post(url, {})
+
+    assert refused.status_code == 400
+    assert refused.json()["code"] == "too_long"
+    assert "3001" in refused.json()["message"]
+    assert "3000" in refused.json()["message"]
+    assert missing.status_code == 400
+    assert signed_in.get(url).json()["instructions"] == "Call me Sam."
+
+
+def test_custom_instructions_need_sign_in(client):
+    url = reverse("custom_instructions")
+    assert client.get(url).status_code == 302
+    assert client.post(url, {"instructions": "x"}).status_code in (302, 403)

@@ -86,6 +86,12 @@ class AgentRunAdmin(ReadOnlyAdminMixin, ExtraPagesAdmin):
             {"fields": ["parent_run", "parent_call_id", "task", "depth", "max_steps"]},
         ),
         (
+            # What the run's prompt carried beside the question: the owner's custom
+            # instructions, and the stopped answer a Continue goes on with.
+            _("Added to the prompt"),
+            {"fields": ["user_instructions", "continues_answer"]},
+        ),
+        (
             _("Timing and tokens"),
             {
                 "fields": [

@@ -47,6 +47,7 @@ class MessageSerializer(serializers.ModelSerializer):
 class RunSerializer(serializers.ModelSerializer):
     conversation_id = serializers.IntegerField(read_only=True)
     trigger_message_id = serializers.IntegerField(read_only=True)
+    continues_answer_id = serializers.IntegerField(read_only=True, allow_null=True)
 
     class Meta:
         model = AgentRun
@@ -54,6 +55,7 @@ class RunSerializer(serializers.ModelSerializer):
             "id",
             "conversation_id",
             "trigger_message_id",
+            "continues_answer_id",
             "status",
             "model_name",
             "mode",

@@ -53,6 +53,11 @@ urlpatterns = [
     ),
     path("messages/<int:message_id>/edit/", views.MessageEditView.as_view(), name="message-edit"),
     path(
+        "messages/<int:message_id>/continue/",
+        views.MessageContinueView.as_view(),
+        name="message-continue",
+    ),
+    path(
         "messages/<int:message_id>/feedback/",
         views.MessageFeedbackView.as_view(),
         name="message-feedback",

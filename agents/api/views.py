@@ -41,6 +41,7 @@ from agents.services.attachments import attachment_delete, attachment_upload
 from agents.services.branches import branch_switch
 from agents.services.conversations import (
     SendResult,
+    answer_continue,
     conversation_create,
     conversation_delete,
     conversation_pin,
@@ -379,6 +380,15 @@ class ConversationCompactView(ApiView):
             {"queued": True, "message": "Summarising the conversation so far."},
             status=status.HTTP_202_ACCEPTED,
         )
+
+
+class MessageContinueView(ApiView):
+    """ "Continue" on an answer its owner stopped: a new run that writes the rest of it."""
+
+    def post(self, request: Request, message_id: int) -> Response:
+        message = self.message_or_404(message_id)
+        run = answer_continue(message=message, user=signed_in_user(request.user))
+        return Response({"run": api.RunSerializer(run).data}, status=status.HTTP_201_CREATED)
 
 
 class MessageEditView(ApiView):

@@ -449,7 +449,9 @@ class AgentExecutor:
         self._by_folded_name = {tool.name.casefold(): tool for tool in self.tools}
         self._tool_names = ", ".join(names)
         self._options = request_options(prompt, tools=self.tools)
-        self._native_prompt = PromptConfig(mode="tools", label_set=prompt.label_set)
+        self._native_prompt = PromptConfig(
+            mode="tools", label_set=prompt.label_set, user_instructions=prompt.user_instructions
+        )
 
     # -- the loop ----------------------------------------------------------------------
     def run(

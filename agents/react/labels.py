@@ -51,6 +51,17 @@ class LabelSet:
     approval_mismatch: str = (
         "The call to {name} was not run: the decision under its id was taken on another call."
     )
+    # The user's own instructions for every run (their custom instructions), as a block.
+    user_instructions_heading: str = (
+        "The user asks you to follow these instructions of theirs in every answer:"
+    )
+    # A stopped answer the user asked to have continued; ``{question}`` and ``{partial}``.
+    continue_answer_request: str = (
+        "{question}\n\n(You began answering this and were stopped. Your answer so far, "
+        "between the lines:\n-----\n{partial}\n-----\nContinue it exactly where it stops: "
+        "begin your answer with the last few words written so far, exactly as they are, "
+        "then write the rest; repeat nothing else.)"
+    )
     # A replay's call that the original run did not record (agents/react/replay.py).
     not_recorded: str = (
         "The call to {name} was not run: it is not recorded in the original run, and this "
@@ -150,6 +161,12 @@ CHINESE = LabelSet(
     ),
     approval_mismatch="对 {name} 的调用没有运行：这个 id 下的决定是针对另一个调用作出的。",
     not_recorded="对 {name} 的调用没有运行：原始运行没有记录它，重放不运行未记录的调用。",
+    user_instructions_heading="用户请你在每个回答中遵循他们的这些要求：",
+    continue_answer_request=(
+        "{question}\n\n（你已开始回答这个问题，但被中途停止。你目前的回答在两条线之间："
+        "\n-----\n{partial}\n-----\n请从停止的地方接着写：你的答案先原样重复已写内容的"
+        "最后几个词，然后写剩下的部分；不要重复其他内容。）"
+    ),
 )
 
 LABEL_SETS: dict[str, LabelSet] = {ENGLISH.code: ENGLISH, CHINESE.code: CHINESE}

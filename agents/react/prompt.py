@@ -60,6 +60,9 @@ class PromptConfig:
     label_set: str = "en"
     template: str = ""  # empty: the default template for the mode and label set
     few_shot_examples: str = ""
+    # The user's own instructions for every run: a block before the ReAct prompt, or at the
+    # end of the system message in tools mode ("" adds nothing).
+    user_instructions: str = ""
 
     def __post_init__(self) -> None:
         if self.mode not in MODES:
@@ -234,6 +237,87 @@ def examples_block(few_shot_examples: str, labels: LabelSet) -> str:
     return _block(labels.examples_heading, few_shot_examples)
 
 
+def user_instructions_block(user_instructions: str, labels: LabelSet) -> str:
+    return _block(labels.user_instructions_heading, user_instructions)
+
+
+def continuing_question(question: str, partial: str, labels: LabelSet) -> str:
+    """The question of a run that goes on with a stopped answer: the model is shown what it
+    wrote and asked for the rest only (``join_continuation`` puts the two together)."""
+    return labels.continue_answer_request.format(question=question, partial=partial)
+
+
+# A repeated tail shorter than this is taken for chance ("a"), not a repetition.
+_SHORTEST_OVERLAP = 3
+_NO_SPACE_BEFORE = tuple(".,;:!?)]}%'\"…")
+
+
+def join_continuation(partial: str, rest: str) -> str:
+    """A stopped answer followed by the rest the model wrote.
+
+    The model is asked to begin with the last words written so far (the answer's label
+    strips a leading space, so the words are what says how the two join): the longest
+    such repetition, starting at a word, is dropped. A model that wrote the whole answer
+    again is not made to repeat it. Without a repetition, a space goes between two words
+    of a language written with spaces.
+    """
+    if not partial:
+        return rest
+    if rest.startswith(partial):
+        return rest
+    for length in range(min(len(partial), len(rest)), _SHORTEST_OVERLAP - 1, -1):
+        start = len(partial) - length
+        at_word = start == 0 or partial[start - 1].isspace()
+        if at_word and partial.endswith(rest[:length]):
+            return partial + rest[length:]
+    if not rest or partial[-1].isspace() or rest[0].isspace() or rest.startswith(_NO_SPACE_BEFORE):
+        return partial + rest
+    if _unspaced(partial[-1]) or _unspaced(rest[0]):
+        return partial + rest
+    return f"{partial} {rest}"
+
+
+class ContinuedAnswer:
+    """The live answer of a run that continues a stopped one: the stopped text, then what the
+    model writes, joined as ``join_continuation`` will join the whole. The model's first
+    words are held back only while they may still be a repetition of the stopped text's end,
+    so what is shown is always the start of the answer that is stored."""
+
+    def __init__(self, partial: str) -> None:
+        self.partial = partial
+        self.reset()
+
+    def reset(self) -> None:
+        """What streamed was not the answer after all (native mode): start again."""
+        self._rest = ""
+        self._decided = False
+
+    def feed(self, text: str) -> str:
+        """The model's next words; returns what to show now ("" while holding back)."""
+        if self._decided:
+            return text
+        self._rest += text
+        if self._may_still_repeat():
+            return ""
+        self._decided = True
+        return join_continuation(self.partial, self._rest)
+
+    def _may_still_repeat(self) -> bool:
+        partial, rest = self.partial, self._rest
+        return any(
+            (start == 0 or partial[start - 1].isspace())
+            and len(partial) - start > len(rest)
+            and partial.startswith(rest, start)
+            for start in range(len(partial))
+        )
+
+
+def _unspaced(character: str) -> bool:
+    """A character of a script written without spaces between words (CJK, kana, and the
+    full-width forms)."""
+    return "\u2e80" <= character <= "\u9fff" or "\uf900" <= character <= "\uffef"
+
+
 # -- messages ------------------------------------------------------------------------------
 
 
@@ -260,7 +344,9 @@ def react_prompt(
         "memory_summary": summary_block(memory_summary, labels),
         "few_shot_examples": examples_block(prompt.few_shot_examples, labels),
     }
-    return render_template(template, values)
+    rendered = render_template(template, values)
+    instructions = user_instructions_block(prompt.user_instructions, labels)
+    return f"{instructions.strip()}\n\n{rendered}" if instructions else rendered
 
 
 def react_messages(
@@ -304,6 +390,8 @@ def tools_messages(
     system = render_template(template, values).strip()
     if memory_summary.strip() and "memory_summary" not in template_variables(template):
         system += "\n" + summary_block(memory_summary, labels)
+    if prompt.user_instructions.strip():
+        system += "\n" + user_instructions_block(prompt.user_instructions, labels)
     messages: list[ChatMessage] = [{"role": "system", "content": system}]
     for message in history:
         if message.get("role") in ("user", "assistant") and message.get("content"):

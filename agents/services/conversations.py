@@ -1,4 +1,5 @@
-"""Conversations and the write path of a chat turn: send, regenerate, edit, cancel.
+"""Conversations and the write path of a chat turn: send, regenerate, edit, cancel, and
+Continue on a stopped answer.
 
 A send is one transaction: the user message, a queued run pinned to the profile's current
 version, and the ``message.created`` event. The Celery task is enqueued only after commit
@@ -372,6 +373,44 @@ def run_fork(*, run: AgentRun, user: User, step_seq: int) -> AgentRun:
     return fork
 
 
+def answer_continue(*, message: Message, user: User) -> AgentRun:
+    """ "Continue" on an answer its owner stopped: queue a new run answering the same
+    question that is shown the stopped text and asked for the rest (``_prepare``,
+    agents/services/execution.py). Its answer is the stopped text followed by the rest, as
+    one message: like a regenerate's, a sibling of the stopped one, which stays one switch
+    away, on the branch that becomes the active one; until it comes the branch ends at the
+    question (docs/architecture.md, "The message tree").
+    """
+    conversation = message.conversation
+    if conversation.owner_id != user.pk:
+        raise RequestRefused(RefusalCode.NOT_FOUND, _("No such message."))
+    stopped = message.run
+    if (
+        message.role != Message.Role.ASSISTANT
+        or stopped is None
+        or stopped.status != AgentRun.Status.CANCELLED
+        or message.parent_id is None
+        or not message.content.strip()
+    ):
+        raise RequestRefused(
+            RefusalCode.NOT_CONTINUABLE, _("Only an answer you stopped can be continued.")
+        )
+    with transaction.atomic():
+        lock = _lock_owned(conversation=conversation, user=user)
+        locked = lock.conversation
+        profile = _profile_for(conversation=locked, user=user, profile=None, lock=lock)
+        seen = _read_under_lock(conversation=locked, client_id=None, parent_id=None)
+        _check_can_start_run(blocking=seen.blocking_status, budgeted=seen.budgeted, user=user)
+        question = Message.objects.get(pk=message.parent_id)
+        branch_activate(conversation=locked, leaf_id=question.pk)
+        run = _queue_run(
+            lock=lock, message=question, profile=profile, user=user, continues_answer=message
+        )
+        _touch(locked)
+    conversation.active_leaf_id = locked.active_leaf_id
+    return run
+
+
 def message_edit_resend(
     *, message: Message, user: User, content: str, client_id: str | None = None
 ) -> SendResult:
@@ -669,9 +708,11 @@ def _queue_run(
     user: User,
     forked_from: AgentRun | None = None,
     fork_before_seq: int | None = None,
+    continues_answer: Message | None = None,
 ) -> AgentRun:
     run = _new_run(lock=lock, message=message, profile=profile)
     run.forked_from, run.fork_before_seq = forked_from, fork_before_seq
+    run.continues_answer = continues_answer
     run.save(force_insert=True)
     try:
         usage_reserve(user_id=user.pk, kind=UsageEntry.Kind.RUN, run=run)

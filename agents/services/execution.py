@@ -37,7 +37,14 @@ import os
 import socket
 import threading
 import time
-from collections.abc import AsyncIterator, Callable, Coroutine, Iterator, Sequence
+from collections.abc import (
+    AsyncGenerator,
+    AsyncIterator,
+    Callable,
+    Coroutine,
+    Iterator,
+    Sequence,
+)
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -62,6 +69,7 @@ from agents.react.errors import (
     ModelError,
     RunCancelled,
 )
+from agents.react.prompt import ContinuedAnswer, continuing_question, join_continuation
 from agents.react.types import (
     ApprovalRequestStep,
     FinalAnswerStep,
@@ -75,6 +83,7 @@ from agents.runs.reads import run_claim_refusal, run_fork_reused_steps, run_prio
 from agents.runs.store import run_store
 from agents.runs.threads import in_database_thread
 from agents.runtime import build_executor, snapshot_tool_configs
+from agents.selectors import custom_instructions_of
 from agents.services.approvals import (
     approvals_expire,
     budget_pauses_expire,
@@ -86,6 +95,7 @@ from agents.services.notifications import notification_for_run
 from agents.services.replays import replay_tool_policy
 from agents.services.schedules import firing_budget_steps, schedule_run_ended
 from agents.services.subagents import child_runs_stop_after, delegation_max_depth
+from agents.services.usage import usage_warn_budgets_crossed
 from agents.tools.builtin.attachments import attachment_tools
 from agents.tools.builtin.delegate import KIND as DELEGATE_KIND
 from agents.tools.builtin.delegate import Delegate
@@ -261,6 +271,9 @@ def _run_ended(run_id: int) -> None:
         if run is None:
             return
         schedule_run_ended(run=run)
+        # Before the run's notification, on the same socket: an open page shows the notice
+        # at once, and a page that has the notification has the notice too.
+        usage_warn_budgets_crossed(run_id=run_id)
         notification_for_run(run_id=run_id)
         child_runs_stop_after(parent_run_id=run_id)
         eval_run_ended(run=run)  # a case's replay is checked when it ends
@@ -390,13 +403,22 @@ def _prepare(run: AgentRun, watch: _Watch, me: str, claim: Claim) -> _Drive:
     # A replay answers its tool calls from the run it replays (None for any other run).
     replay_policy = replay_tool_policy(run=run)
     live_text = LiveText(conversation_id=conversation.pk, run_id=run.pk, attempt=run.attempts)
+    # "Continue" after Stop: the answer streams, and is stored, as the stopped text followed
+    # by what the model adds (so a Stop of this run keeps all of it, and Continue works again).
+    stopped = run.continues_answer if run.continues_answer_id is not None else None
+    partial = stopped.content if stopped is not None else ""
+    continued = ContinuedAnswer(partial) if partial else None
 
     def on_answer_delta(text: str) -> None:
+        if continued is not None and not (text := continued.feed(text)):
+            return
         answer_so_far.append(text)
         live_text.answer_delta(text)
 
     def on_answer_reset() -> None:
         answer_so_far.clear()  # it was a thought after all (native mode)
+        if continued is not None:
+            continued.reset()
         live_text.answer_reset()
 
     executor = build_executor(
@@ -415,6 +437,7 @@ def _prepare(run: AgentRun, watch: _Watch, me: str, claim: Claim) -> _Drive:
         if files.searchable
         else (),
         tool_policy=replay_policy,
+        user_instructions=_user_instructions(run, me),
     )
     if replay_policy is not None:
         replay_policy.skip_answered(prior_steps, executor.tool_named)
@@ -422,6 +445,8 @@ def _prepare(run: AgentRun, watch: _Watch, me: str, claim: Claim) -> _Drive:
         if isinstance(tool, Delegate):
             tool.parent_run_id = run.pk
     question = run.task if run.is_child else run.trigger_message.content
+    if partial:
+        question = continuing_question(question, partial, executor.labels)
     steps = executor.arun(
         f"{files.inline}\n\n{question}" if files.inline else question,
         history=memory.history,
@@ -429,6 +454,8 @@ def _prepare(run: AgentRun, watch: _Watch, me: str, claim: Claim) -> _Drive:
         prior_steps=prior_steps,
         interrupt=watch.interrupted,
     )
+    if partial:
+        steps = _continuing(steps, partial)
     announced = claim.started is not None
     steps_driven = _drive(
         run_store(),
@@ -450,6 +477,34 @@ def _prepare(run: AgentRun, watch: _Watch, me: str, claim: Claim) -> _Drive:
         )
 
     return _Drive(steps_driven, after_run)
+
+
+def _user_instructions(run: AgentRun, me: str) -> str:
+    """The owner's custom instructions for this run: read when it first starts and kept on
+    the run (``AgentRun.user_instructions``), so every later attempt is given the same text
+    and the run inspector shows what was added. A replay reproduces a stored run for staff:
+    none."""
+    if run.is_replay:
+        return ""
+    if run.attempts > 1:
+        return run.user_instructions
+    instructions = custom_instructions_of(user_id=run.conversation.owner_id)
+    if instructions:
+        AgentRun.objects.filter(pk=run.pk, worker_id=me).update(user_instructions=instructions)
+        run.user_instructions = instructions
+    return instructions
+
+
+async def _continuing(
+    steps: AsyncGenerator[Step, None], partial: str
+) -> AsyncGenerator[Step, None]:
+    """The steps of a run continuing a stopped answer: its answer is that answer and the
+    rest the model wrote, one text."""
+    async with contextlib.aclosing(steps):
+        async for step in steps:
+            if isinstance(step, FinalAnswerStep):
+                step = dataclasses.replace(step, text=join_continuation(partial, step.text))
+            yield step
 
 
 class _EndedEarly:

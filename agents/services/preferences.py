@@ -1,4 +1,5 @@
-"""A user's own settings: language and theme (``UserPreference``; agents/preferences.py)."""
+"""A user's own settings: language, theme and custom instructions (``UserPreference``;
+agents/preferences.py)."""
 
 from __future__ import annotations
 
@@ -32,4 +33,32 @@ def preference_update(
         changed.append("theme")
     if changed:
         preference.save(update_fields=[*changed, "updated_at"])
+    return preference
+
+
+# Long enough for a few paragraphs about oneself and how to answer; every run's prompt
+# carries it, so it is kept well below what a model's context holds.
+CUSTOM_INSTRUCTIONS_MAX_CHARS = 3000
+
+
+def preference_set_instructions(*, user: User, text: object) -> UserPreference:
+    """Store the instructions added to every prompt of the user's runs (``""`` removes
+    them). Text that is not a string, or longer than ``CUSTOM_INSTRUCTIONS_MAX_CHARS``, is
+    refused before anything is written, so what was stored stays."""
+    if not isinstance(text, str):
+        raise ValidationError(_("The instructions must be text."), code="invalid")
+    text = text.replace("\r\n", "\n").strip()
+    if len(text) > CUSTOM_INSTRUCTIONS_MAX_CHARS:
+        raise ValidationError(
+            _(
+                "The instructions are %(length)s characters long; at most %(limit)s fit. "
+                "Shorten them and save again."
+            )
+            % {"length": len(text), "limit": CUSTOM_INSTRUCTIONS_MAX_CHARS},
+            code="too_long",
+        )
+    preference, _created = UserPreference.objects.get_or_create(user=user)
+    if preference.custom_instructions != text:
+        preference.custom_instructions = text
+        preference.save(update_fields=["custom_instructions", "updated_at"])
     return preference

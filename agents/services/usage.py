@@ -26,6 +26,7 @@ reservation.
 
 from __future__ import annotations
 
+import dataclasses
 import datetime
 from collections import defaultdict
 from dataclasses import dataclass
@@ -40,6 +41,7 @@ from django.utils import timezone
 from django.utils.formats import date_format, number_format
 from django.utils.translation import gettext as _
 
+from agents import events
 from agents.models import AgentRun, Conversation, ModelConfig, UsageBudget, UsageEntry
 from agents.protocol import RefusalCode, RequestRefused
 
@@ -216,6 +218,54 @@ def budget_warning(*, user_id: int) -> str:
     if not states or not states[0].warns:
         return ""
     return budget_message(states[0])
+
+
+def usage_warn_budgets_crossed(*, run_id: int) -> list[UsageBudget]:
+    """After a run's drive: the monthly budgets its tokens took to their warning share
+    (``UsageBudget.WARN_AT``) or used up, each told to the open pages of everyone it covers
+    (its user, or its group's members), after commit. A budget already past that mark
+    before the run is not told again; the page shows it from when it loads. Returns them."""
+    entry = (
+        UsageEntry.objects.filter(run_id=run_id, kind=UsageEntry.Kind.RUN)
+        .only(
+            "user_id",
+            "created_at",
+            "prompt_tokens",
+            "completion_tokens",
+            "prompt_price_per_million",
+            "completion_price_per_million",
+        )
+        .first()
+    )
+    if entry is None or entry.created_at < month_start():
+        return []
+    tokens = entry.prompt_tokens + entry.completion_tokens
+    if not tokens:
+        return []
+    cost = (
+        entry.prompt_tokens * entry.prompt_price_per_million
+        + entry.completion_tokens * entry.completion_price_per_million
+    ) / _MILLION
+    crossed = []
+    for state in budget_states(user_id=entry.user_id):
+        before = dataclasses.replace(
+            state, tokens_used=state.tokens_used - tokens, amount_used=state.amount_used - cost
+        )
+        if (state.warns and not before.warns) or (state.reached and not before.reached):
+            crossed.append(state.budget)
+    if crossed:
+        events.publish_budget_warning_on_commit(sorted(_covered_users(crossed)))
+    return crossed
+
+
+def _covered_users(budgets: list[UsageBudget]) -> set[int]:
+    """Who a budget counts: its user, or its group's members now."""
+    users = {budget.user_id for budget in budgets if budget.user_id is not None}
+    groups = [budget.group_id for budget in budgets if budget.group_id is not None]
+    if groups:
+        members = get_user_model().objects.filter(groups__in=groups).values_list("pk", flat=True)
+        users.update(members)
+    return users
 
 
 def _check_budgets(user_id: int) -> None:

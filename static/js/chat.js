@@ -410,6 +410,14 @@ function startConversation() {
     onContinue: (runId) => {
       socket.send({ type: "run.continue", run_id: runId });
     },
+    onContinueAnswer: async (messageId, stoppedRunId) => {
+      try {
+        const result = await api("POST", urls.continue_answer.replace("/0/", `/${messageId}/`));
+        thread.expectContinuation(result.run.id, result.run.trigger_message_id, stoppedRunId);
+      } catch (error) {
+        showNotice(interpolate(gettext("Could not continue the answer: %s"), [error.message]));
+      }
+    },
     onRegenerate: async () => {
       try {
         const result = await api("POST", urls.regenerate);

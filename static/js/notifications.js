@@ -1,7 +1,8 @@
 // The bell in the chat's header: its unread badge kept live over /ws/notifications/
 // (docs/protocol.md, "Notifications"). A notification about the conversation this page shows
-// is marked read as it arrives: the person is looking at that run already.
-import { csrfToken } from "./dom.js";
+// is marked read as it arrives: the person is looking at that run already. The same socket
+// brings the monthly budget's notice when a run takes a budget past its warning share.
+import { csrfToken, el } from "./dom.js";
 import { gettext, interpolate, ngettext } from "./i18n.js";
 
 const KIND_LABELS = {
@@ -43,8 +44,38 @@ async function markRead(id) {
   });
 }
 
+// The notice the chat page shows from when it loads (templates/agents/chat.html), drawn or
+// updated live; an empty message takes it away (the budget was raised meanwhile).
+function showBudgetWarning(message) {
+  let banner = document.getElementById("budget-banner");
+  if (!message) {
+    if (banner) banner.hidden = true;
+    return;
+  }
+  if (banner) {
+    banner.querySelector("[data-budget-text]").textContent = message;
+    banner.hidden = false;
+    return;
+  }
+  const usage = document.getElementById("usage-link");
+  banner = el(
+    "p",
+    { className: "banner budget-banner", attrs: { id: "budget-banner", role: "status" } },
+    el("span", { text: message, dataset: { budgetText: "" } }),
+    " ",
+    usage ? el("a", { text: gettext("See your usage"), attrs: { href: usage.getAttribute("href") } }) : null,
+  );
+  const after = document.getElementById("demo-banner");
+  if (after) after.after(banner);
+  else document.getElementById("main")?.prepend(banner);
+  // A live region that appears with its text is not read out: say it through the bell's.
+  if (announce) announce.textContent = message;
+}
+
 function onFrame(frame) {
-  if (frame.type === "notifications.unread") {
+  if (frame.type === "budget.warning") {
+    showBudgetWarning(frame.message || "");
+  } else if (frame.type === "notifications.unread") {
     showUnread(frame.unread);
   } else if (frame.type === "notification") {
     const note = frame.notification;

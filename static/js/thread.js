@@ -159,7 +159,7 @@ function budgetReachedText(p) {
 }
 
 export class Thread {
-  constructor(root, { onChange, onRegenerate, onFork, onEdit, onSwitch, onDecide, onContinue, onAnswerShown, latestButton } = {}) {
+  constructor(root, { onChange, onRegenerate, onFork, onEdit, onSwitch, onDecide, onContinue, onContinueAnswer, onAnswerShown, latestButton } = {}) {
     this.root = root;
     // An answer's server HTML was put in place (static/js/citations.js links its citations).
     this.onAnswerShown = onAnswerShown || (() => {});
@@ -178,6 +178,8 @@ export class Thread {
     this.approvals = new Map(); // approval id -> {item, buttons, runId}
     this.onChange = onChange || (() => {});
     this.onRegenerate = onRegenerate || (() => {});
+    // "Continue" on an answer that was stopped: a new run writes the rest of it.
+    this.onContinueAnswer = onContinueAnswer || (() => {});
     this.onFork = onFork || (() => {});
     this.onEdit = onEdit || (() => {});
     this.onSwitch = onSwitch || (() => {});
@@ -311,6 +313,18 @@ export class Thread {
     this.layout();
     this.refreshControls();
     this.onChange(this);
+  }
+
+  // A Continue of a stopped answer the server accepted: the new run takes the stopped
+  // answer's place on the branch, starting with its text, and writes on from there (its
+  // live answer repeats that text first, then the rest).
+  expectContinuation(runId, triggerId, stoppedRunId) {
+    this.expectRun(runId, triggerId);
+    const stopped = this.runs.get(stoppedRunId);
+    const run = this.runs.get(runId);
+    if (run && stopped?.partialText && !run.liveAnswer && !run.finished) {
+      this.setAnswerText(run, stopped.partialText);
+    }
   }
 
   branch() {
@@ -1215,7 +1229,8 @@ export class Thread {
     }
     this.finish(run, "cancelled");
     const partial = p.partial_answer || run.deltaText || "";
-    run.answer.replaceChildren();
+    // What was kept of the answer (a message): Copy takes it, and Continue writes the rest.
+    run.partialText = p.message && p.message.id !== undefined ? p.message.content || "" : "";
     if (p.message && typeof p.message.html === "string") {
       // Sanitised on the server, like a finished answer.
       run.answer.innerHTML = p.message.html;
@@ -1227,6 +1242,7 @@ export class Thread {
     run.answer.append(
       el("p", { className: "run-status cancelled", attrs: { role: "status" }, text: gettext("Stopped") }),
     );
+    if (run.partialText) decorateAnswer(run.footer, p.message);
   }
 
   // ---------------------------------------------------------------- pauses
@@ -1378,9 +1394,27 @@ export class Thread {
 
   refreshControls() {
     this.refreshForkButtons();
-    for (const button of this.root.querySelectorAll(".regenerate")) button.remove();
+    for (const button of this.root.querySelectorAll(".regenerate, .continue-answer")) button.remove();
     const last = this.lastRun();
     if (!last || !last.finished || this.activeRunIds().length) return;
+    if (last.status === "cancelled" && last.partialText && last.messageId !== undefined) {
+      const more = el("button", {
+        className: "continue-answer",
+        text: gettext("Continue"),
+        attrs: {
+          type: "button",
+          "aria-label": gettext("Continue writing this answer"),
+          title: gettext("Write the rest of this answer from where it was stopped"),
+        },
+      });
+      more.addEventListener("click", () => {
+        more.disabled = true;
+        Promise.resolve(this.onContinueAnswer(last.messageId, last.id)).finally(() => {
+          more.disabled = false;
+        });
+      });
+      last.footer.append(more);
+    }
     const button = el("button", {
       className: "regenerate",
       text: gettext("Regenerate"),

@@ -1,10 +1,12 @@
-// The user menu at the foot of the sidebar: theme, language, change password, admin (staff),
-// sign out. A menu button with a role=menu popup, keyboard-driven like the sidebar's ⋯
-// menus. Every choice is a submit button of a real form (templates/agents/_sidebar.html);
-// a theme choice is applied at once and stored with fetch, without leaving the page.
+// The user menu at the foot of the sidebar: theme, language, custom instructions, change
+// password, admin (staff), sign out. A menu button with a role=menu popup, keyboard-driven
+// like the sidebar's ⋯ menus. Every choice but the instructions is a submit button of a real
+// form (templates/agents/_sidebar.html); a theme choice is applied at once and stored with
+// fetch, without leaving the page. "Custom instructions…" opens a dialog that reads and
+// stores them (/preferences/instructions/); a refusal is shown there and the text stays.
 
-import { csrfToken } from "./dom.js";
-import { gettext } from "./i18n.js";
+import { announce, csrfToken } from "./dom.js";
+import { gettext, interpolate } from "./i18n.js";
 
 const root = document.getElementById("user-menu");
 const button = document.getElementById("user-menu-button");
@@ -58,6 +60,88 @@ async function chooseTheme(theme) {
   }
 }
 
+// ---------------------------------------------------------------- custom instructions
+
+const instructionsDialog = document.getElementById("instructions-dialog");
+const instructionsForm = document.getElementById("instructions-form");
+const instructionsInput = document.getElementById("instructions-input");
+const instructionsCount = document.getElementById("instructions-count");
+const instructionsError = document.getElementById("instructions-error");
+let instructionsLimit = 0;
+
+function countInstructions() {
+  const length = instructionsInput.value.length;
+  instructionsCount.textContent = instructionsLimit
+    ? interpolate(gettext("%(count)s of %(limit)s characters"), { count: length, limit: instructionsLimit }, true)
+    : "";
+  instructionsCount.classList.toggle("over", Boolean(instructionsLimit) && length > instructionsLimit);
+}
+
+async function instructionsRequest(method, body) {
+  const response = await fetch(instructionsForm.action, {
+    method,
+    credentials: "same-origin",
+    headers: { Accept: "application/json", "X-CSRFToken": csrfToken() },
+    body,
+  });
+  let data = null;
+  try {
+    data = await response.json();
+  } catch {
+    data = null;
+  }
+  if (!response.ok) {
+    throw new Error((data && data.message) || interpolate(gettext("The server answered %s."), [response.status]));
+  }
+  return data;
+}
+
+async function openInstructions() {
+  instructionsError.textContent = "";
+  instructionsDialog.showModal();
+  instructionsInput.focus();
+  try {
+    const data = await instructionsRequest("GET");
+    instructionsLimit = data.limit || 0;
+    instructionsInput.value = data.instructions || "";
+  } catch (error) {
+    instructionsError.textContent = interpolate(gettext("Could not read your instructions: %s"), [error.message]);
+  }
+  countInstructions();
+  instructionsDialog.dataset.ready = "true";
+}
+
+if (instructionsDialog && instructionsForm) {
+  instructionsInput.addEventListener("input", countInstructions);
+  for (const closer of instructionsDialog.querySelectorAll("[data-close]")) {
+    closer.addEventListener("click", () => instructionsDialog.close());
+  }
+  instructionsDialog.addEventListener("close", () => {
+    delete instructionsDialog.dataset.ready;
+    button?.focus();
+  });
+  instructionsForm.addEventListener("submit", async (event) => {
+    event.preventDefault();
+    const save = document.getElementById("instructions-save");
+    const body = new FormData();
+    body.set("instructions", instructionsInput.value);
+    save.disabled = true;
+    try {
+      const data = await instructionsRequest("POST", body);
+      instructionsInput.value = data.instructions;
+      instructionsError.textContent = "";
+      instructionsDialog.close();
+      announce(gettext("Custom instructions saved."));
+    } catch (error) {
+      // What was typed stays in the box, to be shortened and saved again.
+      instructionsError.textContent = error.message;
+      instructionsInput.focus();
+    } finally {
+      save.disabled = false;
+    }
+  });
+}
+
 if (root && button && menu && form) {
   button.addEventListener("click", () => (menu.hidden ? open() : close()));
   button.addEventListener("keydown", (event) => {
@@ -82,6 +166,11 @@ if (root && button && menu && form) {
     }
   });
   menu.addEventListener("click", (event) => {
+    if (event.target.closest("#instructions-open")) {
+      close({ focus: false });
+      if (instructionsDialog) openInstructions();
+      return;
+    }
     const choice = event.target.closest("[data-theme-choice]");
     if (!choice) return;
     event.preventDefault();

@@ -245,3 +245,16 @@ def test_a_delegate_calls_sub_agent_run_is_shown_under_it(
     )
     assert "Look up the capital" in child_page
     assert "Paris, says the helper." in child_page
+
+
+@pytest.mark.django_db
+def test_the_inspector_shows_the_custom_instructions_a_run_was_given(
+    staff_client, user, priced_model, version, make_finished_run
+):
+    run = make_finished_run(owner=user, profile_version=version, model_config=priced_model)
+    AgentRun.objects.filter(pk=run.pk).update(user_instructions="Answer like a pirate.")
+
+    body = page_text(staff_client.get(reverse("admin:agents_agentrun_change", args=[run.pk])))
+
+    assert "Added to the prompt" in body
+    assert "Answer like a pirate." in body

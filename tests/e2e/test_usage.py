@@ -96,3 +96,35 @@ def test_the_admins_usage_and_budget_pages_are_accessible(
 
     expect(tab.page.locator(loaded)).to_contain_text(text)
     assert_accessible(tab)
+
+
+def test_the_budget_notice_appears_live_when_a_run_crosses_the_warning_share(
+    stack, open_tab, user, model_name
+):
+    from agents.llm.scripted import Reply
+    from agents.services.conversations import conversation_create
+
+    limit = 1_000_000
+    UsageBudget.objects.create(user=user, monthly_tokens=limit)
+    # One token short of the warning share: the next run takes the budget past it.
+    UsageEntry.objects.create(
+        user=user, kind=UsageEntry.Kind.RUN, prompt_tokens=int(limit * UsageBudget.WARN_AT) - 1
+    )
+    stack.model.script(model_name, [Reply("Final Answer: Done.")])
+    conversation = conversation_create(owner=user, profile=stack.profile(model_name))
+    tab = open_tab(user, path=f"/c/{conversation.pk}/")
+    page = tab.page
+    expect(page.locator("#budget-banner")).to_have_count(0)  # below the share when it loaded
+
+    ask(page, "One more question.")
+
+    expect(page.locator(".msg.assistant .answer")).to_have_text("Done.")
+    banner = page.locator("#budget-banner")
+    expect(banner).to_contain_text("You used 80% of this month's budget")
+    expect(banner.get_by_role("link", name="See your usage")).to_have_attribute("href", "/usage/")
+    expect(page.locator("#notification-announce")).to_contain_text("80% of this month's budget")
+    assert_accessible(tab)
+    # A reload shows the same notice.
+    text = banner.inner_text()
+    page.reload()
+    expect(page.locator("#budget-banner")).to_have_text(text)

@@ -183,3 +183,62 @@ def test_an_automatic_summary_calls_no_model_over_a_used_up_budget(user, cheap_a
     with pytest.raises(BudgetReached):
         usage_reserve(user_id=user.pk, kind=UsageEntry.Kind.SUMMARY)
     assert not UsageEntry.objects.filter(kind=UsageEntry.Kind.SUMMARY).exists()
+
+
+# --------------------------------------------------------------------------------------
+# The warning, live: told when a run takes a budget past its warning share or uses it up
+# --------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("before", "run_spends", "told"),
+    [
+        (700, 150, True),  # 70% -> 85%: past the warning share
+        (850, 50, False),  # 85% -> 90%: past it already, the page shows it from its load
+        (100, 100, False),  # 10% -> 20%
+        (900, 150, True),  # 90% -> 105%: used up
+    ],
+)
+def test_a_run_that_takes_a_budget_past_its_warning_share_is_told(
+    user, cheap_agent, before, run_spends, told
+):
+    from agents.services.usage import usage_warn_budgets_crossed
+
+    budget = UsageBudget.objects.create(user=user, monthly_tokens=1000)
+    send_and_spend(user, agent=cheap_agent, title="Earlier", prompt=before, completion=0)
+    run = send_and_spend(user, agent=cheap_agent, title="Now", prompt=run_spends, completion=0)
+
+    crossed = usage_warn_budgets_crossed(run_id=run.pk)
+
+    assert crossed == ([budget] if told else [])
+
+
+def test_a_group_budget_passed_by_one_member_is_told_to_every_member(user, other_user, cheap_agent):
+    from agents.services.usage import _covered_users, usage_warn_budgets_crossed
+
+    group = Group.objects.create(name="Lab")
+    group.user_set.add(user, other_user)
+    budget = UsageBudget.objects.create(group=group, monthly_tokens=1000)
+    send_and_spend(other_user, agent=cheap_agent, title="Theirs", prompt=700, completion=0)
+    run = send_and_spend(user, agent=cheap_agent, title="Mine", prompt=200, completion=0)
+
+    assert usage_warn_budgets_crossed(run_id=run.pk) == [budget]
+    assert _covered_users([budget]) == {user.pk, other_user.pk}
+
+
+def test_a_money_budget_counts_the_runs_cost(user, dear_agent):
+    from agents.services.usage import usage_warn_budgets_crossed
+
+    # 2.50 and 10.00 a million: 1.25 + 5.00 = 6.25.
+    run = send_and_spend(user, agent=dear_agent, title="Now", prompt=500_000, completion=500_000)
+    entry = UsageEntry.objects.get(run_id=run.pk)
+    cost = (
+        entry.prompt_tokens * entry.prompt_price_per_million
+        + entry.completion_tokens * entry.completion_price_per_million
+    ) / Decimal(1_000_000)
+    assert cost == Decimal("6.25")
+    # The run alone takes the money budget from nothing to 6.25 / 7.50 (83%); its tokens are
+    # far from any token limit.
+    budget = UsageBudget.objects.create(user=user, monthly_amount=Decimal("7.50"))
+
+    assert usage_warn_budgets_crossed(run_id=run.pk) == [budget]
