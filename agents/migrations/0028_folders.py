@@ -8,7 +8,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('agents', '0025_forks_evaluations'),
+        ('agents', '0027_user_instructions_continue'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 

@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('agents', '0025_forks_evaluations'),
+        ('agents', '0028_folders'),
     ]
 
     operations = [

@@ -14,7 +14,7 @@ def owners_made_their_schedules(apps, schema_editor):
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('agents', '0025_forks_evaluations'),
+        ('agents', '0029_promptversion_is_draft'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
