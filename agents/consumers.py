@@ -104,6 +104,8 @@ def _socket_database_threads() -> ThreadPoolExecutor:
 # Open sockets per user in this process. A process-local count bounds what matters here, the
 # memory of this daphne, and cannot leak when another process dies.
 _open_sockets: dict[int, int] = {}
+# The same count for the notification sockets, whose cap is their own.
+_open_notification_sockets: dict[int, int] = {}
 
 
 class _ReplaySlots:
@@ -687,6 +689,8 @@ class NotificationConsumer(AsyncJsonWebsocketConsumer):
     sign_in: str = ""
     user_id: int = 0
     language: str = ""
+    # Whose socket counts in _open_notification_sockets (set once counted).
+    counted_user_id: int | None = None
 
     async def connect(self) -> None:
         self.group = self.sign_in = ""
@@ -695,6 +699,16 @@ class NotificationConsumer(AsyncJsonWebsocketConsumer):
             await self.accept()
             await self.close(code=CLOSE_SIGNED_OUT)
             return
+        if (
+            _open_notification_sockets.get(user.pk, 0)
+            >= settings.CHAT_MAX_NOTIFICATION_SOCKETS_PER_USER
+        ):
+            # Accepted so the browser sees the code; it joined nothing.
+            await self.accept()
+            await self.close(code=CLOSE_TOO_MANY_SOCKETS)
+            return
+        _open_notification_sockets[user.pk] = _open_notification_sockets.get(user.pk, 0) + 1
+        self.counted_user_id = user.pk
         session_key = self._session_key()
         self.sign_in = events.sign_in_name(session_key) if session_key else ""
         if self.sign_in:
@@ -715,6 +729,11 @@ class NotificationConsumer(AsyncJsonWebsocketConsumer):
         return getattr(session, "session_key", None) or ""
 
     async def disconnect(self, code: int) -> None:
+        if self.counted_user_id is not None:
+            left = _open_notification_sockets.pop(self.counted_user_id, 1) - 1
+            if left > 0:
+                _open_notification_sockets[self.counted_user_id] = left
+            self.counted_user_id = None
         if self.sign_in:
             signouts.forget(sign_in=self.sign_in, channel=self.channel_name)
         if self.group:

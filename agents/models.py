@@ -797,11 +797,17 @@ class AgentRun(models.Model):
         # or stopped at a budget until the owner continues it (docs/architecture.md).
         AWAITING_APPROVAL = "awaiting_approval", _("Awaiting approval")
         OUT_OF_BUDGET = "out_of_budget", _("Out of budget")
+        # Paused, holding no worker, until its sub-agents (child runs) have ended: the end
+        # of the last one queues it again (docs/architecture.md, "Sub-agents").
+        AWAITING_SUBAGENT = "awaiting_subagent", _("Waiting for its sub-agent")
 
     TERMINAL_STATUSES = (Status.SUCCEEDED, Status.FAILED, Status.CANCELLED)
     # Held by a worker or waiting for one: the only runs that write live text.
     ACTIVE_STATUSES = (Status.QUEUED, Status.RUNNING)
-    PAUSED_STATUSES = (Status.AWAITING_APPROVAL, Status.OUT_OF_BUDGET)
+    # Paused for the owner: only their decision, Continue or Stop moves the run on.
+    OWNER_PAUSED_STATUSES = (Status.AWAITING_APPROVAL, Status.OUT_OF_BUDGET)
+    # Every pause: no holder, no heartbeat, not claimed, not rescued, not ended.
+    PAUSED_STATUSES = (*OWNER_PAUSED_STATUSES, Status.AWAITING_SUBAGENT)
 
     conversation = models.ForeignKey(
         Conversation, verbose_name=_("conversation"), on_delete=models.CASCADE, related_name="runs"

@@ -51,6 +51,8 @@ class FrameType(StrEnum):
     APPROVAL_DECIDED = "approval.decided"
     RUN_BUDGET_REACHED = "run.budget_reached"
     RUN_CONTINUED = "run.continued"
+    # The run paused until its sub-agents end (docs/protocol.md, "run.waiting").
+    RUN_WAITING = "run.waiting"
     # Server → client, ephemeral (no ``seq``); the live text ones are built in agents/live.py.
     THOUGHT_DELTA = "thought.delta"
     ANSWER_DELTA = "answer.delta"
@@ -299,6 +301,11 @@ def run_budget_reached_payload(
     *, limit: str, message: str, tool: str, continue_steps: int | None
 ) -> dict[str, Any]:
     return {"limit": limit, "message": message, "tool": tool, "continue_steps": continue_steps}
+
+
+def run_waiting_payload(*, call_ids: list[str], child_run_ids: list[int]) -> dict[str, Any]:
+    """A run paused until the child runs of these calls have ended (``awaiting_subagent``)."""
+    return {"waiting_for": "subagents", "call_ids": call_ids, "child_run_ids": child_run_ids}
 
 
 def run_continued_payload(*, budget_grants: int, continued_by: str) -> dict[str, Any]:

@@ -284,6 +284,11 @@ CHAT_RESUME_AFTER_SILENT_SECONDS = env.float("CHAT_RESUME_AFTER_SILENT_SECONDS",
 CHAT_RESUMES_PER_MINUTE = env.int("CHAT_RESUMES_PER_MINUTE", default=12)
 # Open sockets per user on one daphne process; the next one is closed with 4429.
 CHAT_MAX_SOCKETS_PER_USER = env.int("CHAT_MAX_SOCKETS_PER_USER", default=20)
+# Open notification sockets (/ws/notifications/, one per page) per user on one daphne
+# process, counted apart from the conversations' sockets; the next one is closed with 4429.
+CHAT_MAX_NOTIFICATION_SOCKETS_PER_USER = env.int(
+    "CHAT_MAX_NOTIFICATION_SOCKETS_PER_USER", default=20
+)
 # A socket whose client reads nothing of what was sent for this long is closed with 4408.
 CHAT_SOCKET_DRAIN_TIMEOUT_SECONDS = env.float("CHAT_SOCKET_DRAIN_TIMEOUT_SECONDS", default=30.0)
 # Replays (a socket's opening or `resume`) of one user that read the log at once on one daphne

@@ -7,7 +7,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('agents', '0025_forks_evaluations'),
+        ('agents', '0026_subagent_wait'),
     ]
 
     operations = [

@@ -44,6 +44,22 @@ class AwaitingApproval(AgentError):
         self.call_ids = list(call_ids)
 
 
+class RunSuspended(AgentError):
+    """The run stopped until something outside it happens: a tool call raised
+    ``SuspendRun`` (``agents/react/tools.py``) because its result will come from elsewhere.
+
+    Raised once the batch's other calls have ended and their observations were yielded; the
+    suspended calls have none. Run again from the stored steps, the engine runs those calls
+    again (with the same ids), and they answer then, or suspend the run once more.
+    """
+
+    code = "suspended"
+
+    def __init__(self, call_ids: list[str]) -> None:
+        super().__init__(f"suspended at {', '.join(call_ids)}")
+        self.call_ids = list(call_ids)
+
+
 class BudgetExhausted(AgentError):
     """The run reached one of its budgets (``RunBudget``): steps, tokens, or calls of a tool.
 

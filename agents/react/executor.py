@@ -41,6 +41,11 @@ runs or gets a given observation instead (a replay answers from a stored run,
 ``agents/react/replay.py``). Under a policy nobody is asked for approval, and a call to a tool
 that needs approval never runs: the policy's answer, or a ``not_recorded`` error step.
 
+Suspension: a tool whose result will come from outside the run raises ``SuspendRun``
+(``agents/react/tools.py``); the call gets no observation, the batch's other calls end as
+usual, and then ``RunSuspended`` is raised with the suspended calls' ids. Run again with the
+stored steps, the engine calls those tools again (same call ids), as after a crash.
+
 Cancellation: ``should_cancel`` is asked before every model call and every tool call, while
 waiting for a tool, and while a reply streams in; when it says yes, ``RunCancelled`` is
 raised. A tool call already running is abandoned, and told through its ``CallInterrupt``
@@ -107,7 +112,13 @@ from dataclasses import dataclass, field
 from typing import Any, TypeAlias, TypeVar
 
 from agents.react import jsontext
-from agents.react.errors import AwaitingApproval, BudgetExhausted, ParseError, RunCancelled
+from agents.react.errors import (
+    AwaitingApproval,
+    BudgetExhausted,
+    ParseError,
+    RunCancelled,
+    RunSuspended,
+)
 from agents.react.labels import LIMIT_REASONS, LabelSet
 from agents.react.parser import (
     AnswerStream,
@@ -126,6 +137,7 @@ from agents.react.prompt import (
 )
 from agents.react.tools import (
     CallInterrupt,
+    SuspendRun,
     Tool,
     ToolAnswer,
     ToolInputError,
@@ -469,9 +481,9 @@ class AgentExecutor:
         call whose observation is missing is run again. If they already end with a final
         answer, that answer is yielded again and nothing else happens.
 
-        Raises ``RunCancelled`` or a ``ModelError``; pauses with ``AwaitingApproval`` or
-        ``BudgetExhausted`` (see the module's docstring). The model calls and the waits for
-        tools block this thread; ``arun`` is the same run on an event loop.
+        Raises ``RunCancelled`` or a ``ModelError``; pauses with ``AwaitingApproval``,
+        ``BudgetExhausted`` or ``RunSuspended`` (see the module's docstring). The model
+        calls and the waits for tools block this thread; ``arun`` is the same run on an event loop.
         """
         work = self._work(question, history, memory_summary, prior_steps)
         try:
@@ -968,6 +980,9 @@ class AgentExecutor:
         started: Sequence[tuple[ToolRun, Tool | None, _ToolCall | ErrorStep | ToolAnswer]],
         outcome: _Outcome,
     ) -> _Work[None]:
+        # Calls whose tool suspended the run: they get no observation, and the run stops
+        # once the batch's other calls have theirs.
+        suspended: list[str] = []
         for run, tool, prepared in started:
             error: ErrorStep | None
             if isinstance(prepared, ErrorStep):
@@ -980,7 +995,11 @@ class AgentExecutor:
                 error = ErrorStep(code=code, message=text) if prepared.is_error else None
                 duration_ms = 0
             else:
-                error, text = yield from self._wait_for(prepared)
+                result = yield from self._wait_for(prepared)
+                if result is None:
+                    suspended.append(run.action.call_id)
+                    continue
+                error, text = result
                 duration_ms = _ms_since(prepared.started)
             observation = self._observation(run.action, text, error is not None, duration_ms)
             run.observation = observation
@@ -994,6 +1013,8 @@ class AgentExecutor:
                 and outcome.direct_answer is None
             ):
                 outcome.direct_answer = text
+        if suspended:
+            raise RunSuspended(suspended)
 
     def tool_named(self, name: str) -> Tool | None:
         """The tool a call naming ``name`` runs (names compared as the engine does)."""
@@ -1059,7 +1080,9 @@ class AgentExecutor:
             raise ToolInputError(f"the arguments must be a JSON object, not {quoted}")
         return arguments
 
-    def _wait_for(self, call: _ToolCall) -> _Work[tuple[ErrorStep | None, str]]:
+    def _wait_for(self, call: _ToolCall) -> _Work[tuple[ErrorStep | None, str] | None]:
+        """The call's error step (if it failed) and observation text; None if its tool
+        suspended the run (``SuspendRun``)."""
         timeout = call.tool.timeout_seconds
         deadline = call.started + timeout
         while True:
@@ -1076,6 +1099,8 @@ class AgentExecutor:
                 return ErrorStep(code="tool_timeout", message=message), message
         if isinstance(call.error, RunCancelled):
             raise call.error
+        if isinstance(call.error, SuspendRun):
+            return None
         if isinstance(call.error, ToolInputError):
             message = self.labels.invalid_arguments.format(name=call.tool.name, error=call.error)
             return ErrorStep(code="invalid_arguments", message=message), message

@@ -37,6 +37,18 @@ class ToolInputError(ValueError):
     """The input does not fit the tool's arguments; the model is told why."""
 
 
+class SuspendRun(Exception):
+    """Raised by a tool's ``run`` whose result is not ready and will come from outside the
+    run (another run that has not ended, say), so that nothing waits for it meanwhile.
+
+    The engine stores no observation for the call, lets the batch's other calls end, and
+    raises ``RunSuspended``; the caller keeps the run's steps and runs it again once the
+    result can be had, and the engine calls the tool again with the same ``call_id``
+    (``current_interrupt().call_id``), which must then answer or suspend again. Such a tool
+    keys its work on the call's id, so that calling it again starts nothing twice.
+    """
+
+
 class CallInterrupt:
     """How the engine tells a tool call in progress that nobody waits for its result any more:
     the run was stopped, or the call outlived the tool's ``timeout_seconds``.

@@ -16,6 +16,10 @@ guarantees are stated once, here, and held by ``tests/runs/test_store_contract.p
 - **Finish** stores the answer as a child of its question, and moves the conversation's
   active leaf to it only if the owner still looks at that question.
 - **Release** hands a run back: no holder and no heartbeat, so the next claim takes it.
+- **A child's end wakes its parent.** Finish, fail or cancel of a child run locks its
+  parent's row first and, if the parent waits for its children (``awaiting_subagent``) and
+  none is left unfinished, queues it again in the same commit (``waits.py``); an end that
+  is refused wakes nobody.
 
 Each sync method is one transaction, or joins the caller's. The ``a``-prefixed methods are
 the same writes for the run driver on the process's event loop; they never block it.

@@ -4,6 +4,9 @@ default; PostgreSQL too, where the contract tests run it beside ``postgres.py``)
 The fence is a row lock: each fenced write first locks the run's row where the worker still
 holds it (``_check_holder``, or the token UPDATE filtered on the holder), so a takeover's
 claim waits for it and every later write of the old holder is refused.
+
+Every end of a child run comes here, on PostgreSQL too: it locks the parent's row first and
+queues the parent again if the child was the last it waited for (``agents/runs/waits.py``).
 """
 
 from __future__ import annotations
@@ -35,6 +38,7 @@ from agents.runs.base import (
     step_items,
 )
 from agents.runs.log import event_append, events_append
+from agents.runs.waits import parent_wake, run_parent_lock
 from agents.services.usage import usage_record_run_tokens
 
 Status = AgentRun.Status
@@ -117,6 +121,7 @@ class PortableRunStore(RunStore):
     ) -> Message | None:
         records = call_records(preceding)
         with transaction.atomic():
+            parent = run_parent_lock(run=run)
             locked = _lock_active(run, worker_id)
             if locked is None:
                 return None
@@ -135,6 +140,7 @@ class PortableRunStore(RunStore):
                 run=run,
                 items=[*step_items(preceding), (FrameType.RUN_FINISHED, finished)],
             )
+            parent_wake(parent=parent)
         return message
 
     def fail(
@@ -147,6 +153,7 @@ class PortableRunStore(RunStore):
         worker_id: str | None = None,
     ) -> bool:
         with transaction.atomic():
+            parent = run_parent_lock(run=run)
             locked = _lock_active(run, worker_id)
             if locked is None:
                 return False
@@ -164,12 +171,14 @@ class PortableRunStore(RunStore):
                 type=FrameType.RUN_FAILED,
                 payload=run_failed_payload(code=code, message=message),
             )
+            parent_wake(parent=parent)
         return True
 
     def cancel(
         self, *, run: AgentRun, partial_answer: str = "", worker_id: str | None = None
     ) -> bool:
         with transaction.atomic():
+            parent = run_parent_lock(run=run)
             locked = _lock_active(run, worker_id)
             if locked is None:
                 return False
@@ -182,6 +191,7 @@ class PortableRunStore(RunStore):
                 type=FrameType.RUN_CANCELLED,
                 payload=run_cancelled_payload(partial_answer=partial_answer, message=message),
             )
+            parent_wake(parent=parent)
         return True
 
     def heartbeat(self, *, run_ids: list[int], worker_id: str) -> set[int]:

@@ -34,10 +34,9 @@ from agents.protocol import (
     run_continued_payload,
 )
 from agents.react.types import ApprovalRequestStep
-from agents.runs.base import RunLost
 from agents.runs.log import event_append, events_append
-from agents.runs.queue import run_enqueue_on_commit
 from agents.runs.store import run_mark_cancelled
+from agents.runs.waits import run_lock_held, run_parent_lock_by_id, run_pause, run_requeue
 from agents.services.usage import QuotaExceeded, usage_refusal, usage_reserve_again
 
 logger = logging.getLogger(__name__)
@@ -53,24 +52,6 @@ EXPIRED_REASON = "Nobody approved or denied the call in time."
 # --------------------------------------------------------------------------------------
 
 
-def _lock_held(run: AgentRun, worker_id: str) -> AgentRun:
-    """Lock the run row, held by ``worker_id`` and running; ``RunLost`` otherwise."""
-    locked = (
-        AgentRun.objects.select_for_update()
-        .filter(pk=run.pk, worker_id=worker_id, status=Status.RUNNING)
-        .first()
-    )
-    if locked is None:
-        raise RunLost(f"run {run.pk} is no longer held by {worker_id}")
-    return locked
-
-
-def _release_as(run: AgentRun, status: str) -> None:
-    """Pause: no holder and no heartbeat, so neither a worker nor the sweeper takes it."""
-    AgentRun.objects.filter(pk=run.pk).update(status=status, worker_id="", heartbeat_at=None)
-    run.status, run.worker_id, run.heartbeat_at = status, "", None
-
-
 def run_pause_for_approval(
     *, run: AgentRun, requests: Sequence[ApprovalRequestStep], worker_id: str
 ) -> list[ToolApproval]:
@@ -80,7 +61,7 @@ def run_pause_for_approval(
     not stored twice. Returns the new requests.
     """
     with transaction.atomic():
-        _lock_held(run, worker_id)
+        run_lock_held(run=run, worker_id=worker_id)
         created = []
         for request in requests:
             approval, is_new = ToolApproval.objects.get_or_create(
@@ -90,7 +71,7 @@ def run_pause_for_approval(
             )
             if is_new:
                 created.append(approval)
-        _release_as(run, Status.AWAITING_APPROVAL)
+        run_pause(run=run, status=Status.AWAITING_APPROVAL)
         if created:
             events_append(
                 conversation=run.conversation,
@@ -113,8 +94,8 @@ def run_stop_at_budget(
     if run.profile_version is not None:
         continue_steps = ProfileSnapshot.from_version(run.profile_version).budget_steps
     with transaction.atomic():
-        _lock_held(run, worker_id)
-        _release_as(run, Status.OUT_OF_BUDGET)
+        run_lock_held(run=run, worker_id=worker_id)
+        run_pause(run=run, status=Status.OUT_OF_BUDGET)
         event_append(
             conversation=run.conversation,
             run=run,
@@ -256,12 +237,8 @@ def _count_against_quota(run: AgentRun, user: User) -> None:
 
 
 def _requeue(run: AgentRun) -> None:
-    """Inside the transaction that ended the pause: back to the queue, for any worker; the
-    task is enqueued once that commits."""
-    AgentRun.objects.filter(pk=run.pk).update(
-        status=Status.QUEUED, worker_id="", heartbeat_at=None, resumes=F("resumes") + 1
-    )
-    run_enqueue_on_commit(run_id=run.pk)
+    """Inside the transaction that ended the pause: back to the queue, for any worker."""
+    run_requeue(run_id=run.pk)
 
 
 # --------------------------------------------------------------------------------------
@@ -324,6 +301,9 @@ def budget_pauses_expire(*, now: datetime | None = None) -> list[int]:
     stopped = []
     for run_id in stale:
         with transaction.atomic():
+            # A child's parent first, as every end of a child locks them (its end may
+            # resume the parent: agents/runs/waits.py).
+            run_parent_lock_by_id(run_id=run_id)
             # A Continue may have got there first: only a run still stopped at its budget.
             locked = (
                 AgentRun.objects.select_for_update()

@@ -49,6 +49,7 @@ from agents.runs.portable import ACTIVE_STATUSES
 from agents.runs.queue import run_enqueue_on_commit
 from agents.runs.reads import run_numbered_steps
 from agents.runs.store import run_mark_cancelled
+from agents.runs.waits import run_parent_lock
 from agents.services.approvals import approvals_cancel
 from agents.services.branches import branch_activate
 from agents.services.defaults import default_profile
@@ -446,6 +447,8 @@ def run_cancel(*, run: AgentRun, user: User) -> AgentRun:
     if run.conversation.owner_id != user.pk:
         raise RequestRefused(RefusalCode.NOT_FOUND, _("No such run."))
     with transaction.atomic():
+        # A child's parent first, as every end of a child locks them (agents/runs/waits.py).
+        run_parent_lock(run=run)
         _cancel_with_children(run.pk, user)
     run.refresh_from_db()
     return run
@@ -453,7 +456,8 @@ def run_cancel(*, run: AgentRun, user: User) -> AgentRun:
 
 def _cancel_with_children(run_id: int, user: User) -> None:
     """Cancel one run and every unfinished run it delegated to, however deep (each child
-    is cancelled as its owner's Stop would: at once if queued or paused, else asked)."""
+    is cancelled as its owner's Stop would: at once if queued or paused, else asked). A
+    parent that waits for its children ends here too: their ends find it ended."""
     locked = AgentRun.objects.select_for_update().get(pk=run_id)
     if locked.status in (AgentRun.Status.QUEUED, *AgentRun.PAUSED_STATUSES):
         # Queued or paused: no worker holds it, so it ends here.
@@ -633,7 +637,7 @@ def _check_can_start_run(*, blocking: str | None, budgeted: bool, user: User) ->
     ``budgeted``: whether a monthly budget applies to the user (read with it).
     The quota is checked again, under a lock, when ``_queue_run`` reserves the run's share.
     """
-    if blocking in AgentRun.PAUSED_STATUSES:
+    if blocking in AgentRun.OWNER_PAUSED_STATUSES:
         raise RequestRefused(
             RefusalCode.RUN_IN_PROGRESS,
             _("The agent is waiting for you: approve or deny its call, continue it, or stop it."),

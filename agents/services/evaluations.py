@@ -207,7 +207,7 @@ def eval_run_ended(*, run: AgentRun) -> None:
         if result is None:
             return
         run = AgentRun.objects.get(pk=run.pk)
-        if not run.is_terminal and run.status not in AgentRun.PAUSED_STATUSES:
+        if not run.is_terminal and run.status not in AgentRun.OWNER_PAUSED_STATUSES:
             return
         # A replay stopped at a budget waits for a Continue nobody gives: for the case, it
         # ended without its answer (a replay never waits for an approval).

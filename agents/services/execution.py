@@ -68,6 +68,7 @@ from agents.react.errors import (
     BudgetExhausted,
     ModelError,
     RunCancelled,
+    RunSuspended,
 )
 from agents.react.prompt import ContinuedAnswer, continuing_question, join_continuation
 from agents.react.types import (
@@ -94,7 +95,12 @@ from agents.services.evaluations import eval_run_ended
 from agents.services.notifications import notification_for_run
 from agents.services.replays import replay_tool_policy
 from agents.services.schedules import firing_budget_steps, schedule_run_ended
-from agents.services.subagents import child_runs_stop_after, delegation_max_depth
+from agents.services.subagents import (
+    child_runs_stop_after,
+    delegation_max_depth,
+    run_wait_for_children,
+    subagent_waits_repair,
+)
 from agents.services.usage import usage_warn_budgets_crossed
 from agents.tools.builtin.attachments import attachment_tools
 from agents.tools.builtin.delegate import KIND as DELEGATE_KIND
@@ -123,6 +129,9 @@ def runs_rescue(*, enqueue: Callable[[int], None]) -> list[int]:
     # continued past a budget in time end as stopped.
     approvals_expire()
     budget_pauses_expire()
+    # A run waiting for sub-agents none of which is unfinished goes on (a backstop: the
+    # end of its last child queues it already).
+    subagent_waits_repair()
     rescued = []
     store = run_store()
     for run_id in store.needing_rescue(queued_for_seconds=settings.AGENT_QUEUED_RESCUE_SECONDS):
@@ -575,6 +584,14 @@ async def _drive(
         # The worker is freed: the run waits in the database, not in this process.
         await in_database_thread(
             run_pause_for_approval, run=run, requests=approval_requests, worker_id=me
+        )
+        return _ENDED_EARLY
+    except RunSuspended as error:
+        await _store_pending(store, run, pending, me)
+        # A delegate call's child has not ended: the run waits for it in the database,
+        # holding no worker, and the end of its last child queues it again.
+        await in_database_thread(
+            run_wait_for_children, run=run, call_ids=error.call_ids, worker_id=me
         )
         return _ENDED_EARLY
     except BudgetExhausted as error:

@@ -4,6 +4,11 @@ A child is a real run in its parent's conversation (its own prompt version, mode
 stored steps, crash recovery), linked to the parent run and to the call that started it.
 It writes no message of its own: its answer is the parent's observation
 (docs/architecture.md, "Sub-agents").
+
+While a child works, its parent holds no worker: the ``delegate`` call suspends the parent's
+run, which pauses as ``awaiting_subagent`` (``run_wait_for_children``); the end of its last
+unfinished child queues it again (``agents/runs/waits.py``), and the call, run again, reads
+the child's answer.
 """
 
 from __future__ import annotations
@@ -17,8 +22,17 @@ from django.utils.translation import gettext as _
 from agents.llm.factory import model_name_for
 from agents.models import AgentProfile, AgentRun, RunEvent
 from agents.profile_snapshot import ProfileSnapshot, snapshot_model_config
-from agents.protocol import FrameType
+from agents.protocol import FrameType, run_waiting_payload
+from agents.runs.log import event_append
 from agents.runs.queue import run_enqueue_on_commit
+from agents.runs.waits import (
+    parent_wake,
+    parents_waiting_in_vain,
+    run_children_unfinished,
+    run_lock_held,
+    run_pause,
+    run_requeue,
+)
 from agents.selectors import profiles_for_user
 from agents.services.conversations import run_cancel
 from agents.services.prompt_versions import prompt_version_ensure
@@ -151,3 +165,55 @@ def child_runs_stop_after(*, parent_run_id: int) -> int:
         run_cancel(run=child, user=parent.conversation.owner)
         stopped += 1
     return stopped
+
+
+class ChildMissing(Exception):
+    """A suspended delegate call with no child run: nothing would ever wake its parent."""
+
+
+def run_wait_for_children(*, run: AgentRun, call_ids: list[str], worker_id: str) -> bool:
+    """Pause the run, which the worker holds, until its children have ended: the calls
+    ``call_ids`` (each a ``delegate`` call whose child had not ended) wait for them.
+
+    Under the run's row lock, which every end of a child takes first: if no child of the run
+    is unfinished any more (the last ended since the call looked), the run is queued again
+    at once instead, so no end goes unseen. Returns whether the run paused.
+    """
+    with transaction.atomic():
+        run_lock_held(run=run, worker_id=worker_id)
+        children = dict(
+            AgentRun.objects.filter(parent_run_id=run.pk, parent_call_id__in=call_ids).values_list(
+                "parent_call_id", "pk"
+            )
+        )
+        missing = sorted(set(call_ids) - set(children))
+        if missing:
+            raise ChildMissing(f"run {run.pk}: calls {missing} suspended with no child run")
+        if not run_children_unfinished(run_id=run.pk):
+            run_requeue(run_id=run.pk)
+            return False
+        run_pause(run=run, status=AgentRun.Status.AWAITING_SUBAGENT)
+        event_append(
+            conversation=run.conversation,
+            run=run,
+            type=FrameType.RUN_WAITING,
+            payload=run_waiting_payload(
+                call_ids=list(call_ids), child_run_ids=[children[call] for call in call_ids]
+            ),
+        )
+    return True
+
+
+def subagent_waits_repair() -> list[int]:
+    """Queue again every run that waits for its children while none is unfinished. Every
+    end of a child wakes its parent in the same transaction, so the sweeper finds none;
+    it looks anyway, so that no run could wait forever. Returns the ids it queued."""
+    woken = []
+    for run_id in parents_waiting_in_vain():
+        with transaction.atomic():
+            parent = (
+                AgentRun.objects.select_for_update().filter(pk=run_id).only("pk", "status").first()
+            )
+            if parent_wake(parent=parent):
+                woken.append(run_id)
+    return woken

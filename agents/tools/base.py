@@ -14,7 +14,7 @@ import re
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
-from agents.react.tools import Tool, ToolInputError
+from agents.react.tools import SuspendRun, Tool, ToolInputError
 from agents.redaction import MIN_REDACTED_LENGTH, REDACTED, Redactor, redact
 
 # redact and the constants are re-exported: pages that show a tool's output redact with them.
@@ -134,9 +134,9 @@ def _redacting(run: Any) -> Any:
         failure: Exception | None = None
         try:
             result = run(self, *args, **kwargs)
-        except (ToolInputError, ToolError) as exc:
+        except (ToolInputError, ToolError, SuspendRun) as exc:
             # Same class (subclasses take a single message), so callers can still tell
-            # bad input from a failed call.
+            # bad input from a failed call, and the engine a suspension from either.
             failure = type(exc)(self.redact(str(exc)))
         except Exception as exc:
             # Unexpected failures still reach the model as a readable, redacted message.

@@ -602,6 +602,9 @@ export class Thread {
       case "run.continued":
         this.runContinued(p);
         break;
+      case "run.waiting":
+        this.runWaiting(p);
+        break;
       case "memory.summarized":
         // A summary of another branch is not this branch's memory.
         if (this.branch().includes(p.covers_through)) {
@@ -898,10 +901,11 @@ export class Thread {
     }
     const run = this.ensureRun(p.run_id);
     if (!run || run.finished) return;
+    // After a pause that ended (a decision, a Continue, the end of its sub-agents) nothing
+    // was interrupted.
+    const afterPause = run.resumedAfterPause || run.status === "awaiting_subagent";
     run.status = "running";
-    // After a pause the owner ended (a decision, a Continue) nothing was interrupted.
-    const afterPause = run.resumedByPerson;
-    run.resumedByPerson = false;
+    run.resumedAfterPause = false;
     if (p.attempt > 1 && !afterPause) {
       // What an interrupted attempt was writing will be written again.
       this.dropLiveThought(run);
@@ -950,6 +954,7 @@ export class Thread {
       // A run whose sub-agent waits for approval waits for the owner too.
       else if (run.status === "awaiting_approval" || run.waitingOnChild) title = `${gettext("Waiting for you: approve or deny the call")}${after}`;
       else if (run.status === "out_of_budget") title = `${gettext("Waiting for you: the run reached its budget")}${after}`;
+      else if (run.status === "awaiting_subagent") title = `${gettext("Waiting for its sub-agent…")}${after}`;
       else if (run.status === "queued" && run.stepCount === 0) title = gettext("Waiting for the agent…");
       run.summaryText.textContent = title;
     } else if (done) {
@@ -1147,6 +1152,7 @@ export class Thread {
     }
     run.continueNote?.querySelector("button")?.remove();
     run.root.classList.remove("paused", "in-progress");
+    this.childEnded(run);
     this.dropLiveThought(run);
     run.liveAnswer = null;
     run.spinner.remove();
@@ -1315,7 +1321,7 @@ export class Thread {
     if (run && !run.finished) {
       if (![...this.approvals.values()].some((a) => a.runId === run.id && a.item.classList.contains("pending"))) {
         run.status = "queued";
-        run.resumedByPerson = true;
+        run.resumedAfterPause = true;
         run.root.classList.remove("paused");
         for (let up = this.parentOfRun.get(run.id); up !== undefined; up = this.parentOfRun.get(up)) {
           const waiting = this.runs.get(up);
@@ -1361,6 +1367,34 @@ export class Thread {
     this.updateStepsTitle(run);
   }
 
+  // The run paused, holding no worker, until its sub-agents have ended (run.waiting); the
+  // end of the last one queues it again.
+  runWaiting(p) {
+    const run = this.ensureRun(p.run_id);
+    if (!run || run.finished) return;
+    this.dropLiveThought(run);
+    run.status = "awaiting_subagent";
+    this.updateStepsTitle(run);
+  }
+
+  // A sub-agent ended: a parent waiting for it goes on once none of its children is left.
+  childEnded(child) {
+    const parentId = this.parentOfRun.get(child.id);
+    const parent = parentId === undefined ? undefined : this.runs.get(parentId);
+    if (!parent || parent.finished) return;
+    const left = [...this.parentOfRun]
+      .filter(([id, up]) => up === parentId && !this.runs.get(id)?.finished)
+      .map(([id]) => this.runs.get(id));
+    // Still waiting for the owner only if another of its sub-agents is.
+    parent.waitingOnChild = left.some((other) => other.status === "awaiting_approval" || other.waitingOnChild);
+    if (!parent.waitingOnChild) parent.root.classList.remove("paused");
+    if (parent.status === "awaiting_subagent" && !left.length) {
+      parent.status = "queued";
+      parent.resumedAfterPause = true;
+    }
+    this.updateStepsTitle(parent);
+  }
+
   runContinued(p) {
     const run = this.ensureRun(p.run_id);
     if (!run || run.finished) return;
@@ -1368,7 +1402,7 @@ export class Thread {
     run.continueNote?.append(el("span", { className: "muted small", text: ` ${gettext("Continued.")}` }));
     run.continueNote = null;
     run.status = "queued";
-    run.resumedByPerson = true;
+    run.resumedAfterPause = true;
     run.root.classList.remove("paused");
     this.updateStepsTitle(run);
   }

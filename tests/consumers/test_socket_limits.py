@@ -67,6 +67,49 @@ def test_sockets_past_the_cap_are_closed_with_4429(user, other_user, conversatio
     assert other_pong == pong == {"type": "pong"}
 
 
+def _notifications(cookie: str) -> WebsocketCommunicator:
+    session = f"{settings.SESSION_COOKIE_NAME}={cookie}"
+    headers = [(b"host", b"localhost"), (b"origin", ORIGIN.encode()), (b"cookie", session.encode())]
+    return WebsocketCommunicator(application, "/ws/notifications/", headers=headers)
+
+
+def test_notification_sockets_past_their_own_cap_are_closed_with_4429(
+    user, other_user, conversation, settings
+):
+    settings.CHAT_MAX_NOTIFICATION_SOCKETS_PER_USER = 2
+    settings.CHAT_MAX_SOCKETS_PER_USER = 1
+    cookie, other_cookie = session_cookie(user), session_cookie(other_user)
+
+    async def body():
+        first, second, third = (_notifications(cookie) for _ in range(3))
+        for communicator in (first, second, third):
+            assert (await communicator.connect())[0]  # accepted so the browser sees the code
+        counts = [await receive(first), await receive(second)]
+        refused = await close_code(third)
+        others = _notifications(other_cookie)  # another user is not affected
+        assert (await others.connect())[0]
+        other_count = await receive(others)
+        # The conversations' sockets are counted apart: the chat still opens.
+        chat = socket(conversation.pk, cookie=cookie)
+        assert (await chat.connect())[0]
+        await send(chat, {"type": "ping"})
+        chat_pong = await receive(chat)
+        await first.disconnect()
+        again = _notifications(cookie)  # a closed one frees its place
+        assert (await again.connect())[0]
+        again_count = await receive(again)
+        for communicator in (second, again, others, chat):
+            await communicator.disconnect()
+        return counts, refused, other_count, chat_pong, again_count
+
+    counts, refused, other_count, chat_pong, again_count = run(body)
+    assert refused == 4429
+    unread = {"type": "notifications.unread", "unread": 0}
+    assert counts == [unread, unread]
+    assert other_count == again_count == unread
+    assert chat_pong == {"type": "pong"}
+
+
 # ---- resume ----------------------------------------------------------------------------------
 
 

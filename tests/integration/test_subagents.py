@@ -1,17 +1,20 @@
 """Sub-agents with the real worker, daphne and the scripted model: a parent's ``delegate``
-call starts a child run of another profile, waits for it, and reads its answer as the
-observation; one child per call, across a crash; Stop ends both; the child's approval
-reaches the owner like any other (docs/architecture.md, "Sub-agents")."""
+call starts a child run of another profile, the parent pauses (``awaiting_subagent``, no
+worker, no heartbeat) until the child ends, and reads its answer as the observation; one
+child per call, across a crash; Stop ends both; the child's approval reaches the owner like
+any other, however long it takes (docs/architecture.md, "Sub-agents")."""
 
 from __future__ import annotations
 
 import re
 import uuid
+from datetime import timedelta
 
 import pytest
+from django.utils import timezone
 
 from agents.llm.scripted import Hang, Reply
-from agents.models import AgentRun, Message, ToolConfig
+from agents.models import AgentRun, Message, ToolApproval, ToolConfig
 from agents.services.conversations import conversation_create
 from tests.counting_server import CountingServer
 from tests.faults.checks import assert_log_sound, model_name, wait_until
@@ -170,6 +173,15 @@ def test_a_child_at_the_depth_limit_gets_no_delegate_tools(live_stack, user):
     assert [o["text"] for o in _observations(middle.pk, conversation)] == ["2"]
 
 
+def _waiting(parent_id: int) -> AgentRun:
+    """The parent once it waits for its sub-agent: paused, holding no worker."""
+    wait_until(
+        lambda: AgentRun.objects.get(pk=parent_id).status == AgentRun.Status.AWAITING_SUBAGENT,
+        what="the parent's pause",
+    )
+    return AgentRun.objects.get(pk=parent_id)
+
+
 def test_stop_during_the_child_cancels_both(live_stack, user):
     parent, _, child_model = _pair(
         live_stack,
@@ -179,6 +191,8 @@ def test_stop_during_the_child_cancels_both(live_stack, user):
     conversation, sock, parent_id = _send(live_stack, user, parent)
     wait_until(lambda: len(live_stack.model.requests(child_model)) == 1, what="the child's call")
     child = _child_of(parent_id)
+    waiting = _waiting(parent_id)
+    assert (waiting.worker_id, waiting.heartbeat_at) == ("", None)
 
     sock.send({"type": "run.cancel", "run_id": parent_id})
 
@@ -201,11 +215,20 @@ def test_the_owner_approves_the_childs_call_and_both_finish(live_stack, user):
             child_tools=(ticket,),
         )
         conversation, sock, parent_id = _send(live_stack, user, parent)
-        requested = sock.receive_until(lambda f: f["type"] == "approval.requested")[-1]
+        frames = sock.receive_until(lambda f: f["type"] == "approval.requested")
+        requested = frames[-1]
         child = _child_of(parent_id)
         assert requested["run_id"] == child.pk
         assert AgentRun.objects.get(pk=child.pk).status == AgentRun.Status.AWAITING_APPROVAL
         assert server.calls == 0
+        # The parent waits paused, not running: no worker, no heartbeat, no thread.
+        waiting = _waiting(parent_id)
+        assert (waiting.worker_id, waiting.heartbeat_at) == ("", None)
+        if not any(f["type"] == "run.waiting" for f in frames):  # it may come after
+            frames += sock.receive_until(lambda f: f["type"] == "run.waiting")
+        said = next(f for f in frames if f["type"] == "run.waiting")
+        assert said["child_run_ids"] == [child.pk]
+        assert said["call_ids"] == [child.parent_call_id]
 
         sock.send(
             {"type": "approval.decide", "approval_id": requested["approval_id"], "approve": True}
@@ -217,6 +240,81 @@ def test_the_owner_approves_the_childs_call_and_both_finish(live_stack, user):
         assert parent_run.status == AgentRun.Status.SUCCEEDED
         assert [o["text"] for o in _observations(parent_id, conversation)] == ["Filed ticket 1."]
         assert server.calls == 1
+        # Resumed once, by the child's end: one attempt before the pause, one after.
+        assert (parent_run.attempts, parent_run.resumes) == (2, 1)
+        assert AgentRun.objects.filter(parent_run_id=parent_id).count() == 1
+    finally:
+        server.close()
+
+
+def test_an_approval_decided_after_the_parents_hard_limit_still_finishes_both(
+    live_stack, spawn_worker, user
+):
+    hard_limit = 3
+    live_stack.worker.stop()  # only this test's worker takes runs; the next test restarts it
+    spawn_worker(AGENT_RUN_HARD_LIMIT_SECONDS=str(hard_limit))
+    server = CountingServer()
+    try:
+        ticket = f"file_ticket_{uuid.uuid4().hex[:6]}"
+        server.tool(ticket)
+        file_it = f'Thought: File it.\nAction: {ticket}\nAction Input: {{"title": "late"}}'
+        parent, _, _ = _pair(
+            live_stack,
+            lambda tool: [_delegating(tool), Reply("Final Answer: Filed, late.")],
+            [Reply(file_it), Reply("Final Answer: Filed ticket 7.")],
+            child_tools=(ticket,),
+        )
+        conversation, sock, parent_id = _send(live_stack, user, parent)
+        requested = sock.receive_until(lambda f: f["type"] == "approval.requested")[-1]
+        _waiting(parent_id)
+        asked_at = ToolApproval.objects.get(pk=requested["approval_id"]).requested_at
+        # The owner decides only once a run held that long would have been failed.
+        wait_until(
+            lambda: timezone.now() - asked_at > timedelta(seconds=hard_limit + 1),
+            what="the hard limit to pass",
+        )
+        assert AgentRun.objects.get(pk=parent_id).status == AgentRun.Status.AWAITING_SUBAGENT
+
+        sock.send(
+            {"type": "approval.decide", "approval_id": requested["approval_id"], "approve": True}
+        )
+        sock.receive_until(lambda f: run_ended(f) and f["run_id"] == parent_id)
+
+        parent_run = live_stack.wait_for_run(parent_id)
+        assert parent_run.status == AgentRun.Status.SUCCEEDED
+        assert parent_run.answer.content == "Filed, late."
+        assert [o["text"] for o in _observations(parent_id, conversation)] == ["Filed ticket 7."]
+        assert server.calls == 1
+    finally:
+        server.close()
+
+
+def test_stop_while_the_child_waits_for_approval_ends_both(live_stack, user):
+    server = CountingServer()
+    try:
+        ticket = f"file_ticket_{uuid.uuid4().hex[:6]}"
+        server.tool(ticket)
+        file_it = f'Thought: File it.\nAction: {ticket}\nAction Input: {{"title": "no"}}'
+        parent, _, _ = _pair(
+            live_stack,
+            lambda tool: [_delegating(tool), Reply("Final Answer: never")],
+            [Reply(file_it), Reply("Final Answer: never")],
+            child_tools=(ticket,),
+        )
+        conversation, sock, parent_id = _send(live_stack, user, parent)
+        requested = sock.receive_until(lambda f: f["type"] == "approval.requested")[-1]
+        _waiting(parent_id)
+
+        sock.send({"type": "run.cancel", "run_id": parent_id})
+        sock.receive_until(lambda f: f["type"] == "run.cancelled" and f["run_id"] == parent_id)
+
+        assert live_stack.wait_for_run(parent_id).status == AgentRun.Status.CANCELLED
+        assert live_stack.wait_for_run(requested["run_id"]).status == AgentRun.Status.CANCELLED
+        approval = ToolApproval.objects.get(pk=requested["approval_id"])
+        assert approval.decision == ToolApproval.Decision.CANCELLED
+        assert server.calls == 0
+        assert _observations(parent_id, conversation) == []
+        assert AgentRun.objects.get(pk=parent_id).resumes == 0
     finally:
         server.close()
 
@@ -231,6 +329,7 @@ def test_a_worker_killed_during_the_child_resumes_both_without_a_second_child(li
     )
     conversation, _sock, parent_id = _send(live_stack, user, parent)
     wait_until(lambda: len(live_stack.model.requests(child_model)) >= 2, what="its 2nd call")
+    _waiting(parent_id)
     live_stack.worker.kill()
     live_stack.worker.start()
 
@@ -238,8 +337,10 @@ def test_a_worker_killed_during_the_child_resumes_both_without_a_second_child(li
     child = AgentRun.objects.get(parent_run_id=parent_id)
     assert parent_run.status == AgentRun.Status.SUCCEEDED
     assert child.status == AgentRun.Status.SUCCEEDED
-    assert parent_run.attempts == 2
-    assert child.attempts == 2
+    # The parent waited paused (no worker to lose) and was resumed once, by its child's end;
+    # the child was picked up again after the crash.
+    assert (parent_run.attempts, parent_run.resumes) == (2, 1)
+    assert (child.attempts, child.resumes) == (2, 0)
     assert AgentRun.objects.filter(conversation=conversation).count() == 2
     assert [o["text"] for o in _observations(parent_id, conversation)] == ["It is 42."]
     assert [o["text"].strip() for o in _observations(child.pk, conversation)] == ["42"]

@@ -413,3 +413,46 @@ def test_cancel_requests_and_the_rescue_list(store, queued, settings):
     assert run.pk not in store.needing_rescue(queued_for_seconds=60)
     _stale(run, settings)
     assert run.pk in store.needing_rescue(queued_for_seconds=60)
+
+
+# --------------------------------------------------------------------------------------
+# A parent waiting for its sub-agents (agents/runs/waits.py)
+# --------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("ending", ["finish", "finish_on_loop", "fail", "cancel"])
+def test_a_childs_end_queues_its_waiting_parent_once(store, queued, ending):
+    from agents.services.subagents import run_wait_for_children
+
+    parent = _claimed(store, queued, "w1")
+    child = AgentRun.objects.create(
+        conversation_id=parent.conversation_id,
+        trigger_message_id=parent.trigger_message_id,
+        parent_run=parent,
+        parent_call_id="call-1",
+        task="Look it up",
+        depth=1,
+    )
+    assert run_wait_for_children(run=parent, call_ids=["call-1"], worker_id="w1")
+    held = _claimed(store, child, "w2")
+
+    def end() -> object:
+        if ending == "finish":
+            return store.finish(run=held, step=FinalAnswerStep(text="42"), worker_id="w2")
+        if ending == "finish_on_loop":
+            return run_on_process_loop(
+                store.afinish(run=held, step=FinalAnswerStep(text="42"), worker_id="w2")
+            )
+        if ending == "fail":
+            return store.fail(run=held, code="run_timeout", message="Too long.", worker_id="w2")
+        return store.cancel(run=held, worker_id="w2")
+
+    end()
+    woken = AgentRun.objects.get(pk=parent.pk)
+    assert (woken.status, woken.resumes, woken.worker_id) == (AgentRun.Status.QUEUED, 1, "")
+    # A child writes no message; its end, tried again, writes nothing and wakes nobody.
+    assert not Message.objects.filter(run=held).exists()
+    assert not end()
+    assert AgentRun.objects.get(pk=parent.pk).resumes == 1
+    # The parent is claimed again like any queued run.
+    assert _claimed(store, woken, "w3").worker_id == "w3"

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from agents.models import ToolConfig
+from agents.react.tools import SuspendRun
 from agents.tools import registry
 from agents.tools.base import REDACTED, ConfiguredTool, ToolError
 from agents.tools.builtin.calculator import Calculator
@@ -167,3 +168,19 @@ def test_run_keeps_its_argument_schema_through_the_redacting_wrapper():
         "properties": {"text": {"type": "string"}},
         "required": ["text"],
     }
+
+
+class _Suspending(ConfiguredTool):
+    name = "suspending"
+    description = "Waits for something outside the run."
+
+    def run(self, text: str) -> str:
+        raise SuspendRun(f"waiting on {self.secret('TOKEN')}")
+
+
+def test_a_suspension_passes_the_redacting_wrapper_as_a_suspension_without_secrets():
+    tool = _Suspending(secrets={"TOKEN": "tok-77"})
+    with pytest.raises(SuspendRun) as suspended:
+        tool.run(text="x")
+    assert "tok-77" not in str(suspended.value)
+    assert suspended.value.__context__ is None

@@ -1,20 +1,18 @@
 """``delegate``: hands a task to another agent profile, run as a child run (a sub-agent).
 
-The call starts (or, resumed after a crash, finds) the child run of this call and waits for
-it by reading its row, so the wait holds no database connection between reads and ends at
-once when the parent is stopped. The child's answer is the observation
-(docs/architecture.md, "Sub-agents").
+The call starts (or, run again, finds) the child run of this call. If the child has ended,
+its answer is the observation; if not, the call suspends the parent's run (``SuspendRun``),
+which pauses holding no worker until its children have ended and is then resumed from its
+stored steps, when this call runs again and reads the answer (docs/architecture.md,
+"Sub-agents").
 """
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Mapping
 from typing import Any
 
-from django.conf import settings
-
-from agents.react.tools import current_interrupt
+from agents.react.tools import SuspendRun, current_interrupt
 from agents.tools.base import ConfiguredTool, ToolError
 
 KIND = "delegate"
@@ -42,8 +40,6 @@ class Delegate(ConfiguredTool):
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
-        # The child may take as long as a run may; the run's own hard limit bounds the wait.
-        self.timeout_seconds = float(settings.AGENT_RUN_HARD_LIMIT_SECONDS)
         # Set by the run driver for the run this tool belongs to; None outside a stored run.
         self.parent_run_id: int | None = None
 
@@ -74,17 +70,10 @@ class Delegate(ConfiguredTool):
             )
         except DelegationRefused as refused:
             raise ToolError(str(refused)) from None
-        stopped = threading.Event()
-        forget = interrupt.on_interrupt(stopped.set)
-        try:
-            while True:
-                outcome = child_run_outcome(run_id=child.pk)
-                if outcome.ended:
-                    break
-                if stopped.wait(settings.AGENT_CANCEL_POLL_SECONDS):
-                    raise ToolError("the parent run was stopped")
-        finally:
-            forget()
+        outcome = child_run_outcome(run_id=child.pk)
+        if not outcome.ended:
+            # The parent waits in the database, not on this thread.
+            raise SuspendRun(f"waiting for sub-agent run {child.pk}")
         if outcome.error:
             raise ToolError(outcome.error)
         return outcome.answer
