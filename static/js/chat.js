@@ -7,7 +7,7 @@ import { announce, api, newClientId } from "./dom.js";
 // The bell in the header keeps itself live; the page has one entry module, this one.
 import "./notifications.js";
 import { setUpShare } from "./share.js";
-import { Sidebar } from "./sidebar.js";
+import { sidebar, state, tabs } from "./chat_sidebar.js";
 import { setUpSuggestions } from "./suggestions.js";
 import { ConversationSocket } from "./socket.js";
 import { Thread } from "./thread.js";
@@ -15,7 +15,6 @@ import { setUpShortcuts } from "./shortcuts.js";
 import "./user_menu.js";
 import { gettext, interpolate, pageLanguage } from "./i18n.js";
 
-const state = JSON.parse(document.getElementById("chat-state").textContent);
 const conversation = state.conversation;
 
 const threadRoot = document.getElementById("thread");
@@ -30,8 +29,6 @@ const titleHeading = document.getElementById("conversation-title");
 const charCount = document.getElementById("char-count");
 const demoBanner = document.getElementById("demo-banner");
 const maxChars = state.max_message_chars;
-// Other tabs of this browser hear about deletions at once (a stale sidebar, a dead chat).
-const tabs = "BroadcastChannel" in window ? new BroadcastChannel("chatsite") : null;
 
 // ------------------------------------------------------------------ notices
 //
@@ -74,15 +71,7 @@ noticeClose.addEventListener("click", hideNotice);
 
 // ------------------------------------------------------------------ sidebar and drawer
 
-const sidebar = new Sidebar({
-  list: document.getElementById("conversation-list"),
-  search: document.getElementById("search"),
-  status: document.getElementById("search-status"),
-  currentId: conversation ? conversation.id : null,
-  conversations: state.conversations || [],
-  toast: document.getElementById("sidebar-toast"),
-  onDeleted: (id) => tabs?.postMessage({ type: "conversation.deleted", id }),
-});
+// The list itself (shown from the first paint) is chat_sidebar.js's.
 // The header and the tab's title show the conversation's title (shown: "Conversation 12"
 // when it has none).
 function showTitle(id, shown) {
@@ -378,7 +367,7 @@ if (!conversation) {
     }
     sendButton.disabled = true;
   });
-  input.focus();
+  // The box has the focus already (chat_start.js): this may run after the person moved it.
 } else {
   startConversation();
 }

@@ -98,6 +98,7 @@ def answer_after_a_tool(answer: str, **options) -> tuple[list, Pause]:
 
 def _dump(page, viewport, label):  # TEMPORARY diagnostics
     import json
+
     data = page.evaluate(
         """() => {
             const out = {fonts: document.fonts.status, inner: innerHeight, ls: {...localStorage},

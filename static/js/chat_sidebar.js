@@ -1,0 +1,20 @@
+// The chat page's conversation list, shown from the first paint (chat_start.js), and the
+// channel on which this browser's other tabs hear about deletions and renames. chat.js, the
+// rest of the page, takes both from here: one list and one channel per page.
+
+import { Sidebar } from "./sidebar.js";
+
+export const state = JSON.parse(document.getElementById("chat-state").textContent);
+
+// Other tabs of this browser hear about deletions at once (a stale sidebar, a dead chat).
+export const tabs = "BroadcastChannel" in window ? new BroadcastChannel("chatsite") : null;
+
+export const sidebar = new Sidebar({
+  list: document.getElementById("conversation-list"),
+  search: document.getElementById("search"),
+  status: document.getElementById("search-status"),
+  currentId: state.conversation ? state.conversation.id : null,
+  conversations: state.conversations || [],
+  toast: document.getElementById("sidebar-toast"),
+  onDeleted: (id) => tabs?.postMessage({ type: "conversation.deleted", id }),
+});
