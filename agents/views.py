@@ -56,6 +56,7 @@ from agents.protocol import RequestRefused, event_frame, max_message_chars
 from agents.ratelimit import rate_limit_hit
 from agents.services import conversations as conversation_services
 from agents.services.api_keys import api_key_create, api_key_revoke
+from agents.services.notifications import notifications_unread_count
 from agents.services.preferences import preference_update
 from agents.services.sandbox import OTHER, PNG
 from agents.services.tools import tool_names_reading_private_data
@@ -410,6 +411,8 @@ def _render_chat(
         "state": state,
         # A monthly budget at its warning share or used up (agents/services/usage.py).
         "budget_warning": budget_warning(user_id=signed_in_user(request.user).pk),
+        # The bell's badge from the first paint; notifications.js keeps it live once loaded.
+        "unread": notifications_unread_count(user_id=signed_in_user(request.user).pk),
     }
     return render(request, "agents/chat.html", context, status=status)
 

@@ -89,12 +89,9 @@ document.addEventListener("sidebar:renamed", (event) => {
   announceRename(event.detail.id, row.title || "", event.detail.title);
 });
 
+// (The list follows in chat_sidebar.js, from the first paint.)
 tabs?.addEventListener("message", (event) => {
-  if (event.data?.type === "conversation.deleted") sidebar.forget(event.data.id);
-  if (event.data?.type === "conversation.renamed") {
-    sidebar.retitle(event.data.id, event.data.title);
-    showTitle(event.data.id, event.data.shown);
-  }
+  if (event.data?.type === "conversation.renamed") showTitle(event.data.id, event.data.shown);
 });
 // Renamed on another device: the sidebar's list, read again when the page is looked at
 // (Sidebar.refresh), brings the new title, and the header follows it.

@@ -18,3 +18,8 @@ export const sidebar = new Sidebar({
   toast: document.getElementById("sidebar-toast"),
   onDeleted: (id) => tabs?.postMessage({ type: "conversation.deleted", id }),
 });
+// Deleted or renamed in another tab: the list follows, even before the rest of the page loads.
+tabs?.addEventListener("message", (event) => {
+  if (event.data?.type === "conversation.deleted") sidebar.forget(event.data.id);
+  if (event.data?.type === "conversation.renamed") sidebar.retitle(event.data.id, event.data.title);
+});

@@ -96,26 +96,6 @@ def answer_after_a_tool(answer: str, **options) -> tuple[list, Pause]:
     ], gate
 
 
-def _dump(page, viewport, label):  # TEMPORARY diagnostics
-    import json
-
-    data = page.evaluate(
-        """() => {
-            const out = {fonts: document.fonts.status, inner: innerHeight, ls: {...localStorage},
-                         cls: document.documentElement.className, body: document.body.className};
-            for (const el of document.querySelectorAll('#main *, .main *, header, .composer-wrap, .composer-wrap *, .banner, #thread, .app > *')) {
-                if (el.closest('#thread') && el.id !== 'thread') continue;
-                const r = el.getBoundingClientRect();
-                if (!r.height) continue;
-                out[(el.id ? '#' + el.id : el.tagName + '.' + el.className).slice(0, 60) + '@' + Math.round(r.top)] = Math.round(r.height * 10) / 10;
-            }
-            return out;
-        }"""
-    )
-    with open(f"/tmp/weight_layout_{viewport['width']}_{label}.json", "a") as out:
-        out.write(json.dumps(data) + "\n")
-
-
 def answer_top(page) -> float:
     return page.locator(".msg.assistant .answer").evaluate("n => n.getBoundingClientRect().top")
 
@@ -149,13 +129,11 @@ def test_the_answer_holds_still_when_the_run_ends(stack, open_tab, user, model_n
     # The steps folded when the answer began, not at the end.
     expect(page.locator(".msg.assistant details.steps")).not_to_have_attribute("open", "")
     before = answer_top(page)
-    _dump(page, viewport, "before")
 
     gate.open()
     expect(page.locator(".msg.assistant .usage")).to_contain_text("tokens")
     expect(page.locator(".msg.assistant .answer")).to_contain_text("The end.")
     after = answer_top(page)
-    _dump(page, viewport, "after")
     footer = page.locator(".msg.assistant .run-footer").evaluate("n => n.offsetHeight")
     assert abs(after - before) <= 3, (before, after, footer)
     screenshot(page, f"answer-ended-{viewport['width']}.png")
