@@ -19,6 +19,7 @@ the module, so a bundle never silently differs from the modules.
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Iterator
 from pathlib import Path
@@ -163,7 +164,10 @@ class BundleFinder(BaseFinder):
             path = self.root / name
             path.parent.mkdir(parents=True, exist_ok=True)
             if not path.is_file() or path.read_text(encoding="utf-8") != text:
-                path.write_text(text, encoding="utf-8")
+                # Whole or not at all: another process may be serving the file meanwhile.
+                partial = path.with_name(f".{path.name}.{os.getpid()}")
+                partial.write_text(text, encoding="utf-8")
+                partial.replace(path)
         self._made_from = sources
 
     def check(self, **kwargs: Any) -> list[Any]:

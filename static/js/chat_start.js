@@ -65,7 +65,11 @@ function holdEarlyMoves() {
       const send = event.key === "Enter" && !event.shiftKey && event.target === input;
       const shortcut =
         event.key === "Escape" || ((event.ctrlKey || event.metaKey) && SHORTCUT_CODES.has(event.code));
-      if (!send && !shortcut) return;
+      // Arrows and the like on a scripted control (a menu's button); Enter and Space click it
+      // (the click is held), Tab moves on by itself.
+      const onControl =
+        !["Tab", "Enter", " "].includes(event.key) && Boolean(event.target.closest?.(`${SCRIPTED}, [role=menu]`));
+      if (!send && !shortcut && !onControl) return;
       const { key, code, ctrlKey, metaKey, shiftKey, altKey, target } = event;
       hold(event, () =>
         target.dispatchEvent(
@@ -105,6 +109,9 @@ if (state.conversation) {
     loadPage();
   };
   for (const type of FIRST_MOVES) window.addEventListener(type, firstMove, { capture: true, passive: true });
-  // Enter in the box sends from now on (chat.js is fetched then): browser tests wait for this.
+  // Enter in the box sends from now on, and the user menu opens (chat.js is fetched then,
+  // what was done meanwhile is done again): browser tests wait for these.
   document.documentElement.dataset.chatReady = "true";
+  const userMenu = document.getElementById("user-menu");
+  if (userMenu) userMenu.dataset.ready = "true";
 }
