@@ -13,6 +13,7 @@ import nh3
 from markdown_it import MarkdownIt
 from markdown_it.common.utils import escapeHtml
 from markdown_it.renderer import RendererHTML
+from markdown_it.rules_inline import StateInline
 from markdown_it.token import Token
 from markdown_it.utils import EnvType, OptionsDict
 
@@ -59,9 +60,51 @@ def _image_as_link(
     return self.renderToken([link], 0, options, env) + escapeHtml(str(alt)) + "</a>"
 
 
+_WORD = re.compile(r"[A-Za-z0-9_]")
+
+
+def _math_span_end(src: str, start: int) -> int:
+    """Where the TeX that starts with the ``$`` at ``start`` ends (after its closing ``$``), or -1.
+
+    The page typesets ``$$display$$`` and ``$inline$`` (static/js/math.js): inline math
+    neither starts nor ends with a space and is not followed by a word character, so "$5 and
+    $10" is money. The same rule is in static/js/markdown.js (mathSpanEnd).
+    """
+    if src.startswith("$$", start):
+        close = src.find("$$", start + 2)
+        if close <= start + 2 or "$" in src[start + 2 : close]:
+            return -1
+        return close + 2
+    if start > 0 and (src[start - 1] in "\\$" or _WORD.match(src[start - 1])):
+        return -1
+    close = src.find("$", start + 1)
+    if close <= start + 1 or "\n" in src[start + 1 : close]:
+        return -1
+    if src[start + 1].isspace() or src[close - 1].isspace() or src[close - 1] == "\\":
+        return -1
+    if close + 1 < len(src) and (src[close + 1] == "$" or _WORD.match(src[close + 1])):
+        return -1
+    return close + 1
+
+
+def _math_as_text(state: StateInline, silent: bool) -> bool:
+    """TeX passes through Markdown untouched: its ``\\,``, ``\\{`` and ``\\\\`` would
+    otherwise be read as Markdown escapes (and ``_`` as emphasis) before KaTeX sees them."""
+    if state.src[state.pos] != "$":
+        return False
+    end = _math_span_end(state.src[: state.posMax], state.pos)
+    if end == -1:
+        return False
+    if not silent:
+        state.push("text", "", 0).content = state.src[state.pos : end]
+    state.pos = end
+    return True
+
+
 def _markdown() -> MarkdownIt:
     md = MarkdownIt("commonmark", {"html": False, "breaks": True})
     md.enable(["table", "strikethrough"])
+    md.inline.ruler.before("escape", "math_as_text", _math_as_text)
     md.add_render_rule("image", _image_as_link)
     return md
 

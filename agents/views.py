@@ -57,6 +57,7 @@ from agents.ratelimit import rate_limit_hit
 from agents.selectors import custom_instructions_of
 from agents.services import conversations as conversation_services
 from agents.services.api_keys import api_key_create, api_key_revoke
+from agents.services.notifications import notifications_unread_count
 from agents.services.preferences import (
     CUSTOM_INSTRUCTIONS_MAX_CHARS,
     preference_set_instructions,
@@ -442,6 +443,8 @@ def _render_chat(
         "state": state,
         # A monthly budget at its warning share or used up (agents/services/usage.py).
         "budget_warning": budget_warning(user_id=signed_in_user(request.user).pk),
+        # The bell's badge from the first paint; notifications.js keeps it live once loaded.
+        "unread": notifications_unread_count(user_id=signed_in_user(request.user).pk),
     }
     return render(request, "agents/chat.html", context, status=status)
 

@@ -62,6 +62,8 @@ MIDDLEWARE = [
     # Outermost but one, so it also covers the responses of the middleware below it.
     "agents.middleware.ContentSecurityPolicyMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
+    # Below whitenoise, whose files are compressed already (docs/performance.md#first-load).
+    "chatsite.server.compression.PageCompressionMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     # The browser's language cookie, else its Accept-Language; a signed-in user's own
     # choice then wins (UserPreferenceMiddleware, once the user is known).
@@ -400,6 +402,12 @@ USE_TZ = True
 
 STATIC_URL = "static/"
 STATICFILES_DIRS = [BASE_DIR / "static"]
+# The chat page's scripts as two files (chatsite/server/static_bundles.py) beside the rest.
+STATICFILES_FINDERS = [
+    "django.contrib.staticfiles.finders.FileSystemFinder",
+    "django.contrib.staticfiles.finders.AppDirectoriesFinder",
+    "chatsite.server.static_bundles.BundleFinder",
+]
 STATIC_ROOT = Path(env.str("STATIC_ROOT", default=str(VAR_DIR / "staticfiles")))
 STORAGES = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},

@@ -183,3 +183,22 @@ def test_code_block_content_stays_text():
 )
 def test_sanitizer_allowlist_on_raw_html(dirty, clean):
     assert sanitize_html(dirty) == clean
+
+
+@pytest.mark.parametrize(
+    ("text", "html"),
+    [
+        # TeX's backslash punctuation and underscores reach the page as written, for KaTeX.
+        (r"$a\,b$", r"<p>$a\,b$</p>"),
+        (r"$\{x\}$ and $\;y\!$", r"<p>$\{x\}$ and $\;y\!$</p>"),
+        (r"$$\begin{matrix}a\\b\end{matrix}$$", r"<p>$$\begin{matrix}a\\b\end{matrix}$$</p>"),
+        ("x $a_1 b_2$ y", "<p>x $a_1 b_2$ y</p>"),
+        ("$a<b$", "<p>$a&lt;b$</p>"),
+        # Not math: money, an escaped dollar, a dollar inside a word; Markdown reads them.
+        (r"It costs $5 and $10, \_ok\_", "<p>It costs $5 and $10, _ok_</p>"),
+        (r"\$x\_y$", "<p>$x_y$</p>"),
+        (r"p$\{x\}$", r"<p>p${x}$</p>"),
+    ],
+)
+def test_math_passes_through_markdown_untouched(text, html):
+    assert render_markdown(text).strip() == html

@@ -7,7 +7,7 @@ import { announce, api, newClientId } from "./dom.js";
 // The bell in the header keeps itself live; the page has one entry module, this one.
 import "./notifications.js";
 import { setUpShare } from "./share.js";
-import { Sidebar } from "./sidebar.js";
+import { sidebar, state, tabs } from "./chat_sidebar.js";
 import { setUpSuggestions } from "./suggestions.js";
 import { ConversationSocket } from "./socket.js";
 import { Thread } from "./thread.js";
@@ -15,7 +15,6 @@ import { setUpShortcuts } from "./shortcuts.js";
 import "./user_menu.js";
 import { gettext, interpolate, pageLanguage } from "./i18n.js";
 
-const state = JSON.parse(document.getElementById("chat-state").textContent);
 const conversation = state.conversation;
 
 const threadRoot = document.getElementById("thread");
@@ -30,8 +29,6 @@ const titleHeading = document.getElementById("conversation-title");
 const charCount = document.getElementById("char-count");
 const demoBanner = document.getElementById("demo-banner");
 const maxChars = state.max_message_chars;
-// Other tabs of this browser hear about deletions at once (a stale sidebar, a dead chat).
-const tabs = "BroadcastChannel" in window ? new BroadcastChannel("chatsite") : null;
 
 // ------------------------------------------------------------------ notices
 //
@@ -74,27 +71,7 @@ noticeClose.addEventListener("click", hideNotice);
 
 // ------------------------------------------------------------------ sidebar and drawer
 
-const sidebar = new Sidebar({
-  list: document.getElementById("conversation-list"),
-  search: document.getElementById("search"),
-  status: document.getElementById("search-status"),
-  currentId: conversation ? conversation.id : null,
-  conversations: state.conversations || [],
-  folders: state.folders || [],
-  toast: document.getElementById("sidebar-toast"),
-  onDeleted: (id) => tabs?.postMessage({ type: "conversation.deleted", id }),
-  onChanged: () => tabs?.postMessage({ type: "sidebar.changed" }),
-  tools: {
-    newFolder: document.getElementById("new-folder"),
-    selectToggle: document.getElementById("select-toggle"),
-    bulkBar: document.getElementById("bulk-bar"),
-    bulkCount: document.getElementById("bulk-count"),
-    bulkArchive: document.getElementById("bulk-archive"),
-    bulkDelete: document.getElementById("bulk-delete"),
-    bulkCancel: document.getElementById("bulk-cancel"),
-    folderDeleteDialog: document.getElementById("folder-delete-dialog"),
-  },
-});
+// The list itself (shown from the first paint) is chat_sidebar.js's.
 // The header and the tab's title show the conversation's title (shown: "Conversation 12"
 // when it has none).
 function showTitle(id, shown) {
@@ -112,14 +89,9 @@ document.addEventListener("sidebar:renamed", (event) => {
   announceRename(event.detail.id, row.title || "", event.detail.title);
 });
 
+// (The list follows in chat_sidebar.js, from the first paint.)
 tabs?.addEventListener("message", (event) => {
-  if (event.data?.type === "conversation.deleted") sidebar.forget(event.data.id);
-  // Folders made, renamed or deleted, or a conversation moved, in another tab.
-  if (event.data?.type === "sidebar.changed") sidebar.refresh();
-  if (event.data?.type === "conversation.renamed") {
-    sidebar.retitle(event.data.id, event.data.title);
-    showTitle(event.data.id, event.data.shown);
-  }
+  if (event.data?.type === "conversation.renamed") showTitle(event.data.id, event.data.shown);
 });
 // Renamed on another device: the sidebar's list, read again when the page is looked at
 // (Sidebar.refresh), brings the new title, and the header follows it.
@@ -392,7 +364,7 @@ if (!conversation) {
     }
     sendButton.disabled = true;
   });
-  input.focus();
+  // The box has the focus already (chat_start.js): this may run after the person moved it.
 } else {
   startConversation();
 }

@@ -8,7 +8,15 @@ import { gettext } from "./i18n.js";
 
 hljs.configure({ ignoreUnescapedHTML: true });
 
+// The colours' stylesheet comes with the code that uses it, not with every chat page.
+const STYLESHEET = new URL("../vendor/highlight.js/github.css", import.meta.url).href;
+function addStylesheet() {
+  if (document.querySelector(`link[href="${STYLESHEET}"]`)) return;
+  document.head.append(Object.assign(document.createElement("link"), { rel: "stylesheet", href: STYLESHEET }));
+}
+
 export function decorateCode(container) {
+  if (container.querySelector("pre > code")) addStylesheet();
   for (const code of container.querySelectorAll("pre > code")) {
     const language = (code.className.match(/language-([\w+#.-]+)/) || [])[1];
     if (language && hljs.getLanguage(language)) hljs.highlightElement(code);

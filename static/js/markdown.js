@@ -49,6 +49,34 @@ markdown.renderer.rules.image = (tokens, idx, options, env, self) => {
   return `<a href="${markdown.utils.escapeHtml(src)}">${markdown.utils.escapeHtml(alt)}</a>`;
 };
 
+// Where the TeX that starts with the "$" at `start` ends (after its closing "$"), or -1: the
+// rule math.js typesets by ("$5 and $10" is money). The same as agents/rendering.py's.
+const WORD = /[A-Za-z0-9_]/;
+function mathSpanEnd(src, start) {
+  if (src.startsWith("$$", start)) {
+    const close = src.indexOf("$$", start + 2);
+    if (close <= start + 2 || src.slice(start + 2, close).includes("$")) return -1;
+    return close + 2;
+  }
+  if (start > 0 && ("\\$".includes(src[start - 1]) || WORD.test(src[start - 1]))) return -1;
+  const close = src.indexOf("$", start + 1);
+  if (close <= start + 1 || src.slice(start + 1, close).includes("\n")) return -1;
+  if (/\s/.test(src[start + 1]) || /[\s\\]/.test(src[close - 1])) return -1;
+  if (close + 1 < src.length && (src[close + 1] === "$" || WORD.test(src[close + 1]))) return -1;
+  return close + 1;
+}
+
+// TeX passes through Markdown untouched: its "\,", "\{" and "\\" would otherwise be read as
+// Markdown escapes (and "_" as emphasis) before KaTeX sees them.
+markdown.inline.ruler.before("escape", "math_as_text", (state, silent) => {
+  if (state.src[state.pos] !== "$") return false;
+  const end = mathSpanEnd(state.src.slice(0, state.posMax), state.pos);
+  if (end === -1) return false;
+  if (!silent) state.push("text", "", 0).content = state.src.slice(state.pos, end);
+  state.pos = end;
+  return true;
+});
+
 // Markdown text from the model, as a sanitised fragment ready to insert.
 export function renderMarkdown(text) {
   return purifier.sanitize(markdown.render(text || ""), PURIFY_OPTIONS);

@@ -10,7 +10,7 @@ import re
 import pytest
 from playwright.sync_api import expect
 
-from agents.llm.scripted import Reply
+from agents.llm.scripted import Pause, Reply
 from agents.services.conversations import conversation_create
 from tests.e2e.conftest import MOBILE
 from tests.e2e.test_accessibility import assert_accessible
@@ -64,6 +64,41 @@ def test_math_is_typeset_and_code_names_its_language(stack, open_tab, user, mode
     assert "KaTeX" in family
     screenshot(page, "math.png")
     assert page.evaluate("() => document.documentElement.scrollWidth <= innerWidth")
+    assert tab.errors == []
+
+
+TEX = [r"a\,b", r"\{x\}", r"\begin{matrix}a\\b\end{matrix}"]
+BACKSLASH_MATH = f"Thought: Done.\nFinal Answer: First ${TEX[0]}$ and ${TEX[1]}$.\n\n$${TEX[2]}$$"
+
+
+def _typeset_tex(answer) -> list[str]:
+    """The TeX KaTeX typeset, as its MathML annotation keeps it."""
+    return answer.locator('.math annotation[encoding="application/x-tex"]').all_text_contents()
+
+
+def test_math_keeps_its_backslashes_while_streaming_and_after(stack, open_tab, user, model_name):
+    # Held after the formulas, so the live answer (rendered in the page) is checked first.
+    gate = Pause(after_chars=len(BACKSLASH_MATH))
+    stack.model.script(
+        model_name, [Reply(BACKSLASH_MATH + "\n\nThat is all.", pause=gate, chunk_size=7)]
+    )
+    conversation = conversation_create(owner=user, profile=stack.profile(model_name))
+    tab = open_tab(user, path=f"/c/{conversation.pk}/")
+    page = tab.page
+    ask(page, "Some TeX?")
+    assert gate.reached.wait(30), "the model never got to its gate"
+    streaming = page.locator(".msg.assistant .answer.streaming")
+    expect(streaming.locator(".math-display .katex-display")).to_have_count(1)
+    assert _typeset_tex(streaming) == TEX
+
+    gate.open()
+    answer = page.locator(".msg.assistant .answer:not(.streaming)")
+    expect(answer).to_contain_text("That is all.")
+    expect(answer.locator(".math .katex")).to_have_count(3)
+    assert _typeset_tex(answer) == TEX
+    # The matrix has its two rows.
+    expect(answer.locator(".math-display .katex-html")).to_contain_text("a")
+    assert answer.locator(".math-display mtable mtr").count() == 2
     assert tab.errors == []
 
 
