@@ -279,3 +279,20 @@ def test_a_react_call_with_plain_text_input_waits_for_approval():
     assert isinstance(paused, AwaitingApproval)
     assert [(r.tool, r.tool_input) for r in requests(steps)] == [("echo", "hello there")]
     assert guarded.inputs == []
+
+
+def test_a_decision_applies_to_its_call_whatever_order_the_stored_arguments_keys_are_in():
+    """The database may give back a call's arguments with their keys in another order than
+    the request that was shown (PostgreSQL's jsonb keeps its own order): it is the same
+    call, and the person's yes runs it."""
+    prior = [
+        ActionStep(tool="adder", tool_input={"b": 3, "a": 2}, call_id="c1"),
+        ApprovalRequestStep(tool="adder", call_id="c1", tool_input={"a": 2, "b": 3}),
+        ApprovalDecisionStep(call_id="c1", approved=True),
+    ]
+    guarded = GuardedAdder()
+
+    steps = list(engine(["done"], [guarded]).run("q", prior_steps=stored(prior)))
+
+    assert guarded.calls == [(2, 3)]
+    assert told_to_the_model(steps)["c1"] == "5"

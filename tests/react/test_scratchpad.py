@@ -5,7 +5,15 @@ from __future__ import annotations
 
 import json
 
-from agents.react.types import FinalAnswerStep, ModelCallRecord, step_from_event, step_to_event
+from agents.react.transcript import transcript_from_steps
+from agents.react.types import (
+    ActionStep,
+    FinalAnswerStep,
+    ModelCallRecord,
+    ObservationStep,
+    step_from_event,
+    step_to_event,
+)
 from tests.react.conftest import final
 from tests.react.tools import Adder
 
@@ -46,3 +54,21 @@ def test_a_resumed_run_shows_the_model_every_earlier_turn(harness):
     assert harness.model.calls[0].messages == fourth_live
     for said in ("Observation: 5", "Observation: 42", "Observation: 2"):
         assert said in harness.model.calls[0].last_content
+
+
+def test_a_resumed_batch_pairs_each_observation_with_its_own_call():
+    """The calls of a batch finish in any order and their observations are stored as they
+    come: a resumed run still shows the model each result under its own call."""
+    stored_steps = [
+        ActionStep(tool="adder", tool_input={"a": 1, "b": 1}, call_id="call-1"),
+        ActionStep(tool="adder", tool_input={"a": 2, "b": 3}, call_id="call-2"),
+        ObservationStep(tool="adder", call_id="call-2", text="5"),
+        ObservationStep(tool="adder", call_id="call-1", text="2"),
+    ]
+
+    [turn] = transcript_from_steps(stored_steps).turns
+
+    assert [(run.action.call_id, run.observation.text) for run in turn.runs] == [
+        ("call-1", "2"),
+        ("call-2", "5"),
+    ]
