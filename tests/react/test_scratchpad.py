@@ -15,7 +15,7 @@ from agents.react.types import (
     step_to_event,
 )
 from tests.react.conftest import final
-from tests.react.tools import Adder
+from tests.react.tools import Adder, Echo
 
 FIRST = 'Thought: add two and three\nAction: adder\nAction Input: {"a": 2, "b": 3}'
 SECOND = 'Thought: now add forty\nAction: adder\nAction Input: {"a": 40, "b": 2}'
@@ -72,3 +72,14 @@ def test_a_resumed_batch_pairs_each_observation_with_its_own_call():
         ("call-1", "2"),
         ("call-2", "5"),
     ]
+
+
+def test_a_json_action_input_is_shown_back_as_the_model_wrote_it(harness):
+    """A JSON action whose input is an object: the next call's scratchpad shows that object
+    as JSON, its Chinese as written (not escaped, not lost)."""
+    reply = '{"action": "echo", "action_input": {"text": "北京"}}'
+
+    harness.run([reply, "Final Answer: done"], [Echo()])
+
+    scratchpad = harness.model.calls[1].last_content
+    assert 'Action Input: {"text": "北京"}\nObservation: echo: 北京' in scratchpad
