@@ -186,6 +186,33 @@ def test_the_token_budget_counts_the_prompt_and_the_reply(budget, stops):
         assert final(list(engine.run("q"))).text == "5"
 
 
+def test_a_resumed_run_counts_the_tokens_used_before_it_against_its_budget():
+    """Two calls of 30 prompt and 12 reply tokens each were stored: 84 tokens of a budget
+    of 80 are used, so the resumed run stops before calling the model again."""
+    replies = [
+        Completion(text=ADD, prompt_tokens=30, completion_tokens=12),
+        Completion(text=ADD_MORE, prompt_tokens=30, completion_tokens=12),
+    ]
+    first, _ = run_until_paused(
+        executor(ScriptedChatModel(replies), [Adder()], config=AgentConfig(budget=RunBudget(steps=2)))
+    )
+    records = [
+        ModelCallRecord(index=index, messages=[], options={}, response_text=reply.text,
+                        prompt_tokens=30, completion_tokens=12)
+        for index, reply in enumerate(replies)
+    ]  # fmt: skip
+    model = ScriptedChatModel(["Final Answer: 6"])
+    tight = AgentConfig(budget=RunBudget(tokens=80))
+
+    _, paused = run_until_paused(
+        executor(model, [Adder()], config=tight), prior=[*records, *stored(first)]
+    )
+
+    assert isinstance(paused, BudgetExhausted)
+    assert str(paused) == "The run used 84 tokens of its budget of 80."
+    assert model.remaining == 1
+
+
 def test_a_tool_call_budget_stops_before_the_call_over_it():
     config = AgentConfig(budget=RunBudget(tool_calls={"adder": 1}))
     adder = Adder()

@@ -57,8 +57,8 @@ def test_a_resumed_run_shows_the_model_every_earlier_turn(harness):
 
 
 def test_a_resumed_batch_pairs_each_observation_with_its_own_call():
-    """The calls of a batch finish in any order and their observations are stored as they
-    come: a resumed run still shows the model each result under its own call."""
+    """The calls of a batch run side by side: whatever order their observations were stored
+    in, a resumed run shows the model each result under its own call."""
     stored_steps = [
         ActionStep(tool="adder", tool_input={"a": 1, "b": 1}, call_id="call-1"),
         ActionStep(tool="adder", tool_input={"a": 2, "b": 3}, call_id="call-2"),
@@ -83,3 +83,32 @@ def test_a_json_action_input_is_shown_back_as_the_model_wrote_it(harness):
 
     scratchpad = harness.model.calls[1].last_content
     assert 'Action Input: {"text": "北京"}\nObservation: echo: 北京' in scratchpad
+
+
+def test_an_action_without_a_thought_adds_no_blank_thought_to_the_scratchpad(harness):
+    reply = 'Action: adder\nAction Input: {"a": 2, "b": 3}'
+
+    harness.run([reply, "Final Answer: 5"], [Adder()])
+
+    second = harness.model.calls[1].last_content
+    assert second.endswith('Thought:\nAction: adder\nAction Input: {"a": 2, "b": 3}\nObservation: 5\nThought:')
+
+
+def test_a_resumed_run_numbers_its_model_calls_after_the_stored_ones(harness):
+    """A worker died after the second model call was recorded, before its steps were: the
+    resumed run's call is the third, so the inspector shows the calls in order."""
+    live = harness.run([FIRST, SECOND, "Final Answer: 5 and 42"], [Adder()])
+    second_record = [i for i, step in enumerate(live) if isinstance(step, ModelCallRecord)][1]
+    stored = [
+        step_from_event(json.loads(json.dumps(step_to_event(step))))
+        for step in live[: second_record + 1]
+    ]
+
+    resumed = list(
+        harness.executor([SECOND, "Final Answer: 5 and 42"], [Adder()]).run(
+            "q", prior_steps=stored
+        )
+    )
+
+    assert [step.index for step in resumed if isinstance(step, ModelCallRecord)] == [2, 3]
+    assert final(resumed).text == "5 and 42"
