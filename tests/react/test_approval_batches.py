@@ -193,7 +193,8 @@ def test_the_model_is_told_which_of_its_calls_had_bad_arguments():
 
 def test_a_call_declined_without_a_reason_is_reported_without_one():
     """The model is told the call to this tool was declined, and no empty "reason" follows."""
-    first, _ = run_until_paused(engine([tool_calls(("adder", '{"a": 1, "b": 1}'))], [GuardedAdder()]))
+    one_call = tool_calls(("adder", '{"a": 1, "b": 1}'))
+    first, _ = run_until_paused(engine([one_call], [GuardedAdder()]))
     [asked] = requests(first)
     guarded = GuardedAdder()
 

@@ -7,9 +7,9 @@ import threading
 import pytest
 
 from agents.react.executor import AgentConfig
-from agents.react.transcript import ToolRun, Turn, native_messages
 from agents.react.testing import tool_calls
 from agents.react.tools import Tool
+from agents.react.transcript import ToolRun, Turn, native_messages
 from agents.react.types import ActionStep, ErrorStep, ObservationStep, ThoughtStep
 from tests.react.conftest import final, kinds, without_records
 from tests.react.tools import Adder, Broken, Echo

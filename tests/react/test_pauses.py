@@ -14,9 +14,9 @@ from agents.react.prompt import PromptConfig
 from agents.react.testing import ScriptedChatModel, tool_calls
 from agents.react.types import (
     ActionStep,
-    Completion,
     ApprovalDecisionStep,
     ApprovalRequestStep,
+    Completion,
     ErrorStep,
     FinalAnswerStep,
     ModelCallRecord,
@@ -193,9 +193,8 @@ def test_a_resumed_run_counts_the_tokens_used_before_it_against_its_budget():
         Completion(text=ADD, prompt_tokens=30, completion_tokens=12),
         Completion(text=ADD_MORE, prompt_tokens=30, completion_tokens=12),
     ]
-    first, _ = run_until_paused(
-        executor(ScriptedChatModel(replies), [Adder()], config=AgentConfig(budget=RunBudget(steps=2)))
-    )
+    two_steps = AgentConfig(budget=RunBudget(steps=2))
+    first, _ = run_until_paused(executor(ScriptedChatModel(replies), [Adder()], config=two_steps))
     records = [
         ModelCallRecord(index=index, messages=[], options={}, response_text=reply.text,
                         prompt_tokens=30, completion_tokens=12)

@@ -91,7 +91,8 @@ def test_an_action_without_a_thought_adds_no_blank_thought_to_the_scratchpad(har
     harness.run([reply, "Final Answer: 5"], [Adder()])
 
     second = harness.model.calls[1].last_content
-    assert second.endswith('Thought:\nAction: adder\nAction Input: {"a": 2, "b": 3}\nObservation: 5\nThought:')
+    shown = 'Thought:\nAction: adder\nAction Input: {"a": 2, "b": 3}\nObservation: 5\nThought:'
+    assert second.endswith(shown)
 
 
 def test_a_resumed_run_numbers_its_model_calls_after_the_stored_ones(harness):
@@ -105,9 +106,7 @@ def test_a_resumed_run_numbers_its_model_calls_after_the_stored_ones(harness):
     ]
 
     resumed = list(
-        harness.executor([SECOND, "Final Answer: 5 and 42"], [Adder()]).run(
-            "q", prior_steps=stored
-        )
+        harness.executor([SECOND, "Final Answer: 5 and 42"], [Adder()]).run("q", prior_steps=stored)
     )
 
     assert [step.index for step in resumed if isinstance(step, ModelCallRecord)] == [2, 3]
