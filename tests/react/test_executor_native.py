@@ -250,3 +250,14 @@ def test_arguments_held_as_an_object_are_shown_with_their_characters_as_written(
 
     assert assistant["tool_calls"][0]["function"]["arguments"] == '{"text": "北京"}'
     assert tool_message["content"] == "ok"
+
+
+def test_an_earlier_react_input_written_as_json_goes_back_as_written():
+    """After a switch to native calls, an earlier ReAct turn's Action Input that is a JSON
+    object in text is shown as those arguments, not emptied."""
+    action = ActionStep(tool="adder", tool_input='{"a": 2, "b": 3}', call_id="call-1")
+    turn = Turn(runs=[ToolRun(action, ObservationStep(tool="adder", call_id="call-1", text="5"))])
+
+    (assistant, _) = native_messages([turn])
+
+    assert assistant["tool_calls"][0]["function"]["arguments"] == '{"a": 2, "b": 3}'

@@ -111,3 +111,21 @@ def test_a_resumed_run_numbers_its_model_calls_after_the_stored_ones(harness):
 
     assert [step.index for step in resumed if isinstance(step, ModelCallRecord)] == [2, 3]
     assert final(resumed).text == "5 and 42"
+
+
+def test_calls_without_a_thought_in_a_row_stay_separate_replies():
+    """Two replies that each made a call and said nothing else: a resumed run shows the model
+    two replies, each with its result, not one reply of two calls."""
+    stored_steps = [
+        ActionStep(tool="adder", tool_input={"a": 1, "b": 1}, call_id="call-1"),
+        ObservationStep(tool="adder", call_id="call-1", text="2"),
+        ActionStep(tool="adder", tool_input={"a": 2, "b": 3}, call_id="call-2"),
+        ObservationStep(tool="adder", call_id="call-2", text="5"),
+    ]
+
+    turns = transcript_from_steps(stored_steps).turns
+
+    assert [[run.action.call_id for run in turn.runs] for turn in turns] == [
+        ["call-1"],
+        ["call-2"],
+    ]
