@@ -92,12 +92,13 @@ STATEMENTS = AGENTS / "db" / "statements.py"
 
 def _project_modules() -> list[Path]:
     """Every Python module of the project but its tests (migrations included); not var/,
-    the local data, which holds the python tool's virtualenv (numpy and the rest)."""
+    the local data, which holds the python tool's virtualenv (numpy and the rest), nor
+    mutants/, the copy of the project `make mutation` leaves (docs/testing.md)."""
     found = list(ROOT.glob("*.py"))
     for folder in ROOT.iterdir():
         if (
             folder.is_dir()
-            and folder.name not in ("tests", "var")
+            and folder.name not in ("tests", "var", "mutants")
             and not folder.name.startswith(".")
         ):
             found.extend(folder.rglob("*.py"))

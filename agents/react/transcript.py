@@ -240,11 +240,12 @@ def _id_for_model(action: ActionStep) -> str:
 def _arguments_json(tool_input: str | JsonDict) -> str:
     """Arguments to send back as JSON. Some servers (Ollama, vLLM) refuse a request whose
     history holds arguments that are not a JSON object, so invalid ones go back as ``{}``;
-    the tool's observation quotes what the model wrote."""
+    the tool's observation quotes what the model wrote; so do empty ones, which are not JSON
+    at all."""
     if isinstance(tool_input, dict):
         return json.dumps(tool_input, ensure_ascii=False)
     try:
-        parsed = jsontext.loads(tool_input) if tool_input.strip() else {}
+        parsed = jsontext.loads(tool_input)
     except ValueError:
         return "{}"
     return tool_input if isinstance(parsed, dict) else "{}"

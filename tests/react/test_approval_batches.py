@@ -10,6 +10,7 @@ from agents.react.executor import AgentConfig, AgentExecutor, RunBudget
 from agents.react.prompt import PromptConfig
 from agents.react.testing import ScriptedChatModel, tool_calls
 from agents.react.types import (
+    ActionStep,
     ApprovalDecisionStep,
     ApprovalRequestStep,
     ErrorStep,
@@ -17,7 +18,7 @@ from agents.react.types import (
 )
 from tests.react.conftest import final
 from tests.react.test_pauses import run_until_paused, stored
-from tests.react.tools import Adder
+from tests.react.tools import Adder, Echo
 
 
 class GuardedAdder(Adder):
@@ -108,6 +109,7 @@ def test_two_calls_of_a_budgeted_tool_in_one_batch_both_count():
 
     assert isinstance(paused, BudgetExhausted)
     assert (paused.limit, paused.tool) == ("tool_calls", "adder")
+    assert str(paused) == "The run used its budget of 1 calls of adder."
     assert adder.calls == []  # none of the batch ran
 
 
@@ -172,3 +174,126 @@ def test_approved_calls_count_against_a_tool_budget():
     assert isinstance(paused, BudgetExhausted)
     assert (paused.limit, paused.tool) == ("tool_calls", "adder")
     assert guarded.calls == []
+
+
+def told_to_the_model(steps):
+    """What the model is told about each call of the run: its observation, by call id."""
+    return {step.call_id: step.text for step in steps if isinstance(step, ObservationStep)}
+
+
+def test_the_model_is_told_which_of_its_calls_had_bad_arguments():
+    batch = tool_calls(("adder", '{"a": "two"}'), ("adder", '{"a": 2, "b": 3}'))
+
+    steps = list(engine([batch, "done"], [Adder()]).run("q"))
+
+    bad, good = told_to_the_model(steps).values()
+    assert bad.startswith("The input for adder is not valid: ")
+    assert good == "5"
+
+
+def test_a_call_declined_without_a_reason_is_reported_without_one():
+    """The model is told the call to this tool was declined, and no empty "reason" follows."""
+    one_call = tool_calls(("adder", '{"a": 1, "b": 1}'))
+    first, _ = run_until_paused(engine([one_call], [GuardedAdder()]))
+    [asked] = requests(first)
+    guarded = GuardedAdder()
+
+    resumed = list(
+        engine(["done"], [guarded]).run(
+            "q", prior_steps=[*stored(first), decide(asked, approved=False)]
+        )
+    )
+
+    assert guarded.calls == []
+    assert told_to_the_model(resumed)[asked.call_id] == (
+        "The user declined this call to adder; it was not run."
+    )
+
+
+def test_a_call_run_on_a_decision_taken_for_another_call_names_the_refused_tool():
+    """A run stored before the engine named its calls may hold two calls under one id: the
+    model is told which call was not run, and why."""
+    shown = ActionStep(tool="adder", tool_input={"a": 2, "b": 3}, call_id="c1")
+    other = ActionStep(tool="adder", tool_input={"a": 5, "b": 1}, call_id="c1")
+    prior = [
+        shown,
+        ApprovalRequestStep(tool="adder", call_id="c1", tool_input={"a": 2, "b": 3}),
+        ApprovalDecisionStep(call_id="c1", approved=True),
+        ObservationStep(tool="adder", call_id="c1", text="5"),
+        other,
+    ]
+    guarded = GuardedAdder()
+
+    steps = list(engine(["done"], [guarded]).run("q", prior_steps=stored(prior)))
+
+    assert guarded.calls == []
+    assert told_to_the_model(steps)["c1"] == (
+        "The call to adder was not run: the decision under its id was taken on another call."
+    )
+
+
+class RunsEverything:
+    """A tool policy that would let every call run (``None`` for each)."""
+
+    def answer(self, tool, arguments):
+        return None
+
+
+def test_under_a_tool_policy_that_runs_every_call_a_guarded_tool_still_never_runs():
+    """Nobody is asked under a policy, so a call that needs a person's yes is not run, and
+    the model is told so; the other calls of the batch run."""
+    guarded = GuardedAdder()
+    batch = tool_calls(("adder", '{"a": 2, "b": 3}'))
+    policy_run = AgentExecutor(
+        model=ScriptedChatModel([batch, "done"]),
+        tools=[guarded],
+        prompt=PromptConfig(mode="tools"),
+        tool_policy=RunsEverything(),
+    )
+
+    steps = list(policy_run.run("q"))
+
+    assert guarded.calls == []
+    assert [step.code for step in steps if isinstance(step, ErrorStep)] == ["not_recorded"]
+    [told] = told_to_the_model(steps).values()
+    assert told.startswith("The call to adder was not run: it is not recorded")
+    assert final(steps).text == "done"
+
+
+class GuardedEcho(Echo):
+    needs_approval = True
+
+
+def test_a_react_call_with_plain_text_input_waits_for_approval():
+    """A ReAct Action Input may be plain text rather than JSON: it is still a valid call, so
+    it is asked about, and it does not run before the answer."""
+    guarded = GuardedEcho()
+    reply = "Thought: say it\nAction: echo\nAction Input: hello there"
+    react_run = AgentExecutor(
+        model=ScriptedChatModel([reply, "Final Answer: done"]),
+        tools=[guarded],
+        prompt=PromptConfig(mode="react"),
+    )
+
+    steps, paused = run_until_paused(react_run)
+
+    assert isinstance(paused, AwaitingApproval)
+    assert [(r.tool, r.tool_input) for r in requests(steps)] == [("echo", "hello there")]
+    assert guarded.inputs == []
+
+
+def test_a_decision_applies_to_its_call_whatever_order_the_stored_arguments_keys_are_in():
+    """The database may give back a call's arguments with their keys in another order than
+    the request that was shown (PostgreSQL's jsonb keeps its own order): it is the same
+    call, and the person's yes runs it."""
+    prior = [
+        ActionStep(tool="adder", tool_input={"b": 3, "a": 2}, call_id="c1"),
+        ApprovalRequestStep(tool="adder", call_id="c1", tool_input={"a": 2, "b": 3}),
+        ApprovalDecisionStep(call_id="c1", approved=True),
+    ]
+    guarded = GuardedAdder()
+
+    steps = list(engine(["done"], [guarded]).run("q", prior_steps=stored(prior)))
+
+    assert guarded.calls == [(2, 3)]
+    assert told_to_the_model(steps)["c1"] == "5"

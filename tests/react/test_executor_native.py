@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import threading
 
+import pytest
+
 from agents.react.executor import AgentConfig
 from agents.react.testing import tool_calls
 from agents.react.tools import Tool
+from agents.react.transcript import ToolRun, Turn, native_messages
 from agents.react.types import ActionStep, ErrorStep, ObservationStep, ThoughtStep
 from tests.react.conftest import final, kinds, without_records
 from tests.react.tools import Adder, Broken, Echo
@@ -214,3 +217,47 @@ def test_tool_schema_follows_type_hints(harness):
 def test_no_thought_step_for_silent_tool_calls(harness):
     steps = harness.run([tool_calls(("echo", '{"text": "x"}')), "ok"], [Echo()], mode="tools")
     assert not any(isinstance(s, ThoughtStep) for s in steps)
+
+
+@pytest.mark.parametrize(
+    ("written", "shown"),
+    [
+        ('{"a": 2, "b": 3}', '{"a": 2, "b": 3}'),
+        ("[2, 3]", "{}"),
+        ("", "{}"),
+        ("  ", "{}"),
+    ],
+    ids=["an-object", "a-list", "nothing", "blanks"],
+)
+def test_the_next_call_shows_the_model_its_arguments_as_a_json_object(harness, written, shown):
+    """Valid arguments go back as the model wrote them; anything that is not a JSON object
+    goes back as ``{}`` (some servers refuse a history that holds it), and the observation
+    quotes what was written."""
+    harness.run([tool_calls(("adder", written)), "done"], [Adder()], mode="tools")
+
+    history = harness.model.calls[1].messages
+    (sent_call,) = next(m for m in history if m.get("tool_calls"))["tool_calls"]
+    assert sent_call["function"]["arguments"] == shown
+
+
+def test_arguments_held_as_an_object_are_shown_with_their_characters_as_written():
+    """An earlier ReAct turn's JSON input (after a switch to native calls) goes back as JSON
+    with its Chinese as written, not as escapes the model never wrote."""
+    action = ActionStep(tool="echo", tool_input={"text": "北京"}, call_id="call-1")
+    turn = Turn(runs=[ToolRun(action, ObservationStep(tool="echo", call_id="call-1", text="ok"))])
+
+    (assistant, tool_message) = native_messages([turn])
+
+    assert assistant["tool_calls"][0]["function"]["arguments"] == '{"text": "北京"}'
+    assert tool_message["content"] == "ok"
+
+
+def test_an_earlier_react_input_written_as_json_goes_back_as_written():
+    """After a switch to native calls, an earlier ReAct turn's Action Input that is a JSON
+    object in text is shown as those arguments, not emptied."""
+    action = ActionStep(tool="adder", tool_input='{"a": 2, "b": 3}', call_id="call-1")
+    turn = Turn(runs=[ToolRun(action, ObservationStep(tool="adder", call_id="call-1", text="5"))])
+
+    (assistant, _) = native_messages([turn])
+
+    assert assistant["tool_calls"][0]["function"]["arguments"] == '{"a": 2, "b": 3}'

@@ -89,6 +89,8 @@ def test_a_resumed_run_stays_native_after_the_switch():
     assert final(steps).text == "It is two."
     assert model.calls[0].stop is None
     assert model.calls[0].tools is not None
+    # The switch was announced once, before the crash; the resumed run does not repeat it.
+    assert not any(isinstance(step, ModeSwitchStep) for step in steps)
 
 
 def test_a_crash_between_the_third_error_and_the_switch_switches_on_resume():

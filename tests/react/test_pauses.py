@@ -16,6 +16,7 @@ from agents.react.types import (
     ActionStep,
     ApprovalDecisionStep,
     ApprovalRequestStep,
+    Completion,
     ErrorStep,
     FinalAnswerStep,
     ModelCallRecord,
@@ -142,6 +143,7 @@ def test_the_step_budget_stops_the_run_and_a_larger_one_goes_on():
 
     assert isinstance(paused, BudgetExhausted)
     assert paused.limit == "steps"
+    assert str(paused) == "The run used its budget of 1 steps."
     assert observations(first) == ["5"]
 
     more = AgentConfig(budget=RunBudget(steps=2))
@@ -159,6 +161,54 @@ def test_the_token_budget_stops_before_the_next_model_call():
 
     assert isinstance(paused, BudgetExhausted)
     assert paused.limit == "tokens"
+    assert model.remaining == 1
+
+
+@pytest.mark.parametrize(
+    ("budget", "stops"),
+    [(35, True), (42, True), (43, False)],
+    ids=["more-than-the-prompt", "exactly-used", "one-to-spare"],
+)
+def test_the_token_budget_counts_the_prompt_and_the_reply(budget, stops):
+    """The first call used 30 tokens of prompt and 12 of reply: a budget of 42 or less is
+    used up before the second call; 43 leaves room for it."""
+    config = AgentConfig(budget=RunBudget(tokens=budget))
+    first_reply = Completion(text=ADD, prompt_tokens=30, completion_tokens=12)
+    model = ScriptedChatModel([first_reply, "Final Answer: 5"])
+    engine = executor(model, [Adder()], config=config)
+
+    if stops:
+        _, paused = run_until_paused(engine)
+        assert isinstance(paused, BudgetExhausted)
+        assert str(paused) == f"The run used 42 tokens of its budget of {budget}."
+        assert model.remaining == 1
+    else:
+        assert final(list(engine.run("q"))).text == "5"
+
+
+def test_a_resumed_run_counts_the_tokens_used_before_it_against_its_budget():
+    """Two calls of 30 prompt and 12 reply tokens each were stored: 84 tokens of a budget
+    of 80 are used, so the resumed run stops before calling the model again."""
+    replies = [
+        Completion(text=ADD, prompt_tokens=30, completion_tokens=12),
+        Completion(text=ADD_MORE, prompt_tokens=30, completion_tokens=12),
+    ]
+    two_steps = AgentConfig(budget=RunBudget(steps=2))
+    first, _ = run_until_paused(executor(ScriptedChatModel(replies), [Adder()], config=two_steps))
+    records = [
+        ModelCallRecord(index=index, messages=[], options={}, response_text=reply.text,
+                        prompt_tokens=30, completion_tokens=12)
+        for index, reply in enumerate(replies)
+    ]  # fmt: skip
+    model = ScriptedChatModel(["Final Answer: 6"])
+    tight = AgentConfig(budget=RunBudget(tokens=80))
+
+    _, paused = run_until_paused(
+        executor(model, [Adder()], config=tight), prior=[*records, *stored(first)]
+    )
+
+    assert isinstance(paused, BudgetExhausted)
+    assert str(paused) == "The run used 84 tokens of its budget of 80."
     assert model.remaining == 1
 
 

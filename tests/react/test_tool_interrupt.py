@@ -118,3 +118,26 @@ def test_a_call_that_ended_by_itself_is_not_interrupted(harness):
     assert not tool.interrupted.is_set()
     observations = [s for s in steps if isinstance(s, ObservationStep)]
     assert observations[0].text == "done with a"
+
+
+class CallIdReader(Echo):
+    """A tool whose work must happen once per call keys it on the engine's id of the call."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.call_ids: list[str] = []
+
+    def run(self, *, text: str) -> str:
+        self.call_ids.append(current_interrupt().call_id)
+        return super().run(text=text)
+
+
+def test_a_tool_sees_the_engines_id_of_each_of_its_calls(harness):
+    tool = CallIdReader()
+    batch = tool_calls(("echo", '{"text": "a"}'), ("echo", '{"text": "b"}'))
+
+    steps = harness.run([batch, "done"], [tool], mode="tools")
+
+    actions = [step.call_id for step in steps if step.kind == "action"]
+    assert actions == ["call-1", "call-2"]
+    assert sorted(tool.call_ids) == actions  # the calls of a batch run side by side
