@@ -71,6 +71,29 @@ def test_modules_become_functions_run_in_import_order(tmp_path):
     assert "return { App };" in app
 
 
+def test_a_bundle_leaves_out_comment_lines_but_never_text_that_looks_like_one(tmp_path):
+    folder = _modules(
+        tmp_path,
+        start=(
+            "// Why this module exists, at length.\n"
+            "export function f() {\n"
+            "  // why f does this\n"
+            '  return "https://example.invalid/a"; // kept: code comes first on the line\n'
+            "}\n"
+        ),
+        app=(
+            'import { f } from "./start.js";\n'
+            "export const page = `<p>\n// inside a template, this is text\n</p>`;\n"
+        ),
+    )
+    bundles = build_bundles(folder, TWO)
+    start = bundles["js/start.bundle.js"]
+    assert "Why this module exists" not in start
+    assert "why f does this" not in start
+    assert 'return "https://example.invalid/a"; // kept' in start
+    assert "// inside a template, this is text" in bundles["js/app.bundle.js"]
+
+
 @pytest.mark.parametrize(
     ("source", "error"),
     [

@@ -41,6 +41,9 @@ _ANY_IMPORT = re.compile(r"^import\b(?!\()", re.M)
 _EXPORT = re.compile(r"^export\s+((?:async\s+)?function\*?|class|const)\s+(\w+)", re.M)
 _ANY_EXPORT = re.compile(r"^export\b", re.M)
 _DYNAMIC_IMPORT = re.compile(r'\bimport\("\./([\w-]+)\.js"\)')
+# A line that is only a comment. The modules explain themselves at length; the page that
+# loads a bundle does not need the explanations (the modules keep them).
+_COMMENT_LINE = re.compile(r"^[ \t]*//[^\n]*\n", re.M)
 
 
 class BundleError(ValueError):
@@ -80,7 +83,15 @@ class _Module:
         text = _NAMED_IMPORT.sub(named, self.source)
         text = _BARE_IMPORT.sub("", text)
         text = _ANY_EXPORT.sub("", text)
+        if not _may_span_lines(text):
+            text = _COMMENT_LINE.sub("", text)
         return _DYNAMIC_IMPORT.sub(dynamic, text)
+
+
+def _may_span_lines(source: str) -> bool:
+    """Whether a template literal may run over several lines: a line with an odd number of
+    backticks. Within one, a line that looks like a comment is text, so none is removed."""
+    return any(line.count("`") % 2 for line in source.splitlines())
 
 
 def _ordered(entry: str, read: Any, outside: set[str]) -> list[_Module]:
