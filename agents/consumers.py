@@ -679,61 +679,34 @@ def _after_seq_param(scope: dict[str, Any], last_seq: int) -> int:
     return min(max(after_seq, 0), last_seq)
 
 
-class NotificationConsumer(AsyncJsonWebsocketConsumer):
-    """`/ws/notifications/`: the signed-in user's notifications, live (docs/protocol.md,
-    "Notifications"). Every page of the user opens one; it sends the unread count as it
-    opens, then every ``notification`` and ``notifications.unread`` frame published to the
-    user's group (agents/events.py). The client sends nothing but ``ping``."""
+class _GroupFollower(AsyncJsonWebsocketConsumer):
+    """A socket that follows one group of the channel layer until its sign-in ends: the
+    notifications' and an evaluation's. It joins the group before its opening read, so
+    nothing published after the read is missed; it is closed (4401) when the session that
+    opened it signs out; the client sends nothing but ``ping``."""
 
     group: str = ""
     sign_in: str = ""
-    user_id: int = 0
-    language: str = ""
-    # Whose socket counts in _open_notification_sockets (set once counted).
-    counted_user_id: int | None = None
 
-    async def connect(self) -> None:
-        self.group = self.sign_in = ""
-        user = await get_user(self.scope)
-        if not user.is_authenticated:
-            await self.accept()
-            await self.close(code=CLOSE_SIGNED_OUT)
-            return
-        if (
-            _open_notification_sockets.get(user.pk, 0)
-            >= settings.CHAT_MAX_NOTIFICATION_SOCKETS_PER_USER
-        ):
-            # Accepted so the browser sees the code; it joined nothing.
-            await self.accept()
-            await self.close(code=CLOSE_TOO_MANY_SOCKETS)
-            return
-        _open_notification_sockets[user.pk] = _open_notification_sockets.get(user.pk, 0) + 1
-        self.counted_user_id = user.pk
-        session_key = self._session_key()
+    async def refuse(self, code: int) -> None:
+        # Accepted first, so the browser sees the code; it joined nothing.
+        await self.accept()
+        await self.close(code=code)
+
+    async def follow(self, group: str) -> None:
+        """Watch the sign-in, join ``group`` and accept; the caller then sends its read."""
+        session = self.scope.get("session")
+        session_key = getattr(session, "session_key", None) or ""
         self.sign_in = events.sign_in_name(session_key) if session_key else ""
         if self.sign_in:
             await signouts.watch(
                 self.channel_layer, sign_in=self.sign_in, channel=self.channel_name
             )
-        self.user_id = user.pk
-        self.language = await _in_database_thread(_language_of)(self.scope)
-        # Join, then count: a notification written after the count arrives live.
-        self.group = events.notifications_group_name(user.pk)
+        self.group = group
         await self.channel_layer.group_add(self.group, self.channel_name)
         await self.accept()
-        unread = await _in_database_thread(_unread_count)(user.pk)
-        await self.send_json(notifications_unread_frame(unread))
-
-    def _session_key(self) -> str:
-        session = self.scope.get("session")
-        return getattr(session, "session_key", None) or ""
 
     async def disconnect(self, code: int) -> None:
-        if self.counted_user_id is not None:
-            left = _open_notification_sockets.pop(self.counted_user_id, 1) - 1
-            if left > 0:
-                _open_notification_sockets[self.counted_user_id] = left
-            self.counted_user_id = None
         if self.sign_in:
             signouts.forget(sign_in=self.sign_in, channel=self.channel_name)
         if self.group:
@@ -743,6 +716,50 @@ class NotificationConsumer(AsyncJsonWebsocketConsumer):
     async def receive_json(self, content: Any, **kwargs: Any) -> None:
         if isinstance(content, dict) and content.get("type") == FrameType.PING:
             await self.send_json(pong_frame())
+
+    async def chat_signed_out(self, message: dict[str, Any]) -> None:
+        await self.close(code=CLOSE_SIGNED_OUT)
+
+
+class NotificationConsumer(_GroupFollower):
+    """`/ws/notifications/`: the signed-in user's notifications, live (docs/protocol.md,
+    "Notifications"). Every page of the user opens one; it sends the unread count as it
+    opens, then every ``notification`` and ``notifications.unread`` frame published to the
+    user's group (agents/events.py)."""
+
+    user_id: int = 0
+    language: str = ""
+    # Whose socket counts in _open_notification_sockets (set once counted).
+    counted_user_id: int | None = None
+
+    async def connect(self) -> None:
+        self.group = self.sign_in = ""
+        user = await get_user(self.scope)
+        if not user.is_authenticated:
+            await self.refuse(CLOSE_SIGNED_OUT)
+            return
+        if (
+            _open_notification_sockets.get(user.pk, 0)
+            >= settings.CHAT_MAX_NOTIFICATION_SOCKETS_PER_USER
+        ):
+            await self.refuse(CLOSE_TOO_MANY_SOCKETS)
+            return
+        _open_notification_sockets[user.pk] = _open_notification_sockets.get(user.pk, 0) + 1
+        self.counted_user_id = user.pk
+        self.user_id = user.pk
+        self.language = await _in_database_thread(_language_of)(self.scope)
+        # Join, then count: a notification written after the count arrives live.
+        await self.follow(events.notifications_group_name(user.pk))
+        unread = await _in_database_thread(_unread_count)(user.pk)
+        await self.send_json(notifications_unread_frame(unread))
+
+    async def disconnect(self, code: int) -> None:
+        if self.counted_user_id is not None:
+            left = _open_notification_sockets.pop(self.counted_user_id, 1) - 1
+            if left > 0:
+                _open_notification_sockets[self.counted_user_id] = left
+            self.counted_user_id = None
+        await super().disconnect(code)
 
     async def notification_event(self, message: dict[str, Any]) -> None:
         await self.send_json(message["frame"])
@@ -753,71 +770,40 @@ class NotificationConsumer(AsyncJsonWebsocketConsumer):
         text = await _in_database_thread(_budget_warning_text)(self.user_id, self.language)
         await self.send_json(budget_warning_frame(text))
 
-    async def chat_signed_out(self, message: dict[str, Any]) -> None:
-        await self.close(code=CLOSE_SIGNED_OUT)
-
 
 def _unread_count(user_id: int) -> int:
     return notifications_unread_count(user_id=user_id)
 
 
-class EvaluationConsumer(AsyncJsonWebsocketConsumer):
+class EvaluationConsumer(_GroupFollower):
     """`/ws/evaluations/<id>/`: an evaluation's progress, live, for staff allowed to view
     evaluations (docs/protocol.md, "Evaluation progress"). Checked as it opens: not signed
     in, 4401; not such staff, or no such evaluation, 4404. It joins the evaluation's group,
     then sends where the evaluation stands with every result, then each
     ``evaluation.progress`` published as a case starts or is checked (agents/events.py,
-    after commit). The client sends nothing but ``ping``."""
-
-    group: str = ""
-    sign_in: str = ""
+    after commit)."""
 
     async def connect(self) -> None:
         self.group = self.sign_in = ""
         user = await get_user(self.scope)
         eval_run_id = int(self.scope["url_route"]["kwargs"]["eval_run_id"])
         if not user.is_authenticated:
-            await self.accept()
-            await self.close(code=CLOSE_SIGNED_OUT)
+            await self.refuse(CLOSE_SIGNED_OUT)
             return
         if not await _in_database_thread(can_watch_evaluation)(user):
-            await self.accept()
-            await self.close(code=CLOSE_NOT_FOUND)
+            await self.refuse(CLOSE_NOT_FOUND)
             return
-        session = self.scope.get("session")
-        session_key = getattr(session, "session_key", None) or ""
-        self.sign_in = events.sign_in_name(session_key) if session_key else ""
-        if self.sign_in:
-            await signouts.watch(
-                self.channel_layer, sign_in=self.sign_in, channel=self.channel_name
-            )
         # Join, then read: a case checked after the read arrives live (and a frame that
         # repeats what the read saw changes nothing on the page).
-        self.group = events.evaluation_group_name(eval_run_id)
-        await self.channel_layer.group_add(self.group, self.channel_name)
-        await self.accept()
+        await self.follow(events.evaluation_group_name(eval_run_id))
         frame = await _in_database_thread(_evaluation_frame)(eval_run_id)
         if frame is None:
             await self.close(code=CLOSE_NOT_FOUND)
             return
         await self.send_json(frame)
 
-    async def disconnect(self, code: int) -> None:
-        if self.sign_in:
-            signouts.forget(sign_in=self.sign_in, channel=self.channel_name)
-        if self.group:
-            await self.channel_layer.group_discard(self.group, self.channel_name)
-        self.group = self.sign_in = ""
-
-    async def receive_json(self, content: Any, **kwargs: Any) -> None:
-        if isinstance(content, dict) and content.get("type") == FrameType.PING:
-            await self.send_json(pong_frame())
-
     async def evaluation_event(self, message: dict[str, Any]) -> None:
         await self.send_json(message["frame"])
-
-    async def chat_signed_out(self, message: dict[str, Any]) -> None:
-        await self.close(code=CLOSE_SIGNED_OUT)
 
 
 def _evaluation_frame(eval_run_id: int) -> dict[str, Any] | None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, cast
 
@@ -305,9 +306,8 @@ def run_regenerate(*, conversation: Conversation, user: User) -> AgentRun:
     Its answer will be a sibling of the earlier ones, which stay; until it comes, the branch
     ends at the question (``branch_activate``).
     """
-    with transaction.atomic():
-        lock = _lock_owned(conversation=conversation, user=user)
-        locked = lock.conversation
+
+    def latest_question(locked: Conversation) -> Message:
         message = (
             locked.messages.filter(role=Message.Role.USER, on_active_branch=True)
             .order_by("-id")
@@ -317,11 +317,42 @@ def run_regenerate(*, conversation: Conversation, user: User) -> AgentRun:
             raise RequestRefused(
                 RefusalCode.NOTHING_TO_REGENERATE, _("There is no message to answer again.")
             )
+        return message
+
+    return _answer_again(conversation=conversation, user=user, question=latest_question)
+
+
+def _answer_again(
+    *,
+    conversation: Conversation,
+    user: User,
+    question: Callable[[Conversation], Message],
+    forked_from: AgentRun | None = None,
+    fork_before_seq: int | None = None,
+    continues_answer: Message | None = None,
+) -> AgentRun:
+    """Queue a new run answering again the message ``question`` finds in the conversation
+    (read under its lock), under a send's rules: the profile the user may use, no unfinished
+    run, the quota and the budgets. The new answer will be a sibling of the earlier ones;
+    until it comes, the active branch ends at the question (``branch_activate``). Regenerate,
+    "Retry from here" and Continue differ only in the question and what the run is told."""
+    with transaction.atomic():
+        lock = _lock_owned(conversation=conversation, user=user)
+        locked = lock.conversation
+        message = question(locked)
         profile = _profile_for(conversation=locked, user=user, profile=None, lock=lock)
         seen = _read_under_lock(conversation=locked, client_id=None, parent_id=None)
         _check_can_start_run(blocking=seen.blocking_status, budgeted=seen.budgeted, user=user)
         branch_activate(conversation=locked, leaf_id=message.pk)
-        run = _queue_run(lock=lock, message=message, profile=profile, user=user)
+        run = _queue_run(
+            lock=lock,
+            message=message,
+            profile=profile,
+            user=user,
+            forked_from=forked_from,
+            fork_before_seq=fork_before_seq,
+            continues_answer=continues_answer,
+        )
         _touch(locked)
     conversation.active_leaf_id = locked.active_leaf_id
     return run
@@ -353,25 +384,13 @@ def run_fork(*, run: AgentRun, user: User, step_seq: int) -> AgentRun:
             _("Step %(seq)s is not a step of run %(run)s.") % {"seq": step_seq, "run": run.pk},
         )
     start = turn_start([step for _seq, step in numbered], seqs.index(step_seq))
-    with transaction.atomic():
-        lock = _lock_owned(conversation=conversation, user=user)
-        locked = lock.conversation
-        profile = _profile_for(conversation=locked, user=user, profile=None, lock=lock)
-        seen = _read_under_lock(conversation=locked, client_id=None, parent_id=None)
-        _check_can_start_run(blocking=seen.blocking_status, budgeted=seen.budgeted, user=user)
-        question = run.trigger_message
-        branch_activate(conversation=locked, leaf_id=question.pk)
-        fork = _queue_run(
-            lock=lock,
-            message=question,
-            profile=profile,
-            user=user,
-            forked_from=run,
-            fork_before_seq=seqs[start],
-        )
-        _touch(locked)
-    conversation.active_leaf_id = locked.active_leaf_id
-    return fork
+    return _answer_again(
+        conversation=conversation,
+        user=user,
+        question=lambda _locked: run.trigger_message,
+        forked_from=run,
+        fork_before_seq=seqs[start],
+    )
 
 
 def answer_continue(*, message: Message, user: User) -> AgentRun:
@@ -396,20 +415,14 @@ def answer_continue(*, message: Message, user: User) -> AgentRun:
         raise RequestRefused(
             RefusalCode.NOT_CONTINUABLE, _("Only an answer you stopped can be continued.")
         )
-    with transaction.atomic():
-        lock = _lock_owned(conversation=conversation, user=user)
-        locked = lock.conversation
-        profile = _profile_for(conversation=locked, user=user, profile=None, lock=lock)
-        seen = _read_under_lock(conversation=locked, client_id=None, parent_id=None)
-        _check_can_start_run(blocking=seen.blocking_status, budgeted=seen.budgeted, user=user)
-        question = Message.objects.get(pk=message.parent_id)
-        branch_activate(conversation=locked, leaf_id=question.pk)
-        run = _queue_run(
-            lock=lock, message=question, profile=profile, user=user, continues_answer=message
-        )
-        _touch(locked)
-    conversation.active_leaf_id = locked.active_leaf_id
-    return run
+    # A message's parent never changes: it may be read before the lock.
+    question = Message.objects.get(pk=message.parent_id)
+    return _answer_again(
+        conversation=conversation,
+        user=user,
+        question=lambda _locked: question,
+        continues_answer=message,
+    )
 
 
 def message_edit_resend(

@@ -23,15 +23,17 @@ export function csrfToken() {
 }
 
 // Call the JSON API (agents/api/) with the session cookie and CSRF token. Resolves to the
-// parsed body (null for 204); rejects with the server's own message when it refuses.
+// parsed body (null for 204); rejects with the server's own message when it refuses. A
+// FormData body goes as a form, for the views that also take the page's own form.
 export async function api(method, url, body) {
   const headers = { Accept: "application/json", "X-CSRFToken": csrfToken() };
-  if (body !== undefined) headers["Content-Type"] = "application/json";
+  const form = body instanceof FormData;
+  if (body !== undefined && !form) headers["Content-Type"] = "application/json";
   const response = await fetch(url, {
     method,
     credentials: "same-origin",
     headers,
-    body: body === undefined ? undefined : JSON.stringify(body),
+    body: body === undefined || form ? body : JSON.stringify(body),
   });
   if (response.status === 204) return null;
   let data = null;

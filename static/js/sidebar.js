@@ -76,6 +76,21 @@ function snippetNode(segments, id) {
   return node;
 }
 
+// A field edited in place: Enter keeps what was typed, Escape gives up (and closes nothing
+// else, such as the drawer), each through ``finish(save)``.
+function finishOnEnterOrEscape(input, finish) {
+  input.addEventListener("keydown", (event) => {
+    if (event.key === "Enter") {
+      event.preventDefault();
+      finish(true);
+    } else if (event.key === "Escape") {
+      event.preventDefault();
+      event.stopPropagation();
+      finish(false);
+    }
+  });
+}
+
 export class Sidebar {
   constructor({ list, search, status, currentId, conversations, folders = [], toast, onDeleted, onChanged, tools = {} }) {
     this.onDeleted = onDeleted || (() => {});
@@ -509,16 +524,7 @@ export class Sidebar {
       this.render();
       this.focusMenuButton(conversation.id);
     };
-    input.addEventListener("keydown", (event) => {
-      if (event.key === "Enter") {
-        event.preventDefault();
-        finish(true);
-      } else if (event.key === "Escape") {
-        event.preventDefault();
-        event.stopPropagation();
-        finish(false);
-      }
-    });
+    finishOnEnterOrEscape(input, finish);
     input.addEventListener("blur", () => finish(true));
   }
 
@@ -713,16 +719,7 @@ export class Sidebar {
         busy = false;
       }
     };
-    input.addEventListener("keydown", (event) => {
-      if (event.key === "Enter") {
-        event.preventDefault();
-        finish(true);
-      } else if (event.key === "Escape") {
-        event.preventDefault();
-        event.stopPropagation();
-        finish(false);
-      }
-    });
+    finishOnEnterOrEscape(input, finish);
     input.addEventListener("blur", () => {
       if (!input.hasAttribute("aria-invalid")) finish(true);
     });

@@ -5,7 +5,7 @@
 // fetch, without leaving the page. "Custom instructions…" opens a dialog that reads and
 // stores them (/preferences/instructions/); a refusal is shown there and the text stays.
 
-import { announce, csrfToken } from "./dom.js";
+import { announce, api, csrfToken } from "./dom.js";
 import { gettext, interpolate } from "./i18n.js";
 
 const root = document.getElementById("user-menu");
@@ -77,31 +77,12 @@ function countInstructions() {
   instructionsCount.classList.toggle("over", Boolean(instructionsLimit) && length > instructionsLimit);
 }
 
-async function instructionsRequest(method, body) {
-  const response = await fetch(instructionsForm.action, {
-    method,
-    credentials: "same-origin",
-    headers: { Accept: "application/json", "X-CSRFToken": csrfToken() },
-    body,
-  });
-  let data = null;
-  try {
-    data = await response.json();
-  } catch {
-    data = null;
-  }
-  if (!response.ok) {
-    throw new Error((data && data.message) || interpolate(gettext("The server answered %s."), [response.status]));
-  }
-  return data;
-}
-
 async function openInstructions() {
   instructionsError.textContent = "";
   instructionsDialog.showModal();
   instructionsInput.focus();
   try {
-    const data = await instructionsRequest("GET");
+    const data = await api("GET", instructionsForm.action);
     instructionsLimit = data.limit || 0;
     instructionsInput.value = data.instructions || "";
   } catch (error) {
@@ -127,7 +108,7 @@ if (instructionsDialog && instructionsForm) {
     body.set("instructions", instructionsInput.value);
     save.disabled = true;
     try {
-      const data = await instructionsRequest("POST", body);
+      const data = await api("POST", instructionsForm.action, body);
       instructionsInput.value = data.instructions;
       instructionsError.textContent = "";
       instructionsDialog.close();
