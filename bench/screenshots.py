@@ -293,3 +293,62 @@ def test_replay_beside_its_original(stack, open_tab, user, make_user):
     assert admin.errors == []
     admin.page.locator("#toggle-nav-sidebar").click()
     save(admin.page, "replay-compare.png")
+
+
+def test_two_versions_evaluated_side_by_side(stack, open_tab, user, make_user):
+    from agents.models import EvalRun, EvalSet, ModelConfig
+    from agents.services.evaluations import eval_cases_from_thumbs_down, eval_run_start
+    from agents.services.feedback import feedback_set
+    from agents.services.prompt_versions import prompt_version_ensure
+    from tests.answers import finished_answer
+
+    careful, guessing = "research-assistant-careful", "research-assistant-guessing"
+
+    def calculates(request) -> Reply:
+        sent = "\n".join(str(m.get("content") or "") for m in request["messages"])
+        # The prompt's own format mentions "Observation:"; a replay's unrecorded call is
+        # answered "not recorded", or with the calculator's result if allowed.
+        if "Observation: 42" in sent or "not recorded" in sent:
+            return Reply("Thought: The calculator answered.\nFinal Answer: It is 42.")
+        return Reply("Thought: Let me calculate.\nAction: calculator\nAction Input: 6 * 7")
+
+    stack.model.policy(careful, calculates)
+    stack.model.policy(guessing, lambda request: Reply("Thought: Easy.\nFinal Answer: About 40."))
+    profile = named_profile(stack, careful, "Research assistant")
+    live = prompt_version_ensure(profile=profile)
+    questions = ("What is 6 * 7?", "How much is six times seven?", "Multiply 6 by 7.")
+    for question in questions:
+        answer = finished_answer(
+            conversation=Conversation.objects.create(owner=user, profile=profile),
+            question=question,
+            profile_version=live,
+        )
+        feedback_set(message=answer, user=user, rating="down", comment="Show the working")
+    eval_set = EvalSet.objects.create(profile=profile, name="Arithmetic")
+    for case in eval_cases_from_thumbs_down(eval_set=eval_set):
+        case.must_call = [{"tool": "calculator", "arguments": r"6 \* 7"}]
+        case.answer_contains = "42"
+        case.save()
+    cheaper = ModelConfig.objects.create(
+        name="Cheaper endpoint", base_url=stack.model.base_url, model=guessing
+    )
+    cheaper.set_api_key("test-key")
+    cheaper.save()
+    profile.model_config = cheaper
+    profile.save()
+    candidate = prompt_version_ensure(profile=profile)
+    staff = make_user("admin", is_staff=True, is_superuser=True)
+    first = eval_run_start(eval_set=eval_set, version=live, user=staff)
+    second = eval_run_start(eval_set=eval_set, version=candidate, user=staff)
+    admin = open_tab(staff, viewport=VIEWPORT, path=f"/admin/agents/evalrun/{first.pk}/change/")
+    expect(admin.page.locator("#eval-progress")).to_have_text("3 of 3 cases passed", timeout=60_000)
+    admin.page.goto(f"/admin/agents/evalrun/{second.pk}/change/")
+    expect(admin.page.locator("#eval-progress")).to_have_text("0 of 3 cases passed", timeout=60_000)
+    for evaluation in (first, second):
+        evaluation.refresh_from_db()
+        assert evaluation.status == EvalRun.Status.DONE
+    admin.page.goto(f"/admin/agents/evalrun/{first.pk}/compare/{second.pk}/")
+    expect(admin.page.locator("#eval-compare tr.eval-changed")).to_have_count(3)
+    assert admin.errors == []
+    admin.page.locator("#toggle-nav-sidebar").click()
+    save(admin.page, "evaluation-compare.png")

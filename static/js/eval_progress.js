@@ -3,7 +3,7 @@
 // each case's row shows pass or fail, its checks and its replay as the frame arrives. The
 // socket's first frame is where the evaluation stands, so a page that reconnects misses
 // nothing. Without scripts the page reloads itself instead (its <noscript> refresh).
-import { gettext, interpolate } from "./i18n.js";
+import { gettext, interpolate, ngettext } from "./i18n.js";
 
 const RETRY_MAX_MS = 30000;
 const CLOSE_SIGNED_OUT = 4401;
@@ -53,7 +53,7 @@ function resultCell(result) {
       "span",
       "quiet",
       interpolate(
-        gettext("%(tokens)s tokens, %(steps)s steps"),
+        ngettext("%(tokens)s tokens, %(steps)s step", "%(tokens)s tokens, %(steps)s steps", result.steps),
         { tokens: result.tokens, steps: result.steps },
         true,
       ),
