@@ -17,9 +17,12 @@ the same: no rows, the same sequences (neither way restarts them, unless a test 
 ``reset_sequences``, which keeps Django's statement).
 
 The flush takes its row locks table by table, while the session's worker reads and writes
-some of the same tables (its sweeper locks the runs it takes over). PostgreSQL can find the
-two waiting on each other and end the flush with "deadlock detected"; the flush is its own
-transaction, rolled back whole, so it is run again (``flush_retried_on_deadlock``).
+some of the same tables (its sweeper locks the runs it takes over; a run that ends writes
+its notification). PostgreSQL can find the two waiting on each other and end the flush with
+"deadlock detected", or a row the worker committed after the flush emptied its table still
+refers to a row the flush deleted, and the flush's foreign keys fail at its commit. Either
+way the flush is its own transaction, rolled back whole, so it is run again, and then
+deletes the worker's row too (``flush_retried_on_deadlock``).
 """
 
 from __future__ import annotations
@@ -28,10 +31,13 @@ import functools
 from collections.abc import Callable
 from typing import Any
 
-from django.db import OperationalError
+from django.db import IntegrityError, OperationalError
 
 FLUSH_ATTEMPTS = 5
-DEADLOCK_DETECTED = "40P01"  # PostgreSQL's SQLSTATE
+# PostgreSQL's SQLSTATEs of a flush that lost a race with the session's worker.
+DEADLOCK_DETECTED = "40P01"
+FOREIGN_KEY_VIOLATION = "23503"
+RACES = (DEADLOCK_DETECTED, FOREIGN_KEY_VIOLATION)
 
 
 def forget_content_types_per_request() -> None:
@@ -54,9 +60,9 @@ def flush_retried_on_deadlock(flush: Callable[[Any, list[str]], None]) -> Callab
         for attempt in range(1, FLUSH_ATTEMPTS + 1):
             try:
                 return flush(operations, sql_list)
-            except OperationalError as error:
-                deadlock = getattr(error.__cause__, "sqlstate", None) == DEADLOCK_DETECTED
-                if not deadlock or attempt == FLUSH_ATTEMPTS:
+            except (OperationalError, IntegrityError) as error:
+                lost_a_race = getattr(error.__cause__, "sqlstate", None) in RACES
+                if not lost_a_race or attempt == FLUSH_ATTEMPTS:
                     raise
 
     return retried

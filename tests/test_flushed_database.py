@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import psycopg
 import pytest
-from django.db import OperationalError
+from django.db import IntegrityError, OperationalError
 
 from tests.flushed_database import FLUSH_ATTEMPTS, flush_retried_on_deadlock
 
@@ -34,6 +34,23 @@ def test_a_flush_that_deadlocks_every_time_fails_after_the_last_attempt():
     with pytest.raises(OperationalError, match="deadlock"):
         flush_retried_on_deadlock(flush)(None, ["TRUNCATE t"])
     assert len(calls) == FLUSH_ATTEMPTS
+
+
+def test_a_flush_that_a_row_written_meanwhile_makes_fail_is_run_again():
+    """The session's worker committed a row (a run's notification) referring to a row the
+    flush deleted: the flush's foreign keys fail at its commit, and the next attempt deletes
+    that row too."""
+    calls = []
+
+    def flush(operations, sql_list):
+        calls.append(sql_list)
+        if len(calls) == 1:
+            raise IntegrityError("violates foreign key constraint") from (
+                psycopg.errors.ForeignKeyViolation()
+            )
+
+    flush_retried_on_deadlock(flush)(None, ["DELETE FROM t"])
+    assert len(calls) == 2
 
 
 def test_any_other_failure_is_raised_at_once():

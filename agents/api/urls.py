@@ -72,15 +72,19 @@ urlpatterns = [
     ),
     path("profiles/", views.ProfileListView.as_view(), name="profiles"),
     # The key API's schedules (/v1/schedules), here for the site's own session.
-    path("schedules/", v1_schedules.ScheduleCollectionView.as_view(), name="schedules"),
+    path(
+        "schedules/",
+        v1_schedules.ScheduleCollectionView.as_view(**v1_schedules.SESSION_ONLY),
+        name="schedules",
+    ),
     path(
         "schedules/<int:schedule_id>/",
-        v1_schedules.ScheduleItemView.as_view(),
+        v1_schedules.ScheduleItemView.as_view(**v1_schedules.SESSION_ONLY),
         name="schedule",
     ),
     path(
         "schedules/<int:schedule_id>/run/",
-        v1_schedules.ScheduleRunView.as_view(),
+        v1_schedules.ScheduleRunView.as_view(**v1_schedules.SESSION_ONLY),
         name="schedule-run",
     ),
     path(

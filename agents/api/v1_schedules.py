@@ -38,10 +38,12 @@ SERVICE_FIELD_NAMES = {"rrule": "rule"}
 
 
 class ScheduleView(KeyView):
-    """Reads need the key's ``read`` scope, writes its ``chat`` scope (they start runs);
-    a session (under /api/) may do either, with DRF's CSRF check on every write."""
+    """Reads need the key's ``read`` scope, writes its ``chat`` scope (they start runs).
+    Under /v1/ a key is the only way in, as for the rest of the key API; agents/api/urls.py
+    serves the same views under /api/ with the session instead (``SESSION_ONLY``), where a
+    session may do either, with DRF's CSRF check on every write."""
 
-    authentication_classes = [ApiKeyAuthentication, SessionAuthentication]
+    authentication_classes = [ApiKeyAuthentication]
     permission_classes = [KeyScopeOrSession]
 
     @property
@@ -136,8 +138,13 @@ def schedule_resource(schedule: Schedule) -> dict[str, Any]:
     }
 
 
+# For agents/api/urls.py: the views under /api/, signed in by the site's session alone.
+SESSION_ONLY = {"authentication_classes": [SessionAuthentication]}
+
+
 class ScheduleCollectionView(ScheduleView):
     @extend_schema(
+        operation_id="schedules_list",
         summary="Your schedules",
         responses={200: shapes.ScheduleListSerializer, **ERRORS},
     )
