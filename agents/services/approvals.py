@@ -36,7 +36,13 @@ from agents.protocol import (
 from agents.react.types import ApprovalRequestStep
 from agents.runs.log import event_append, events_append
 from agents.runs.store import run_mark_cancelled
-from agents.runs.waits import run_lock_held, run_parent_lock_by_id, run_pause, run_requeue
+from agents.runs.waits import (
+    run_lock_held,
+    run_parent_lock,
+    run_parent_lock_by_id,
+    run_pause,
+    run_requeue,
+)
 from agents.services.usage import QuotaExceeded, usage_refusal, usage_reserve_again
 
 logger = logging.getLogger(__name__)
@@ -163,7 +169,10 @@ def _decide(
     was decided already or its run no longer waits (cancelled)."""
     run = approval.run
     with transaction.atomic():
-        # The run row first, as a cancel locks it: a decision and a cancel take turns.
+        # A child's parent first, as a Stop of the parent and every end of a child lock them
+        # (agents/runs/waits.py); then the run row, as a cancel locks it: a decision and a
+        # cancel take turns instead of each holding what the other waits for.
+        run_parent_lock(run=run)
         locked = AgentRun.objects.select_for_update().filter(pk=run.pk).first()
         if locked is None or locked.status != Status.AWAITING_APPROVAL:
             return None
