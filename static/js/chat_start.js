@@ -99,11 +99,13 @@ function holdEarlyMoves() {
   }
 }
 
+// On a conversation's page too: a tap on the drawer's button while chat.js is on its way
+// opens the drawer once it has arrived.
+holdEarlyMoves();
 if (state.conversation) {
   loadPage();
 } else {
   input.focus(); // before listening: the page's own focus is not the person's first move
-  holdEarlyMoves();
   const firstMove = () => {
     for (const type of FIRST_MOVES) window.removeEventListener(type, firstMove, true);
     loadPage();

@@ -1,0 +1,91 @@
+"""What a person does before the chat page's main script (chat.js) has arrived is done once it
+has (static/js/chat_start.js): on a slow connection a tap or an Enter is not lost.
+
+The script's request is held by the browser (Playwright's routing) until the test lets it go,
+so "before it has arrived" is a state the test controls, not a race it hopes to win.
+"""
+
+from __future__ import annotations
+
+import re
+
+from playwright.sync_api import Route, expect
+
+from agents.models import Message
+from agents.services.conversations import conversation_create
+from tests.e2e.conftest import MOBILE
+from tests.e2e.test_accessibility import answered_conversation
+
+CHAT_SCRIPT = re.compile(r"/static/js/chat\.bundle(\.[0-9a-f]+)?\.js$")
+
+
+class HeldScript:
+    """chat.js's request, kept waiting until ``release``; later pages load it at once."""
+
+    def __init__(self, page) -> None:
+        self.routes: list[Route] = []
+        self.released = False
+        page.route(CHAT_SCRIPT, self._hold)
+
+    def _hold(self, route: Route) -> None:
+        if self.released:
+            route.continue_()
+        else:
+            self.routes.append(route)
+
+    def release(self) -> None:
+        assert self.routes, "the page never asked for chat.js"
+        self.released = True
+        for route in self.routes:
+            route.continue_()
+
+
+def test_a_tap_on_the_drawer_button_before_the_script_opens_the_drawer(
+    stack, open_tab, user, model_name
+):
+    _, conversation = answered_conversation(stack, user, model_name)
+    held: list[HeldScript] = []
+    tab = open_tab(
+        user,
+        viewport=MOBILE,
+        path=f"/c/{conversation.pk}/",
+        before_load=lambda page: held.append(HeldScript(page)),
+    )
+    page = tab.page
+    script = held[0]
+    assert script.routes, "a conversation's page asks for chat.js at once"
+    opener = page.get_by_role("button", name="Open the conversation list")
+    sidebar = page.get_by_role("complementary", name="Conversations")
+
+    opener.click()
+    # Nothing can open it yet, and the tap is not lost either.
+    expect(opener).to_have_attribute("aria-expanded", "false")
+    script.release()
+
+    expect(sidebar).to_be_visible()
+    expect(opener).to_have_attribute("aria-expanded", "true")
+    assert tab.errors == []
+
+
+def test_enter_in_the_box_before_the_script_sends_the_question(stack, open_tab, user, model_name):
+    conversation_create(owner=user, profile=stack.profile(model_name), title="Older")
+    held: list[HeldScript] = []
+    tab = open_tab(user, path="/", before_load=lambda page: held.append(HeldScript(page)))
+    page = tab.page
+    script = held[0]
+    box = page.get_by_label("Message", exact=True)
+
+    # The first key fetches chat.js; the Enter comes while it is held.
+    with page.expect_request(CHAT_SCRIPT):
+        box.press_sequentially("Is this kept?")
+    box.press("Enter")
+    expect(box).to_have_value("Is this kept?")
+    assert not Message.objects.filter(content="Is this kept?").exists()
+    script.release()
+
+    expect(page.locator(".msg.user").filter(has_text="Is this kept?")).to_be_visible()
+    expect(page).to_have_url(re.compile(r"/c/\d+/$"))
+    sent = Message.objects.get(content="Is this kept?")
+    assert sent.conversation.owner == user
+    assert sent.role == "user"
+    assert tab.errors == []
