@@ -54,13 +54,14 @@ from django.conf import settings
 from django.core.cache import cache
 from django.core.exceptions import ObjectDoesNotExist
 from django.db import DatabaseError, close_old_connections, connection
+from django.db.models import Exists, OuterRef
 
 from agents import events
 from agents.attachments.selectors import attachments_for_run
 from agents.live import LiveText
 from agents.llm.errors import public_failure_message
 from agents.memory.services import MemoryContext, memory_after_run, memory_for_run
-from agents.models import AgentRun, Message
+from agents.models import AgentRun, EvalResult, Message, ScheduleFiring, UsageBudget
 from agents.profile_snapshot import ProfileSnapshot
 from agents.react.errors import (
     AgentError,
@@ -276,18 +277,58 @@ def _run_ended(run_id: int) -> None:
     them) and count a scheduled run's outcome on its schedule. Never raises: a run's end is
     stored already, and a notification lost to a database error is only a notification."""
     try:
-        run = AgentRun.objects.filter(pk=run_id).only("pk", "status", "error_message").first()
-        if run is None:
+        ended = _ended_run(run_id)
+        if ended is None:
             return
-        schedule_run_ended(run=run)
+        run = ended.run
+        if ended.fired_by_schedule:
+            schedule_run_ended(run=run)
         # Before the run's notification, on the same socket: an open page shows the notice
         # at once, and a page that has the notification has the notice too.
-        usage_warn_budgets_crossed(run_id=run_id)
+        if ended.any_budget:
+            usage_warn_budgets_crossed(run_id=run_id)
         notification_for_run(run_id=run_id)
-        child_runs_stop_after(parent_run_id=run_id)
-        eval_run_ended(run=run)  # a case's replay is checked when it ends
+        if ended.has_children:
+            child_runs_stop_after(parent_run_id=run_id)
+        if ended.replays_a_case:
+            eval_run_ended(run=run)  # a case's replay is checked when it ends
     except Exception:
         logger.exception("run %s: its notification could not be written", run_id)
+
+
+@dataclasses.dataclass(frozen=True)
+class _EndedRun:
+    """An ended run, with which of ``_run_ended``'s effects could apply to it.
+
+    Each effect decides for itself whether it applies; these only spare the reads of those
+    that cannot (most runs have no schedule, no child and no evaluation, and most sites no
+    budget), which took more of a worker's time than the run's own steps.
+    """
+
+    run: AgentRun
+    fired_by_schedule: bool
+    any_budget: bool
+    has_children: bool
+    replays_a_case: bool
+
+
+def _ended_run(run_id: int) -> _EndedRun | None:
+    this_run = OuterRef("pk")
+    flags = {
+        "fired_by_schedule": Exists(ScheduleFiring.objects.filter(run_id=this_run)),
+        "any_budget": Exists(UsageBudget.objects.all()),
+        "has_children": Exists(AgentRun.objects.filter(parent_run_id=this_run)),
+        "replays_a_case": Exists(EvalResult.objects.filter(run_id=this_run)),
+    }
+    run = (
+        AgentRun.objects.filter(pk=run_id)
+        .only("pk", "status", "error_message")
+        .annotate(**flags)
+        .first()
+    )
+    if run is None:
+        return None
+    return _EndedRun(run=run, **{name: bool(getattr(run, name)) for name in flags})
 
 
 def _trace_if_ended(run_id: int) -> None:
