@@ -111,17 +111,23 @@ def other_user(make_user):
 
 
 @pytest.fixture(scope="session", autouse=True)
-def _release_test_database_at_the_end(django_db_setup, django_db_blocker):
+def _release_test_database_at_the_end(request, django_db_setup, django_db_blocker):
     """Let pytest-django drop the PostgreSQL test database when the session ends.
 
     Background threads in this process (a worker's monitor thread started by in-process
     run tests, the summariser) keep connections of their own that Django's teardown does
     not close; PostgreSQL refuses to drop a database anyone is still connected to.
+
+    With ``--reuse-db`` the database is kept, so nothing is ended: mutmut runs several
+    pytest sessions in one process (``make mutation``), and the process loop's pool would
+    find its connections ended under it in the next session.
     """
     yield
     from django.db import connection
 
     if connection.vendor != "postgresql":
+        return
+    if request.config.getvalue("reuse_db") and not request.config.getvalue("create_db"):
         return
     with django_db_blocker.unblock(), connection.cursor() as cursor:
         cursor.execute(
