@@ -7,9 +7,8 @@ side is in tests/integration/test_subagents.py."""
 from __future__ import annotations
 
 import pytest
-from django.utils import timezone
 
-from agents.models import AgentProfile, AgentRun, Message, RunEvent
+from agents.models import AgentRun, RunEvent
 from agents.protocol import FrameType
 from agents.react.types import FinalAnswerStep
 from agents.runs.base import RunLost
@@ -20,8 +19,7 @@ from agents.runs.store import (
     run_mark_cancelled,
     runs_needing_rescue,
 )
-from agents.services.conversations import conversation_create, run_cancel
-from agents.services.prompt_versions import prompt_version_ensure
+from agents.services.conversations import run_cancel
 from agents.services.subagents import (
     ChildMissing,
     child_run_start,
@@ -31,31 +29,6 @@ from agents.services.subagents import (
 
 pytestmark = pytest.mark.django_db
 
-WORKER = "worker:1"
-
-
-@pytest.fixture
-def helper(db):
-    return AgentProfile.objects.create(name="Helper", slug="helper", max_iterations=6)
-
-
-@pytest.fixture
-def parent(user):
-    profile = AgentProfile.objects.create(name="Lead", slug="lead", max_iterations=4)
-    conversation = conversation_create(owner=user, profile=profile)
-    question = Message.objects.create(conversation=conversation, role="user", content="Go")
-    return AgentRun.objects.create(
-        conversation=conversation,
-        trigger_message=question,
-        profile_version=prompt_version_ensure(profile=profile),
-        model_name="demo",
-        status=AgentRun.Status.RUNNING,
-        worker_id=WORKER,
-        heartbeat_at=timezone.now(),
-        attempts=1,
-        started_at=timezone.now(),
-    )
-
 
 def _child(parent: AgentRun, call_id: str = "call-1") -> AgentRun:
     return child_run_start(
@@ -64,7 +37,7 @@ def _child(parent: AgentRun, call_id: str = "call-1") -> AgentRun:
 
 
 def _paused(parent: AgentRun, *call_ids: str) -> bool:
-    return run_wait_for_children(run=parent, call_ids=list(call_ids), worker_id=WORKER)
+    return run_wait_for_children(run=parent, call_ids=list(call_ids), worker_id=parent.worker_id)
 
 
 def _answer(child: AgentRun, text: str = "It is 42.") -> None:

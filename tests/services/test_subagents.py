@@ -7,13 +7,11 @@ from __future__ import annotations
 import pytest
 from django.contrib.auth.models import Group
 from django.db import IntegrityError, transaction
-from django.utils import timezone
 
-from agents.models import AgentProfile, AgentRun, Message, RunEvent
+from agents.models import AgentRun, Message, RunEvent
 from agents.react.types import ModelCallRecord
 from agents.runs.store import run_record_model_call
-from agents.services.conversations import conversation_create, run_cancel
-from agents.services.prompt_versions import prompt_version_ensure
+from agents.services.conversations import run_cancel
 from agents.services.subagents import (
     DelegationRefused,
     child_run_start,
@@ -21,27 +19,6 @@ from agents.services.subagents import (
 )
 
 pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture
-def helper(db):
-    return AgentProfile.objects.create(name="Helper", slug="helper", max_iterations=6)
-
-
-@pytest.fixture
-def parent(user):
-    profile = AgentProfile.objects.create(name="Lead", slug="lead", max_iterations=4)
-    conversation = conversation_create(owner=user, profile=profile)
-    question = Message.objects.create(conversation=conversation, role="user", content="Go")
-    return AgentRun.objects.create(
-        conversation=conversation,
-        trigger_message=question,
-        profile_version=prompt_version_ensure(profile=profile),
-        model_name="demo",
-        status=AgentRun.Status.RUNNING,
-        attempts=1,
-        started_at=timezone.now(),
-    )
 
 
 def _model_call(run: AgentRun, index: int) -> None:
