@@ -323,3 +323,38 @@ def test_a_stop_that_comes_after_the_run_ended_leaves_the_threads_next_run_alone
     run.refresh_from_db()
     assert run.status == AgentRun.Status.SUCCEEDED
     assert _types(run)[-1] == "run.finished"
+
+
+def test_the_end_of_a_plain_run_reads_nothing_of_the_effects_that_cannot_apply(
+    user, scripted_profile
+):
+    """A run with no schedule, child or evaluation, on a site with no budget: after its end
+    one read says so (docs/performance.md#after-run), and only its notification is written."""
+    from django.test.utils import CaptureQueriesContext
+
+    from agents.models import Notification
+    from agents.services.execution import _run_ended
+
+    profile, _ = scripted_profile(Reply(FINAL))
+    run = _queued_run(user, profile)
+    run_execute(run.pk)
+    Notification.objects.filter(run=run).delete()
+
+    with CaptureQueriesContext(connection) as captured:
+        _run_ended(run.pk)
+
+    tables_read_alone = {
+        table
+        for query in captured.captured_queries
+        for table in ("agents_usageentry", "agents_usagebudget", "agents_evalresult")
+        if query["sql"].startswith(f'SELECT "{table}"')
+    }
+    assert tables_read_alone == set()
+    # The one read asks about children inside an EXISTS; no statement lists them.
+    children_read = [
+        query["sql"]
+        for query in captured.captured_queries
+        if '"parent_run_id" = ' in query["sql"] and "EXISTS" not in query["sql"]
+    ]
+    assert children_read == []
+    assert Notification.objects.filter(run=run, kind=Notification.Kind.FINISHED).count() == 1
