@@ -6,7 +6,8 @@ measures the same code paths one at a time, with nothing else in this process:
 
 - a send: ``message_send``, as daphne's consumer calls it (the run is enqueued to a queue no
   worker reads, so it stays for the next step);
-- a run: ``run_execute``, as the Celery task calls it, against the scripted model in a
+- a run: ``run_execute_to_end`` (the task's ``run_execute`` hands the run to the process
+  loop and returns; this waits for the drive's end), against the scripted model in a
   process of its own (``python -m agents.llm.serve``), so this process's CPU time is the
   worker's share only. Publishing to Redis (its own thread) is included.
 
@@ -36,7 +37,7 @@ from django.db.backends import utils as backend_utils
 from django.db.backends.base import base as backend_base
 
 from agents.services.conversations import conversation_create, message_send
-from agents.services.execution import run_execute
+from agents.services.execution import run_execute_to_end
 from chatsite.server.db import loop_pool
 
 ACTION = live.ACTION
@@ -153,7 +154,7 @@ def main() -> None:
                 if profiler and measured:
                     profiler.enable()
                 began = time.process_time()
-                run_execute(run_id=result.run.pk)
+                run_execute_to_end(run_id=result.run.pk)
                 run_ms = (time.process_time() - began) * 1000
                 if profiler and measured:
                     profiler.disable()
