@@ -26,7 +26,7 @@ import pytest
 
 from tests.processes import BASE_DIR, process_env
 
-pytestmark = [pytest.mark.integration, pytest.mark.smoke]
+pytestmark = [pytest.mark.integration, pytest.mark.smoke, pytest.mark.embedded]
 
 READY_TIMEOUT = 90.0
 ANSWER_TIMEOUT = 60.0
