@@ -11,6 +11,7 @@ from django.contrib.auth import get_user_model
 from django.db.backends.base.operations import BaseDatabaseOperations
 from django.db.backends.postgresql.operations import DatabaseOperations as PostgresOperations
 from django.utils import translation
+from hypothesis import settings as hypothesis_settings
 
 from tests.flushed_database import flush_retried_on_deadlock, flushed_by_delete
 from tests.isolation import WORKER_FIXTURES, folder_queue, private_queue, session_keys_delete
@@ -21,6 +22,11 @@ from tests.isolation import WORKER_FIXTURES, folder_queue, private_queue, sessio
 pytest_plugins = ["tests.processes", "pytester", "tests.oidc_provider.process"]
 
 _usernames = itertools.count(1)
+
+# The suite asserts no timings: Hypothesis's default deadline per example is one, and failed
+# property tests on a loaded machine and under mutmut's tracing (make mutation).
+hypothesis_settings.register_profile("chatsite", deadline=None)
+hypothesis_settings.load_profile("chatsite")
 
 
 def pytest_collection_modifyitems(config, items) -> None:
