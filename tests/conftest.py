@@ -22,11 +22,20 @@ from tests.isolation import WORKER_FIXTURES, folder_queue, private_queue, sessio
 pytest_plugins = ["tests.processes", "pytester", "tests.oidc_provider.process"]
 
 _usernames = itertools.count(1)
+E2E_FOLDER = Path(__file__).resolve().parent / "e2e"
 
 # The suite asserts no timings: Hypothesis's default deadline per example is one, and failed
 # property tests on a loaded machine and under mutmut's tracing (make mutation).
 hypothesis_settings.register_profile("chatsite", deadline=None)
 hypothesis_settings.load_profile("chatsite")
+
+
+def pytest_itemcollected(item) -> None:
+    """Every test in tests/e2e is a browser test: marked here too, before ``-m`` selects and
+    before the browser tests are put last, so a file that forgets its ``pytestmark`` cannot
+    open the browser among the other tests (one did)."""
+    if item.path.is_relative_to(E2E_FOLDER) and item.get_closest_marker("e2e") is None:
+        item.add_marker(pytest.mark.e2e)
 
 
 def pytest_collection_modifyitems(config, items) -> None:

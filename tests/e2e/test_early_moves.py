@@ -9,12 +9,15 @@ from __future__ import annotations
 
 import re
 
+import pytest
 from playwright.sync_api import Route, expect
 
 from agents.models import Message
 from agents.services.conversations import conversation_create
 from tests.e2e.conftest import MOBILE
 from tests.e2e.test_accessibility import answered_conversation
+
+pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
 
 CHAT_SCRIPT = re.compile(r"/static/js/chat\.bundle(\.[0-9a-f]+)?\.js$")
 

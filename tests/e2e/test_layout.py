@@ -57,6 +57,8 @@ def test_wide_code_and_tables_scroll_in_their_own_box(stack, open_tab, user, mod
     answer = page.locator(".msg.assistant .answer")
     expect(page.locator(".msg.assistant .thumb-down")).to_be_visible()
     expect(answer.locator("table th")).to_have_count(12)
+    # Measured once the code block is finished (its Copy button is added with it).
+    expect(answer.get_by_role("button", name="Copy the code")).to_be_attached()
 
     assert overflow(page) == {"page": 0, "thread": 0}
     # The wide parts scroll sideways themselves, so nothing of them is lost.
