@@ -302,7 +302,7 @@ class _EndedRun:
 
     Each effect decides for itself whether it applies; these only spare the reads of those
     that cannot (most runs have no schedule, no child and no evaluation, and most sites no
-    budget), which took more of a worker's time than the run's own steps.
+    budget): docs/performance.md#after-run.
     """
 
     run: AgentRun
