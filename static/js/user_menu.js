@@ -5,7 +5,7 @@
 // fetch, without leaving the page. "Custom instructions…" opens a dialog that reads and
 // stores them (/preferences/instructions/); a refusal is shown there and the text stays.
 
-import { announce, api, csrfToken } from "./dom.js";
+import { announce, api } from "./dom.js";
 import { gettext, interpolate } from "./i18n.js";
 
 const root = document.getElementById("user-menu");
@@ -46,13 +46,7 @@ async function chooseTheme(theme) {
   const body = new FormData();
   body.set("theme", theme);
   try {
-    const response = await fetch(form.action, {
-      method: "POST",
-      credentials: "same-origin",
-      headers: { Accept: "application/json", "X-CSRFToken": csrfToken() },
-      body,
-    });
-    if (!response.ok) throw new Error(String(response.status));
+    await api("POST", form.action, body);
   } catch {
     applyTheme(before);
     const status = document.getElementById("search-status");
