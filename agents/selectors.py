@@ -32,8 +32,10 @@ from agents.models import (
     RunEvent,
     SandboxFile,
     Schedule,
+    ScheduleFiring,
     ToolApproval,
     ToolConfig,
+    UsageBudget,
     UserPreference,
     Webhook,
     WebhookDelivery,
@@ -538,6 +540,52 @@ def custom_instructions_of(*, user_id: int) -> str:
         .first()
     )
     return stored or ""
+
+
+@dataclass(frozen=True)
+class EndedRun:
+    """A run as its drive ended, with what the effects of its end need (agents/services/
+    execution.py ``_run_ended``): ``run`` has its status, attempts, error and its
+    conversation's owner; the rest say which effects could apply at all."""
+
+    run: AgentRun
+    # The schedule whose firing started it (None: not a scheduled run).
+    schedule_id: int | None
+    any_budget: bool
+    has_children: bool
+    replays_a_case: bool
+
+
+def ended_run_get(*, run_id: int) -> EndedRun | None:
+    """The run as its drive ended, in one read; None if it is gone."""
+    this_run = OuterRef("pk")
+    firing = ScheduleFiring.objects.filter(run_id=this_run).values("schedule_id")[:1]
+    flags = {
+        "any_budget": Exists(UsageBudget.objects.all()),
+        "has_children": Exists(AgentRun.objects.filter(parent_run_id=this_run)),
+        "replays_a_case": Exists(EvalResult.objects.filter(run_id=this_run)),
+    }
+    run = (
+        AgentRun.objects.filter(pk=run_id)
+        .select_related("conversation")
+        .only("pk", "status", "attempts", "error_message", "conversation__owner_id")
+        .annotate(firing_schedule_id=Subquery(firing), **flags)
+        .first()
+    )
+    if run is None:
+        return None
+    return EndedRun(
+        run=run,
+        schedule_id=run.firing_schedule_id,
+        **{name: bool(getattr(run, name)) for name in flags},
+    )
+
+
+def firing_budget_steps(*, run_id: int) -> int | None:
+    """The step budget a scheduled run was fired with (None: the profile's)."""
+    return (
+        ScheduleFiring.objects.filter(run_id=run_id).values_list("budget_steps", flat=True).first()
+    )
 
 
 # -- the python tool's files ---------------------------------------------------------------

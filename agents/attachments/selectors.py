@@ -71,16 +71,21 @@ def attachments_since_last_question(*, conversation: Conversation) -> int:
     return files.count()
 
 
+def _ready(conversation_id: int) -> QuerySet[Attachment]:
+    """The conversation's files whose text was read: the ones a run is given."""
+    return Attachment.objects.filter(conversation_id=conversation_id, state=Attachment.State.READY)
+
+
 def attachments_ready(*, conversation_id: int) -> list[Attachment]:
-    return list(
-        Attachment.objects.filter(
-            conversation_id=conversation_id, state=Attachment.State.READY
-        ).order_by("id")
-    )
+    return list(_ready(conversation_id).order_by("id"))
+
+
+def attachments_any_ready(*, conversation_id: int) -> bool:
+    return _ready(conversation_id).exists()
 
 
 def attachment_by_name(*, conversation_id: int, name: str) -> Attachment | None:
-    files = Attachment.objects.filter(conversation_id=conversation_id, state=Attachment.State.READY)
+    files = _ready(conversation_id)
     return files.filter(name=name).order_by("-id").first() or (
         files.filter(name__iexact=name.strip()).order_by("-id").first()
     )
@@ -227,12 +232,16 @@ class FilesForRun:
     searchable: bool
 
 
+# What a run whose conversation has no file to give it is given.
+NO_FILES = FilesForRun("", False)
+
+
 def attachments_for_run(*, conversation_id: int, token_budget: int) -> FilesForRun:
     """Files whose whole text fits go into the prompt, oldest first, while ``token_budget``
     lasts; every file that was read can also be searched and read with the tools."""
     files = attachments_ready(conversation_id=conversation_id)
     if not files:
-        return FilesForRun("", False)
+        return NO_FILES
     left = min(token_budget, settings.CHAT_ATTACHMENT_INLINE_TOKENS)
     whole: list[str] = []
     searched: list[str] = []

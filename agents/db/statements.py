@@ -387,18 +387,44 @@ def run_claim(models_read: tuple[type[Model], ...]) -> str:
 
     Parameters: ``run``, ``holder``, ``now``, ``running``, ``active`` (the active statuses),
     ``stale`` (heartbeats before this are stale), ``announce`` (store ``run.started``),
-    ``max_attempts`` and ``started`` (the event's type).
+    ``max_attempts``, ``started`` (the event's type) and ``ready`` (a file's state once read).
     Returns the columns of ``models_read`` (aliases ``CLAIM_ALIASES``) and of ``ToolConfig``,
     one row per enabled tool of the profile version (one row with the tool NULL if none),
-    then ``run.started``'s ``id, seq, payload, created_at`` (NULL if not announced); no row
-    if the run is not claimable (ended, or a live worker's heartbeat is fresh).
+    then the run's ``StartInputs`` in their order (agents/runs/base.py: each is its
+    selector's query, and tests/runs/test_store_contract.py holds the two alike), then
+    ``run.started``'s ``id, seq, payload, created_at`` (NULL if not announced); no row if
+    the run is not claimable (ended, or a live worker's heartbeat is fresh).
     Fences the claim itself: one conditional UPDATE, re-checked against a racing winner's
     fresh heartbeat, so two claims never both win. No ``run.started`` for an attempt the
     caller fails at once (more than ``max_attempts``, or no profile version). The caller
     publishes ``run.started`` once it commits.
     """
-    from agents.models import AgentRun, Conversation, ToolConfig
+    from agents.models import (
+        AgentRun,
+        Attachment,
+        Conversation,
+        ScheduleFiring,
+        ToolConfig,
+        UserPreference,
+    )
 
+    inputs = sql.SQL(
+        "(SELECT f.{budget_steps} FROM {firings} AS f WHERE f.{firing_run} = r.id), "
+        "COALESCE((SELECT p.{instructions} FROM {preferences} AS p "
+        "WHERE p.{preference_user} = c.owner_id), ''), "
+        "EXISTS (SELECT 1 FROM {attachments} AS a "
+        "WHERE a.{attachment_conversation} = r.conversation_id AND a.{state} = %(ready)s)"
+    ).format(
+        budget_steps=_column(ScheduleFiring, "budget_steps"),
+        firings=table(ScheduleFiring),
+        firing_run=_column(ScheduleFiring, "run"),
+        instructions=_column(UserPreference, "custom_instructions"),
+        preferences=table(UserPreference),
+        preference_user=_column(UserPreference, "user"),
+        attachments=table(Attachment),
+        attachment_conversation=_column(Attachment, "conversation"),
+        state=_column(Attachment, "state"),
+    )
     selected = sql.SQL(", ").join(
         [
             *(
@@ -443,7 +469,8 @@ def run_claim(models_read: tuple[type[Model], ...]) -> str:
             "bumped AS (UPDATE {conversations} SET last_seq = last_seq + 1 "
             "WHERE id = (SELECT conversation_id FROM announced) RETURNING last_seq), "
             "started AS ({started}) "
-            "SELECT {selected}, started.id, started.seq, started.payload, started.created_at "
+            "SELECT {selected}, {inputs}, "
+            "started.id, started.seq, started.payload, started.created_at "
             "FROM r LEFT JOIN started ON true "
             "JOIN {conversations} AS c ON c.id = r.conversation_id "
             "JOIN {users} AS u ON u.id = c.owner_id "
@@ -463,6 +490,7 @@ def run_claim(models_read: tuple[type[Model], ...]) -> str:
             tools=table(ToolConfig),
             started=started,
             selected=selected,
+            inputs=inputs,
         )
     )
 

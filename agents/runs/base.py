@@ -41,14 +41,28 @@ class RunLost(Exception):
     """This worker no longer holds the run: another took it over, or it ended meanwhile."""
 
 
+class StartInputs(NamedTuple):
+    """What else a run starts with, beside its own rows. Each is defined by the selector
+    named beside it, which the portable store calls; the PostgreSQL store reads the same
+    values in its claim's statement, and the contract tests hold the two alike."""
+
+    # The step budget its schedule's firing gave it (``selectors.firing_budget_steps``).
+    firing_budget_steps: int | None
+    # Its owner's custom instructions (``selectors.custom_instructions_of``).
+    owner_instructions: str
+    # Whether its conversation has a file to give it (``attachments_any_ready``).
+    has_ready_files: bool
+
+
 class Claim(NamedTuple):
-    """A run taken by ``RunStore.claim``, the tool rows read with it, and its ``run.started``
-    if the claim announced the attempt."""
+    """A run taken by ``RunStore.claim``, the tool rows and inputs read with it, and its
+    ``run.started`` if the claim announced the attempt."""
 
     run: AgentRun
     # The enabled tools among its profile version's, in no order (None: not read with the
     # claim; ``agents.runtime.snapshot_tool_configs`` reads them).
     tool_configs: list[ToolConfig] | None
+    inputs: StartInputs
     # Stored (and published once committed) with the claim where the store does that in
     # one statement; None elsewhere, and for an attempt ``run_execute`` fails at once (too
     # many attempts, no profile version), which is never announced.
@@ -62,9 +76,9 @@ class RunStore(abc.ABC):
     @abc.abstractmethod
     def claim(self, *, run_id: int, worker_id: str, announce: bool) -> Claim | None:
         """Take the run for this worker, with what it starts with (its conversation and
-        owner, question, profile version, endpoint), or None if it ended or a live worker
-        holds it. With ``announce`` the store may store ``run.started`` with the claim
-        (``Claim.started``); where it does not, the driver calls ``start``."""
+        owner, question, profile version, endpoint, ``StartInputs``), or None if it ended or
+        a live worker holds it. With ``announce`` the store may store ``run.started`` with
+        the claim (``Claim.started``); where it does not, the driver calls ``start``."""
 
     @abc.abstractmethod
     def start(

@@ -21,6 +21,7 @@ from django.db.models import F, Max, Q, Value
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
+from agents.attachments.selectors import attachments_any_ready
 from agents.models import AgentRun, Conversation, Message, ModelCall, RunEvent
 from agents.protocol import (
     FrameType,
@@ -33,12 +34,14 @@ from agents.runs.base import (
     Claim,
     RunLost,
     RunStore,
+    StartInputs,
     call_records,
     started_payload,
     step_items,
 )
 from agents.runs.log import event_append, events_append
 from agents.runs.waits import parent_wake, run_parent_lock
+from agents.selectors import custom_instructions_of, firing_budget_steps
 from agents.services.usage import usage_record_run_tokens
 
 Status = AgentRun.Status
@@ -52,6 +55,15 @@ CLAIM_READS = ("conversation__owner", "trigger_message", "profile_version", "mod
 def stale_before() -> Any:
     """Heartbeats older than this are stale: their worker is taken for gone."""
     return timezone.now() - timedelta(seconds=settings.AGENT_HEARTBEAT_STALE_SECONDS)
+
+
+def start_inputs(run: AgentRun) -> StartInputs:
+    """A run's ``StartInputs``, each from its selector."""
+    return StartInputs(
+        firing_budget_steps=firing_budget_steps(run_id=run.pk),
+        owner_instructions=custom_instructions_of(user_id=run.conversation.owner_id),
+        has_ready_files=attachments_any_ready(conversation_id=run.conversation_id),
+    )
 
 
 class _StoredCalls(NamedTuple):
@@ -79,7 +91,8 @@ class PortableRunStore(RunStore):
         )
         if not claimed:
             return None
-        return Claim(AgentRun.objects.select_related(*CLAIM_READS).get(pk=run_id), None)
+        run = AgentRun.objects.select_related(*CLAIM_READS).get(pk=run_id)
+        return Claim(run, None, start_inputs(run))
 
     def start(
         self, *, run: AgentRun, model: str, profile: str, worker_id: str | None = None

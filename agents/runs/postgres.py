@@ -30,6 +30,7 @@ from agents.db import statements
 from agents.db.rows import instance, instances
 from agents.models import (
     AgentRun,
+    Attachment,
     Conversation,
     Message,
     ModelConfig,
@@ -40,7 +41,14 @@ from agents.models import (
 )
 from agents.protocol import FrameType, run_finished_payload
 from agents.react.types import FinalAnswerStep, ModelCallRecord, Step
-from agents.runs.base import Claim, RunLost, call_records, started_payload, step_items
+from agents.runs.base import (
+    Claim,
+    RunLost,
+    StartInputs,
+    call_records,
+    started_payload,
+    step_items,
+)
 from agents.runs.portable import (
     ACTIVE_STATUSES,
     CLAIM_READS,
@@ -132,6 +140,7 @@ class PostgresRunStore(PortableRunStore):
             "announce": announce,
             "max_attempts": settings.AGENT_MAX_ATTEMPTS,
             "started": FrameType.RUN_STARTED.value,
+            "ready": Attachment.State.READY.value,
         }
         models_read = _claim_models()
         with prepared_cursor() as cursor:
@@ -145,13 +154,16 @@ class PostgresRunStore(PortableRunStore):
         for path, value in related:
             _cache_related(AgentRun, path.split("__")[0], run, value)
         # The tool's columns follow the others (a run without tools has one row, its tool
-        # NULL), then the announcement's four (NULL if none).
+        # NULL), then the inputs (the same on every row), then the announcement's four
+        # (NULL if none).
         first_tool_column = sum(len(model._meta.concrete_fields) for model in models_read)
-        tools = [instance(ToolConfig, row[first_tool_column:-4]) for row in found]
+        first_input_column = -len(StartInputs._fields) - 4
+        tools = [instance(ToolConfig, row[first_tool_column:first_input_column]) for row in found]
+        inputs = StartInputs(*found[0][first_input_column:-4])
         started = _claim_started(cast(AgentRun, run), found[0][-4:])
         events.publish_on_commit([started] if started is not None else [])
         tool_configs = [cast(ToolConfig, tool) for tool in tools if tool]
-        return Claim(cast(AgentRun, run), tool_configs, started)
+        return Claim(cast(AgentRun, run), tool_configs, inputs, started)
 
     # The monitor's polls, for every run the process holds: one statement, the ids as one
     # array parameter rather than one placeholder each.

@@ -54,14 +54,13 @@ from django.conf import settings
 from django.core.cache import cache
 from django.core.exceptions import ObjectDoesNotExist
 from django.db import DatabaseError, close_old_connections, connection
-from django.db.models import Exists, OuterRef
 
 from agents import events
-from agents.attachments.selectors import attachments_for_run
+from agents.attachments.selectors import NO_FILES, attachments_for_run
 from agents.live import LiveText
 from agents.llm.errors import public_failure_message
 from agents.memory.services import MemoryContext, memory_after_run, memory_for_run
-from agents.models import AgentRun, EvalResult, Message, ScheduleFiring, UsageBudget
+from agents.models import AgentRun, Message
 from agents.profile_snapshot import ProfileSnapshot
 from agents.react.errors import (
     AgentError,
@@ -85,7 +84,7 @@ from agents.runs.reads import run_claim_refusal, run_fork_reused_steps, run_prio
 from agents.runs.store import run_store
 from agents.runs.threads import in_database_thread
 from agents.runtime import build_executor, snapshot_tool_configs
-from agents.selectors import custom_instructions_of
+from agents.selectors import ended_run_get
 from agents.services.approvals import (
     approvals_expire,
     budget_pauses_expire,
@@ -95,7 +94,7 @@ from agents.services.approvals import (
 from agents.services.evaluations import eval_run_ended
 from agents.services.notifications import notification_for_run
 from agents.services.replays import replay_tool_policy
-from agents.services.schedules import firing_budget_steps, schedule_run_ended
+from agents.services.schedules import schedule_run_ended
 from agents.services.subagents import (
     child_runs_stop_after,
     delegation_max_depth,
@@ -277,58 +276,25 @@ def _run_ended(run_id: int) -> None:
     them) and count a scheduled run's outcome on its schedule. Never raises: a run's end is
     stored already, and a notification lost to a database error is only a notification."""
     try:
-        ended = _ended_run(run_id)
+        # One read for all of them: each effect decides for itself whether it applies, and
+        # this spares the reads of those that cannot (docs/performance.md#after-run).
+        ended = ended_run_get(run_id=run_id)
         if ended is None:
             return
         run = ended.run
-        if ended.fired_by_schedule:
+        if ended.schedule_id is not None:
             schedule_run_ended(run=run)
         # Before the run's notification, on the same socket: an open page shows the notice
         # at once, and a page that has the notification has the notice too.
         if ended.any_budget:
             usage_warn_budgets_crossed(run_id=run_id)
-        notification_for_run(run_id=run_id)
+        notification_for_run(ended=ended)
         if ended.has_children:
             child_runs_stop_after(parent_run_id=run_id)
         if ended.replays_a_case:
             eval_run_ended(run=run)  # a case's replay is checked when it ends
     except Exception:
         logger.exception("run %s: its notification could not be written", run_id)
-
-
-@dataclasses.dataclass(frozen=True)
-class _EndedRun:
-    """An ended run, with which of ``_run_ended``'s effects could apply to it.
-
-    Each effect decides for itself whether it applies; these only spare the reads of those
-    that cannot (most runs have no schedule, no child and no evaluation, and most sites no
-    budget): docs/performance.md#after-run.
-    """
-
-    run: AgentRun
-    fired_by_schedule: bool
-    any_budget: bool
-    has_children: bool
-    replays_a_case: bool
-
-
-def _ended_run(run_id: int) -> _EndedRun | None:
-    this_run = OuterRef("pk")
-    flags = {
-        "fired_by_schedule": Exists(ScheduleFiring.objects.filter(run_id=this_run)),
-        "any_budget": Exists(UsageBudget.objects.all()),
-        "has_children": Exists(AgentRun.objects.filter(parent_run_id=this_run)),
-        "replays_a_case": Exists(EvalResult.objects.filter(run_id=this_run)),
-    }
-    run = (
-        AgentRun.objects.filter(pk=run_id)
-        .only("pk", "status", "error_message")
-        .annotate(**flags)
-        .first()
-    )
-    if run is None:
-        return None
-    return _EndedRun(run=run, **{name: bool(getattr(run, name)) for name in flags})
 
 
 def _trace_if_ended(run_id: int) -> None:
@@ -410,7 +376,8 @@ def _prepare(run: AgentRun, watch: _Watch, me: str, claim: Claim) -> _Drive:
     snapshot, the steps of earlier attempts, its memory, its executor."""
     assert run.profile_version is not None  # run_execute fails a run without one
     snapshot = ProfileSnapshot.from_version(run.profile_version)
-    if (scheduled_steps := firing_budget_steps(run_id=run.pk)) is not None:
+    inputs = claim.inputs
+    if (scheduled_steps := inputs.firing_budget_steps) is not None:
         # A scheduled run's own step budget (agents/services/schedules.py).
         snapshot = dataclasses.replace(snapshot, budget_steps=scheduled_steps)
     if run.max_steps is not None:
@@ -446,8 +413,12 @@ def _prepare(run: AgentRun, watch: _Watch, me: str, claim: Claim) -> _Drive:
         ]
     # The conversation's files: the small ones whole, before the question, within the
     # profile's memory budget; the tools for the rest.
-    files = attachments_for_run(
-        conversation_id=conversation.pk, token_budget=snapshot.memory.token_budget
+    files = (
+        attachments_for_run(
+            conversation_id=conversation.pk, token_budget=snapshot.memory.token_budget
+        )
+        if inputs.has_ready_files
+        else NO_FILES
     )
     answer_so_far: list[str] = []
     # A replay answers its tool calls from the run it replays (None for any other run).
@@ -487,7 +458,7 @@ def _prepare(run: AgentRun, watch: _Watch, me: str, claim: Claim) -> _Drive:
         if files.searchable
         else (),
         tool_policy=replay_policy,
-        user_instructions=_user_instructions(run, me),
+        user_instructions=_user_instructions(run, me, inputs.owner_instructions),
     )
     if replay_policy is not None:
         replay_policy.skip_answered(prior_steps, executor.tool_named)
@@ -529,16 +500,15 @@ def _prepare(run: AgentRun, watch: _Watch, me: str, claim: Claim) -> _Drive:
     return _Drive(steps_driven, after_run)
 
 
-def _user_instructions(run: AgentRun, me: str) -> str:
-    """The owner's custom instructions for this run: read when it first starts and kept on
-    the run (``AgentRun.user_instructions``), so every later attempt is given the same text
-    and the run inspector shows what was added. A replay reproduces a stored run for staff:
-    none."""
+def _user_instructions(run: AgentRun, me: str, instructions: str) -> str:
+    """The owner's custom instructions for this run (``instructions``, read with the claim):
+    kept on the run when it first starts (``AgentRun.user_instructions``), so every later
+    attempt is given the same text and the run inspector shows what was added. A replay
+    reproduces a stored run for staff: none."""
     if run.is_replay:
         return ""
     if run.attempts > 1:
         return run.user_instructions
-    instructions = custom_instructions_of(user_id=run.conversation.owner_id)
     if instructions:
         AgentRun.objects.filter(pk=run.pk, worker_id=me).update(user_instructions=instructions)
         run.user_instructions = instructions

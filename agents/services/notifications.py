@@ -15,12 +15,16 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
+from typing import NamedTuple
 
 from celery import current_app
 from django.conf import settings
+from django.contrib.auth import get_user_model
 from django.contrib.auth.models import User
 from django.core.mail import send_mail
 from django.db import IntegrityError, transaction
+from django.db.models import Count, Exists, QuerySet, Subquery
+from django.db.models.functions import Coalesce
 from django.utils import timezone, translation
 from django.utils.translation import gettext as _
 
@@ -30,11 +34,11 @@ from agents.models import (
     Notification,
     NotificationPreference,
     Schedule,
-    ScheduleFiring,
     Webhook,
     WebhookDelivery,
 )
 from agents.protocol import notification_frame, notifications_unread_frame
+from agents.selectors import EndedRun
 
 logger = logging.getLogger(__name__)
 
@@ -49,26 +53,20 @@ _KIND_OF_STATUS = {
 }
 
 
-def notification_for_run(*, run_id: int) -> Notification | None:
-    """The notification for where the run stands now (finished, failed, waiting for approval,
-    stopped at a budget); None for a run still going, a cancelled one (its owner stopped it),
-    or one already notified of this ending."""
-    run = (
-        AgentRun.objects.select_related("conversation")
-        .filter(pk=run_id)
-        .only("pk", "status", "attempts", "error_message", "conversation__owner_id")
-        .first()
-    )
-    if run is None or run.status not in _KIND_OF_STATUS:
+def notification_for_run(*, ended: EndedRun) -> Notification | None:
+    """The notification for where the run stands as its drive ended (finished, failed,
+    waiting for approval, stopped at a budget); None for a run still going, a cancelled one
+    (its owner stopped it), or one already notified of this ending."""
+    run = ended.run
+    if run.status not in _KIND_OF_STATUS:
         return None
     kind = _KIND_OF_STATUS[AgentRun.Status(run.status)]
-    firing = ScheduleFiring.objects.filter(run_id=run.pk).only("schedule_id").first()
     return _notify(
         user_id=run.conversation.owner_id,
         kind=kind,
         key=f"run:{run.pk}:{kind}:{run.attempts}",
         run=run,
-        schedule_id=firing.schedule_id if firing else None,
+        schedule_id=ended.schedule_id,
         detail=run.error_message if kind == Notification.Kind.FAILED else "",
     )
 
@@ -106,28 +104,57 @@ def _notify(
                 schedule_id=schedule_id,
                 detail=detail[:500],
             )
-            unread = notifications_unread_count(user_id=user_id)
+            reach = _reach(user_id=user_id, schedule_id=schedule_id)
             events.publish_notification_on_commit(
-                user_id, notification_frame(notification, unread=unread)
+                user_id, notification_frame(notification, unread=reach.unread)
             )
-            for webhook_id in _webhooks_for(user_id=user_id, schedule_id=schedule_id):
-                delivery = WebhookDelivery.objects.create(
-                    webhook_id=webhook_id, notification=notification
-                )
-                task_enqueue_on_commit(WEBHOOK_TASK, delivery.pk)
-            if NotificationPreference.objects.filter(user_id=user_id, email=True).exists():
+            if reach.any_webhook:
+                for webhook_id in _webhooks_for(user_id=user_id, schedule_id=schedule_id):
+                    delivery = WebhookDelivery.objects.create(
+                        webhook_id=webhook_id, notification=notification
+                    )
+                    task_enqueue_on_commit(WEBHOOK_TASK, delivery.pk)
+            if reach.wants_email:
                 task_enqueue_on_commit(EMAIL_TASK, notification.pk)
     except IntegrityError:
         return None  # notified already (its key)
     return notification
 
 
-def _webhooks_for(*, user_id: int, schedule_id: int | None) -> list[int]:
+class _Reach(NamedTuple):
+    unread: int
+    any_webhook: bool
+    wants_email: bool
+
+
+def _reach(*, user_id: int, schedule_id: int | None) -> _Reach:
+    """In one read: the user's unread count, whether a webhook is to be told, and whether
+    they want e-mail (most users have neither, so the webhooks are read only if one is)."""
+    unread = _unread(user_id=user_id).order_by().values("user_id").annotate(count=Count("pk"))
+    found = (
+        get_user_model()
+        .objects.filter(pk=user_id)
+        .annotate(
+            unread=Coalesce(Subquery(unread.values("count")), 0),
+            any_webhook=Exists(_webhooks(user_id=user_id, schedule_id=schedule_id)),
+            wants_email=Exists(NotificationPreference.objects.filter(user_id=user_id, email=True)),
+        )
+        .values_list("unread", "any_webhook", "wants_email")
+        .first()
+    )
+    return _Reach(*found) if found is not None else _Reach(0, False, False)
+
+
+def _webhooks(*, user_id: int, schedule_id: int | None) -> QuerySet[Webhook]:
     """The user's webhooks for everything, and the schedule's own."""
     webhooks = Webhook.objects.filter(owner_id=user_id, schedule__isnull=True)
     if schedule_id is not None:
         webhooks = webhooks | Webhook.objects.filter(owner_id=user_id, schedule_id=schedule_id)
-    return list(webhooks.values_list("pk", flat=True))
+    return webhooks
+
+
+def _webhooks_for(*, user_id: int, schedule_id: int | None) -> list[int]:
+    return list(_webhooks(user_id=user_id, schedule_id=schedule_id).values_list("pk", flat=True))
 
 
 def task_enqueue_on_commit(name: str, *args: int) -> None:
@@ -143,8 +170,12 @@ def _enqueue(name: str, *args: int) -> None:
     current_app.send_task(name, args=list(args))
 
 
+def _unread(*, user_id: int) -> QuerySet[Notification]:
+    return Notification.objects.filter(user_id=user_id, read_at__isnull=True)
+
+
 def notifications_unread_count(*, user_id: int) -> int:
-    return Notification.objects.filter(user_id=user_id, read_at__isnull=True).count()
+    return _unread(user_id=user_id).count()
 
 
 def notifications_mark_read(*, user: User, ids: Sequence[int] | None = None) -> int:

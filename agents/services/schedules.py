@@ -381,13 +381,6 @@ def schedule_run_ended(*, run: AgentRun) -> Schedule | None:
         return None
 
 
-def firing_budget_steps(*, run_id: int) -> int | None:
-    """The step budget a scheduled run was fired with (None: the profile's)."""
-    return (
-        ScheduleFiring.objects.filter(run_id=run_id).values_list("budget_steps", flat=True).first()
-    )
-
-
 def _apply(schedule: Schedule, fields: ScheduleFields) -> None:
     schedule.profile = fields.profile
     schedule.title = fields.title.strip()[:200]

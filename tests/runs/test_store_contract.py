@@ -18,11 +18,22 @@ from django.utils import timezone
 
 from agents import events
 from agents.db.statements import fenced_statements_supported
-from agents.models import AgentProfile, AgentRun, Conversation, Message, ModelCall, UsageEntry
+from agents.models import (
+    AgentProfile,
+    AgentRun,
+    Attachment,
+    Conversation,
+    Message,
+    ModelCall,
+    Schedule,
+    ScheduleFiring,
+    UsageEntry,
+    UserPreference,
+)
 from agents.protocol import FrameType
 from agents.react.types import FinalAnswerStep, ModelCallRecord, ObservationStep, ThoughtStep
-from agents.runs.base import RunLost, RunStore
-from agents.runs.portable import PortableRunStore
+from agents.runs.base import RunLost, RunStore, StartInputs
+from agents.runs.portable import PortableRunStore, start_inputs
 from agents.runs.postgres import PostgresRunStore
 from agents.services.conversations import conversation_create, message_send
 from chatsite.server.loop import run_on_process_loop
@@ -154,6 +165,72 @@ def test_a_claim_reads_what_the_run_starts_with(store, queued, user):
     assert run.conversation.owner == user
     assert run.trigger_message.content == "What is 6*7?"
     assert run.profile_version is not None
+
+
+@pytest.mark.parametrize(
+    ("firing", "preference", "files", "expected"),
+    [
+        # Nothing beside the run: the profile's budget, no instructions, no file.
+        (None, None, (), StartInputs(None, "", False)),
+        # A firing with a budget, the owner's instructions, a file read (among others not).
+        (
+            3,
+            "Answer in French.",
+            ("reading", "ready", "failed"),
+            StartInputs(3, "Answer in French.", True),
+        ),
+        # A firing without a budget, instructions emptied, files not (or not yet) read.
+        ("no budget", "", ("reading", "failed"), StartInputs(None, "", False)),
+    ],
+    ids=["nothing", "everything", "rows-that-give-nothing"],
+)
+def test_a_claim_reads_the_inputs_the_selectors_define(
+    store, queued, user, firing, preference, files, expected
+):
+    schedule = Schedule.objects.create(
+        owner=user,
+        profile=AgentProfile.objects.get(is_default=True),
+        title="Digest",
+        prompt="Summarise my day.",
+        starts_at=timezone.now(),
+    )
+    other_run = message_send(
+        conversation=conversation_create(owner=user), user=user, content="Elsewhere"
+    ).run
+    # Rows of another run and another conversation must not count for this one.
+    ScheduleFiring.objects.create(
+        schedule=schedule, occurrence=timezone.now(), run=other_run, budget_steps=9
+    )
+    _attach(other_run.conversation, user, "ready")
+    if firing is not None:
+        ScheduleFiring.objects.create(
+            schedule=schedule,
+            occurrence=timezone.now() + timedelta(hours=1),
+            run=queued,
+            budget_steps=None if firing == "no budget" else firing,
+        )
+    if preference is not None:
+        UserPreference.objects.create(user=user, custom_instructions=preference)
+    for state in files:
+        _attach(queued.conversation, user, state)
+
+    claim = store.claim(run_id=queued.pk, worker_id="w1", announce=False)
+
+    assert claim is not None
+    assert claim.inputs == expected
+    assert claim.inputs == start_inputs(claim.run)  # each from its selector
+
+
+def _attach(conversation: Conversation, user, state: str) -> None:
+    Attachment.objects.create(
+        conversation=conversation,
+        owner=user,
+        name=f"{state}.txt",
+        kind=Attachment.Kind.TEXT,
+        size=1,
+        file=f"{state}.txt",
+        state=state,
+    )
 
 
 def test_an_ended_run_is_not_claimed(store, queued):

@@ -325,6 +325,41 @@ def test_a_stop_that_comes_after_the_run_ended_leaves_the_threads_next_run_alone
     assert _types(run)[-1] == "run.finished"
 
 
+def _reads_of(captured, tables: tuple[str, ...]) -> list[str]:
+    """The reads that name one of ``tables``."""
+    return [
+        query["sql"]
+        for query in captured.captured_queries
+        if query["sql"].startswith("SELECT")
+        and any(f'FROM "{table}"' in query["sql"] for table in tables)
+    ]
+
+
+def test_a_runs_start_reads_its_inputs_once_with_its_claim(user, scripted_profile):
+    """The schedule's step budget, the owner's instructions and whether the conversation has
+    files are read with the claim (``StartInputs``): in its one statement on PostgreSQL,
+    by their selectors in the portable store, and never again while the run is set up."""
+    from django.test.utils import CaptureQueriesContext
+
+    from agents.db.statements import fenced_statements_supported
+    from agents.models import UserPreference
+
+    profile, _ = scripted_profile(Reply(FINAL))
+    UserPreference.objects.create(user=user, custom_instructions="Answer in French.")
+    run = _queued_run(user, profile)
+
+    with CaptureQueriesContext(connection) as captured:
+        run_execute(run.pk)
+
+    inputs = ("agents_schedulefiring", "agents_userpreference", "agents_attachment")
+    each_by_itself = 0 if fenced_statements_supported() else 1
+    reads = _reads_of(captured, inputs)
+    assert len(reads) == each_by_itself * len(inputs), reads
+    run.refresh_from_db()
+    assert run.status == AgentRun.Status.SUCCEEDED
+    assert run.user_instructions == "Answer in French."
+
+
 def test_the_end_of_a_plain_run_reads_nothing_of_the_effects_that_cannot_apply(
     user, scripted_profile
 ):
@@ -357,4 +392,13 @@ def test_the_end_of_a_plain_run_reads_nothing_of_the_effects_that_cannot_apply(
         if '"parent_run_id" = ' in query["sql"] and "EXISTS" not in query["sql"]
     ]
     assert children_read == []
+    # Nor are the run and its firing read again for its notification, nor the owner's
+    # webhooks and e-mail choice one by one: the end is that read, the notification's
+    # insert, and one read of the owner's unread count, webhooks and e-mail choice.
+    statements = [
+        query["sql"].split(" ", 1)[0]
+        for query in captured.captured_queries
+        if not query["sql"].startswith(("BEGIN", "COMMIT", "SAVEPOINT", "RELEASE"))
+    ]
+    assert statements == ["SELECT", "INSERT", "SELECT"], captured.captured_queries
     assert Notification.objects.filter(run=run, kind=Notification.Kind.FINISHED).count() == 1

@@ -24,11 +24,11 @@ from agents.models import (
 )
 from agents.protocol import RefusalCode, RequestRefused
 from agents.recurrence import describe, next_occurrence
+from agents.selectors import ended_run_get, firing_budget_steps
 from agents.services.approvals import approvals_expire
 from agents.services.notifications import notification_for_run, notifications_mark_read
 from agents.services.schedules import (
     ScheduleFields,
-    firing_budget_steps,
     schedule_create,
     schedule_run_now,
     schedule_update,
@@ -192,11 +192,11 @@ def test_a_runs_end_is_notified_once_and_queues_the_webhooks(user, default_profi
     schedule = schedule_create(owner=user, fields=_fields(default_profile))
     run = schedule_run_now(schedule=schedule, user=user).run
     assert run is not None
-    assert notification_for_run(run_id=run.pk) is None  # still queued
+    assert _notified(run) is None  # still queued
     AgentRun.objects.filter(pk=run.pk).update(status=AgentRun.Status.FAILED, error_message="No.")
 
-    first = notification_for_run(run_id=run.pk)
-    second = notification_for_run(run_id=run.pk)
+    first = _notified(run)
+    second = _notified(run)
 
     assert first is not None
     assert second is None
@@ -213,7 +213,7 @@ def test_a_cancelled_run_is_not_notified(user, default_profile):
     run = schedule_run_now(schedule=schedule, user=user).run
     assert run is not None
     AgentRun.objects.filter(pk=run.pk).update(status=AgentRun.Status.CANCELLED)
-    assert notification_for_run(run_id=run.pk) is None
+    assert _notified(run) is None
 
 
 def test_daily_at_eight_stays_at_eight_across_a_daylight_saving_change():
@@ -295,7 +295,7 @@ def _failed_run_notification(user, profile) -> Notification:
     run = schedule_run_now(schedule=schedule, user=user).run
     assert run is not None
     AgentRun.objects.filter(pk=run.pk).update(status=AgentRun.Status.FAILED)
-    notification = notification_for_run(run_id=run.pk)
+    notification = _notified(run)
     assert notification is not None
     return notification
 
@@ -461,3 +461,10 @@ def test_a_refusal_names_its_field(user, default_profile):
         "rrule",
         "The recurrence rule is too long.",
     )
+
+
+def _notified(run: AgentRun) -> Notification | None:
+    """The notification of the run's end, as a worker writes it once the drive ended."""
+    ended = ended_run_get(run_id=run.pk)
+    assert ended is not None
+    return notification_for_run(ended=ended)
