@@ -7,7 +7,13 @@ from __future__ import annotations
 import pytest
 
 from agents.react.errors import ParseError
-from agents.react.parser import ParsedAction, cut_invented_observation, parse
+from agents.react.parser import (
+    LabelScanner,
+    ParsedAction,
+    ParsedFinalAnswer,
+    cut_invented_observation,
+    parse,
+)
 
 
 def action(text: str) -> ParsedAction:
@@ -89,3 +95,99 @@ def test_the_thought_of_a_reply_wrapped_whole_in_a_fence_is_kept(closing):
 def test_a_json_action_whose_input_is_not_text_keeps_that_input(form, written, kept):
     parsed = action(form.format(written))
     assert (parsed.tool, parsed.tool_input, parsed.thought) == ("sum", kept, "add")
+
+
+# -- labels a model writes without the usual spacing ------------------------------------------
+
+
+def test_numbered_labels_with_no_space_after_the_colon_keep_the_first_character():
+    parsed = action("Thought: add\nAction 1:calculator\nAction Input 1:2+2")
+    assert (parsed.tool, parsed.tool_input) == ("calculator", "2+2")
+
+
+def test_numbered_labels_with_a_full_width_colon_are_read():
+    parsed = action("Thought: add\nAction 1：calculator\nAction Input 1：2+2")
+    assert (parsed.tool, parsed.tool_input) == ("calculator", "2+2")
+
+
+def test_a_finished_scanner_takes_no_more_text():
+    scanner = LabelScanner()
+    scanner.feed("Thought: done")
+    scanner.finish()
+    scanner.feed("\nAction: calculator")
+    assert scanner.text == "Thought: done"
+    assert [marker.role for marker in scanner.markers] == ["thought"]
+
+
+def test_a_whole_step_on_the_line_of_its_action_label_is_read():
+    parsed = action("Thought: add them\nAction: calculator Action Input: 2+2")
+    assert (parsed.tool, parsed.tool_input, parsed.thought) == ("calculator", "2+2", "add them")
+
+
+def test_a_line_under_the_action_is_not_part_of_the_tool_name():
+    parsed = action("Thought: add\nAction: calculator\nI will add them.\nAction Input: 2+2")
+    assert (parsed.tool, parsed.tool_input) == ("calculator", "2+2")
+
+
+def test_a_leftover_empty_action_on_one_line_gives_way_to_the_final_answer():
+    parsed = parse("Thought: done\nAction: None Action Input: none\nFinal Answer: 42")
+    assert isinstance(parsed, ParsedFinalAnswer)
+    assert parsed.answer == "42"
+
+
+# -- fences and quoted code -------------------------------------------------------------------
+
+
+def test_a_reply_wrapped_whole_in_an_indented_fence_is_read_without_its_fences():
+    reply = "  ```\n  Thought: I will look it up\n  Action: search\n  Action Input: cats\n  ```"
+    parsed = action(reply)
+    assert (parsed.tool, parsed.tool_input, parsed.thought) == (
+        "search",
+        "cats",
+        "I will look it up",
+    )
+
+
+def test_code_quoted_in_a_thought_keeps_its_fences():
+    reply = (
+        "Thought: I will run this:\n```python\nprint(6 * 7)\n```\n"
+        "Action: python\nAction Input: print(6 * 7)"
+    )
+    assert action(reply).thought == "I will run this:\n```python\nprint(6 * 7)\n```"
+
+
+def test_a_fenced_json_that_is_data_is_passed_over_for_the_action_after_it():
+    reply = (
+        'The data:\n```json\n{"a": 1}\n```\n'
+        '{"action": "calculator", "action_input": "2+2"}'
+    )  # fmt: skip
+    parsed = action(reply)
+    assert (parsed.tool, parsed.tool_input) == ("calculator", "2+2")
+
+
+def test_a_json_action_nested_too_deep_on_its_own_line_is_refused_with_the_reply():
+    reply = "Thought: deep\n" + '{"action": "a", "action_input": ' + "[" * 200 + "]" * 200 + "}"
+    with pytest.raises(ParseError, match="nested deeper") as refused:
+        parse(reply)
+    assert refused.value.text == reply
+
+
+# -- inputs -----------------------------------------------------------------------------------
+
+
+def test_an_input_whose_last_line_is_a_board_row_keeps_it():
+    """A row of X and O ends with an O, as an observation label begins: still the input."""
+    reply = "Thought: my move\nAction: play\nAction Input: OX.\nXXO"
+    assert action(reply).tool_input == "OX.\nXXO"
+
+
+def test_an_action_with_an_unclosed_bracket_is_an_error_not_a_cut_input():
+    with pytest.raises(ParseError, match="has no action input"):
+        parse("Thought: add\nAction: calculator[2+2")
+
+
+def test_a_bracket_action_keeps_the_reply_for_the_scratchpad():
+    """The transcript replays ``text`` to the model as what it wrote."""
+    reply = "Thought: add\nAction: calculator[2+2]"
+    parsed = action(reply)
+    assert (parsed.tool, parsed.tool_input, parsed.text) == ("calculator", "2+2", reply)

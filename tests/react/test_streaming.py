@@ -395,3 +395,87 @@ def test_live_text_equals_the_stored_steps_on_generated_replies(text, chunk_size
         assert [delta.done for delta in deltas].count(True) == 1
         assert deltas[-1].done
     assert "".join(harness.deltas) == final(steps).text
+
+
+# -- the filters at their edges ---------------------------------------------------------------
+
+
+def fed(stream, *chunks: str):
+    for chunk in chunks:
+        stream.feed(chunk)
+    return stream
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        ANSWER,
+        "Final Answer: I will act",  # a last word that could still have become a label
+        "Final Answer: Xavier will act",
+        "Thought: x\nAction: None\nFinal Answer: I will act",
+        "**Thought:** bold labels\nFinal Answer: 42 is the answer.",
+        "Final Answer:\n** note the stars",
+    ],
+)
+@pytest.mark.parametrize("chunk_size", [1, 2, 1000])
+def test_the_answer_stream_sends_the_whole_answer_once_in_pieces_none_empty(text, chunk_size):
+    deltas: list[str] = []
+    stream = feed(AnswerStream(deltas.append), text, chunk_size)
+
+    parsed = parse(text)
+    assert isinstance(parsed, ParsedFinalAnswer)
+    assert stream.sent == parsed.answer
+    assert "".join(deltas) == parsed.answer
+    assert "" not in deltas
+
+
+def test_text_after_the_end_of_a_stream_changes_nothing():
+    stream = feed(AnswerStream(lambda _: None), "Final Answer: I will act", 1000)
+    stream.feed(" more")
+    stream.finish()
+    assert stream.sent == "I will act"
+
+
+def test_a_native_answer_of_one_star_is_that_star():
+    assert native_answer("Final Answer: *") == "*"
+
+
+@pytest.mark.parametrize(
+    ("chunks", "sent"),
+    [
+        # A line that is only a fence so far may be the end of a fenced reply: held.
+        (("Final Answer: see\n`",), "see"),
+        # A line that cannot be one is passed on at once.
+        (("Final Answer: see\nX`",), "see\nX`"),
+        (("Final Answer: wrap it in          `",), "wrap it in          `"),
+    ],
+)
+def test_the_answer_stream_holds_back_only_a_line_that_may_be_a_fence(chunks, sent):
+    assert fed(AnswerStream(lambda _: None), *chunks).sent == sent
+
+
+def test_a_line_too_long_to_be_a_label_streams_as_thought_at_once():
+    label_like = "Action" + "_" * 34  # a label's first letter to its colon is at most 40
+    stream = fed(ThoughtStream(lambda _: None), f"Thought: ok\n{label_like}")
+    assert stream.sent == f"ok\n{label_like}"
+
+
+def test_the_whole_thought_is_sent_when_the_action_label_arrives():
+    stream = fed(ThoughtStream(lambda _: None), "Thought: I will act\nAction: calculator\n")
+    assert stream.sent == "I will act"
+
+
+def test_an_invented_observation_never_streams_as_thought():
+    text = "Thought: a\nObservation: the tool says 5\nThought: b\nFinal Answer: 5"
+    stream = feed(ThoughtStream(lambda _: None), text, 1)
+    assert "the tool says" not in stream.sent
+    assert stream.sent == "a"
+
+
+@pytest.mark.parametrize("chunk_size", [1, 1000])
+def test_a_mid_line_answer_then_a_new_thought_stops_the_stream_at_a_prefix(chunk_size):
+    text = "Thought: a Final Answer: b\nThought: c\nAction: calculator\nAction Input: 1"
+    stream = feed(ThoughtStream(lambda _: None), text, chunk_size)
+    thought = parse(text).thought
+    assert thought == "a Final Answer: b\nc"
+    assert thought.startswith(stream.sent)
