@@ -7,8 +7,8 @@ Labels (every label set's, whatever the profile's set):
   (``Action 1:``, ``Action 1 Input 1:``) and an ASCII or full-width colon (``行动：``).
 - **In the middle of a line** a label counts only when capitalised as written, and only in
   these cases: ``Observation:`` always (the text is cut there); ``Action:`` when an
-  ``Action Input:`` follows on the same line, and ``Action Input:`` after an ``Action:`` on
-  its line (a step written on one line); ``Final Answer:`` only when the reply has no other
+  ``Action Input:`` follows on the same line (the closest ``Action:`` before it), and
+  ``Action Input:`` after an ``Action:`` on its line (a step written on one line); ``Final Answer:`` only when the reply has no other
   action, action input or final-answer label at all. So a thought that *mentions* a label
   ("…then give my Final Answer: once I know.", "No further Action: needed.") never ends the
   run nor hides the action that follows.
@@ -325,7 +325,9 @@ class LabelScanner:
         elif marker.role == "final_answer":
             self.markers.append(marker)
         elif marker.role == "action":
-            if self._pending_action is None and not self._line_has_action:
+            # An action input belongs to the action label closest before it on its line; an
+            # earlier one there was a mention in the thought.
+            if not self._line_has_action:
                 self._pending_action = marker
         elif marker.role == "action_input":
             if self._pending_action is not None:

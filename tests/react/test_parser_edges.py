@@ -191,3 +191,40 @@ def test_a_bracket_action_keeps_the_reply_for_the_scratchpad():
     reply = "Thought: add\nAction: calculator[2+2]"
     parsed = action(reply)
     assert (parsed.tool, parsed.tool_input, parsed.text) == ("calculator", "2+2", reply)
+
+
+@pytest.mark.parametrize(
+    "reply",
+    [
+        ' {"action": "calculator", "action_input": "2+2"}',
+        'Thought: add\n  {"action": "calculator", "action_input": "2+2"}',
+        'Thought: add\n- {"action": "calculator", "action_input": "2+2"}',
+    ],
+    ids=["leading-space", "indented", "bulleted"],
+)
+def test_a_json_action_after_spaces_or_a_bullet_on_its_line_is_read(reply):
+    parsed = action(reply)
+    assert (parsed.tool, parsed.tool_input) == ("calculator", "2+2")
+
+
+def test_a_json_action_after_its_label_keeps_the_reply_for_the_scratchpad():
+    reply = 'Thought: add\nAction: {"action": "calculator", "action_input": "2+2"}'
+    parsed = action(reply)
+    assert (parsed.tool, parsed.tool_input, parsed.text) == ("calculator", "2+2", reply)
+
+
+def test_a_bracket_input_holding_brackets_keeps_them():
+    parsed = action("Thought: index it\nAction: python[x[0]]")
+    assert (parsed.tool, parsed.tool_input) == ("python", "x[0]")
+
+
+def test_an_empty_final_answer_is_refused_with_words_the_model_is_shown():
+    with pytest.raises(ParseError, match=r"^the final answer is empty$"):
+        parse("Thought: done\nFinal Answer:   \n")
+
+
+def test_a_one_line_step_takes_the_action_label_closest_to_its_input():
+    """A thought that mentions the word before the real label is still thought."""
+    parsed = action("Thought: the next Action: is clear Action: search Action Input: cats")
+    assert (parsed.tool, parsed.tool_input) == ("search", "cats")
+    assert parsed.thought == "the next Action: is clear"

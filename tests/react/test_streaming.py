@@ -447,6 +447,7 @@ def test_a_native_answer_of_one_star_is_that_star():
         (("Final Answer: see\n`",), "see"),
         # A line that cannot be one is passed on at once.
         (("Final Answer: see\nX`",), "see\nX`"),
+        (("Final Answer: see\nx\n`",), "see\nx"),
         (("Final Answer: wrap it in          `",), "wrap it in          `"),
     ],
 )
@@ -479,3 +480,11 @@ def test_a_mid_line_answer_then_a_new_thought_stops_the_stream_at_a_prefix(chunk
     thought = parse(text).thought
     assert thought == "a Final Answer: b\nc"
     assert thought.startswith(stream.sent)
+
+
+@pytest.mark.parametrize(
+    ("text", "answer"),
+    [("  \n Final Answer: 42", "42"), ("**Final Answer:** yes", "yes"), ("\n\n42\n", "42")],
+)
+def test_a_native_answer_drops_a_leading_label_on_its_first_line(text, answer):
+    assert native_answer(text) == answer
