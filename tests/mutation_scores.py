@@ -7,11 +7,14 @@ listed in docs/testing.md, so the list and its reasons live in one place. Mutant
 were not checked (a run limited to some modules, or interrupted) are shown, not scored.
 
     python -m tests.mutation_scores
+    python -m tests.mutation_scores --survivors           # and the names of the survivors
+    python -m tests.mutation_scores --sample MODULE SIZE SEED   # a seeded sample's names
 """
 
 from __future__ import annotations
 
 import json
+import random
 import re
 import sys
 from collections import Counter
@@ -76,7 +79,19 @@ def function_of(name: str) -> str:
     return stem.rsplit("ǁ", 1)[1] if "ǁ" in stem else stem.removeprefix("x_")
 
 
+def sample(module: str, size: int, seed: int) -> list[str]:
+    """``size`` of ``module``'s mutants, drawn with ``seed`` (the same names for the same
+    mutants): for a module too slow to check whole (``make mutation-sample``)."""
+    meta = MUTANTS.joinpath(*module.split(".")).with_suffix(".py.meta")
+    names = sorted(json.loads(meta.read_text(encoding="utf-8"))["exit_code_by_key"])
+    return random.Random(seed).sample(names, min(size, len(names)))
+
+
 def main() -> int:
+    if sys.argv[1:2] == ["--sample"]:
+        module, size, seed = sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
+        print("\n".join(sample(module, size, seed)))
+        return 0
     metas = sorted(MUTANTS.glob("agents/**/*.py.meta"))
     if not metas:
         print("no results in mutants/: run `make mutation` first")

@@ -447,7 +447,7 @@ def test_a_native_answer_of_one_star_is_that_star():
         (("Final Answer: see\n`",), "see"),
         # A line that cannot be one is passed on at once.
         (("Final Answer: see\nX`",), "see\nX`"),
-        (("Final Answer: see\nx\n`",), "see\nx"),
+        (("Final Answer: see\nx\n```",), "see\nx"),
         (("Final Answer: wrap it in          `",), "wrap it in          `"),
     ],
 )
