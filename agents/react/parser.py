@@ -901,18 +901,10 @@ class ThoughtStream(_Filter):
     def __init__(self, emit: Callable[[str], None]) -> None:
         super().__init__(emit)
         self._seen = 0
-        self._part_start = 0
         self._part_sent = False  # something of the current part was sent
         self._sent_until = 0
         self._tail = _Tail(_STRIPPED_IN_THOUGHTS)
         self._one_line_answer: int | None = None
-
-    @property
-    def ended(self) -> bool:
-        """The thought is over: a label of an action role (or an observation) came, or the
-        reply ended. What is still held back then is left to the executor, which knows from
-        ``parse`` whether it was thought."""
-        return self._closed
 
     def _update(self, *, final: bool) -> None:
         if final:
@@ -929,7 +921,7 @@ class ThoughtStream(_Filter):
                     self._closed = True
                     break
                 self._send_part(marker.start, whole=True)
-                self._part_start = self._sent_until = marker.content_start
+                self._sent_until = marker.content_start
                 self._part_sent = False
                 self._tail = _Tail(_STRIPPED_IN_THOUGHTS)
             elif marker.role == "final_answer" and not marker.line_start:

@@ -150,10 +150,19 @@ def test_a_reply_wrapped_whole_in_an_indented_fence_is_read_without_its_fences()
 
 def test_code_quoted_in_a_thought_keeps_its_fences():
     reply = (
-        "Thought: I will run this:\n```python\nprint(6 * 7)\n```\n"
-        "Action: python\nAction Input: print(6 * 7)"
+        "Thought: I will run this:\n```python\nx = 6\nprint(x * 7)\n```\n"
+        "Action: python\nAction Input: print(42)"
     )
-    assert action(reply).thought == "I will run this:\n```python\nprint(6 * 7)\n```"
+    parsed = action(reply)
+    assert parsed.thought == "I will run this:\n```python\nx = 6\nprint(x * 7)\n```"
+    assert (parsed.tool, parsed.tool_input) == ("python", "print(42)")
+
+
+def test_a_label_on_the_opening_line_of_a_fence_is_code():
+    reply = "Thought: like this:\n```Action: python Action Input: 1\n```\nFinal Answer: shown"
+    parsed = parse(reply)
+    assert isinstance(parsed, ParsedFinalAnswer)
+    assert parsed.answer == "shown"
 
 
 def test_a_fenced_json_that_is_data_is_passed_over_for_the_action_after_it():
