@@ -10,9 +10,9 @@ Labels (every label set's, whatever the profile's set):
   ``Action Input:`` follows on the same line (the closest ``Action:`` before it), and
   ``Action Input:`` after an ``Action:`` on its line (a step written on one line);
   ``Final Answer:`` only when the reply has no other action, action input or final-answer
-  label at all. So a thought that *mentions* a label
-  ("…then give my Final Answer: once I know.", "No further Action: needed.") never ends the
-  run nor hides the action that follows.
+  label at all. So a thought that *mentions* a label ("…then give my Final Answer: once I
+  know.", "No further Action: needed.") never ends the run nor hides the action that
+  follows.
 - Labels inside fenced code blocks do not count, unless the whole reply is fenced.
 
 Sections:
