@@ -137,11 +137,23 @@ def test_a_secret_of_exactly_the_minimum_length_is_blanked():
         lambda s: s,
         lambda s: json.dumps(s)[1:-1],
         lambda s: json.dumps(s, ensure_ascii=False)[1:-1],
+        # A JSON string inside a JSON document (an API quoting the request's body back).
+        lambda s: json.dumps(json.dumps(s)[1:-1])[1:-1],
+        lambda s: json.dumps(json.dumps(s, ensure_ascii=False)[1:-1], ensure_ascii=False)[1:-1],
         lambda s: quote(s, safe=""),
         lambda s: quote_plus(s),
         lambda s: html.escape(s),
     ],
-    ids=["literal", "json-ascii", "json-utf8", "url", "form", "html"],
+    ids=[
+        "literal",
+        "json-ascii",
+        "json-utf8",
+        "json-twice-ascii",
+        "json-twice-utf8",
+        "url",
+        "form",
+        "html",
+    ],
 )
 def test_a_non_ascii_secret_is_blanked_in_every_form(secret, encode):
     text = f'{{"before": 1, "value": "{encode(secret)}", "after": 2}}'
@@ -171,3 +183,19 @@ def test_a_secret_is_replaced_whole_when_another_matches_its_start_in_another_ca
     """Percent escapes match in either case, so "%2fabcd" (one secret, as written) matches
     the start of "%2Fabcde" (another, URL-encoded); the longer one still wins."""
     assert redact("x=%2fabcde;", ["%2fabcd", "/abcde"]) == f"x={REDACTED};"
+
+
+def test_a_basic_password_holding_colons_is_blanked_whole_and_its_user_apart():
+    """The user ends at the first colon; the password may hold more."""
+    header = "Basic " + base64.b64encode(b"alice:pa:ss:word").decode()
+    text = "user alice, password pa:ss:word"
+    assert redact(text, [header]) == f"user {REDACTED}, password {REDACTED}"
+
+
+def test_a_basic_value_that_is_not_base64_is_blanked_only_as_written():
+    """Its characters are not decoded leniently into a user and password that would then
+    blank ordinary words: ``dXNlcjpw*YXNz`` is not base64, though without its ``*`` it
+    would read ``user:pass``."""
+    header = "Basic dXNlcjpw*YXNz"
+    text = f"the user field, {header}"
+    assert redact(text, [header]) == f"the user field, {REDACTED}"
