@@ -11,8 +11,7 @@ from django.urls import reverse
 from django.utils import timezone
 
 from agents.models import AgentProfile, AgentRun, Notification, Schedule, Webhook
-from agents.selectors import ended_run_get
-from agents.services.notifications import notification_for_run
+from tests.driving import notified_at_its_end
 
 pytestmark = pytest.mark.django_db
 
@@ -138,7 +137,7 @@ def test_a_notification_opens_its_run_and_is_read(client, user, profile):
     client.post(reverse("schedule_action", args=[Schedule.objects.get().pk, "run"]))
     run = AgentRun.objects.get()
     AgentRun.objects.filter(pk=run.pk).update(status=AgentRun.Status.SUCCEEDED)
-    notification = _notified(run)
+    notification = notified_at_its_end(run)
     assert notification is not None
     listed = client.get(reverse("notifications")).content.decode()
     assert "Morning digest" in listed
@@ -157,10 +156,3 @@ def test_the_services_refusal_is_shown_beside_its_field(client, user, profile):
         "That time has passed: choose one still to come."
     ]
     assert not Schedule.objects.exists()
-
-
-def _notified(run: AgentRun) -> Notification | None:
-    """The notification of the run's end, as a worker writes it once the drive ended."""
-    ended = ended_run_get(run_id=run.pk)
-    assert ended is not None
-    return notification_for_run(ended=ended)

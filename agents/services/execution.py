@@ -283,7 +283,7 @@ def _run_ended(run_id: int) -> None:
             return
         run = ended.run
         if ended.schedule_id is not None:
-            schedule_run_ended(run=run)
+            schedule_run_ended(run=run, schedule_id=ended.schedule_id)
         # Before the run's notification, on the same socket: an open page shows the notice
         # at once, and a page that has the notification has the notice too.
         if ended.any_budget:

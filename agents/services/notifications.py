@@ -109,7 +109,8 @@ def _notify(
                 user_id, notification_frame(notification, unread=reach.unread)
             )
             if reach.any_webhook:
-                for webhook_id in _webhooks_for(user_id=user_id, schedule_id=schedule_id):
+                webhooks = _webhooks(user_id=user_id, schedule_id=schedule_id)
+                for webhook_id in webhooks.values_list("pk", flat=True):
                     delivery = WebhookDelivery.objects.create(
                         webhook_id=webhook_id, notification=notification
                     )
@@ -151,10 +152,6 @@ def _webhooks(*, user_id: int, schedule_id: int | None) -> QuerySet[Webhook]:
     if schedule_id is not None:
         webhooks = webhooks | Webhook.objects.filter(owner_id=user_id, schedule_id=schedule_id)
     return webhooks
-
-
-def _webhooks_for(*, user_id: int, schedule_id: int | None) -> list[int]:
-    return list(_webhooks(user_id=user_id, schedule_id=schedule_id).values_list("pk", flat=True))
 
 
 def task_enqueue_on_commit(name: str, *args: int) -> None:

@@ -357,14 +357,14 @@ def _count_failure(schedule: Schedule, *, reason: str) -> bool:
     return True
 
 
-def schedule_run_ended(*, run: AgentRun) -> Schedule | None:
-    """Count a firing's run that ended: a success clears the failures in a row, a failure
-    adds one and may pause the schedule. Returns the schedule if this paused it."""
-    firing = ScheduleFiring.objects.filter(run=run).only("schedule_id").first()
-    if firing is None or run.status not in (AgentRun.Status.SUCCEEDED, AgentRun.Status.FAILED):
+def schedule_run_ended(*, run: AgentRun, schedule_id: int) -> Schedule | None:
+    """Count the run a firing of schedule ``schedule_id`` started, once it ended: a success
+    clears the failures in a row, a failure adds one and may pause the schedule. Returns the
+    schedule if this paused it."""
+    if run.status not in (AgentRun.Status.SUCCEEDED, AgentRun.Status.FAILED):
         return None
     with transaction.atomic():
-        schedule = Schedule.objects.select_for_update().filter(pk=firing.schedule_id).first()
+        schedule = Schedule.objects.select_for_update().filter(pk=schedule_id).first()
         if schedule is None:
             return None
         if run.status == AgentRun.Status.SUCCEEDED:

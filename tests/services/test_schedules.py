@@ -24,9 +24,9 @@ from agents.models import (
 )
 from agents.protocol import RefusalCode, RequestRefused
 from agents.recurrence import describe, next_occurrence
-from agents.selectors import ended_run_get, firing_budget_steps
+from agents.selectors import firing_budget_steps
 from agents.services.approvals import approvals_expire
-from agents.services.notifications import notification_for_run, notifications_mark_read
+from agents.services.notifications import notifications_mark_read
 from agents.services.schedules import (
     ScheduleFields,
     schedule_create,
@@ -35,6 +35,7 @@ from agents.services.schedules import (
     schedules_fire_due,
 )
 from agents.services.webhooks import webhook_create
+from tests.driving import notified_at_its_end
 
 pytestmark = pytest.mark.django_db
 
@@ -192,11 +193,11 @@ def test_a_runs_end_is_notified_once_and_queues_the_webhooks(user, default_profi
     schedule = schedule_create(owner=user, fields=_fields(default_profile))
     run = schedule_run_now(schedule=schedule, user=user).run
     assert run is not None
-    assert _notified(run) is None  # still queued
+    assert notified_at_its_end(run) is None  # still queued
     AgentRun.objects.filter(pk=run.pk).update(status=AgentRun.Status.FAILED, error_message="No.")
 
-    first = _notified(run)
-    second = _notified(run)
+    first = notified_at_its_end(run)
+    second = notified_at_its_end(run)
 
     assert first is not None
     assert second is None
@@ -213,7 +214,7 @@ def test_a_cancelled_run_is_not_notified(user, default_profile):
     run = schedule_run_now(schedule=schedule, user=user).run
     assert run is not None
     AgentRun.objects.filter(pk=run.pk).update(status=AgentRun.Status.CANCELLED)
-    assert _notified(run) is None
+    assert notified_at_its_end(run) is None
 
 
 def test_daily_at_eight_stays_at_eight_across_a_daylight_saving_change():
@@ -295,7 +296,7 @@ def _failed_run_notification(user, profile) -> Notification:
     run = schedule_run_now(schedule=schedule, user=user).run
     assert run is not None
     AgentRun.objects.filter(pk=run.pk).update(status=AgentRun.Status.FAILED)
-    notification = _notified(run)
+    notification = notified_at_its_end(run)
     assert notification is not None
     return notification
 
@@ -463,8 +464,22 @@ def test_a_refusal_names_its_field(user, default_profile):
     )
 
 
-def _notified(run: AgentRun) -> Notification | None:
-    """The notification of the run's end, as a worker writes it once the drive ended."""
-    ended = ended_run_get(run_id=run.pk)
-    assert ended is not None
-    return notification_for_run(ended=ended)
+def test_a_scheduled_runs_end_counts_on_its_schedule(user, default_profile):
+    """What a worker does once a fired run's drive ended: a failure adds one to the
+    schedule's failures in a row, a success clears them."""
+    from agents.services.execution import _run_ended
+
+    schedule = schedule_create(owner=user, fields=_fields(default_profile))
+    failed = schedule_run_now(schedule=schedule, user=user).run
+    assert failed is not None
+    AgentRun.objects.filter(pk=failed.pk).update(status=AgentRun.Status.FAILED)
+    _run_ended(failed.pk)
+    schedule.refresh_from_db()
+    assert schedule.failures_in_a_row == 1
+
+    succeeded = schedule_run_now(schedule=schedule, user=user).run
+    assert succeeded is not None
+    AgentRun.objects.filter(pk=succeeded.pk).update(status=AgentRun.Status.SUCCEEDED)
+    _run_ended(succeeded.pk)
+    schedule.refresh_from_db()
+    assert schedule.failures_in_a_row == 0
