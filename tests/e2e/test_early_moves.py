@@ -8,6 +8,7 @@ so "before it has arrived" is a state the test controls, not a race it hopes to 
 from __future__ import annotations
 
 import re
+import time
 
 import pytest
 from playwright.sync_api import Route, expect
@@ -36,6 +37,14 @@ class HeldScript:
         else:
             self.routes.append(route)
 
+    def wait_until_asked(self, page, timeout: float = 15.0) -> None:
+        """Until the page has asked for chat.js. Its request may come after the load that
+        ``open_tab`` waits for (chat_start.js asks for it), and a route's handler runs only
+        while Playwright reads the browser's messages: each round trip reads them."""
+        deadline = time.monotonic() + timeout
+        while not self.routes and time.monotonic() < deadline:
+            page.evaluate("0")
+
     def release(self) -> None:
         assert self.routes, "the page never asked for chat.js"
         self.released = True
@@ -56,6 +65,7 @@ def test_a_tap_on_the_drawer_button_before_the_script_opens_the_drawer(
     )
     page = tab.page
     script = held[0]
+    script.wait_until_asked(page)
     assert script.routes, "a conversation's page asks for chat.js at once"
     opener = page.get_by_role("button", name="Open the conversation list")
     sidebar = page.get_by_role("complementary", name="Conversations")
