@@ -15,7 +15,12 @@ from django.utils.formats import date_format
 
 from agents.models import AgentRun, Message, UsageBudget, UsageEntry
 from agents.services.conversations import conversation_create
-from agents.services.usage import BudgetReached, month_start, usage_reserve_again
+from agents.services.usage import (
+    BudgetReached,
+    month_start,
+    usage_reserve_again,
+    usage_warn_budgets_crossed,
+)
 from tests.usage_costs.test_usage_page import send_and_spend
 
 pytestmark = pytest.mark.django_db
@@ -202,8 +207,6 @@ def test_an_automatic_summary_calls_no_model_over_a_used_up_budget(user, cheap_a
 def test_a_run_that_takes_a_budget_past_its_warning_share_is_told(
     user, cheap_agent, before, run_spends, told
 ):
-    from agents.services.usage import usage_warn_budgets_crossed
-
     budget = UsageBudget.objects.create(user=user, monthly_tokens=1000)
     send_and_spend(user, agent=cheap_agent, title="Earlier", prompt=before, completion=0)
     run = send_and_spend(user, agent=cheap_agent, title="Now", prompt=run_spends, completion=0)
@@ -214,7 +217,7 @@ def test_a_run_that_takes_a_budget_past_its_warning_share_is_told(
 
 
 def test_a_group_budget_passed_by_one_member_is_told_to_every_member(user, other_user, cheap_agent):
-    from agents.services.usage import _covered_users, usage_warn_budgets_crossed
+    from agents.services.usage import _covered_users
 
     group = Group.objects.create(name="Lab")
     group.user_set.add(user, other_user)
@@ -227,8 +230,6 @@ def test_a_group_budget_passed_by_one_member_is_told_to_every_member(user, other
 
 
 def test_a_money_budget_counts_the_runs_cost(user, dear_agent):
-    from agents.services.usage import usage_warn_budgets_crossed
-
     # 2.50 and 10.00 a million: 1.25 + 5.00 = 6.25.
     run = send_and_spend(user, agent=dear_agent, title="Now", prompt=500_000, completion=500_000)
     entry = UsageEntry.objects.get(run_id=run.pk)
@@ -242,3 +243,41 @@ def test_a_money_budget_counts_the_runs_cost(user, dear_agent):
     budget = UsageBudget.objects.create(user=user, monthly_amount=Decimal("7.50"))
 
     assert usage_warn_budgets_crossed(run_id=run.pk) == [budget]
+
+
+@pytest.mark.parametrize(
+    ("prompt", "completion", "told"),
+    [
+        (1_000_000, 0, False),  # 2.50 of 12.00: 21%
+        (0, 1_000_000, True),  # 10.00 of 12.00: 83%
+    ],
+)
+def test_a_money_budget_prices_prompt_and_completion_tokens_apart(
+    user, dear_agent, prompt, completion, told
+):
+    # The dear endpoint: 2.50 a million prompt tokens, 10.00 a million completion tokens.
+    budget = UsageBudget.objects.create(user=user, monthly_amount=Decimal("12.00"))
+    run = send_and_spend(user, agent=dear_agent, title="Now", prompt=prompt, completion=completion)
+
+    assert usage_warn_budgets_crossed(run_id=run.pk) == ([budget] if told else [])
+
+
+def test_a_money_budget_past_its_warning_share_before_the_run_is_not_told_again(user, dear_agent):
+    UsageBudget.objects.create(user=user, monthly_amount=Decimal("10.00"))
+    # 3.4 million prompt tokens at 2.50: 8.50 of 10.00 (85%) before the run.
+    send_and_spend(user, agent=dear_agent, title="Earlier", prompt=3_400_000, completion=0)
+    run = send_and_spend(user, agent=dear_agent, title="Now", prompt=100_000, completion=0)
+
+    assert usage_warn_budgets_crossed(run_id=run.pk) == []
+
+
+def test_a_run_counted_last_month_tells_nothing_of_this_months_budget(user, cheap_agent):
+    UsageBudget.objects.create(user=user, monthly_tokens=1000)
+    send_and_spend(user, agent=cheap_agent, title="This month", prompt=850, completion=0)
+    old = send_and_spend(user, agent=cheap_agent, title="Old", prompt=200, completion=0)
+    UsageEntry.objects.filter(run_id=old.pk).update(
+        created_at=month_start() - datetime.timedelta(seconds=1)
+    )
+
+    # Without its month, the old run's 200 tokens would seem to take 65% to 85%.
+    assert usage_warn_budgets_crossed(run_id=old.pk) == []
