@@ -6,7 +6,8 @@ import pytest
 from django.contrib.auth.models import AnonymousUser, Permission
 from django.core.exceptions import PermissionDenied
 
-from agents.permissions import can_read_conversation, signed_in_user
+from agents.models import Schedule
+from agents.permissions import can_change_schedule, can_read_conversation, signed_in_user
 from agents.services.conversations import conversation_create
 
 pytestmark = pytest.mark.django_db
@@ -34,3 +35,23 @@ def test_only_the_owner_and_staff_allowed_to_view_conversations_may_read_one(
     assert not can_read_conversation(other_user, conversation)
     assert not can_read_conversation(staff_without, conversation)
     assert can_read_conversation(staff_with, conversation)
+
+
+def test_only_the_owner_and_active_staff_allowed_to_change_schedules_may_edit_one(
+    user, other_user, make_user
+):
+    schedule = Schedule(owner=user)
+    change = Permission.objects.get(codename="change_schedule")
+    staff_with = make_user("staff-with", is_staff=True)
+    staff_with.user_permissions.add(change)
+    staff_without = make_user("staff-without", is_staff=True)
+    allowed_but_not_staff = make_user("not-staff")
+    allowed_but_not_staff.user_permissions.add(change)
+    superuser_gone = make_user("gone", is_staff=True, is_superuser=True, is_active=False)
+
+    assert can_change_schedule(user, schedule)
+    assert can_change_schedule(staff_with, schedule)
+    assert not can_change_schedule(other_user, schedule)
+    assert not can_change_schedule(staff_without, schedule)
+    assert not can_change_schedule(allowed_but_not_staff, schedule)
+    assert not can_change_schedule(superuser_gone, schedule)

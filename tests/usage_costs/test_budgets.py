@@ -17,6 +17,7 @@ from agents.models import AgentRun, Message, UsageBudget, UsageEntry
 from agents.services.conversations import conversation_create
 from agents.services.usage import (
     BudgetReached,
+    budget_warning,
     month_start,
     usage_reserve_again,
     usage_warn_budgets_crossed,
@@ -281,3 +282,48 @@ def test_a_run_counted_last_month_tells_nothing_of_this_months_budget(user, chea
 
     # Without its month, the old run's 200 tokens would seem to take 65% to 85%.
     assert usage_warn_budgets_crossed(run_id=old.pk) == []
+
+
+def test_another_users_budget_is_neither_shown_nor_told_to_me(user, other_user, cheap_agent):
+    UsageBudget.objects.create(user=user, monthly_tokens=1000)
+    UsageBudget.objects.create(user=other_user, monthly_tokens=1000)
+    send_and_spend(other_user, agent=cheap_agent, title="Theirs", prompt=850, completion=0)
+    run = send_and_spend(user, agent=cheap_agent, title="Mine", prompt=100, completion=0)
+
+    assert budget_warning(user_id=user.pk) == ""
+    # Their 85% less my run's 100 tokens would seem to cross 80% if theirs were mine.
+    assert usage_warn_budgets_crossed(run_id=run.pk) == []
+
+
+def test_the_warning_rounds_its_share_down(user, cheap_agent):
+    UsageBudget.objects.create(user=user, monthly_tokens=1000)
+    send_and_spend(user, agent=cheap_agent, title="Now", prompt=855, completion=0)
+
+    reset = date_format(first_of_next_month(), "DATE_FORMAT")
+    assert budget_warning(user_id=user.pk) == (
+        f"You used 85% of this month's budget (855 of 1,000 tokens). It starts again on {reset}."
+    )
+
+
+def test_the_warning_names_each_limit_and_writes_money_as_money(user, dear_agent):
+    UsageBudget.objects.create(
+        user=user, monthly_tokens=1_000_000_000, monthly_amount=Decimal("1500")
+    )
+    # 500 million prompt tokens at 2.50 a million: half the tokens, 1,250.00 of 1,500.00.
+    send_and_spend(user, agent=dear_agent, title="Now", prompt=500_000_000, completion=0)
+
+    reset = date_format(first_of_next_month(), "DATE_FORMAT")
+    assert budget_warning(user_id=user.pk) == (
+        "You used 83% of this month's budget "
+        "(500,000,000 of 1,000,000,000 tokens; 1,250.00 of 1,500.00 USD). "
+        f"It starts again on {reset}."
+    )
+
+
+def test_a_run_stored_at_the_first_instant_of_the_month_counts_in_it(user, cheap_agent):
+    budget = UsageBudget.objects.create(user=user, monthly_tokens=1000)
+    send_and_spend(user, agent=cheap_agent, title="Earlier", prompt=700, completion=0)
+    run = send_and_spend(user, agent=cheap_agent, title="At midnight", prompt=150, completion=0)
+    UsageEntry.objects.filter(run_id=run.pk).update(created_at=month_start())
+
+    assert usage_warn_budgets_crossed(run_id=run.pk) == [budget]
