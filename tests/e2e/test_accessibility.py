@@ -15,7 +15,11 @@ from playwright.sync_api import expect
 
 from agents.llm.scripted import Reply
 from agents.models import AgentRun
-from agents.services.conversations import conversation_create, conversation_set_archived
+from agents.services.conversations import (
+    conversation_create,
+    conversation_set_archived,
+    message_send,
+)
 from agents.services.feedback import feedback_set
 from agents.services.shares import share_create
 from tests.e2e.conftest import DESKTOP, MOBILE
@@ -181,12 +185,15 @@ def test_shared_page(stack, open_tab, user, other_user, model_name, scheme):
     assert_accessible(tab)
 
 
-def _finished_run(stack, open_tab, user, model_name):
-    """A run that went through the real worker, for the pages that show runs."""
+def _finished_run(stack, user, model_name):
+    """A run that went through the real worker, for the pages that show runs. Sent as the
+    chat's send is, without a tab: the chat page has tests of its own above, and a tab per
+    admin page made these the slowest tests of the suite."""
     profile, conversation = answered_conversation(stack, user, model_name)
-    chat = open_tab(user, path=f"/c/{conversation.pk}/").page
-    ask_and_await_the_answer(chat, "What is 2 + 2?")
-    return profile, AgentRun.objects.get(conversation=conversation)
+    sent = message_send(conversation=conversation, user=user, content="What is 2 + 2?")
+    run = stack.wait_for_run(sent.run.pk)
+    assert run.status == AgentRun.Status.SUCCEEDED
+    return profile, run
 
 
 @dataclass(frozen=True)
@@ -247,7 +254,7 @@ ADMIN_PAGES = {
 @pytest.mark.parametrize("scheme", [light, dark], ids=["light", "dark"])
 @pytest.mark.parametrize("name", ADMIN_PAGES)
 def test_admin_page(stack, open_tab, make_user, user, model_name, name, scheme):
-    profile, run = _finished_run(stack, open_tab, user, model_name)
+    profile, run = _finished_run(stack, user, model_name)
     answer = run.conversation.messages.get(role="assistant")
     feedback_set(message=answer, user=user, rating="up", comment="Great")
     stack.model.script(model_name, [Reply("Thought: Easy.\nFinal Answer: The answer is 6.")])

@@ -23,7 +23,7 @@ def test_staff_replay_a_run_and_read_it_beside_the_original(
     stack, open_tab, make_user, user, model_name, view
 ):
     viewport, scheme = VIEWS[view]
-    profile, original = _finished_run(stack, open_tab, user, model_name)
+    profile, original = _finished_run(stack, user, model_name)
     profile.system_prompt = "Show your working in one line."
     profile.save()
     version = prompt_version_ensure(profile=profile)
