@@ -250,6 +250,7 @@ def test_a_money_budget_counts_the_runs_cost(user, dear_agent):
     ("prompt", "completion", "told"),
     [
         (1_000_000, 0, False),  # 2.50 of 12.00: 21%
+        (4_000_000, 0, True),  # 10.00 of 12.00: 83%
         (0, 1_000_000, True),  # 10.00 of 12.00: 83%
     ],
 )
@@ -325,5 +326,25 @@ def test_a_run_stored_at_the_first_instant_of_the_month_counts_in_it(user, cheap
     send_and_spend(user, agent=cheap_agent, title="Earlier", prompt=700, completion=0)
     run = send_and_spend(user, agent=cheap_agent, title="At midnight", prompt=150, completion=0)
     UsageEntry.objects.filter(run_id=run.pk).update(created_at=month_start())
+
+    assert usage_warn_budgets_crossed(run_id=run.pk) == [budget]
+
+
+def test_a_run_is_judged_by_its_own_tokens_whatever_came_after_it(user, cheap_agent):
+    budget = UsageBudget.objects.create(user=user, monthly_tokens=1000)
+    send_and_spend(user, agent=cheap_agent, title="Earlier", prompt=700, completion=0)
+    run = send_and_spend(user, agent=cheap_agent, title="This one", prompt=150, completion=0)
+    send_and_spend(user, agent=cheap_agent, title="Later", prompt=10, completion=0)
+
+    # Asked late (its drive ended after the next run's): 71% -> 86% with this run's 150.
+    assert usage_warn_budgets_crossed(run_id=run.pk) == [budget]
+
+
+def test_a_money_budget_crossed_by_a_runs_prompt_tokens_is_told(user, dear_agent):
+    budget = UsageBudget.objects.create(user=user, monthly_amount=Decimal("10.00"))
+    # 750,000 completion tokens at 10.00 a million: 7.50 (75%) before the run.
+    send_and_spend(user, agent=dear_agent, title="Earlier", prompt=0, completion=750_000)
+    # 400,000 prompt tokens at 2.50 a million: 1.00 more, 85%.
+    run = send_and_spend(user, agent=dear_agent, title="Now", prompt=400_000, completion=0)
 
     assert usage_warn_budgets_crossed(run_id=run.pk) == [budget]
