@@ -277,7 +277,13 @@ class DaphneProcess(_Process):
 
 
 class Socket:
-    """A websocket to a conversation, speaking JSON frames (docs/protocol.md)."""
+    """A websocket to a conversation, speaking JSON frames (docs/protocol.md).
+
+    Over websockets' sync client. When the server closes the socket, that client drops the
+    frames it read with the close if it cannot write its answer, which happens once the
+    server has given up waiting for it (autobahn aborts after a second): a test of the frames
+    sent just before a close reads them with the asyncio client instead
+    (tests/integration/test_sso.py, the sign-out)."""
 
     def __init__(self, ws: Any) -> None:
         self.ws = ws
