@@ -42,40 +42,33 @@ def test_only_the_owner_and_staff_allowed_to_view_conversations_may_read_one(
     assert can_read_conversation(staff_with, conversation)
 
 
-def test_only_the_owner_and_active_staff_allowed_to_change_schedules_may_edit_one(
-    user, other_user, make_user
+# Who may act on a user's schedules: the user, and active staff the admin allows to. Each
+# check is asked whether ``someone`` may, for a schedule (or a new one) of ``owner``.
+SCHEDULE_CHECKS = {
+    "change one": (
+        lambda someone, owner: can_change_schedule(someone, Schedule(owner=owner)),
+        "change_schedule",
+    ),
+    "schedule for them": (can_schedule_for, "add_schedule"),
+}
+
+
+@pytest.mark.parametrize("action", SCHEDULE_CHECKS)
+def test_only_the_owner_and_active_staff_the_admin_allows_may_act_on_a_schedule(
+    action, user, other_user, make_user
 ):
-    schedule = Schedule(owner=user)
-    change = Permission.objects.get(codename="change_schedule")
+    may, codename = SCHEDULE_CHECKS[action]
+    allowed = Permission.objects.get(codename=codename)
     staff_with = make_user("staff-with", is_staff=True)
-    staff_with.user_permissions.add(change)
+    staff_with.user_permissions.add(allowed)
     staff_without = make_user("staff-without", is_staff=True)
     allowed_but_not_staff = make_user("not-staff")
-    allowed_but_not_staff.user_permissions.add(change)
+    allowed_but_not_staff.user_permissions.add(allowed)
     superuser_gone = make_user("gone", is_staff=True, is_superuser=True, is_active=False)
 
-    assert can_change_schedule(user, schedule)
-    assert can_change_schedule(staff_with, schedule)
-    assert not can_change_schedule(other_user, schedule)
-    assert not can_change_schedule(staff_without, schedule)
-    assert not can_change_schedule(allowed_but_not_staff, schedule)
-    assert not can_change_schedule(superuser_gone, schedule)
-
-
-def test_a_user_schedules_for_themself_and_only_active_staff_allowed_to_add_for_others(
-    user, other_user, make_user
-):
-    add = Permission.objects.get(codename="add_schedule")
-    staff_with = make_user("staff-with", is_staff=True)
-    staff_with.user_permissions.add(add)
-    staff_without = make_user("staff-without", is_staff=True)
-    allowed_but_not_staff = make_user("not-staff")
-    allowed_but_not_staff.user_permissions.add(add)
-    superuser_gone = make_user("gone", is_staff=True, is_superuser=True, is_active=False)
-
-    assert can_schedule_for(user, user)
-    assert can_schedule_for(staff_with, user)
-    assert not can_schedule_for(other_user, user)
-    assert not can_schedule_for(staff_without, user)
-    assert not can_schedule_for(allowed_but_not_staff, user)
-    assert not can_schedule_for(superuser_gone, user)
+    assert may(user, user)
+    assert may(staff_with, user)
+    assert not may(other_user, user)
+    assert not may(staff_without, user)
+    assert not may(allowed_but_not_staff, user)
+    assert not may(superuser_gone, user)

@@ -58,6 +58,13 @@ def socket(
     return communicator
 
 
+def notifications_socket(cookie: str) -> WebsocketCommunicator:
+    """A communicator for ``/ws/notifications/``; ``cookie`` from ``session_cookie``."""
+    session = f"{settings.SESSION_COOKIE_NAME}={cookie}"
+    headers = [(b"host", b"localhost"), (b"origin", ORIGIN.encode()), (b"cookie", session.encode())]
+    return WebsocketCommunicator(application, "/ws/notifications/", headers=headers)
+
+
 async def receive(communicator: WebsocketCommunicator) -> dict[str, Any]:
     return await communicator.receive_json_from(timeout=FRAME_TIMEOUT)
 

@@ -16,6 +16,7 @@ from tests.consumers.sockets import (
     ORIGIN,
     QUIET_SECONDS,
     close_code,
+    notifications_socket,
     receive,
     run,
     send,
@@ -67,12 +68,6 @@ def test_sockets_past_the_cap_are_closed_with_4429(user, other_user, conversatio
     assert other_pong == pong == {"type": "pong"}
 
 
-def _notifications(cookie: str) -> WebsocketCommunicator:
-    session = f"{settings.SESSION_COOKIE_NAME}={cookie}"
-    headers = [(b"host", b"localhost"), (b"origin", ORIGIN.encode()), (b"cookie", session.encode())]
-    return WebsocketCommunicator(application, "/ws/notifications/", headers=headers)
-
-
 def test_notification_sockets_past_their_own_cap_are_closed_with_4429(
     user, other_user, conversation, settings
 ):
@@ -81,12 +76,12 @@ def test_notification_sockets_past_their_own_cap_are_closed_with_4429(
     cookie, other_cookie = session_cookie(user), session_cookie(other_user)
 
     async def body():
-        first, second, third = (_notifications(cookie) for _ in range(3))
+        first, second, third = (notifications_socket(cookie) for _ in range(3))
         for communicator in (first, second, third):
             assert (await communicator.connect())[0]  # accepted so the browser sees the code
         counts = [await receive(first), await receive(second)]
         refused = await close_code(third)
-        others = _notifications(other_cookie)  # another user is not affected
+        others = notifications_socket(other_cookie)  # another user is not affected
         assert (await others.connect())[0]
         other_count = await receive(others)
         # The conversations' sockets are counted apart: the chat still opens.
@@ -95,7 +90,7 @@ def test_notification_sockets_past_their_own_cap_are_closed_with_4429(
         await send(chat, {"type": "ping"})
         chat_pong = await receive(chat)
         await first.disconnect()
-        again = _notifications(cookie)  # a closed one frees its place
+        again = notifications_socket(cookie)  # a closed one frees its place
         assert (await again.connect())[0]
         again_count = await receive(again)
         for communicator in (second, again, others, chat):

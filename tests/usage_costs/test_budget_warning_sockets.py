@@ -8,23 +8,20 @@ from __future__ import annotations
 
 import pytest
 from asgiref.sync import sync_to_async
-from channels.testing import WebsocketCommunicator
-from django.conf import settings
 from django.contrib.auth.models import Group
 
 from agents.models import UsageBudget
 from agents.services.usage import usage_warn_budgets_crossed
-from chatsite.asgi import application
-from tests.consumers.sockets import ORIGIN, QUIET_SECONDS, receive, run, session_cookie
+from tests.consumers.sockets import (
+    QUIET_SECONDS,
+    notifications_socket,
+    receive,
+    run,
+    session_cookie,
+)
 from tests.usage_costs.test_usage_page import send_and_spend
 
 pytestmark = pytest.mark.django_db(transaction=True)
-
-
-def _notifications(cookie: str) -> WebsocketCommunicator:
-    session = f"{settings.SESSION_COOKIE_NAME}={cookie}"
-    headers = [(b"host", b"localhost"), (b"origin", ORIGIN.encode()), (b"cookie", session.encode())]
-    return WebsocketCommunicator(application, "/ws/notifications/", headers=headers)
 
 
 def test_a_group_budget_passed_by_one_member_warns_every_members_page_and_nobody_elses(
@@ -41,7 +38,7 @@ def test_a_group_budget_passed_by_one_member_warns_every_members_page_and_nobody
     cookies = [session_cookie(person) for person in (user, other_user, outsider)]
 
     async def body():
-        pages = [_notifications(cookie) for cookie in cookies]
+        pages = [notifications_socket(cookie) for cookie in cookies]
         for page in pages:
             assert (await page.connect())[0]
             assert (await receive(page))["type"] == "notifications.unread"
