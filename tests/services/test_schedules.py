@@ -470,16 +470,14 @@ def test_a_scheduled_runs_end_counts_on_its_schedule(user, default_profile):
     from agents.services.execution import _run_ended
 
     schedule = schedule_create(owner=user, fields=_fields(default_profile))
-    failed = schedule_run_now(schedule=schedule, user=user).run
-    assert failed is not None
-    AgentRun.objects.filter(pk=failed.pk).update(status=AgentRun.Status.FAILED)
-    _run_ended(failed.pk)
-    schedule.refresh_from_db()
-    assert schedule.failures_in_a_row == 1
 
-    succeeded = schedule_run_now(schedule=schedule, user=user).run
-    assert succeeded is not None
-    AgentRun.objects.filter(pk=succeeded.pk).update(status=AgentRun.Status.SUCCEEDED)
-    _run_ended(succeeded.pk)
-    schedule.refresh_from_db()
-    assert schedule.failures_in_a_row == 0
+    def failures_after_a_run_that(ended_as: str) -> int:
+        run = schedule_run_now(schedule=schedule, user=user).run
+        assert run is not None
+        AgentRun.objects.filter(pk=run.pk).update(status=ended_as)
+        _run_ended(run.pk)
+        schedule.refresh_from_db()
+        return schedule.failures_in_a_row
+
+    assert failures_after_a_run_that(AgentRun.Status.FAILED) == 1
+    assert failures_after_a_run_that(AgentRun.Status.SUCCEEDED) == 0
