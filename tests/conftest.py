@@ -55,6 +55,12 @@ def pytest_sessionstart(session) -> None:
     without STATIC_ROOT, as in a fresh clone or an xdist worker's own var folder
     (tests/early_env.py) until a test collects the static files."""
     Path(settings.STATIC_ROOT).mkdir(parents=True, exist_ok=True)
+    session.stash[_DATABASE_NAMES] = {
+        alias: config["NAME"] for alias, config in settings.DATABASES.items()
+    }
+
+
+_DATABASE_NAMES = pytest.StashKey[dict[str, str]]()
 
 
 @pytest.fixture(autouse=True)
@@ -134,15 +140,22 @@ def _release_test_database_at_the_end(request, django_db_setup, django_db_blocke
     not close; PostgreSQL refuses to drop a database anyone is still connected to.
 
     With ``--reuse-db`` the database is kept, so nothing is ended: mutmut runs several
-    pytest sessions in one process (``make mutation``), and the process loop's pool would
-    find its connections ended under it in the next session.
+    pytest sessions in one process (``make mutation``: the one that learns which tests reach
+    which function, then the clean run), and the process loop's pool would find its
+    connections ended under it in the next session. pytest-django then leaves the settings
+    naming the test database, and the next session would make and use ``test_`` + that
+    name while the loop's pool and the database threads stay connected to this one: the
+    names are put back, so every session of the process uses the same test database.
     """
     yield
-    from django.db import connection
+    from django.db import connection, connections
 
-    if connection.vendor != "postgresql":
-        return
     if request.config.getvalue("reuse_db") and not request.config.getvalue("create_db"):
+        for alias, name in request.session.stash[_DATABASE_NAMES].items():
+            settings.DATABASES[alias]["NAME"] = name
+            connections[alias].settings_dict["NAME"] = name
+        return
+    if connection.vendor != "postgresql":
         return
     with django_db_blocker.unblock(), connection.cursor() as cursor:
         cursor.execute(

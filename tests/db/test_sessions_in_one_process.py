@@ -1,0 +1,56 @@
+"""Two pytest sessions in one process use one test database (``make mutation``: mutmut
+learns which tests reach which function in one session, then runs them clean in a second,
+in the same process, with ``--reuse-db``).
+
+pytest-django keeps a reused database's name in the settings at a session's end, so the
+next session made and used ``test_`` + that name while the process loop's connections
+stayed on the first: a run claimed in one database was written to in the other, and every
+write was refused as if another worker held the run (tests/conftest.py puts the names back).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+from urllib.parse import urlsplit
+
+import pytest
+from django.db import connection
+
+from tests.processes import BASE_DIR, GUARDED_PYTHON
+
+PROBE = "tests/db/sessions_in_one_process_probe.py"
+TWO_SESSIONS = f"""
+import sys, pytest
+for _ in range(2):
+    code = pytest.main(["-q", "-s", "-p", "no:cacheprovider", "--reuse-db", {PROBE!r}])
+    if code:
+        sys.exit(int(code))
+"""
+
+
+@pytest.mark.django_db
+def test_a_second_session_in_the_process_uses_the_first_ones_database():
+    if connection.vendor != "postgresql":
+        pytest.skip("the process loop's own connections exist on PostgreSQL only")
+    # The inner sessions reuse this session's test database, already migrated: pytest-django
+    # names it "test_" + the configured name.
+    expected = connection.settings_dict["NAME"]
+    url = urlsplit(os.environ["DATABASE_URL"])
+    env = {
+        **os.environ,
+        "DATABASE_URL": url._replace(path="/" + expected.removeprefix("test_")).geturl(),
+    }
+    env.pop("PYTEST_XDIST_WORKER", None)
+    result = subprocess.run(
+        [*GUARDED_PYTHON, "-c", TWO_SESSIONS],
+        cwd=BASE_DIR,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    seen = re.findall(r"database: (\S+) loop: (\S+)", result.stdout)
+    assert seen == [(expected, expected), (expected, expected)], result.stdout[-3000:]
