@@ -7,6 +7,11 @@ PYTEST_ARGS ?=
 # Redis names and files (tests/early_env.py). PYTEST_ARGS="-n 0" runs it in one process.
 PYTEST_WORKERS ?= -n 2
 PORT   ?= 8000
+# Python writes the bytecode of each module it imports next to it (__pycache__), so the next
+# process reads it instead of compiling the source again. Some container images turn that
+# off for every process; the suite starts hundreds of Python processes (xdist workers, celery
+# workers, daphnes, commands), and each then compiled Django, Celery and the app from source.
+unexport PYTHONDONTWRITEBYTECODE
 
 .DEFAULT_GOAL := help
 .PHONY: help deps lock run test test-fast test-sqlite mutation mutation-sample lint format migrations browser bench clean messages translations gettext screenshots cjk-font sandbox-venv bubblewrap
@@ -101,7 +106,8 @@ SANDBOX_VENV ?= var/sandbox-venv
 SANDBOX_BASE_PYTHON ?= $(or $(wildcard /usr/bin/python3),$(PYTHON))
 $(SANDBOX_VENV)/.deps: requirements-sandbox.txt $(VENV)/.deps
 	$(SANDBOX_BASE_PYTHON) -m venv --clear --without-pip $(SANDBOX_VENV)
-	$(VENV)/bin/uv pip install --quiet --python $(SANDBOX_VENV)/bin/python --no-deps -r requirements-sandbox.txt
+	$(VENV)/bin/uv pip install --quiet --python $(SANDBOX_VENV)/bin/python --no-deps --compile-bytecode \
+	  -r requirements-sandbox.txt
 	$(VENV)/bin/uv pip check --python $(SANDBOX_VENV)/bin/python
 	touch $@
 
