@@ -40,16 +40,21 @@ _model_names = itertools.count(1)
 
 
 MANIFEST_STORAGE = "whitenoise.storage.CompressedManifestStaticFilesStorage"
+# Production's hashed names and manifest, without the gzip and Brotli copies whitenoise makes
+# of every file (Django's admin and DRF's included): no test reads them, and making them cost
+# each xdist worker several times the CPU of the collect itself.
+HASHED_STORAGE = "django.contrib.staticfiles.storage.ManifestStaticFilesStorage"
 
 
 @pytest.fixture(scope="session")
 def collected_static(django_db_setup) -> None:
     """Daphne serves static files through whitenoise from STATIC_ROOT, as in production.
 
-    Collected with production's storage (hashed names, and the originals beside them), so
-    the folder stays as ``make run`` leaves it and serves either storage setting.
+    Collected with hashed names and the originals beside them, as production's storage
+    leaves them, so the folder serves either storage setting (``MANIFEST_STORAGE`` reads the
+    same manifest).
     """
-    storages = {**settings.STORAGES, "staticfiles": {"BACKEND": MANIFEST_STORAGE}}
+    storages = {**settings.STORAGES, "staticfiles": {"BACKEND": HASHED_STORAGE}}
     with override_settings(STORAGES=storages):
         call_command("collectstatic", "--noinput", verbosity=0)
 
