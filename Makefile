@@ -9,7 +9,7 @@ PYTEST_WORKERS ?= -n 2
 PORT   ?= 8000
 # Python writes the bytecode of each module it imports next to it (__pycache__), so the next
 # process reads it instead of compiling the source again. Some container images turn that
-# off for every process; the suite starts hundreds of Python processes (xdist workers, celery
+# off for every process; the suite starts many Python processes (xdist workers, celery
 # workers, daphnes, commands), and each then compiled Django, Celery and the app from source.
 unexport PYTHONDONTWRITEBYTECODE
 
