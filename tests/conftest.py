@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 from django.conf import settings
 from django.contrib.auth import get_user_model
+from django.core.management import call_command
 from django.db.backends.base.operations import BaseDatabaseOperations
 from django.db.backends.postgresql.operations import DatabaseOperations as PostgresOperations
 from django.utils import translation
@@ -129,6 +130,18 @@ def user(make_user):
 @pytest.fixture
 def other_user(make_user):
     return make_user("bob")
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _reused_database_starts_empty(request, django_db_setup, django_db_blocker):
+    """A database kept by ``--reuse-db`` may hold the rows of a session that was stopped in
+    the middle of a ``transaction=True`` test, before its closing flush: ``make mutation``
+    stops a mutant's tests at its time limit. The next session would then find that test's
+    user already there, and count a mutant as killed for it. Such a session starts by
+    emptying the database, as a transactional test's end does."""
+    if request.config.getvalue("reuse_db") and not request.config.getvalue("create_db"):
+        with django_db_blocker.unblock():
+            call_command("flush", interactive=False, verbosity=0)
 
 
 @pytest.fixture(scope="session", autouse=True)

@@ -6,6 +6,8 @@ pytest-django keeps a reused database's name in the settings at a session's end,
 next session made and used ``test_`` + that name while the process loop's connections
 stayed on the first: a run claimed in one database was written to in the other, and every
 write was refused as if another worker held the run (tests/conftest.py puts the names back).
+And a session stopped inside a transactional test leaves its rows in the reused database, so
+each session starts by emptying it.
 """
 
 from __future__ import annotations
@@ -30,10 +32,14 @@ for _ in range(2):
 """
 
 
-@pytest.mark.django_db
-def test_a_second_session_in_the_process_uses_the_first_ones_database():
+@pytest.mark.django_db(transaction=True)
+def test_a_second_session_in_the_process_uses_the_first_ones_database_and_starts_it_empty(
+    make_user,
+):
     if connection.vendor != "postgresql":
         pytest.skip("the process loop's own connections exist on PostgreSQL only")
+    # Committed, as a session stopped before its test's closing flush leaves it.
+    make_user("left-behind")
     # The inner sessions reuse this session's test database, already migrated: pytest-django
     # names it "test_" + the configured name.
     expected = connection.settings_dict["NAME"]
@@ -52,5 +58,6 @@ def test_a_second_session_in_the_process_uses_the_first_ones_database():
         timeout=120,
     )
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
-    seen = re.findall(r"database: (\S+) loop: (\S+)", result.stdout)
-    assert seen == [(expected, expected), (expected, expected)], result.stdout[-3000:]
+    seen = re.findall(r"database: (\S+) loop: (\S+) users: (\d+)", result.stdout)
+    both = (expected, expected, "0")
+    assert seen == [both, both], result.stdout[-3000:]
