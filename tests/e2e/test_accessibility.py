@@ -76,21 +76,23 @@ def light(page) -> None:
 BACKGROUND = "() => getComputedStyle(document.body).backgroundColor"
 
 
-def assert_accessible_in_light_and_dark(tab, load_again) -> None:
+def assert_accessible_in_light_and_dark(tab, show, *, reload: bool = True) -> None:
     """The page as it is now (opened in the light colour scheme), then loaded again in the
     dark one: one run, one user and one flush for both schemes.
 
-    ``load_again(page)`` loads the page once more and brings it back to the state checked
-    (a menu open, steps shown). Switching the scheme on the open page is not enough: Django
-    admin's links kept their light colour on a dark background until a reload. The body's
-    background must differ between the two, so a switch that did not take cannot pass for a
-    check of the dark scheme.
+    After a reload, ``show(page)`` brings the page back to the state checked (a menu open,
+    steps shown); with ``reload=False`` it loads the page itself. Switching the scheme on the
+    open page is not enough: Django admin's links kept their light colour on a dark
+    background until a reload. The body's background must differ between the two, so a
+    switch that did not take cannot pass for a check of the dark scheme.
     """
     page = tab.page
     found = [f"[light] {violation}" for violation in blocking_violations(page)]
     light_background = page.evaluate(BACKGROUND)
     dark(page)
-    load_again(page)
+    if reload:
+        page.reload()
+    show(page)
     found += [f"[dark] {violation}" for violation in blocking_violations(page)]
     assert found == [], "axe-core found:\n" + "\n".join(found)
     assert page.evaluate(BACKGROUND) != light_background, "the page did not turn dark"
@@ -130,7 +132,7 @@ def test_chat_page_with_steps_open(stack, open_tab, user, model_name, viewport):
         expect(page.locator(".step.observation")).to_be_visible()
 
     show_steps(tab.page)  # as the run left them, then from the stored log
-    assert_accessible_in_light_and_dark(tab, lambda page: (page.reload(), show_steps(page)))
+    assert_accessible_in_light_and_dark(tab, show_steps)
 
 
 @pytest.mark.parametrize("viewport", VIEWPORTS)
@@ -148,7 +150,7 @@ def test_new_chat_page(stack, open_tab, user, model_name, viewport):
         expect(page.get_by_role("button", name="What is 7 squared?")).to_be_visible()
 
     show_suggestions(tab.page)
-    assert_accessible_in_light_and_dark(tab, lambda page: (page.reload(), show_suggestions(page)))
+    assert_accessible_in_light_and_dark(tab, show_suggestions)
 
 
 def test_mobile_drawer_open(stack, open_tab, user, model_name):
@@ -174,7 +176,7 @@ def test_user_menu_open(stack, open_tab, make_user, viewport):
         expect(page.get_by_role("menuitem", name="Admin")).to_be_visible()
 
     open_the_menu(tab.page)
-    assert_accessible_in_light_and_dark(tab, lambda page: (page.reload(), open_the_menu(page)))
+    assert_accessible_in_light_and_dark(tab, open_the_menu)
 
 
 def test_archive_page(stack, open_tab, user, model_name):
@@ -192,7 +194,7 @@ def test_sign_in_page(stack, open_tab):
         expect(page.get_by_role("button", name="Sign in")).to_be_visible()
 
     show_the_form(tab.page)
-    assert_accessible_in_light_and_dark(tab, lambda page: (page.reload(), show_the_form(page)))
+    assert_accessible_in_light_and_dark(tab, show_the_form)
 
 
 def test_sign_in_page_with_an_error(stack, open_tab, user):
@@ -216,7 +218,7 @@ def test_shared_page(stack, open_tab, user, other_user, model_name):
         page.locator("details.steps summary").first.click()
 
     show_steps(tab.page)
-    assert_accessible_in_light_and_dark(tab, lambda page: (page.reload(), show_steps(page)))
+    assert_accessible_in_light_and_dark(tab, show_steps)
 
 
 def _finished_run(stack, user, model_name):
@@ -300,7 +302,7 @@ def test_admin_page(stack, open_tab, make_user, user, model_name, name):
         ADMIN_PAGES[name].visit(page, profile, run)
 
     visit(tab.page)
-    assert_accessible_in_light_and_dark(tab, visit)
+    assert_accessible_in_light_and_dark(tab, visit, reload=False)
 
 
 def focused_element(page) -> str:

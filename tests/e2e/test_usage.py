@@ -100,7 +100,7 @@ def test_the_admins_usage_and_budget_pages_are_accessible(stack, open_tab, make_
         expect(page.locator(loaded)).to_contain_text(text)
 
     show(tab.page)
-    assert_accessible_in_light_and_dark(tab, lambda page: (page.reload(), show(page)))
+    assert_accessible_in_light_and_dark(tab, show)
 
 
 def test_the_budget_notice_appears_live_when_a_run_crosses_the_warning_share(
