@@ -1,8 +1,9 @@
 """Opening the real ASGI application's websocket as a given user, for the transport tests.
 
-Tests here are plain functions that run their async body with ``run(...)``: the body's
-database calls (``database_sync_to_async``) come back to the test's own thread, which holds
-the test database connection.
+Tests here are plain functions that run their async body with ``run(...)``. The consumers
+make their database calls on threads of their own (``_in_database_thread`` in
+agents/consumers.py), each with its own connection: what a test writes for a socket to read
+must be committed first, so these tests are ``transaction=True``.
 """
 
 from __future__ import annotations
