@@ -239,6 +239,9 @@ export class Thread {
   // The stored frames are drawn: from now on frames are news, and the branch is shown.
   startLive() {
     this.live = true;
+    // A run still going when the page opened (paused for approval, say) has its state said
+    // once: the replay wrote only the title, and a status region left empty tells nothing.
+    for (const run of this.runs.values()) if (!run.finished) this.updateStepsTitle(run);
     this.layout();
     this.refreshControls();
     window.setInterval(() => this.tickSilences(), 1000);
@@ -962,7 +965,8 @@ export class Thread {
     } else {
       run.summaryText.textContent = run.stepCount ? gettext("Reasoning") : gettext("No steps");
     }
-    // Live, but only while the run goes on: a replayed or finished run is not news.
+    // Live, and only while the run goes on: a finished run is not news, and the replayed
+    // frames are not said one by one (startLive says where they left the run).
     if (this.live && !run.finished && run.progress.textContent !== run.summaryText.textContent) {
       run.progress.textContent = run.summaryText.textContent;
     }

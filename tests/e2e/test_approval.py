@@ -121,6 +121,8 @@ def test_a_reload_while_paused_shows_the_request_again(stack, open_tab, user, mo
     page.reload()
 
     request = _paused(page, tool)
+    # The page opened on a paused run: the status region says so, as it would have live.
+    _waits_still(page, "Waiting for you: approve or deny the call")
     expect(request.get_by_role("button", name="Approve")).to_be_enabled()
     # The request with its buttons and reason box, in both themes.
     for theme in (light, dark):
