@@ -3,9 +3,14 @@ PYTHON ?= python3
 VENV   ?= .venv
 PY     := $(VENV)/bin/python
 PYTEST_ARGS ?=
-# `make test` runs the suite on two processes (pytest-xdist); each has its own test database,
-# Redis names and files (tests/early_env.py). PYTEST_ARGS="-n 0" runs it in one process.
-PYTEST_WORKERS ?= -n 2
+# `make test` runs the suite on three processes (pytest-xdist), each with its own test
+# database, Redis names and files (tests/early_env.py). Three on a two-core machine: many of
+# its tests wait on the processes they start (workers, daphnes, Chromium), and with two the
+# cores sat idle a fifth of the time; a third fills those waits (README, "CI"). The targets
+# whose tests start no such process are bound by the CPU and run one process per core.
+# PYTEST_ARGS="-n 0" runs any of them in one process.
+PYTEST_WORKERS ?= -n 3
+CPU_BOUND_WORKERS ?= -n 2
 PORT   ?= 8000
 # Python writes the bytecode of each module it imports next to it (__pycache__), so the next
 # process reads it instead of compiling the source again. Some container images turn that
@@ -54,14 +59,14 @@ test: deps browser gettext sandbox-venv  ## Run the whole test suite (Redis is e
 
 test-fast: deps gettext sandbox-venv  ## Only the tests that need no worker, daphne or browser
 	$(PY) -m chatsite.server.process.embedded $(PY) -m pytest -m "not integration and not e2e" \
-	  $(PYTEST_WORKERS) $(PYTEST_ARGS)
+	  $(CPU_BOUND_WORKERS) $(PYTEST_ARGS)
 
 # SQLite is the embedded default (`make run` with no DATABASE_URL). What differs there is
 # covered by the run store's contract tests and a smoke set (the markers in pyproject.toml);
 # the rest of the suite runs on PostgreSQL (`make test`).
 test-sqlite: deps gettext  ## The contract and smoke tests on SQLite, whatever DATABASE_URL says
 	env -u DATABASE_URL $(PY) -m chatsite.server.process.embedded $(PY) -m pytest -m "contract or smoke" \
-	  $(PYTEST_WORKERS) $(PYTEST_ARGS)
+	  $(CPU_BOUND_WORKERS) $(PYTEST_ARGS)
 
 # Mutation testing of the safety-critical modules (docs/testing.md). Slow, and not part of
 # `make test`: one test process at a time, at the lowest priority. Narrow it with, e.g.,
