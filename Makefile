@@ -70,12 +70,23 @@ test-sqlite: deps gettext  ## The contract and smoke tests on SQLite, whatever D
 
 # Mutation testing of the safety-critical modules (docs/testing.md). Slow, and not part of
 # `make test`: one test process at a time, at the lowest priority. Narrow it with, e.g.,
-# `make mutation MUTATE="agents.redaction* agents.ratelimit*"`.
-MUTATE ?= agents.react.executor* agents.react.transcript* agents.react.parser* \
-	agents.redaction* agents.services.usage* agents.ratelimit* agents.permissions* agents.selectors*
+# `make mutation MUTATE="agents.redaction* agents.ratelimit*"`. Of the executor, the
+# decisions before a tool runs (approval, the budgets, the start of a call); the rest of it
+# (driving the loop, streaming) is `MUTATE="agents.react.executor*"`.
+DECISIONS := $(foreach f,_hold_before_tools _check_budget _start_tool,agents.react.executor.xǁAgentExecutorǁ$(f)__mutmut_*)
+MUTATE ?= $(DECISIONS) agents.react.transcript* agents.react.parser* agents.redaction* \
+	agents.services.usage* agents.ratelimit* agents.permissions* agents.selectors*
+
+# The engine's mutants are checked by tests/react alone (tests/mutation_selection.py), whose
+# sessions never touch the database: those run one per core. The others' tests share the one
+# test database, which each session empties as it starts: those run one at a time.
+ENGINE_MUTANTS = $(filter agents.react.%,$(MUTATE))
+OTHER_MUTANTS = $(filter-out agents.react.%,$(MUTATE))
+MUTMUT = $(PY) -m chatsite.server.process.embedded nice -n 19 $(VENV)/bin/mutmut run
 
 mutation: deps  ## Mutation scores of approval, budgets, parser, redaction, quota, limits, scoping
-	$(PY) -m chatsite.server.process.embedded nice -n 19 $(VENV)/bin/mutmut run --max-children 1 $(foreach m,$(MUTATE),"$(m)")
+	$(if $(ENGINE_MUTANTS),$(MUTMUT) --max-children $$(nproc) $(foreach m,$(ENGINE_MUTANTS),"$(m)"))
+	$(if $(OTHER_MUTANTS),$(MUTMUT) --max-children 1 $(foreach m,$(OTHER_MUTANTS),"$(m)"))
 	$(PY) -m tests.mutation_scores
 
 # A seeded sample of one module's mutants, for a module too slow to check whole (the parser):
@@ -87,8 +98,8 @@ SAMPLE ?= 400
 SEED ?= 43
 
 mutation-sample: deps  ## Mutation score of a seeded sample of one module's mutants
-	-$(PY) -m chatsite.server.process.embedded nice -n 19 $(VENV)/bin/mutmut run --max-children 1 "$(MODULE).x_not_a_function*"
-	$(PY) -m chatsite.server.process.embedded nice -n 19 $(VENV)/bin/mutmut run --max-children 1 $$($(PY) -m tests.mutation_scores --sample $(MODULE) $(SAMPLE) $(SEED))
+	-$(MUTMUT) --max-children 1 "$(MODULE).x_not_a_function*"
+	$(MUTMUT) --max-children 1 $$($(PY) -m tests.mutation_scores --sample $(MODULE) $(SAMPLE) $(SEED))
 	$(PY) -m tests.mutation_scores
 
 lint: deps  ## ruff check, ruff format --check, mypy, the import layers, and migrations in step with models

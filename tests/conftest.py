@@ -132,20 +132,42 @@ def other_user(make_user):
     return make_user("bob")
 
 
+def _needs_the_database(item: pytest.Item) -> bool:
+    # The marker's database is asked for while the test sets up (pytest-django's
+    # ``_django_db_marker``), so it is not among the fixtures the test names.
+    fixtures = getattr(item, "fixturenames", ())
+    return item.get_closest_marker("django_db") is not None or "django_db_setup" in fixtures
+
+
+def _uses_the_database(request: pytest.FixtureRequest) -> bool:
+    """Whether any test of the session needs the test database; if one does, it is set up.
+
+    A session of tests that need none (``tests/react``, the engine's) then neither creates,
+    migrates nor empties it: such a session is quicker, and ``make mutation`` checks the
+    engine's mutants several at a time, which their sessions' database work would spoil.
+    """
+    if not any(_needs_the_database(item) for item in request.session.items):
+        return False
+    request.getfixturevalue("django_db_setup")
+    return True
+
+
 @pytest.fixture(scope="session", autouse=True)
-def _reused_database_starts_empty(request, django_db_setup, django_db_blocker):
+def _reused_database_starts_empty(request, django_db_blocker):
     """A database kept by ``--reuse-db`` may hold the rows of a session that was stopped in
     the middle of a ``transaction=True`` test, before its closing flush: ``make mutation``
     stops a mutant's tests at its time limit. The next session would then find that test's
     user already there, and count a mutant as killed for it. Such a session starts by
     emptying the database, as a transactional test's end does."""
+    if not _uses_the_database(request):
+        return
     if request.config.getvalue("reuse_db") and not request.config.getvalue("create_db"):
         with django_db_blocker.unblock():
             call_command("flush", interactive=False, verbosity=0)
 
 
 @pytest.fixture(scope="session", autouse=True)
-def _release_test_database_at_the_end(request, django_db_setup, django_db_blocker):
+def _release_test_database_at_the_end(request, django_db_blocker):
     """Let pytest-django drop the PostgreSQL test database when the session ends.
 
     Background threads in this process (a worker's monitor thread started by in-process
@@ -160,6 +182,9 @@ def _release_test_database_at_the_end(request, django_db_setup, django_db_blocke
     name while the loop's pool and the database threads stay connected to this one: the
     names are put back, so every session of the process uses the same test database.
     """
+    if not _uses_the_database(request):
+        yield
+        return
     yield
     from django.db import connection, connections
 

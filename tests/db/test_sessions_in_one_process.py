@@ -61,3 +61,30 @@ def test_a_second_session_in_the_process_uses_the_first_ones_database_and_starts
     seen = re.findall(r"database: (\S+) loop: (\S+) users: (\d+)", result.stdout)
     both = (expected, expected, "0")
     assert seen == [both, both], result.stdout[-3000:]
+
+
+def test_a_session_whose_tests_need_no_database_never_connects_to_one():
+    """The engine's tests run with the database's address pointing where nothing listens:
+    ``make mutation`` checks the engine's mutants several at a time, which is only sound if
+    their sessions neither set up nor empty the one test database."""
+    closed_port = "postgres://postgres@127.0.0.1:9/chatsite_nowhere"
+    env = {**os.environ, "DATABASE_URL": closed_port}
+    env.pop("PYTEST_XDIST_WORKER", None)
+    result = subprocess.run(
+        [
+            *GUARDED_PYTHON,
+            "pytest",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            "--reuse-db",
+            "tests/react/test_parser_rules.py",
+        ],
+        cwd=BASE_DIR,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    assert re.search(r"\d+ passed", result.stdout), result.stdout[-3000:]
