@@ -802,7 +802,7 @@ class AnswerStream(_Filter):
         self._answer: Marker | None = None
         self._end: int | None = None
         self._lead: _Lead | None = None
-        self._answer_first = 0
+        self._last_line: _LastLine | None = None  # of the answer, once it starts
         self._sent_until = 0
         self._tail = _Tail(" \t\r\n")
 
@@ -859,7 +859,8 @@ class AnswerStream(_Filter):
             start = self._lead.find(text, limit)
             if start is None:
                 return
-            self._sent_until = self._answer_first = start
+            self._sent_until = start
+            self._last_line = _LastLine(start)
         safe = self._before_bare_fence_line(self._tail.update(text, self._sent_until, limit))
         if safe > self._sent_until:
             delta = text[self._sent_until : safe]
@@ -873,17 +874,43 @@ class AnswerStream(_Filter):
 
     def _before_bare_fence_line(self, safe: int) -> int:
         """``safe``, or the start of its line when that line, so far, is only a fence (it may
-        be the leftover end of a fenced reply: known only when more text follows)."""
+        be the leftover end of a fenced reply: known only when more text follows). However
+        deep the fence is indented: ``drop_leftover_fence`` drops it at any depth."""
+        assert self._last_line is not None
         text = self._scanner.text
-        window = max(0, safe - 8, self._answer_first)
-        newline = text.rfind("\n", window, safe)
-        if newline == -1 and window not in (0, self._answer_first):
-            return safe  # a line longer than a fence
-        line_start = newline + 1 if newline != -1 else window
-        line = text[line_start:safe].strip(" \t")
-        if line_start >= self._sent_until and line and _FENCE.startswith(line):
-            return self._sent_until + len(text[self._sent_until : line_start].rstrip())
+        line = self._last_line
+        line.update(text, safe)
+        if line.start < self._sent_until or line.solid == -1:
+            return safe
+        if safe - line.solid <= len(_FENCE) and _FENCE.startswith(text[line.solid : safe]):
+            return self._sent_until + len(text[self._sent_until : line.start].rstrip())
         return safe
+
+
+class _LastLine:
+    """Where the last line of a growing region starts, and where its text after the
+    indentation starts (-1 until some arrives), found incrementally: each character is looked
+    at once however the region grows. The region's first line starts at ``start``."""
+
+    def __init__(self, start: int) -> None:
+        self.start = start
+        self.solid = -1
+        self._scanned = start
+
+    def update(self, text: str, end: int) -> None:
+        if end <= self._scanned:
+            return
+        position = self._scanned
+        newline = text.rfind("\n", position, end)
+        if newline != -1:
+            self.start = position = newline + 1
+            self.solid = -1
+        if self.solid == -1:
+            while position < end and text[position] in _INDENT:
+                position += 1
+            if position < end:
+                self.solid = position
+        self._scanned = end
 
 
 class ThoughtStream(_Filter):

@@ -237,3 +237,119 @@ def test_a_one_line_step_takes_the_action_label_closest_to_its_input():
     parsed = action("Thought: the next Action: is clear Action: search Action Input: cats")
     assert (parsed.tool, parsed.tool_input) == ("search", "cats")
     assert parsed.thought == "the next Action: is clear"
+
+
+@pytest.mark.parametrize(
+    "reply",
+    [
+        'A {"action": "calculator", "action_input": "2+2"} is what I would send.',
+        'Hm.\nA {"action": "calculator", "action_input": "2+2"} is what I would send.',
+        'I could send {"action": "calculator", "action_input": "2+2"} but will not.',
+    ],
+    ids=["at-the-start", "after-a-line", "mid-sentence"],
+)
+def test_a_json_action_quoted_inside_a_sentence_is_not_a_call(reply):
+    """Only an object that starts its line (after spaces or a bullet) is an action."""
+    with pytest.raises(ParseError, match="neither an action nor a final answer"):
+        parse(reply)
+
+
+@pytest.mark.parametrize(
+    ("written", "tool", "tool_input"),
+    [
+        ("`search`[cats]", "search", "cats"),
+        ("**search**[cats]", "search", "cats"),
+        ("LaTeX[x^2]", "LaTeX", "x^2"),  # letters at the name's ends are its own
+    ],
+)
+def test_a_bracket_action_names_its_tool_without_the_marks_around_it(written, tool, tool_input):
+    parsed = action(f"Thought: look\nAction: {written}")
+    assert (parsed.tool, parsed.tool_input) == (tool, tool_input)
+
+
+@pytest.mark.parametrize(
+    "written",
+    ["look it up [later]", "search[first\nsecond]"],
+    ids=["words-before-the-bracket", "spread-over-lines"],
+)
+def test_an_action_that_only_looks_like_a_bracket_call_asks_for_its_input(written):
+    with pytest.raises(ParseError, match="has no action input"):
+        parse(f"Thought: look\nAction: {written}")
+
+
+# -- what the mutation run found untested (docs/testing.md) ----------------------------------
+
+
+@pytest.mark.parametrize(
+    ("written", "kept"),
+    [
+        ('""', ""),  # an empty quoted input is empty, not two quotes
+        ("「東京」", "東京"),  # corner brackets quote as quotation marks do
+        ("```XYZ corp```", "XYZ corp"),  # letters at the ends of a one-line fence are kept
+        ("X ** 2", "X ** 2"),  # a power is not a bold label's closing stars
+        ("** cats", "cats"),  # the closing stars of "**Action Input: **"
+    ],
+)
+def test_an_input_loses_only_its_quotes_fences_and_label_marks(written, kept):
+    assert action(f"Thought: go\nAction: python\nAction Input: {written}").tool_input == kept
+
+
+def test_a_cut_stop_sequence_on_its_own_line_before_a_newline_is_dropped():
+    reply = "Thought: write it\nAction: write\nAction Input: line one\nline two\nObserv\n"
+    assert action(reply).tool_input == "line one\nline two"
+
+
+def test_a_tool_whose_name_begins_or_ends_with_x_keeps_its_name():
+    assert action("Thought: typeset\nAction: LaTeX\nAction Input: x^2").tool == "LaTeX"
+
+
+def test_an_empty_bold_final_answer_is_refused_with_words_the_model_is_shown():
+    with pytest.raises(ParseError, match=r"^the final answer is empty$"):
+        parse("Thought: done\n**Final Answer:**")
+
+
+@pytest.mark.parametrize(
+    ("answer", "kept"),
+    [
+        # A fence in the middle of a line is not a fence line: the last line still closes
+        # the fence the whole reply was wrapped in.
+        ("type ``` to open a block\n```", "type ``` to open a block"),
+        # A code block inside the answer, then the wrapping fence's end: only that goes.
+        ("run\n```sh\nls\n```\n```", "run\n```sh\nls\n```"),
+    ],
+)
+def test_a_reply_wrapped_in_a_fence_loses_only_the_wrapping_fence_from_its_answer(answer, kept):
+    parsed = parse(f"```\nThought: x\nFinal Answer: {answer}")
+    assert isinstance(parsed, ParsedFinalAnswer)
+    assert parsed.answer == kept
+
+
+def test_text_before_a_reply_wrapped_in_a_fence_is_thought_without_the_fence():
+    parsed = action("Sure:\n```\nThought: x\nAction: search\nAction Input: cats\n```")
+    assert (parsed.thought, parsed.tool, parsed.tool_input) == ("Sure:\nx", "search", "cats")
+
+
+def test_a_json_action_after_its_label_nested_too_deep_is_refused_with_the_reply():
+    reply = "Thought: deep\nAction: " + '{"action": "a", "action_input": ' + "[" * 200
+    reply += "]" * 200 + "}"
+    with pytest.raises(ParseError, match="nested deeper") as refused:
+        parse(reply)
+    assert refused.value.text == reply
+
+
+def test_a_json_final_answer_keeps_the_reply_for_the_scratchpad():
+    reply = 'Thought: done\n{"action": "Final Answer", "action_input": "42"}'
+    parsed = parse(reply)
+    assert isinstance(parsed, ParsedFinalAnswer)
+    assert (parsed.answer, parsed.text) == ("42", reply)
+
+
+def test_two_steps_on_one_line_take_the_first_with_its_own_input():
+    step = "Action: search Action Input: {}"
+    parsed = action(f"Thought: t {step.format('cats')} {step.format('dogs')}")
+    assert (parsed.tool, parsed.tool_input) == ("search", "cats")
+
+
+def test_an_action_whose_value_is_the_next_label_names_no_tool():
+    with pytest.raises(ParseError, match="names no tool"):
+        parse("Thought: t\nAction: Action Input: cats")

@@ -260,6 +260,7 @@ REPLIES = [
     "Final Answer: ```\ncode\n```",
     "Final Answer: done\n```",
     "Thought: neither",
+    "Thought: x\nAction: search\nAction Input: cats\nFinal Answer: 42",  # the call decides
 ]
 
 
@@ -304,12 +305,22 @@ def test_streamed_thought_is_the_whole_thought_for_plain_replies(text, chunk_siz
         ("# Title\nbody", "# Title\nbody"),
         ("\n\n42\n", "42"),
         ("Final Answer: *", "*"),
+        (" Hello", "Hello"),  # one leading space: the answer starts at its first letter
+        ("XML, then X", "XML, then X"),  # letters at either end are the answer's own
+        ("Final Answer: first\nsecond\n", "first\nsecond"),  # the label's line is the first
+        ("\nFinal Answer: 42", "42"),  # a label after a leading blank line is dropped
+        ("\n\nFinal Answer: 42", "42"),
+        ("**Final Answer:**", ""),
     ],
 )
 @pytest.mark.parametrize("chunk_size", [1, 2, 1000])
 def test_native_stream_sends_exactly_the_native_answer(text, answer, chunk_size):
-    stream = feed(NativeAnswerStream(lambda _: None), text, chunk_size)
+    pieces: list[str] = []
+    stream = feed(NativeAnswerStream(pieces.append), text, chunk_size)
     assert stream.sent == native_answer(text) == answer
+    # Each piece becomes a frame on the socket: none is empty.
+    assert "" not in pieces
+    assert "".join(pieces) == answer
 
 
 def test_thought_delta_shape():
@@ -417,6 +428,9 @@ def fed(stream, *chunks: str):
         "Thought: x\nAction: None\nFinal Answer: I will act",
         "**Thought:** bold labels\nFinal Answer: 42 is the answer.",
         "Final Answer:\n** note the stars",
+        "Final Answer: ```\ncode\n```",  # a code block, not a reply wrapped in a fence
+        "Final Answer: the label Final Answer: is what I write",  # mid-line: the answer's own
+        "Final Answer: 42\n        ```",  # a leftover fence, however deep, is never sent
     ],
 )
 @pytest.mark.parametrize("chunk_size", [1, 2, 1000])
@@ -431,6 +445,16 @@ def test_the_answer_stream_sends_the_whole_answer_once_in_pieces_none_empty(text
     assert "" not in deltas
 
 
+def test_an_answer_ending_in_a_letter_streams_whole_before_the_reply_ends():
+    assert fed(AnswerStream(lambda _: None), "Final Answer: Roman ten is X").sent == (
+        "Roman ten is X"
+    )
+
+
+def test_the_thought_before_an_invented_observation_is_sent_when_both_arrive_together():
+    assert fed(ThoughtStream(lambda _: None), "Thought: a\nObservation: 5").sent == "a"
+
+
 def test_text_after_the_end_of_a_stream_changes_nothing():
     stream = feed(AnswerStream(lambda _: None), "Final Answer: I will act", 1000)
     stream.feed(" more")
@@ -443,6 +467,9 @@ def test_text_after_the_end_of_a_stream_changes_nothing():
     [
         # A line that is only a fence so far may be the end of a fenced reply: held.
         (("Final Answer: see\n`",), "see"),
+        # An answer that so far is only the start of a fence, on its label's line: held too.
+        (("Thought: x\nFinal Answer: ``",), ""),
+        (("Final Answer: see\n\t      ``",), "see"),  # indented any depth: still held
         # A line that cannot be one is passed on at once.
         (("Final Answer: see\nX`",), "see\nX`"),
         (("Final Answer: see\nx\n```",), "see\nx"),
