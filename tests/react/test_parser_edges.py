@@ -353,3 +353,95 @@ def test_two_steps_on_one_line_take_the_first_with_its_own_input():
 def test_an_action_whose_value_is_the_next_label_names_no_tool():
     with pytest.raises(ParseError, match="names no tool"):
         parse("Thought: t\nAction: Action Input: cats")
+
+
+SEARCH_CATS = '{"action": "search", "action_input": "cats"}'
+
+
+@pytest.mark.parametrize(
+    "reply",
+    [
+        f"Thought: I will   look it up\n```json\n{SEARCH_CATS}\n```",  # spaces inside lines
+        f"Thought: I will   look it up\n```json\n{SEARCH_CATS}",  # the fence left open
+    ],
+    ids=["closed", "left-open"],
+)
+def test_the_thought_before_a_fenced_json_action_leaves_the_fence_out(reply):
+    parsed = action(reply)
+    assert (parsed.tool, parsed.thought) == ("search", "I will   look it up")
+
+
+def test_a_fenced_json_action_nested_too_deep_is_refused_with_the_reply():
+    deep = '{"action": "a", "action_input": ' + "[" * 200 + "]" * 200 + "}"
+    reply = f"Thought: deep\n```json\n{deep}\n```"
+    with pytest.raises(ParseError, match="nested deeper") as refused:
+        parse(reply)
+    assert refused.value.text == reply
+
+
+def test_a_json_action_after_a_braced_mention_and_with_a_nested_input_is_read():
+    reply = 'I think {x} is wrong.\n{"action": "search", "action_input": {"q": "cats"}}'
+    assert action(reply).tool_input == {"q": "cats"}
+
+
+@pytest.mark.parametrize(("data_lines", "found"), [(19, True), (20, False)])
+def test_a_json_action_is_looked_for_among_the_first_twenty_objects_only(data_lines, found):
+    """A reply of many objects that are data is not searched without end."""
+    reply = '{"row": 1}\n' * data_lines + SEARCH_CATS
+    if found:
+        assert action(reply).tool == "search"
+    else:
+        with pytest.raises(ParseError, match="neither an action nor a final answer"):
+            parse(reply)
+
+
+@pytest.mark.parametrize(
+    "reply",
+    ["Thought: done\nFinal Answer: 42", "Thought: done\nAction: finish[42]"],
+    ids=["label", "bracket"],
+)
+def test_a_final_answer_keeps_the_reply_for_the_scratchpad(reply):
+    parsed = parse(reply)
+    assert isinstance(parsed, ParsedFinalAnswer)
+    assert (parsed.answer, parsed.text) == ("42", reply)
+
+
+@pytest.mark.parametrize(
+    ("reply", "told"),
+    [
+        ("Thought: t\nAction Input: cats", "an action input with no action before it"),
+        ("Thought: t\nAction: **\nAction Input: cats", "the action names no tool"),
+        ("Thought: nothing to do", "the reply has neither an action nor a final answer"),
+        # A mention of the label mid-line, with no action on its line, is thought.
+        (
+            "Thought: a question\nwhat does Action Input: mean",
+            "the reply has neither an action nor a final answer",
+        ),
+    ],
+)
+def test_a_reply_that_cannot_be_used_is_refused_with_exactly_the_words_the_model_is_shown(
+    reply, told
+):
+    with pytest.raises(ParseError) as refused:
+        parse(reply)
+    assert str(refused.value) == told
+
+
+def test_an_action_fenced_after_a_thought_outside_the_fence_is_read():
+    parsed = action("Thought: x\n```\nAction: search\nAction Input: cats\n```")
+    assert (parsed.thought, parsed.tool, parsed.tool_input) == ("x", "search", "cats")
+
+
+@pytest.mark.parametrize(("number", "read"), [("1234", True), ("12345", False)])
+def test_numbered_labels_are_read_up_to_four_digits(number, read):
+    reply = f"Thought {number}: t\nAction {number}: search\nAction Input {number}: cats"
+    if read:
+        assert (action(reply).tool, action(reply).tool_input) == ("search", "cats")
+    else:
+        with pytest.raises(ParseError):
+            parse(reply)
+
+
+def test_an_input_line_that_starts_like_a_label_word_but_is_none_is_kept():
+    reply = "Thought: log it\nAction: note\nAction Input: the score\nFinal: 3-1"
+    assert action(reply).tool_input == "the score\nFinal: 3-1"
