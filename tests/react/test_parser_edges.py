@@ -411,6 +411,7 @@ def test_a_final_answer_keeps_the_reply_for_the_scratchpad(reply):
     [
         ("Thought: t\nAction Input: cats", "an action input with no action before it"),
         ("Thought: t\nAction: **\nAction Input: cats", "the action names no tool"),
+        ("Thought: t\nAction:Action Input: cats", "the action names no tool"),
         ("Thought: nothing to do", "the reply has neither an action nor a final answer"),
         # A mention of the label mid-line, with no action on its line, is thought.
         (
