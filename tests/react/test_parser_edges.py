@@ -413,7 +413,9 @@ def test_a_final_answer_keeps_the_reply_for_the_scratchpad(reply):
         ("Thought: t\nAction: **\nAction Input: cats", "the action names no tool"),
         ("Thought: t\nAction:Action Input: cats", "the action names no tool"),
         ("Thought: nothing to do", "the reply has neither an action nor a final answer"),
-        # A mention of the label mid-line, with no action on its line, is thought.
+        # A mention of the label mid-line, with no action on its line, is thought, on the
+        # reply's first line too.
+        ("I wonder what Action Input: means", "the reply has neither an action nor a final answer"),
         (
             "Thought: a question\nwhat does Action Input: mean",
             "the reply has neither an action nor a final answer",
@@ -426,6 +428,13 @@ def test_a_reply_that_cannot_be_used_is_refused_with_exactly_the_words_the_model
     with pytest.raises(ParseError) as refused:
         parse(reply)
     assert str(refused.value) == told
+
+
+def test_a_label_after_a_word_that_holds_a_label_word_is_still_read():
+    """ "reaction" holds "action": passed over, and the line's real label after it is read."""
+    parsed = parse("Thought: a reaction. Final Answer: 42")
+    assert isinstance(parsed, ParsedFinalAnswer)
+    assert parsed.answer == "42"
 
 
 def test_an_action_fenced_after_a_thought_outside_the_fence_is_read():
