@@ -44,20 +44,8 @@ def test_a_second_session_in_the_process_uses_the_first_ones_database_and_starts
     # names it "test_" + the configured name.
     expected = connection.settings_dict["NAME"]
     url = urlsplit(os.environ["DATABASE_URL"])
-    env = {
-        **os.environ,
-        "DATABASE_URL": url._replace(path="/" + expected.removeprefix("test_")).geturl(),
-    }
-    env.pop("PYTEST_XDIST_WORKER", None)
-    result = subprocess.run(
-        [*GUARDED_PYTHON, "-c", TWO_SESSIONS],
-        cwd=BASE_DIR,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    database_url = url._replace(path="/" + expected.removeprefix("test_")).geturl()
+    result = _python_succeeds(["-c", TWO_SESSIONS], database_url=database_url)
     seen = re.findall(r"database: (\S+) loop: (\S+) users: (\d+)", result.stdout)
     both = (expected, expected, "0")
     assert seen == [both, both], result.stdout[-3000:]
@@ -67,19 +55,21 @@ def test_a_session_whose_tests_need_no_database_never_connects_to_one():
     """The engine's tests run with the database's address pointing where nothing listens:
     ``make mutation`` checks the engine's mutants several at a time, which is only sound if
     their sessions neither set up nor empty the one test database."""
-    closed_port = "postgres://postgres@127.0.0.1:9/chatsite_nowhere"
-    env = {**os.environ, "DATABASE_URL": closed_port}
+    session = ["pytest", "-q", "-p", "no:cacheprovider", "--reuse-db"]
+    result = _python_succeeds(
+        [*session, "tests/react/test_parser_rules.py"],
+        database_url="postgres://postgres@127.0.0.1:9/chatsite_nowhere",
+    )
+    assert re.search(r"\d+ passed", result.stdout), result.stdout[-3000:]
+
+
+def _python_succeeds(args: list[str], *, database_url: str) -> subprocess.CompletedProcess[str]:
+    """Run this project's Python (outside this session's xdist worker) against
+    ``database_url``; it must exit 0."""
+    env = {**os.environ, "DATABASE_URL": database_url}
     env.pop("PYTEST_XDIST_WORKER", None)
     result = subprocess.run(
-        [
-            *GUARDED_PYTHON,
-            "pytest",
-            "-q",
-            "-p",
-            "no:cacheprovider",
-            "--reuse-db",
-            "tests/react/test_parser_rules.py",
-        ],
+        [*GUARDED_PYTHON, *args],
         cwd=BASE_DIR,
         env=env,
         capture_output=True,
@@ -87,4 +77,4 @@ def test_a_session_whose_tests_need_no_database_never_connects_to_one():
         timeout=120,
     )
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
-    assert re.search(r"\d+ passed", result.stdout), result.stdout[-3000:]
+    return result

@@ -277,7 +277,7 @@ def test_an_action_that_only_looks_like_a_bracket_call_asks_for_its_input(writte
         parse(f"Thought: look\nAction: {written}")
 
 
-# -- what the mutation run found untested (docs/testing.md) ----------------------------------
+# -- inputs, refusals and labels at their edges -------------------------------------------
 
 
 @pytest.mark.parametrize(

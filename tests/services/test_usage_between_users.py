@@ -203,10 +203,12 @@ def test_a_regenerated_run_holds_its_own_reservation_until_it_ends(user, default
     again = run_regenerate(conversation=conversation, user=user)
 
     entry = UsageEntry.objects.get(run_id=again.pk)
-    assert (entry.kind, entry.conversation_id, entry.model_config_id) == (
+    # Counted under its agent, as the usage page's per-agent rows read it.
+    assert (entry.kind, entry.conversation_id, entry.model_config_id, entry.profile_id) == (
         UsageEntry.Kind.RUN,
         conversation.pk,
         again.model_config_id,
+        again.profile_version.profile_id,
     )
     assert quota_left_today(user_id=user.pk) == 10_000 - 100 - 3000
     AgentRun.objects.filter(pk=again.pk).update(status=AgentRun.Status.SUCCEEDED)

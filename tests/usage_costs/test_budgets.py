@@ -191,6 +191,16 @@ def test_an_automatic_summary_calls_no_model_over_a_used_up_budget(user, cheap_a
     assert not UsageEntry.objects.filter(kind=UsageEntry.Kind.SUMMARY).exists()
 
 
+def test_another_users_used_up_budget_never_stops_a_users_summary(user, other_user, cheap_agent):
+    from agents.services.usage import usage_reserve
+
+    UsageBudget.objects.create(user=other_user, monthly_tokens=10)
+    send_and_spend(other_user, agent=cheap_agent, title="Spent", prompt=10, completion=0)
+
+    entry = usage_reserve(user_id=user.pk, kind=UsageEntry.Kind.SUMMARY)
+    assert (entry.user_id, entry.kind) == (user.pk, UsageEntry.Kind.SUMMARY)
+
+
 # --------------------------------------------------------------------------------------
 # The warning, live: told when a run takes a budget past its warning share or uses it up
 # --------------------------------------------------------------------------------------
