@@ -69,7 +69,7 @@ test-sqlite: deps gettext  ## The contract and smoke tests on SQLite, whatever D
 	  $(CPU_BOUND_WORKERS) $(PYTEST_ARGS)
 
 # Mutation testing of the safety-critical modules (docs/testing.md). Slow, and not part of
-# `make test`: one test process at a time, at the lowest priority. Narrow it with, e.g.,
+# `make test`; at the lowest priority. Narrow it with, e.g.,
 # `make mutation MUTATE="agents.redaction* agents.ratelimit*"`. Of the executor, the
 # decisions before a tool runs (approval, the budgets, the start of a call); the rest of it
 # (driving the loop, streaming) is `MUTATE="agents.react.executor*"`.
