@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import os
 import threading
 from collections.abc import Callable
 from typing import Any, TypeVar
@@ -58,14 +59,20 @@ class DatabaseThreads:
 
 
 _threads: DatabaseThreads | None = None
+_threads_pid: int | None = None
 _threads_lock = threading.Lock()
 
 
 async def in_database_thread(function: Callable[..., _T], /, *args: Any, **kwargs: Any) -> _T:
-    """``function(*args, **kwargs)`` on one of the process's database threads, awaited."""
-    global _threads
-    if _threads is None:
+    """``function(*args, **kwargs)`` on one of the process's database threads, awaited.
+
+    A forked child makes threads of its own, as it does its loop (``process_loop``): it
+    inherits the parent's executor but not its threads, and the executor, counting them
+    idle, would queue the call where no thread ever takes it."""
+    global _threads, _threads_pid
+    if _threads is None or _threads_pid != os.getpid():
         with _threads_lock:
-            if _threads is None:
+            if _threads is None or _threads_pid != os.getpid():
                 _threads = DatabaseThreads(settings.AGENT_DATABASE_THREADS)
+                _threads_pid = os.getpid()
     return await _threads.call(function, *args, **kwargs)
