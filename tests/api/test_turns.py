@@ -132,7 +132,10 @@ def test_daily_quota_is_429(api, user, settings):
     fresh = conversation_create(owner=user)
     response = api.post(messages_url(fresh.pk), {"content": "more"}, content_type=JSON)
     assert response.status_code == 429
-    assert response.json()["code"] == "quota_exceeded"
+    assert response.json() == {
+        "code": "quota_exceeded",
+        "message": "You have used today's token allowance.",
+    }
 
 
 # ---- regenerate, edit, cancel ----------------------------------------------------------------

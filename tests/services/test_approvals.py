@@ -499,7 +499,11 @@ def test_continue_counts_against_the_daily_quota_like_a_send(
     with pytest.raises(RequestRefused) as refused:
         run_continue(run=run, user=user)
 
-    assert refused.value.code == RefusalCode.QUOTA_EXCEEDED
+    # Told what to do about the paused run, in the words the page shows.
+    assert (refused.value.code, refused.value.message) == (
+        RefusalCode.QUOTA_EXCEEDED,
+        "You have used today's token allowance: stop the run, or go on tomorrow.",
+    )
     run.refresh_from_db()
     assert (run.status, run.budget_grants) == (AgentRun.Status.OUT_OF_BUDGET, 0)
     assert not run.events.filter(type="run.continued").exists()
