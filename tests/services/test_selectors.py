@@ -211,6 +211,7 @@ def test_one_chat_and_a_bulk_selection_hold_only_my_own_chats(user, other_user):
     assert selectors.conversation_get(user=user, conversation_id=theirs.pk) is None
     assert selectors.conversation_get(user=user, conversation_id=copy.pk) is None
     assert selectors.conversation_get(user=ANONYMOUS, conversation_id=mine.pk) is None
+    chat(user, "not selected")
     owned = selectors.conversations_owned(
         user=user, conversation_ids=[second.pk, theirs.pk, copy.pk, mine.pk]
     )
@@ -366,6 +367,7 @@ def test_each_top_level_run_names_the_question_it_answers(user):
 def test_a_run_an_approval_and_a_message_are_found_by_their_owner_only(user, other_user):
     question = asked(chat(user, "mine"), "q")
     run = run_for(question)
+    ToolApproval.objects.create(run=run, call_id="c0", tool="calculator")
     approval = ToolApproval.objects.create(run=run, call_id="c1", tool="calculator")
 
     assert selectors.run_get(user=user, run_id=run.pk) == run
@@ -380,13 +382,37 @@ def test_a_run_an_approval_and_a_message_are_found_by_their_owner_only(user, oth
 def test_a_runs_approvals_are_listed_in_the_order_asked(user):
     run = run_for(asked(chat(user, "mine"), "q"))
     now = timezone.now()
-    later = ToolApproval.objects.create(run=run, call_id="b", tool="t", requested_at=now)
     earlier = ToolApproval.objects.create(
         run=run, call_id="a", tool="t", requested_at=now - timedelta(seconds=5)
     )
-    same_time = ToolApproval.objects.create(run=run, call_id="c", tool="t", requested_at=now)
+    # Two asked at the same instant, the one with the larger id written first: the order
+    # asked for (then the id), not the table's, decides.
+    written_first = ToolApproval.objects.create(
+        pk=earlier.pk + 1000, run=run, call_id="c", tool="t", requested_at=now
+    )
+    written_second = ToolApproval.objects.create(run=run, call_id="b", tool="t", requested_at=now)
 
-    assert list(selectors.run_approvals(run=run)) == [earlier, later, same_time]
+    assert written_second.pk < written_first.pk
+    assert list(selectors.run_approvals(run=run)) == [earlier, written_second, written_first]
+
+
+# --- the run inspector: staff read any run, in the order it happened --------------------
+
+
+def test_a_runs_events_and_model_calls_in_the_order_they_happened(user, default_profile):
+    from agents.models import ModelCall, RunEvent
+
+    conversation = chat(user, "inspected")
+    run = run_for(asked(conversation, "q"))
+    other = run_for(asked(conversation, "q2"))
+    for seq, who in ((3, run), (1, run), (2, other), (4, run)):
+        RunEvent.objects.create(conversation=conversation, run=who, seq=seq, type="step")
+    for index, who in ((1, run), (0, run), (0, other)):
+        ModelCall.objects.create(run=who, index=index, request_messages=[])
+
+    assert [event.seq for event in selectors.run_event_list(run=run)] == [1, 3, 4]
+    calls = selectors.model_call_list(run=run)
+    assert [(call.run_id, call.index) for call in calls] == [(run.pk, 0), (run.pk, 1)]
 
 
 # --- profiles ---------------------------------------------------------------------------
@@ -442,12 +468,13 @@ def test_a_message_search_reads_the_branch_shown_and_can_leave_out_a_chat(user):
 
 def test_a_message_search_gives_the_newest_first_up_to_its_limit(user):
     conversation = chat(user, "many")
-    messages = [asked(conversation, f"note {n}") for n in range(4)]
+    messages = [asked(conversation, f"note {n}") for n in range(7)]
     same_instant = timezone.now()
     Message.objects.filter(pk__in=[m.pk for m in messages]).update(created_at=same_instant)
 
     assert selectors.message_search(user=user, q="note", limit=3) == messages[::-1][:3]
-    assert len(selectors.message_search(user=user, q="note")) == 4
+    # Five by default: what the conversation_search tool shows the model.
+    assert selectors.message_search(user=user, q="note") == messages[::-1][:5]
 
 
 def test_a_message_search_uses_its_first_eight_words(user):
@@ -537,6 +564,10 @@ def test_notifications_are_mine_newest_first_up_to_the_limit(user, other_user):
 
     assert selectors.notifications_for_user(user=user) == [second, first, third]
     assert selectors.notifications_for_user(user=user, limit=1) == [second]
+    # Thirty by default: the bell's list.
+    for n in range(30):
+        _notification(user, f"more{n}")
+    assert len(selectors.notifications_for_user(user=user)) == 30
     assert selectors.notifications_for_user(user=ANONYMOUS) == []
     assert selectors.notification_get(user=user, notification_id=first.pk) == first
     assert selectors.notification_get(user=user, notification_id=theirs.pk) is None
@@ -605,8 +636,10 @@ def test_api_keys_are_listed_newest_first_and_found_by_owner_or_by_hash(user, ot
 
 
 def test_a_kept_file_of_the_python_tool_is_its_chat_owners(user, other_user):
+    plots = chat(user, "plots")
+    SandboxFile.objects.create(conversation=plots, name="a.csv", content_type="text/csv", size=3)
     kept = SandboxFile.objects.create(
-        conversation=chat(user, "plots"), name="plot.png", content_type="image/png", size=3
+        conversation=plots, name="plot.png", content_type="image/png", size=3
     )
 
     assert selectors.sandbox_file_get(user=user, file_id=kept.pk) == kept

@@ -6,7 +6,7 @@ import threading
 from datetime import timedelta
 
 import pytest
-from django.db import connection
+from django.db import connection, transaction
 from django.utils import timezone
 
 from agents.models import AgentRun, UsageEntry
@@ -18,7 +18,12 @@ from agents.services.conversations import (
     run_cancel,
 )
 from agents.services.defaults import ensure_defaults
-from agents.services.usage import quota_left_today, usage_by_user_day
+from agents.services.usage import (
+    QuotaExceeded,
+    quota_left_today,
+    usage_by_user_day,
+    usage_reserve_again,
+)
 from tests.usage import spend
 
 pytestmark = pytest.mark.django_db
@@ -135,6 +140,83 @@ def test_ten_parallel_sends_against_a_small_quota_start_one_run(user, settings):
 
     assert sorted(outcomes) == ["quota_exceeded"] * 9 + ["sent"]
     assert AgentRun.objects.filter(conversation__owner=user).count() == 1
+
+
+def _paused(user, *, used: int, reserved: int) -> AgentRun:
+    """A run of ``user``'s stopped at a budget, whose entry used and holds so much."""
+    run = message_send(conversation=conversation_create(owner=user), user=user, content="q").run
+    UsageEntry.objects.filter(run_id=run.pk).update(
+        prompt_tokens=used, completion_tokens=0, reserved_tokens=reserved
+    )
+    AgentRun.objects.filter(pk=run.pk).update(status=AgentRun.Status.OUT_OF_BUDGET)
+    run.refresh_from_db()
+    return run
+
+
+def test_a_resumed_run_may_use_what_it_already_holds(user, default_profile, settings):
+    settings.CHAT_DAILY_TOKEN_QUOTA = 0  # the run is sent without a quota, then one applies
+    run = _paused(user, used=200, reserved=1000)
+    settings.CHAT_DAILY_TOKEN_QUOTA = 1000
+    settings.CHAT_QUOTA_RESERVATION_TOKENS = 500
+    # Its own 800 held tokens fill the day: nothing is left for anyone else.
+    assert quota_left_today(user_id=user.pk) == 0
+
+    usage_reserve_again(user_id=user.pk, run=run)
+
+    # What it held counts as left for it: it goes on with a fresh share on top of its use.
+    assert UsageEntry.objects.get(run_id=run.pk).reserved_tokens == 200 + 500
+    assert quota_left_today(user_id=user.pk) == 300
+
+
+def test_a_resumed_run_with_no_ledger_entry_goes_on_within_the_quota(
+    user, default_profile, settings
+):
+    """A run queued before the ledger existed has no entry; its resume is checked all the
+    same, and gets one when its first model call is stored."""
+    settings.CHAT_DAILY_TOKEN_QUOTA = 0
+    run = _paused(user, used=0, reserved=0)
+    UsageEntry.objects.filter(run_id=run.pk).delete()
+    settings.CHAT_DAILY_TOKEN_QUOTA = 1000
+
+    usage_reserve_again(user_id=user.pk, run=run)
+
+    spend(run, prompt_tokens=1000, completion_tokens=0)
+    with pytest.raises(QuotaExceeded):
+        usage_reserve_again(user_id=user.pk, run=run)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_ten_runs_resumed_at_once_share_what_is_left_one_after_another(user, settings):
+    """Ten paused runs resumed at once, each on its own connection: each takes its share
+    under the user's lock, so only the first finds anything left."""
+    settings.CHAT_DAILY_TOKEN_QUOTA = 0
+    settings.CHAT_SENDS_PER_MINUTE = 0
+    ensure_defaults()
+    runs = [_paused(user, used=100, reserved=100) for _ in range(10)]
+    settings.CHAT_DAILY_TOKEN_QUOTA = 1500
+    settings.CHAT_QUOTA_RESERVATION_TOKENS = 500
+    start = threading.Barrier(len(runs))
+    outcomes: list[str] = []
+
+    def resume(run: AgentRun) -> None:
+        try:
+            start.wait()
+            with transaction.atomic():
+                usage_reserve_again(user_id=user.pk, run=run)
+            outcomes.append("resumed")
+        except QuotaExceeded:
+            outcomes.append("quota_exceeded")
+        finally:
+            connection.close()
+
+    threads = [threading.Thread(target=resume, args=(run,)) for run in runs]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+
+    assert sorted(outcomes) == ["quota_exceeded"] * 9 + ["resumed"]
+    assert quota_left_today(user_id=user.pk) == 0
 
 
 def test_a_workers_writes_count_in_the_ledger_on_every_path(user, default_profile):

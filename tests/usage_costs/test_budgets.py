@@ -133,6 +133,14 @@ def test_continuing_a_paused_run_is_refused_once_the_budget_is_used_up(user, che
         usage_reserve_again(user_id=user.pk, run=run)
 
 
+def test_another_users_used_up_budget_never_refuses_my_continue(user, other_user, cheap_agent):
+    UsageBudget.objects.create(user=other_user, monthly_tokens=10)
+    send_and_spend(other_user, agent=cheap_agent, title="Spent", prompt=10, completion=0)
+    run = send_and_spend(user, agent=cheap_agent, title="Paused", prompt=100, completion=0)
+
+    usage_reserve_again(user_id=user.pk, run=run)  # not refused
+
+
 def test_the_refusal_is_translated(user, cheap_agent):
     UsageBudget.objects.create(user=user, monthly_tokens=10)
     send_and_spend(user, agent=cheap_agent, title="Spent", prompt=10, completion=0)
