@@ -143,10 +143,12 @@ def test_ten_parallel_sends_against_a_small_quota_start_one_run(user, settings):
 
 
 def _paused(user, *, used: int, reserved: int) -> AgentRun:
-    """A run of ``user``'s stopped at a budget, whose entry used and holds so much."""
+    """A run of ``user``'s stopped at a budget, whose entry used (three quarters prompt,
+    a quarter completion) and holds so much."""
     run = message_send(conversation=conversation_create(owner=user), user=user, content="q").run
+    completion = used // 4
     UsageEntry.objects.filter(run_id=run.pk).update(
-        prompt_tokens=used, completion_tokens=0, reserved_tokens=reserved
+        prompt_tokens=used - completion, completion_tokens=completion, reserved_tokens=reserved
     )
     AgentRun.objects.filter(pk=run.pk).update(status=AgentRun.Status.OUT_OF_BUDGET)
     run.refresh_from_db()
@@ -168,21 +170,23 @@ def test_a_resumed_run_may_use_what_it_already_holds(user, default_profile, sett
     assert quota_left_today(user_id=user.pk) == 300
 
 
-def test_a_resumed_run_with_no_ledger_entry_goes_on_within_the_quota(
+def test_a_resumed_run_with_no_ledger_entry_goes_on_while_a_token_is_left(
     user, default_profile, settings
 ):
-    """A run queued before the ledger existed has no entry; its resume is checked all the
-    same, and gets one when its first model call is stored."""
+    """A run queued before the ledger existed has no entry, so it holds nothing: its resume
+    goes on while anything is left today, and is refused once nothing is."""
     settings.CHAT_DAILY_TOKEN_QUOTA = 0
     run = _paused(user, used=0, reserved=0)
     UsageEntry.objects.filter(run_id=run.pk).delete()
+    other = _paused(user, used=999, reserved=999)
     settings.CHAT_DAILY_TOKEN_QUOTA = 1000
 
-    usage_reserve_again(user_id=user.pk, run=run)
+    usage_reserve_again(user_id=user.pk, run=run)  # one token left
 
-    spend(run, prompt_tokens=1000, completion_tokens=0)
+    UsageEntry.objects.filter(run_id=other.pk).update(prompt_tokens=1000, completion_tokens=0)
     with pytest.raises(QuotaExceeded):
         usage_reserve_again(user_id=user.pk, run=run)
+    assert not UsageEntry.objects.filter(run_id=run.pk).exists()
 
 
 @pytest.mark.django_db(transaction=True)
