@@ -9,8 +9,20 @@ from dataclasses import dataclass, field
 from typing import Any, cast
 
 from django.contrib.auth.models import AnonymousUser, User
-from django.db.models import Case, Count, Exists, F, OuterRef, Q, QuerySet, Subquery, Value, When
-from django.db.models.functions import Concat, Greatest, StrIndex, Substr, Upper
+from django.db.models import (
+    Case,
+    Count,
+    Exists,
+    F,
+    OuterRef,
+    Q,
+    QuerySet,
+    Subquery,
+    Value,
+    When,
+    Window,
+)
+from django.db.models.functions import Concat, Greatest, RowNumber, StrIndex, Substr, Upper
 from django.db.models.lookups import GreaterThan
 
 from agents.db import statements
@@ -458,15 +470,25 @@ def feedback_stats(
             count=row["count"],
             thumbs_up=row["thumbs_up"],
         )
-    # Newest comments first; enough rows to fill every version's list in the usual case.
+    # Each version's newest comments, ranked within its version by the database, so a
+    # version with many recent comments never crowds out another's older ones.
+    newest_first = [F("updated_at").desc(), F("id").desc()]
     commented = (
         feedback.exclude(comment="")
         .select_related("user")
-        .order_by("-updated_at", "-id")[: comments_per_version * max(len(stats), 1) * 4]
+        .annotate(
+            recency=Window(
+                RowNumber(),
+                partition_by=[F("profile_id"), F("prompt_version_id")],
+                order_by=newest_first,
+            )
+        )
+        .filter(recency__lte=comments_per_version)
+        .order_by(*newest_first)
     )
     for item in commented:
         version_stats = stats.get((item.profile_id, item.prompt_version_id))
-        if version_stats is not None and len(version_stats.latest_comments) < comments_per_version:
+        if version_stats is not None:  # None: feedback given between the two reads
             version_stats.latest_comments.append(item)
     return list(stats.values())
 

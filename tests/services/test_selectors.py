@@ -193,6 +193,15 @@ def test_a_match_near_the_start_keeps_the_text_from_its_first_character(user):
     assert hit.match_excerpt == "x" * 79 + "needle"
 
 
+def test_a_match_at_the_start_keeps_as_much_after_it_as_any_other(user):
+    conversation = chat(user, "start")
+    asked(conversation, "needle" + "y" * 500)
+
+    [hit] = selectors.conversation_list(user=user, q="needle")
+
+    assert hit.match_excerpt == "needle" + "y" * 400
+
+
 def test_a_match_just_past_the_context_is_cut_with_an_ellipsis(user):
     conversation = chat(user, "short")
     asked(conversation, "a" + "x" * 80 + "needle")
@@ -361,6 +370,63 @@ def test_each_top_level_run_names_the_question_it_answers(user):
     }
 
 
+def test_the_branch_shown_draws_the_runs_of_its_answers_and_their_sub_agents(user):
+    conversation = chat(user, "view")
+    question = asked(conversation, "q")
+    run = run_for(question, status=AgentRun.Status.SUCCEEDED)
+    answer = answered(conversation, "a", run=run)
+    child = run_for(question, parent_run=run)
+    grandchild = run_for(question, parent_run=child)
+    elsewhere = chat(user, "elsewhere")
+    run_for(asked(elsewhere, "other"), status=AgentRun.Status.RUNNING)
+
+    view = selectors.active_branch_view(conversation=conversation)
+
+    assert view == selectors.BranchView(
+        message_ids=frozenset({question.pk, answer.pk}),
+        run_ids=frozenset({run.pk, child.pk, grandchild.pk}),
+    )
+
+
+def test_an_unanswered_question_shows_its_newest_run_if_newer_than_its_answers(user):
+    conversation = chat(user, "attempts")
+    first = asked(conversation, "first")
+    answered_run = run_for(first, status=AgentRun.Status.SUCCEEDED)
+    answered(conversation, "answer", run=answered_run)
+    # A later attempt at the answered question failed: the answer shown stands.
+    run_for(first, status=AgentRun.Status.FAILED)
+    second = asked(conversation, "second")
+    # The second question: a failed attempt, then one that answered on another branch.
+    run_for(second, status=AgentRun.Status.FAILED)
+    answered_elsewhere = run_for(second, status=AgentRun.Status.SUCCEEDED)
+    Message.objects.create(
+        conversation=conversation,
+        role=Message.Role.ASSISTANT,
+        content="an answer not shown",
+        parent=second,
+        run=answered_elsewhere,
+    )
+    branch_activate(conversation=conversation, leaf_id=second.pk)
+    third = asked(conversation, "third")
+    failed_third = run_for(third, status=AgentRun.Status.FAILED)
+
+    view = selectors.active_branch_view(conversation=conversation)
+
+    # Nothing newer than the second question's answer: no attempt is drawn after it.
+    assert view.run_ids == {answered_run.pk, failed_third.pk}
+
+
+def test_a_question_still_being_answered_shows_its_run_and_the_sub_agents_under_it(user):
+    conversation = chat(user, "going")
+    question = asked(conversation, "q")
+    run = run_for(question, status=AgentRun.Status.AWAITING_SUBAGENT)
+    child = run_for(question, parent_run=run, status=AgentRun.Status.RUNNING)
+
+    view = selectors.active_branch_view(conversation=conversation)
+
+    assert view.run_ids == {run.pk, child.pk}
+
+
 # --- one row by id: a foreign id is a missing one ---------------------------------------
 
 
@@ -390,9 +456,10 @@ def test_a_runs_approvals_are_listed_in_the_order_asked(user):
     written_first = ToolApproval.objects.create(
         pk=earlier.pk + 1000, run=run, call_id="c", tool="t", requested_at=now
     )
-    written_second = ToolApproval.objects.create(run=run, call_id="b", tool="t", requested_at=now)
+    written_second = ToolApproval.objects.create(
+        pk=earlier.pk + 500, run=run, call_id="b", tool="t", requested_at=now
+    )
 
-    assert written_second.pk < written_first.pk
     assert list(selectors.run_approvals(run=run)) == [earlier, written_second, written_first]
 
 
@@ -475,6 +542,9 @@ def test_a_message_search_gives_the_newest_first_up_to_its_limit(user):
     assert selectors.message_search(user=user, q="note", limit=3) == messages[::-1][:3]
     # Five by default: what the conversation_search tool shows the model.
     assert selectors.message_search(user=user, q="note") == messages[::-1][:5]
+    # Newest by when it was written, the id breaking ties: an imported older message last.
+    Message.objects.filter(pk=messages[-1].pk).update(created_at=same_instant - timedelta(days=1))
+    assert selectors.message_search(user=user, q="note", limit=7)[-1] == messages[-1]
 
 
 def test_a_message_search_uses_its_first_eight_words(user):
@@ -495,6 +565,9 @@ def test_my_feedback_on_this_chats_answers_only(user, other_user):
     elsewhere = answered(chat(user, "other"), "b")
     mine = AnswerFeedback.objects.create(message=answer, user=user, rating="up", comment="nice")
     AnswerFeedback.objects.create(message=answer, user=other_user, rating="down")
+    asked(conversation, "q2")
+    their_rated = answered(conversation, "a2")
+    AnswerFeedback.objects.create(message=their_rated, user=other_user, rating="down")
     AnswerFeedback.objects.create(message=elsewhere, user=user, rating="down")
 
     assert selectors.feedback_by_message(user=user, conversation=conversation) == {
@@ -505,6 +578,7 @@ def test_my_feedback_on_this_chats_answers_only(user, other_user):
 
 
 def test_a_share_link_opens_until_it_is_revoked(user):
+    ConversationShare.objects.create(conversation=chat(user, "another shared chat"))
     conversation = chat(user, "shared")
     revoked = ConversationShare.objects.create(conversation=conversation, revoked_at=timezone.now())
     assert selectors.share_open_get(conversation=conversation) is None
@@ -604,6 +678,16 @@ def test_webhooks_and_their_deliveries_are_the_owners(user, other_user):
     assert selectors.webhook_deliveries_for_user(user=user) == deliveries[::-1]
     assert selectors.webhook_deliveries_for_user(user=user, limit=2) == deliveries[:0:-1]
     assert selectors.webhook_deliveries_for_user(user=ANONYMOUS) == []
+    WebhookDelivery.objects.filter(pk=deliveries[-1].pk).update(
+        created_at=same_instant - timedelta(hours=1)
+    )
+    assert selectors.webhook_deliveries_for_user(user=user)[-1] == deliveries[-1]
+    # Fifty by default: the page's list.
+    WebhookDelivery.objects.bulk_create(
+        WebhookDelivery(webhook=mine, notification=_notification(user, f"more{n}"))
+        for n in range(50)
+    )
+    assert len(selectors.webhook_deliveries_for_user(user=user)) == 50
 
 
 def test_a_provider_account_is_matched_on_its_issuer_and_subject_together(user, other_user):
@@ -622,11 +706,12 @@ def test_api_keys_are_listed_newest_first_and_found_by_owner_or_by_hash(user, ot
         ApiKey.objects.create(owner=user, name=f"k{n}", prefix=f"p{n}", secret_hash=f"h{n}")
         for n in range(3)
     ]
-    ApiKey.objects.filter(pk__in=[keys[1].pk, keys[2].pk]).update(created_at=same_instant)
-    ApiKey.objects.filter(pk=keys[0].pk).update(created_at=same_instant - timedelta(days=1))
+    ApiKey.objects.filter(pk__in=[keys[0].pk, keys[1].pk]).update(created_at=same_instant)
+    ApiKey.objects.filter(pk=keys[2].pk).update(created_at=same_instant - timedelta(days=1))
     theirs = ApiKey.objects.create(owner=other_user, name="t", prefix="pt", secret_hash="ht")
 
-    assert list(selectors.api_key_list(user=user)) == [keys[2], keys[1], keys[0]]
+    # Newest first by when it was made, the id breaking ties.
+    assert list(selectors.api_key_list(user=user)) == [keys[1], keys[0], keys[2]]
     assert selectors.api_key_get(user=user, key_id=keys[0].pk) == keys[0]
     assert selectors.api_key_get(user=user, key_id=theirs.pk) is None
     by_hash = selectors.api_key_by_hash(secret_hash="ht")
@@ -736,3 +821,60 @@ def test_every_tool_and_mcp_server_secret_is_known_and_an_unreadable_one_is_skip
         "environment-secret",
         "tool-secret-1",
     ]
+
+
+# --- what a caller reads next comes in the same query ------------------------------------
+
+
+def test_a_row_comes_with_what_its_callers_read_next_in_one_query(
+    user, default_profile, django_assert_num_queries
+):
+    conversation = chat(user, "joined", profile=default_profile)
+    question = asked(conversation, "a word to find")
+    run = run_for(question)
+    approval = ToolApproval.objects.create(run=run, call_id="c", tool="t", decided_by=user)
+    share = ConversationShare.objects.create(conversation=conversation)
+    schedule = _schedule(user, default_profile, "daily")
+    _notification(user, "n", schedule=schedule)
+    webhook = Webhook.objects.create(owner=user, url="http://127.0.0.1:9/hook", schedule=schedule)
+    WebhookDelivery.objects.create(
+        webhook=webhook, notification=_notification(user, "d", schedule=schedule)
+    )
+    ApiKey.objects.create(owner=user, name="k", prefix="p", secret_hash="h")
+
+    reads = {
+        "run_get": lambda: selectors.run_get(user=user, run_id=run.pk).conversation.title,
+        "approval_get": lambda: (
+            selectors.approval_get(user=user, approval_id=approval.pk).run.status
+        ),
+        "run_approvals": lambda: [a.decided_by.username for a in selectors.run_approvals(run=run)],
+        "message_get": lambda: (
+            selectors.message_get(user=user, message_id=question.pk).conversation.title
+        ),
+        "message_search": lambda: [
+            m.conversation.title for m in selectors.message_search(user=user, q="word")
+        ],
+        "shared_conversation_get": lambda: (
+            selectors.shared_conversation_get(token=share.token).title
+        ),
+        "conversation_list": lambda: [
+            c.profile.name for c in selectors.conversation_list(user=user)
+        ],
+        "schedules_for_user": lambda: [
+            s.profile.name for s in selectors.schedules_for_user(user=user)
+        ],
+        "notifications_for_user": lambda: [
+            n.schedule.title for n in selectors.notifications_for_user(user=user)
+        ],
+        "webhooks_for_user": lambda: [
+            w.schedule.title for w in selectors.webhooks_for_user(user=user)
+        ],
+        "webhook_deliveries_for_user": lambda: [
+            (d.webhook.url, d.notification.key)
+            for d in selectors.webhook_deliveries_for_user(user=user)
+        ],
+        "api_key_by_hash": lambda: selectors.api_key_by_hash(secret_hash="h").owner.username,
+    }
+    for name, read in reads.items():
+        with django_assert_num_queries(1):
+            assert read(), name
