@@ -408,7 +408,8 @@ def test_an_unanswered_question_shows_its_newest_run_if_newer_than_its_answers(u
     )
     branch_activate(conversation=conversation, leaf_id=second.pk)
     third = asked(conversation, "third")
-    failed_third = run_for(third, status=AgentRun.Status.FAILED)
+    run_for(third, status=AgentRun.Status.FAILED)
+    failed_third = run_for(third, status=AgentRun.Status.FAILED)  # tried again, failed again
 
     view = selectors.active_branch_view(conversation=conversation)
 
@@ -461,6 +462,11 @@ def test_a_runs_approvals_are_listed_in_the_order_asked(user):
     )
 
     assert list(selectors.run_approvals(run=run)) == [earlier, written_second, written_first]
+    # Asked before all of them, though written last.
+    first_asked = ToolApproval.objects.create(
+        pk=earlier.pk + 2000, run=run, call_id="z", tool="t", requested_at=now - timedelta(hours=1)
+    )
+    assert next(iter(selectors.run_approvals(run=run))) == first_asked
 
 
 # --- the run inspector: staff read any run, in the order it happened --------------------
@@ -614,10 +620,20 @@ def _schedule(owner, profile, title: str) -> Schedule:
 
 def test_schedules_are_the_owners_by_title(user, other_user, default_profile):
     later = _schedule(user, default_profile, "weekly report")
+    # Two of one title, the one with the larger id written first: by title, then by id.
+    twin = Schedule.objects.create(
+        pk=later.pk + 1000,
+        owner=user,
+        profile=default_profile,
+        title="daily digest",
+        prompt="p",
+        starts_at=timezone.now(),
+    )
     earlier = _schedule(user, default_profile, "daily digest")
     theirs = _schedule(other_user, default_profile, "another")
 
-    assert list(selectors.schedules_for_user(user=user)) == [earlier, later]
+    assert earlier.pk < twin.pk
+    assert list(selectors.schedules_for_user(user=user)) == [earlier, twin, later]
     assert list(selectors.schedules_for_user(user=ANONYMOUS)) == []
     assert selectors.schedule_get(user=user, schedule_id=later.pk) == later
     assert selectors.schedule_get(user=user, schedule_id=theirs.pk) is None
