@@ -498,17 +498,21 @@ def test_profiles_open_to_all_or_to_one_of_my_groups(user, other_user, default_p
     both.allowed_groups.add(readers, writers)
     not_mine = AgentProfile.objects.create(slug="not-mine", name="Another group")
     not_mine.allowed_groups.add(Group.objects.create(name="others"))
-    open_one = AgentProfile.objects.create(slug="open", name="Aardvark")
+    open_ones = [
+        AgentProfile.objects.create(slug=f"open-{n}", name=name)
+        for n, name in enumerate(["Zebra", "Mango", "Kiwi", "Aardvark"])
+    ]
+    by_name = sorted(open_ones, key=lambda profile: profile.name)
 
     mine = list(selectors.profiles_for_user(user=user))
 
     # The default first, then by name; a profile of two of my groups once.
-    assert mine == [default_profile, open_one, both]
-    assert list(selectors.profiles_for_user(user=other_user)) == [default_profile, open_one]
+    assert mine == [default_profile, *by_name[:1], both, *by_name[1:]]
+    assert list(selectors.profiles_for_user(user=other_user)) == [default_profile, *by_name]
     assert list(selectors.profiles_for_user(user=ANONYMOUS)) == []
     assert selectors.profile_get(user=user, slug="both") == both
     assert selectors.profile_get(user=other_user, slug="both") is None
-    assert selectors.profile_get(user=ANONYMOUS, slug="open") is None
+    assert selectors.profile_get(user=ANONYMOUS, slug="open-0") is None
 
 
 # --- searching my messages (the conversation_search tool) ------------------------------
@@ -858,7 +862,23 @@ def test_a_row_comes_with_what_its_callers_read_next_in_one_query(
     )
     ApiKey.objects.create(owner=user, name="k", prefix="p", secret_hash="h")
 
+    def ended() -> tuple[object, ...]:
+        # What a run's end reads of it (the notification, the schedule, the owner).
+        end = selectors.ended_run_get(run_id=run.pk)
+        found = end.run
+        return (
+            found.pk,
+            found.status,
+            found.attempts,
+            found.error_message,
+            found.conversation.owner_id,
+        )
+
     reads = {
+        "conversation_get": lambda: (
+            selectors.conversation_get(user=user, conversation_id=conversation.pk).profile.name
+        ),
+        "ended_run_get": ended,
         "run_get": lambda: selectors.run_get(user=user, run_id=run.pk).conversation.title,
         "approval_get": lambda: (
             selectors.approval_get(user=user, approval_id=approval.pk).run.status
