@@ -455,3 +455,11 @@ def test_numbered_labels_are_read_up_to_four_digits(number, read):
 def test_an_input_line_that_starts_like_a_label_word_but_is_none_is_kept():
     reply = "Thought: log it\nAction: note\nAction Input: the score\nFinal: 3-1"
     assert action(reply).tool_input == "the score\nFinal: 3-1"
+
+
+@pytest.mark.parametrize("text", ["xFinal Answer: 42", "1Final Answer: 42"])
+def test_a_label_glued_to_the_replys_first_character_is_no_label(text):
+    """A label is a word of its own from the reply's first character on, as it is anywhere
+    else: "xFinal Answer" is one word, so the reply has no answer."""
+    with pytest.raises(ParseError, match="neither an action nor a final answer"):
+        parse(text)
