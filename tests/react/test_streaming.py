@@ -508,6 +508,6 @@ def test_a_mid_line_answer_then_a_new_thought_stops_the_stream_at_a_prefix(chunk
 
 
 def test_a_word_glued_to_the_first_character_streams_though_it_ends_like_a_label():
-    """"xObserv" cannot become "Observation:" (a label is a word of its own), so nothing is
+    """ "xObserv" cannot become "Observation:" (a label is a word of its own), so nothing is
     held back for it, from the reply's first character on."""
     assert fed(ThoughtStream(lambda _: None), "xObserv").sent == "xObserv"
