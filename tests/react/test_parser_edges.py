@@ -463,3 +463,18 @@ def test_a_label_glued_to_the_replys_first_character_is_no_label(text):
     else: "xFinal Answer" is one word, so the reply has no answer."""
     with pytest.raises(ParseError, match="neither an action nor a final answer"):
         parse(text)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Action: None\nAction: calculator\nAction Input: 1",
+        "Thought: t\nAction: None\nThought: oh\nAction: calculator\nAction Input: 2",
+    ],
+)
+def test_an_action_naming_no_tool_is_passed_over_only_for_a_final_answer(text):
+    """Only a final answer after it passes over an ``Action: None`` (a common way to
+    answer); before another action it is the first action and decides: the model is told
+    and asked again rather than having its later action guessed at."""
+    with pytest.raises(ParseError, match="the action 'None' has no action input"):
+        parse(text)
