@@ -472,6 +472,8 @@ def test_text_after_the_end_of_a_stream_changes_nothing():
         (("Final Answer: see\n\t      ``",), "see"),  # indented any depth: still held
         # A line that cannot be one is passed on at once.
         (("Final Answer: see\nX`",), "see\nX`"),
+        (("Final Answer: see\n X`",), "see\n X`"),  # indented by one space, or three
+        (("Final Answer: see\n   X`",), "see\n   X`"),
         (("Final Answer: see\nx\n```",), "see\nx"),
         (("Final Answer: wrap it in          `",), "wrap it in          `"),
     ],
