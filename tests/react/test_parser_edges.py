@@ -478,3 +478,10 @@ def test_an_action_naming_no_tool_is_passed_over_only_for_a_final_answer(text):
     and asked again rather than having its later action guessed at."""
     with pytest.raises(ParseError, match="the action 'None' has no action input"):
         parse(text)
+
+
+@pytest.mark.parametrize("written", ['""quoted"', '"quoted""', '"say "hi" twice"'])
+def test_an_input_whose_quotes_do_not_pair_up_is_passed_as_written(written):
+    """One pair of quotes around a whole input is taken off; with the quote inside it as
+    well (next to either end, or anywhere), which pair was meant is unknown: left as is."""
+    assert parse(f"Action: echo\nAction Input: {written}").tool_input == written
