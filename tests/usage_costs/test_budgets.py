@@ -17,6 +17,7 @@ from agents.models import AgentRun, Message, UsageBudget, UsageEntry
 from agents.services.conversations import conversation_create
 from agents.services.usage import (
     BudgetReached,
+    budget_states,
     budget_warning,
     month_start,
     usage_reserve_again,
@@ -366,3 +367,39 @@ def test_a_money_budget_crossed_by_a_runs_prompt_tokens_is_told(user, dear_agent
     run = send_and_spend(user, agent=dear_agent, title="Now", prompt=400_000, completion=0)
 
     assert usage_warn_budgets_crossed(run_id=run.pk) == [budget]
+
+
+def test_a_budget_shows_what_was_used_this_month_the_fullest_first(user, cheap_agent):
+    own = UsageBudget.objects.create(user=user, monthly_tokens=1000)
+    team = Group.objects.create(name="team")
+    user.groups.add(team)
+    shared = UsageBudget.objects.create(group=team, monthly_tokens=100)
+    # Nothing used yet: nothing shown as used.
+    assert [(s.budget, s.tokens_used, s.amount_used) for s in budget_states(user_id=user.pk)] == [
+        (own, 0, Decimal(0)),
+        (shared, 0, Decimal(0)),
+    ]
+
+    send_and_spend(user, agent=cheap_agent, title="Some", prompt=50, completion=0)
+
+    # The group's budget is half used, the user's own a twentieth: the fuller comes first.
+    states = budget_states(user_id=user.pk)
+    assert [(s.budget, s.tokens_used) for s in states] == [(shared, 50), (own, 50)]
+
+
+def test_a_month_starts_on_its_first_day_at_midnight(user, cheap_agent, monkeypatch):
+    zone = timezone.get_current_timezone()
+    monkeypatch.setattr(timezone, "now", lambda: datetime.datetime(2026, 3, 15, 12, 0, tzinfo=zone))
+    UsageBudget.objects.create(user=user, monthly_tokens=1000)
+    first_day = send_and_spend(user, agent=cheap_agent, title="First", prompt=30, completion=0)
+    last_month = send_and_spend(user, agent=cheap_agent, title="Before", prompt=5, completion=0)
+    UsageEntry.objects.filter(run_id=first_day.pk).update(
+        created_at=datetime.datetime(2026, 3, 1, 0, 0, tzinfo=zone)
+    )
+    UsageEntry.objects.filter(run_id=last_month.pk).update(
+        created_at=datetime.datetime(2026, 2, 28, 23, 59, 59, tzinfo=zone)
+    )
+
+    [state] = budget_states(user_id=user.pk)
+
+    assert (state.tokens_used, state.resets_on) == (30, datetime.date(2026, 4, 1))
