@@ -104,6 +104,41 @@ def test_compact_is_rate_limited_per_user(
     assert len(callbacks) == 2
 
 
+def test_compact_over_a_used_up_monthly_budget_is_429_and_queues_nothing(
+    api, user, other_user, conversation, django_capture_on_commit_callbacks
+):
+    from agents.models import UsageBudget
+
+    finished_turn(conversation, user, "Remember the number 7.", "Noted.")
+    UsageBudget.objects.create(user=user, monthly_tokens=40)
+    spend(conversation.runs.get(), prompt_tokens=40, completion_tokens=0)
+
+    with django_capture_on_commit_callbacks() as callbacks:
+        response = api.post(compact_url(conversation.pk))
+
+    assert response.status_code == 429
+    assert response.json()["code"] == "monthly_budget_reached"
+    assert callbacks == []
+
+
+def test_another_users_used_up_budget_never_refuses_a_compact(
+    api, user, other_user, conversation, django_capture_on_commit_callbacks
+):
+    from agents.models import UsageBudget
+
+    finished_turn(conversation, user, "Remember the number 7.", "Noted.")
+    UsageBudget.objects.create(user=other_user, monthly_tokens=1)
+    theirs = conversation_create(owner=other_user)
+    finished_turn(theirs, other_user, "Spend it.", "Spent.")
+    spend(theirs.runs.get(), prompt_tokens=5, completion_tokens=0)
+
+    with django_capture_on_commit_callbacks() as callbacks:
+        response = api.post(compact_url(conversation.pk))
+
+    assert response.status_code == 202
+    assert len(callbacks) == 1
+
+
 def test_compact_over_the_daily_quota_is_429_and_queues_nothing(
     api, user, conversation, settings, django_capture_on_commit_callbacks
 ):
