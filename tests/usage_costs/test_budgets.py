@@ -369,7 +369,9 @@ def test_a_money_budget_crossed_by_a_runs_prompt_tokens_is_told(user, dear_agent
     assert usage_warn_budgets_crossed(run_id=run.pk) == [budget]
 
 
-def test_a_budget_shows_what_was_used_this_month_the_fullest_first(user, cheap_agent):
+def test_a_budget_shows_what_was_used_this_month_the_fullest_first(
+    user, cheap_agent, django_assert_num_queries
+):
     own = UsageBudget.objects.create(user=user, monthly_tokens=1000)
     team = Group.objects.create(name="team")
     user.groups.add(team)
@@ -385,6 +387,9 @@ def test_a_budget_shows_what_was_used_this_month_the_fullest_first(user, cheap_a
     # The group's budget is half used, the user's own a twentieth: the fuller comes first.
     states = budget_states(user_id=user.pk)
     assert [(s.budget, s.tokens_used) for s in states] == [(shared, 50), (own, 50)]
+    # The budgets are read with their groups (the page names them), then one sum each.
+    with django_assert_num_queries(3):
+        assert [str(s.budget.group) for s in budget_states(user_id=user.pk)] == ["team", "None"]
 
 
 def test_a_month_starts_on_its_first_day_at_midnight(user, cheap_agent, monkeypatch):
