@@ -63,10 +63,14 @@ def test_wide_code_and_tables_scroll_in_their_own_box(stack, open_tab, user, mod
     assert overflow(page) == {"page": 0, "thread": 0}
     # The wide parts scroll sideways themselves, so nothing of them is lost.
     # (The code scrolls inside its <pre>, whose Copy button stays put.) A table wraps its
-    # cells while it can, and scrolls when even wrapped it is too wide.
-    assert answer.locator("pre code").evaluate("n => n.scrollWidth > n.clientWidth")
+    # cells while it can, and scrolls when even wrapped it is too wide. Waited for: the
+    # code's scrolling box comes with highlight.js's stylesheet, which the page adds when
+    # the first code block appears and which may load after the Copy button is there.
+    scrolls = "([selector]) => { const n = document.querySelector(selector); "
+    scrolls += "return n !== null && n.scrollWidth > n.clientWidth; }"
+    page.wait_for_function(scrolls, arg=[".msg.assistant .answer pre code"])
     if viewport is PHONE:
-        assert answer.locator("table").evaluate("n => n.scrollWidth > n.clientWidth")
+        page.wait_for_function(scrolls, arg=[".msg.assistant .answer table"])
     assert inside_viewport(page, page.locator(".msg.assistant .thumb-down"))
     assert inside_viewport(page, answer.get_by_role("button", name="Copy the code"))
     screenshot(page, f"wide-answer-{viewport['width']}.png")

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from datetime import timedelta
+from typing import TypeVar
 
 import pytest
 from django.db import connection, transaction
@@ -27,6 +29,29 @@ from agents.services.usage import (
 from tests.usage import spend
 
 pytestmark = pytest.mark.django_db
+
+T = TypeVar("T")
+
+
+def _all_at_once(work: Callable[[T], str], items: list[T]) -> list[str]:
+    """``work(item)`` for each item on a thread and a connection of its own, all released
+    at once: each returns what came of it."""
+    start = threading.Barrier(len(items))
+    outcomes: list[str] = []
+
+    def one(item: T) -> None:
+        try:
+            start.wait()
+            outcomes.append(work(item))
+        finally:
+            connection.close()
+
+    threads = [threading.Thread(target=one, args=(item,)) for item in items]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    return outcomes
 
 
 def _end(run: AgentRun) -> None:
@@ -119,24 +144,15 @@ def test_ten_parallel_sends_against_a_small_quota_start_one_run(user, settings):
     settings.CHAT_SENDS_PER_MINUTE = 0
     ensure_defaults()
     conversations = [conversation_create(owner=user) for _ in range(10)]
-    start = threading.Barrier(len(conversations))
-    outcomes: list[str] = []
 
-    def send(conversation) -> None:
+    def send(conversation) -> str:
         try:
-            start.wait()
             message_send(conversation=conversation, user=user, content="in parallel")
-            outcomes.append("sent")
         except RequestRefused as refusal:
-            outcomes.append(refusal.code)
-        finally:
-            connection.close()
+            return refusal.code
+        return "sent"
 
-    threads = [threading.Thread(target=send, args=(c,)) for c in conversations]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
+    outcomes = _all_at_once(send, conversations)
 
     assert sorted(outcomes) == ["quota_exceeded"] * 9 + ["sent"]
     assert AgentRun.objects.filter(conversation__owner=user).count() == 1
@@ -199,25 +215,16 @@ def test_ten_runs_resumed_at_once_share_what_is_left_one_after_another(user, set
     runs = [_paused(user, used=100, reserved=100) for _ in range(10)]
     settings.CHAT_DAILY_TOKEN_QUOTA = 1500
     settings.CHAT_QUOTA_RESERVATION_TOKENS = 500
-    start = threading.Barrier(len(runs))
-    outcomes: list[str] = []
 
-    def resume(run: AgentRun) -> None:
+    def resume(run: AgentRun) -> str:
         try:
-            start.wait()
             with transaction.atomic():
                 usage_reserve_again(user_id=user.pk, run=run)
-            outcomes.append("resumed")
         except QuotaExceeded:
-            outcomes.append("quota_exceeded")
-        finally:
-            connection.close()
+            return "quota_exceeded"
+        return "resumed"
 
-    threads = [threading.Thread(target=resume, args=(run,)) for run in runs]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
+    outcomes = _all_at_once(resume, runs)
 
     assert sorted(outcomes) == ["quota_exceeded"] * 9 + ["resumed"]
     assert quota_left_today(user_id=user.pk) == 0
