@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any, cast
 
 from django.contrib.auth.models import AnonymousUser, User
+from django.db import DEFAULT_DB_ALIAS
 from django.db.models import (
     Case,
     Count,
@@ -47,7 +48,6 @@ from agents.models import (
     ScheduleFiring,
     ToolApproval,
     ToolConfig,
-    UsageBudget,
     UserPreference,
     Webhook,
     WebhookDelivery,
@@ -579,27 +579,32 @@ class EndedRun:
 
 
 def ended_run_get(*, run_id: int) -> EndedRun | None:
-    """The run as its drive ended, in one read; None if it is gone."""
-    this_run = OuterRef("pk")
-    firing = ScheduleFiring.objects.filter(run_id=this_run).values("schedule_id")[:1]
-    flags = {
-        "any_budget": Exists(UsageBudget.objects.all()),
-        "has_children": Exists(AgentRun.objects.filter(parent_run_id=this_run)),
-        "replays_a_case": Exists(EvalResult.objects.filter(run_id=this_run)),
-    }
-    run = (
-        AgentRun.objects.filter(pk=run_id)
-        .select_related("conversation")
-        .only("pk", "status", "attempts", "error_message", "conversation__owner_id")
-        .annotate(firing_schedule_id=Subquery(firing), **flags)
-        .first()
-    )
-    if run is None:
+    """The run as its drive ended, in one read; None if it is gone.
+
+    A plain statement (``statements.ended_run``): every run's end reads it, and compiling
+    its subqueries through the ORM cost more than running them
+    (docs/performance.md#after-run). ``run`` holds only the fields the end's effects read,
+    and its conversation only its owner; the others load on first access, as ``only`` does.
+    """
+    with prepared_cursor() as cursor:
+        cursor.execute(statements.ended_run(), [run_id])
+        row = cursor.fetchone()
+    if row is None:
         return None
+    fields = statements.ENDED_RUN_FIELDS
+    run_values, rest = row[: len(fields)], row[len(fields) :]
+    owner_id, schedule_id, any_budget, has_children, replays_a_case = rest
+    run = AgentRun.from_db(DEFAULT_DB_ALIAS, list(fields), list(run_values))
+    run.conversation = Conversation.from_db(
+        DEFAULT_DB_ALIAS, ["id", "owner_id"], [run.conversation_id, owner_id]
+    )
     return EndedRun(
         run=run,
-        schedule_id=run.firing_schedule_id,
-        **{name: bool(getattr(run, name)) for name in flags},
+        schedule_id=schedule_id,
+        # SQLite answers EXISTS with 0 or 1.
+        any_budget=bool(any_budget),
+        has_children=bool(has_children),
+        replays_a_case=bool(replays_a_case),
     )
 
 

@@ -25,15 +25,24 @@ from psycopg import sql
 from agents.models import (
     AgentProfile,
     AgentRun,
+    Attachment,
     Conversation,
+    EvalResult,
     KnowledgeChunk,
     KnowledgeDocument,
     Message,
+    ModelCall,
     ModelConfig,
+    Notification,
+    NotificationPreference,
     PromptVersion,
     RunEvent,
+    ScheduleFiring,
     ToolConfig,
     UsageBudget,
+    UsageEntry,
+    UserPreference,
+    Webhook,
 )
 
 # Which full-text search a database has: PostgreSQL's tsvector (through Django's
@@ -111,8 +120,6 @@ def _event_insert(
     order, taking the expression ``values`` gives for its field, selected ``FROM source``.
     The one place a statement names the events' columns; a field added to the model and not
     given here fails at once, when the statement is built."""
-    from agents.models import RunEvent
-
     fields = [field for field in RunEvent._meta.concrete_fields if not field.primary_key]
     missing = {field.name for field in fields} - set(values)
     if missing:
@@ -158,8 +165,6 @@ def events_append(assigned: tuple[str, ...]) -> str:
     concurrent appends take turns, so ``seq`` goes up by one per event with no gap.
     The caller publishes the events once the transaction commits.
     """
-    from agents.models import Conversation
-
     sets = [sql.SQL("{last} = {last} + %(n)s").format(last=_column(Conversation, "last_seq"))]
     sets += [
         sql.SQL("{column} = {value}").format(
@@ -190,8 +195,6 @@ def conversation_bump(
     ``id = %(conv)s``, setting each field of ``assigned`` from the parameter of its name and
     each of ``computed`` to its expression (a new row's id, from a CTE of the caller's
     statement). For a statement that bumps the seq as one of its steps (a send)."""
-    from agents.models import Conversation
-
     sets = [sql.SQL("{last} = {last} + %(n)s").format(last=_column(Conversation, "last_seq"))]
     sets += [
         sql.SQL("{} = {}").format(_column(Conversation, name), sql.Placeholder(name))
@@ -212,8 +215,6 @@ def _held(sets: sql.Composable) -> sql.Composed:
     claim waits for this write and reads it as a prior step, and every later write of the
     old holder matches nothing. Every other step of the statement reads ``held``, so
     nothing is written when it is empty."""
-    from agents.models import AgentRun
-
     return sql.SQL(
         "held AS (UPDATE {table} SET prompt_tokens = prompt_tokens + %(prompt)s, "
         "completion_tokens = completion_tokens + %(completion)s, {sets} "
@@ -226,8 +227,6 @@ def _held(sets: sql.Composable) -> sql.Composed:
 def _calls() -> sql.Composed:
     """``calls``: the model calls of ``%(calls)s`` (a JSON array) inserted for the run
     ``held`` returned, numbered on from its stored calls."""
-    from agents.models import ModelCall
-
     return sql.SQL(
         "calls AS (INSERT INTO {table} (run_id, {index}, request_messages, request_options, "
         "response_text, response_tool_calls, prompt_tokens, completion_tokens, duration_ms, "
@@ -248,8 +247,6 @@ def _ledger() -> sql.Composed:
     (agents/services/usage.py) does: for the conversation's owner, counted on the day the
     run was created; nothing if the conversation is gone or no call is stored. The contract
     tests hold the two to the same entry."""
-    from agents.models import Conversation, UsageEntry
-
     return sql.SQL(
         "ledger AS (INSERT INTO {table} AS entry (user_id, kind, run_id, conversation_id, "
         "model_config_id, profile_id, prompt_price_per_million, "
@@ -289,8 +286,6 @@ def run_record() -> str:
     Fences on the holder (``held``); also beats the run's heartbeat. The caller publishes
     the events once the statement commits.
     """
-    from agents.models import Conversation
-
     bump = sql.SQL(
         "bumped AS (UPDATE {table} SET last_seq = last_seq + %(n)s "
         "WHERE id = %(conv)s AND %(n)s > 0 AND EXISTS (SELECT 1 FROM held) "
@@ -326,8 +321,6 @@ def run_finish() -> str:
     started_at, event id, seq, created_at``; no row if nothing was written.
     Fences on the holder (``held``). The caller publishes the events once it commits.
     """
-    from agents.models import Conversation, Message
-
     message_table = Message._meta.db_table
     answer_id = sql.SQL(
         "answer_id AS (SELECT nextval(pg_get_serial_sequence({table}, 'id')) AS id FROM held)"
@@ -399,15 +392,6 @@ def run_claim(models_read: tuple[type[Model], ...]) -> str:
     caller fails at once (more than ``max_attempts``, or no profile version). The caller
     publishes ``run.started`` once it commits.
     """
-    from agents.models import (
-        AgentRun,
-        Attachment,
-        Conversation,
-        ScheduleFiring,
-        ToolConfig,
-        UserPreference,
-    )
-
     inputs = sql.SQL(
         "(SELECT f.{budget_steps} FROM {firings} AS f WHERE f.{firing_run} = r.id), "
         "COALESCE((SELECT p.{instructions} FROM {preferences} AS p "
@@ -503,8 +487,6 @@ def runs_heartbeat() -> str:
     Returns ``id`` of each run refreshed. Fences on the holder: a run another worker took,
     or that ended, is left alone (and missing from the rows). Publishes nothing.
     """
-    from agents.models import AgentRun
-
     return text(
         sql.SQL(
             "UPDATE {table} SET heartbeat_at = %(now)s WHERE id = ANY(%(ids)s) "
@@ -520,8 +502,6 @@ def runs_cancel_requested() -> str:
     Parameters: ``ids`` (an array of run ids). Returns ``id`` of each asked to cancel.
     Reads only: fences and publishes nothing.
     """
-    from agents.models import AgentRun
-
     return text(
         sql.SQL(
             "SELECT id FROM {table} WHERE id = ANY(%(ids)s) AND cancel_requested_at IS NOT NULL"
@@ -890,6 +870,72 @@ FROM appended"""
             entry_insert=sql.SQL(entry_insert),
             conversation_bump=sql.SQL(conversation_bump),
             events=table(RunEvent),
+        )
+    )
+
+
+# --------------------------------------------------------------------------------------
+# A run's end (agents/services/execution.py ``_run_ended``)
+# --------------------------------------------------------------------------------------
+# Read once per run by the worker after its drive: through the ORM, compiling their
+# subqueries cost the worker more than the run's stored steps (docs/performance.md#after-run).
+# Portable SQL, the same text on PostgreSQL and SQLite.
+
+# The run's columns ``ended_run`` returns first, as ``Model.from_db`` takes them.
+ENDED_RUN_FIELDS = ("id", "conversation_id", "status", "attempts", "error_message")
+
+
+@functools.cache
+def ended_run() -> str:
+    """The run as its drive ended, with which effects of its end can apply.
+
+    Parameters: the run's id. Returns ``ENDED_RUN_FIELDS``, its conversation's
+    ``owner_id``, the schedule whose firing started it (or NULL), then three flags: whether
+    any usage budget exists, whether the run has child runs, whether it replays an
+    evaluation case. No row: the run is gone. Fences nothing; publishes nothing.
+    """
+    return text(
+        sql.SQL(
+            """SELECT {run_fields}, c.owner_id,
+    (SELECT f.schedule_id FROM {firings} AS f WHERE f.run_id = r.id LIMIT 1),
+    EXISTS (SELECT 1 FROM {budgets}),
+    EXISTS (SELECT 1 FROM {runs} AS child WHERE child.parent_run_id = r.id),
+    EXISTS (SELECT 1 FROM {results} AS e WHERE e.run_id = r.id)
+FROM {runs} AS r JOIN {conversations} AS c ON c.id = r.conversation_id
+WHERE r.id = %s"""
+        ).format(
+            run_fields=sql.SQL(", ").join(
+                sql.SQL("r.{}").format(_column(AgentRun, name)) for name in ENDED_RUN_FIELDS
+            ),
+            firings=table(ScheduleFiring),
+            budgets=table(UsageBudget),
+            runs=table(AgentRun),
+            results=table(EvalResult),
+            conversations=table(Conversation),
+        )
+    )
+
+
+@functools.cache
+def notification_reach() -> str:
+    """Who a new notification reaches, for one user, in one read.
+
+    Parameters: the user's id, three times. Returns their unread count (the rule of
+    ``agents.services.notifications._unread``: not yet read; tests/services/
+    test_notifications.py proves the two counts equal), whether they have any webhook at
+    all (the caller reads which apply only when one exists), and whether they asked for
+    e-mail. Fences nothing; publishes nothing.
+    """
+    return text(
+        sql.SQL(
+            """SELECT
+    (SELECT COUNT(*) FROM {notifications} WHERE user_id = %s AND read_at IS NULL),
+    EXISTS (SELECT 1 FROM {webhooks} WHERE owner_id = %s),
+    EXISTS (SELECT 1 FROM {preferences} WHERE user_id = %s AND email)"""
+        ).format(
+            notifications=table(Notification),
+            webhooks=table(Webhook),
+            preferences=table(NotificationPreference),
         )
     )
 

@@ -19,16 +19,15 @@ from typing import NamedTuple
 
 from celery import current_app
 from django.conf import settings
-from django.contrib.auth import get_user_model
 from django.contrib.auth.models import User
 from django.core.mail import send_mail
 from django.db import IntegrityError, transaction
-from django.db.models import Count, Exists, QuerySet, Subquery
-from django.db.models.functions import Coalesce
+from django.db.models import QuerySet
 from django.utils import timezone, translation
 from django.utils.translation import gettext as _
 
 from agents import events
+from agents.db import statements
 from agents.models import (
     AgentRun,
     Notification,
@@ -39,6 +38,7 @@ from agents.models import (
 )
 from agents.protocol import notification_frame, notifications_unread_frame
 from agents.selectors import EndedRun
+from chatsite.server.db.prepared import prepared_cursor
 
 logger = logging.getLogger(__name__)
 
@@ -104,7 +104,7 @@ def _notify(
                 schedule_id=schedule_id,
                 detail=detail[:500],
             )
-            reach = _reach(user_id=user_id, schedule_id=schedule_id)
+            reach = _reach(user_id=user_id)
             events.publish_notification_on_commit(
                 user_id, notification_frame(notification, unread=reach.unread)
             )
@@ -128,22 +128,15 @@ class _Reach(NamedTuple):
     wants_email: bool
 
 
-def _reach(*, user_id: int, schedule_id: int | None) -> _Reach:
-    """In one read: the user's unread count, whether a webhook is to be told, and whether
-    they want e-mail (most users have neither, so the webhooks are read only if one is)."""
-    unread = _unread(user_id=user_id).order_by().values("user_id").annotate(count=Count("pk"))
-    found = (
-        get_user_model()
-        .objects.filter(pk=user_id)
-        .annotate(
-            unread=Coalesce(Subquery(unread.values("count")), 0),
-            any_webhook=Exists(_webhooks(user_id=user_id, schedule_id=schedule_id)),
-            wants_email=Exists(NotificationPreference.objects.filter(user_id=user_id, email=True)),
-        )
-        .values_list("unread", "any_webhook", "wants_email")
-        .first()
-    )
-    return _Reach(*found) if found is not None else _Reach(0, False, False)
+def _reach(*, user_id: int) -> _Reach:
+    """In one read: the user's unread count, whether they have a webhook at all, and whether
+    they want e-mail (most users have neither, so which webhooks apply is read only if one
+    exists). A plain statement: every run's end reads it (docs/performance.md#after-run)."""
+    with prepared_cursor() as cursor:
+        cursor.execute(statements.notification_reach(), [user_id] * 3)
+        unread, any_webhook, wants_email = cursor.fetchone()
+    # SQLite answers EXISTS with 0 or 1.
+    return _Reach(unread, bool(any_webhook), bool(wants_email))
 
 
 def _webhooks(*, user_id: int, schedule_id: int | None) -> QuerySet[Webhook]:

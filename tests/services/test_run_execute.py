@@ -396,7 +396,7 @@ def test_the_end_of_a_plain_run_reads_nothing_of_the_effects_that_cannot_apply(
     # webhooks and e-mail choice one by one: the end is that read, the notification's
     # insert, and one read of the owner's unread count, webhooks and e-mail choice.
     statements = [
-        query["sql"].split(" ", 1)[0]
+        query["sql"].split(None, 1)[0]
         for query in captured.captured_queries
         if not query["sql"].startswith(("BEGIN", "COMMIT", "SAVEPOINT", "RELEASE"))
     ]

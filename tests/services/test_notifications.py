@@ -1,0 +1,115 @@
+"""A run's notification reaches its owner alone: the unread count it carries, the webhooks
+it queues and the e-mail it asks for are the owner's, whatever other users have.
+
+The reach is one plain statement (``statements.notification_reach``); these tests hold it to
+the ORM's rules it stands beside (the unread count of ``notifications_unread_count``, the
+webhooks of ``_webhooks``)."""
+
+from __future__ import annotations
+
+import pytest
+from django.utils import timezone
+
+from agents.models import (
+    AgentRun,
+    Conversation,
+    Message,
+    Notification,
+    NotificationPreference,
+    Schedule,
+    Webhook,
+    WebhookDelivery,
+)
+from agents.services import notifications
+from agents.services.notifications import (
+    EMAIL_TASK,
+    WEBHOOK_TASK,
+    notifications_mark_read,
+    notifications_unread_count,
+)
+from tests.driving import notified_at_its_end
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def sent(monkeypatch) -> dict[str, list]:
+    """What the notification publishes and queues, as it would after commit."""
+    out: dict[str, list] = {"frames": [], "tasks": []}
+    monkeypatch.setattr(
+        notifications.events,
+        "publish_notification_on_commit",
+        lambda user_id, frame: out["frames"].append((user_id, frame)),
+    )
+    monkeypatch.setattr(
+        notifications, "task_enqueue_on_commit", lambda name, *args: out["tasks"].append(name)
+    )
+    return out
+
+
+def _failed_run(owner) -> AgentRun:
+    conversation = Conversation.objects.create(owner=owner, title="t")
+    question = Message.objects.create(conversation=conversation, role="user", content="q")
+    return AgentRun.objects.create(
+        conversation=conversation, trigger_message=question, status=AgentRun.Status.FAILED
+    )
+
+
+def _unread(user, count: int, *, read: int = 0) -> None:
+    for n in range(count + read):
+        Notification.objects.create(
+            user=user,
+            kind=Notification.Kind.FINISHED,
+            key=f"{user.pk}:{n}",
+            read_at=timezone.now() if n < read else None,
+        )
+
+
+def test_the_unread_count_a_notification_carries_is_its_owners_own(user, other_user, sent):
+    _unread(user, 2, read=3)
+    _unread(other_user, 5)
+
+    notification = notified_at_its_end(_failed_run(user))
+
+    assert notification is not None
+    [(user_id, frame)] = sent["frames"]
+    assert user_id == user.pk
+    assert frame["unread"] == notifications_unread_count(user_id=user.pk) == 3
+    notifications_mark_read(user=user)
+    assert notifications._reach(user_id=user.pk).unread == 0
+    assert notifications._reach(user_id=other_user.pk).unread == 5
+
+
+def test_another_users_webhooks_and_email_choice_never_reach_the_owner(
+    user, other_user, sent, default_profile
+):
+    Webhook.objects.create(owner=other_user, url="http://127.0.0.1:9/theirs")
+    NotificationPreference.objects.create(user=other_user, email=True)
+
+    assert notified_at_its_end(_failed_run(user)) is not None
+
+    assert sent["tasks"] == []
+    assert not WebhookDelivery.objects.exists()
+    reach = notifications._reach(user_id=other_user.pk)
+    assert (reach.any_webhook, reach.wants_email) == (True, True)
+
+
+def test_the_owners_webhooks_apply_as_the_rule_says_and_email_when_asked(
+    user, sent, default_profile
+):
+    def schedule(title: str) -> Schedule:
+        return Schedule.objects.create(
+            owner=user, profile=default_profile, title=title, prompt="p", starts_at=timezone.now()
+        )
+
+    # A webhook bound to another schedule is the owner's, but not for this run.
+    Webhook.objects.create(owner=user, url="http://127.0.0.1:9/other", schedule=schedule("o"))
+    NotificationPreference.objects.create(user=user, email=False)
+    assert notified_at_its_end(_failed_run(user)) is not None
+    assert sent["tasks"] == []
+
+    everything = Webhook.objects.create(owner=user, url="http://127.0.0.1:9/all")
+    NotificationPreference.objects.filter(user=user).update(email=True)
+    assert notified_at_its_end(_failed_run(user)) is not None
+    assert sorted(sent["tasks"]) == [EMAIL_TASK, WEBHOOK_TASK]
+    assert WebhookDelivery.objects.get().webhook == everything
