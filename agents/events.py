@@ -22,8 +22,6 @@ import collections
 import contextlib
 import hashlib
 import logging
-import os
-import threading
 from collections.abc import Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass, field
@@ -36,6 +34,7 @@ from django.db import transaction
 
 from agents.protocol import event_frame
 from chatsite.server.loop import on_process_loop, process_loop
+from chatsite.server.per_process import PerProcess
 from chatsite.server.sockets.signouts import SIGNED_OUT_GROUP
 
 if TYPE_CHECKING:
@@ -311,20 +310,12 @@ class _Publisher:
         return self._redis
 
 
-_lock = threading.Lock()
-_instance: _Publisher | None = None
-_instance_pid: int | None = None
+# A forked child inherits the publisher but not the thread running its loop: it makes its own.
+_publishers = PerProcess(_Publisher)
 
 
 def _publisher() -> _Publisher:
-    global _instance, _instance_pid
-    # A forked child inherits the object but not the thread running its loop.
-    if _instance is None or _instance_pid != os.getpid():
-        with _lock:
-            if _instance is None or _instance_pid != os.getpid():
-                _instance = _Publisher()
-                _instance_pid = os.getpid()
-    return _instance
+    return _publishers.get()
 
 
 # --- Listening (the API's server-sent events, agents/api/streams.py) ----------------------

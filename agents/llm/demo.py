@@ -11,14 +11,13 @@ answers stream like a real model's. When no endpoint is configured, chatsite run
 
 from __future__ import annotations
 
-import os
 import re
-import threading
 import unicodedata
 from dataclasses import dataclass
 from typing import Any
 
 from agents.llm.scripted import Reply, ScriptedServer, ToolCalls
+from chatsite.server.per_process import PerProcess
 
 JsonDict = dict[str, Any]
 
@@ -403,19 +402,17 @@ def _section(text: str, start: str, end: str) -> str:
 # One demo server per process
 # --------------------------------------------------------------------------------------
 
-_server_lock = threading.Lock()
-_server: ScriptedServer | None = None
-_server_pid: int | None = None
+
+def _start_server() -> ScriptedServer:
+    server = ScriptedServer()
+    server.policy(DEMO_MODEL_NAME, demo_policy)
+    return server.start()
+
+
+# A forked child does not inherit the server's thread: it starts its own.
+_server = PerProcess(_start_server)
 
 
 def ensure_demo_server() -> str:
     """The base_url of this process's demo server, starting it on first use."""
-    global _server, _server_pid
-    with _server_lock:
-        # A forked child does not inherit the server's thread: start its own.
-        if _server is None or _server_pid != os.getpid():
-            server = ScriptedServer()
-            server.policy(DEMO_MODEL_NAME, demo_policy)
-            _server = server.start()
-            _server_pid = os.getpid()
-        return _server.base_url
+    return _server.get().base_url

@@ -10,13 +10,14 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
-import os
 import threading
 from collections.abc import Callable
 from typing import Any, TypeVar
 
 from django.conf import settings
 from django.db import connection
+
+from chatsite.server.per_process import PerProcess
 
 _T = TypeVar("_T")
 
@@ -58,21 +59,11 @@ class DatabaseThreads:
                 connection.close()
 
 
-_threads: DatabaseThreads | None = None
-_threads_pid: int | None = None
-_threads_lock = threading.Lock()
+# A forked child inherits the parent's executor but not its threads, and the executor,
+# counting them idle, would queue a call where no thread ever takes it: it makes its own.
+_threads = PerProcess(lambda: DatabaseThreads(settings.AGENT_DATABASE_THREADS))
 
 
 async def in_database_thread(function: Callable[..., _T], /, *args: Any, **kwargs: Any) -> _T:
-    """``function(*args, **kwargs)`` on one of the process's database threads, awaited.
-
-    A forked child makes threads of its own, as it does its loop (``process_loop``): it
-    inherits the parent's executor but not its threads, and the executor, counting them
-    idle, would queue the call where no thread ever takes it."""
-    global _threads, _threads_pid
-    if _threads is None or _threads_pid != os.getpid():
-        with _threads_lock:
-            if _threads is None or _threads_pid != os.getpid():
-                _threads = DatabaseThreads(settings.AGENT_DATABASE_THREADS)
-                _threads_pid = os.getpid()
-    return await _threads.call(function, *args, **kwargs)
+    """``function(*args, **kwargs)`` on one of the process's database threads, awaited."""
+    return await _threads.get().call(function, *args, **kwargs)

@@ -19,11 +19,10 @@ import asyncio
 import concurrent.futures
 import contextlib
 import logging
-import os
 import threading
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 
 import anyio
 import httpx2
@@ -31,6 +30,7 @@ from django.conf import settings
 
 from agents.tools.base import ToolError
 from agents.tools.builtin.http_request import checked_target
+from chatsite.server.per_process import PerProcess
 
 if TYPE_CHECKING:
     from mcp import Client
@@ -158,7 +158,7 @@ def call_tool(
 
 def close_sessions() -> None:
     """Close every session of this process (tests; a worker simply exits)."""
-    if _state.loop is not None and _state.pid == os.getpid():
+    if _sessions.current() is not None:
         _run_on_loop(_pool().close_all(), timeout=10)
 
 
@@ -363,31 +363,29 @@ def _remote_tool(tool: Any) -> RemoteTool:
 # -- the loop thread ------------------------------------------------------------------
 
 
-class _LoopState:
-    def __init__(self) -> None:
-        self.lock = threading.Lock()
-        self.loop: asyncio.AbstractEventLoop | None = None
-        self.pid: int | None = None
-        self.pool: _Pool | None = None
+class _Sessions(NamedTuple):
+    """The sessions' own loop, in a thread of its own, and the sessions held on it."""
+
+    loop: asyncio.AbstractEventLoop
+    pool: _Pool
 
 
-_state = _LoopState()
+def _start_sessions() -> _Sessions:
+    loop = asyncio.new_event_loop()
+    threading.Thread(target=loop.run_forever, name="mcp-sessions", daemon=True).start()
+    return _Sessions(loop, _Pool())
+
+
+# After a fork the parent's loop thread does not exist here: the child starts its own.
+_sessions = PerProcess(_start_sessions)
 
 
 def _event_loop() -> asyncio.AbstractEventLoop:
-    with _state.lock:
-        if _state.loop is None or _state.pid != os.getpid():
-            # After a fork the parent's loop thread does not exist here: start our own.
-            loop = asyncio.new_event_loop()
-            threading.Thread(target=loop.run_forever, name="mcp-sessions", daemon=True).start()
-            _state.loop, _state.pid, _state.pool = loop, os.getpid(), _Pool()
-        return _state.loop
+    return _sessions.get().loop
 
 
 def _pool() -> _Pool:
-    _event_loop()
-    assert _state.pool is not None
-    return _state.pool
+    return _sessions.get().pool
 
 
 def _run_on_loop(coroutine: Awaitable[T], *, timeout: float) -> T:

@@ -12,38 +12,39 @@ synchronously (``run_on_process_loop`` refuses to).
 from __future__ import annotations
 
 import asyncio
-import os
 import threading
 from collections.abc import Coroutine
-from typing import Any, TypeVar
+from typing import Any, NamedTuple, TypeVar
 
 try:
     import uvloop
 except ImportError:  # no wheel for this platform (Windows): asyncio's own loop
     uvloop = None  # type: ignore[assignment]
 
+from chatsite.server.per_process import PerProcess
+
 _T = TypeVar("_T")
 
-_lock = threading.Lock()
-_loop: asyncio.AbstractEventLoop | None = None
-_thread: threading.Thread | None = None
-_pid: int | None = None
+
+class _RunningLoop(NamedTuple):
+    loop: asyncio.AbstractEventLoop
+    thread: threading.Thread
+
+
+def _start_loop() -> _RunningLoop:
+    loop = new_event_loop()
+    thread = threading.Thread(target=loop.run_forever, name="chatsite-loop", daemon=True)
+    thread.start()
+    return _RunningLoop(loop, thread)
+
+
+# A forked child inherits the loop object but not the thread running it: it starts its own.
+_running = PerProcess(_start_loop)
 
 
 def process_loop() -> asyncio.AbstractEventLoop:
-    """This process's loop, started on first use (and again in a forked child, which
-    inherits the object but not the thread running it)."""
-    global _loop, _thread, _pid
-    if _loop is None or _pid != os.getpid():
-        with _lock:
-            if _loop is None or _pid != os.getpid():
-                loop = new_event_loop()
-                _thread = threading.Thread(
-                    target=loop.run_forever, name="chatsite-loop", daemon=True
-                )
-                _thread.start()
-                _loop, _pid = loop, os.getpid()
-    return _loop
+    """This process's loop, started on first use."""
+    return _running.get().loop
 
 
 def new_event_loop() -> asyncio.AbstractEventLoop:
@@ -64,7 +65,8 @@ def make_uvloop_the_default() -> None:
 
 def on_process_loop() -> bool:
     """Whether the caller runs on the process's loop (and so must not wait for it)."""
-    return _thread is not None and _pid == os.getpid() and threading.current_thread() is _thread
+    running = _running.current()
+    return running is not None and threading.current_thread() is running.thread
 
 
 def run_on_process_loop(coroutine: Coroutine[Any, Any, _T]) -> _T:

@@ -59,9 +59,9 @@ def test_runs_that_arrive_together_share_one_pool_as_it_opens():
         )
 
     assert run_on_process_loop(together()) == [[(n,)] for n in range(20)]
-    first_pool = loop_pool._pool
+    first_pool = loop_pool._pools.current()
     run_on_process_loop(loop_pool.fetch_all("SELECT 1", {}))
-    assert loop_pool._pool is first_pool is not None
+    assert loop_pool._pools.current() is first_pool is not None
 
 
 def test_the_loop_sends_statements_only_when_it_has_connections_for_them(settings):

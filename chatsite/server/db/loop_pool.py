@@ -18,17 +18,39 @@ from __future__ import annotations
 import asyncio
 import atexit
 import contextlib
-import os
-from typing import Any
+from typing import Any, NamedTuple
 
 from django.conf import settings
 from django.db import connection
 
 from chatsite.server.loop import on_process_loop, process_loop
+from chatsite.server.per_process import PerProcess
 
-_pool: Any = None
-_pool_pid: int | None = None
-_pool_opened: asyncio.Future[None] | None = None
+
+class _OpeningPool(NamedTuple):
+    pool: Any  # psycopg_pool's AsyncConnectionPool, imported when first used
+    # Runs that arrive while it opens wait for the same opening, not a pool of their own.
+    opened: asyncio.Future[None]
+
+
+def _new_pool() -> _OpeningPool:
+    """Made on the loop (``fetch_all`` asserts it), where the opening is scheduled."""
+    from psycopg_pool import AsyncConnectionPool
+
+    pool = AsyncConnectionPool(
+        kwargs=_connect_kwargs(),
+        min_size=1,
+        max_size=settings.AGENT_LOOP_DATABASE_CONNECTIONS,
+        timeout=settings.DATABASE_POOL_TIMEOUT,
+        check=_check,
+        open=False,
+    )
+    atexit.register(_close_at_exit)
+    return _OpeningPool(pool, asyncio.ensure_future(pool.open()))
+
+
+# A forked child inherits the pool object but not its connections' sockets: it opens its own.
+_pools = PerProcess(_new_pool)
 
 
 def available() -> bool:
@@ -47,33 +69,15 @@ async def fetch_all(sql: Any, params: dict[str, Any]) -> list[tuple[Any, ...]]:
 
 async def close() -> None:
     """Close this process's connections (a worker shutting down)."""
-    global _pool, _pool_opened
-    pool, _pool, _pool_opened = _pool, None, None
-    if pool is not None and _pool_pid == os.getpid():
-        await pool.close(timeout=2)
+    opening = _pools.take()
+    if opening is not None:
+        await opening.pool.close(timeout=2)
 
 
 async def _open_pool() -> Any:
-    global _pool, _pool_pid, _pool_opened
-    # A forked child inherits the object but not its connections' sockets.
-    if _pool is None or _pool_pid != os.getpid():
-        from psycopg_pool import AsyncConnectionPool
-
-        _pool = AsyncConnectionPool(
-            kwargs=_connect_kwargs(),
-            min_size=1,
-            max_size=settings.AGENT_LOOP_DATABASE_CONNECTIONS,
-            timeout=settings.DATABASE_POOL_TIMEOUT,
-            check=_check,
-            open=False,
-        )
-        _pool_pid = os.getpid()
-        # Runs that arrive while it opens wait for the same opening, not a pool of their own.
-        _pool_opened = asyncio.ensure_future(_pool.open())
-        atexit.register(_close_at_exit)
-    assert _pool_opened is not None
-    await _pool_opened
-    return _pool
+    opening = _pools.get()
+    await opening.opened
+    return opening.pool
 
 
 def _close_at_exit() -> None:
