@@ -921,10 +921,10 @@ def notification_reach() -> str:
     """Who a new notification reaches, for one user, in one read.
 
     Parameters: the user's id, three times. Returns their unread count (the rule of
-    ``agents.services.notifications._unread``: not yet read; tests/services/
-    test_notifications.py proves the two counts equal), whether they have any webhook at
-    all (the caller reads which apply only when one exists), and whether they asked for
-    e-mail. Fences nothing; publishes nothing.
+    ``agents.services.notifications._unread``, not yet read; the two counts are proved
+    equal by tests/services/test_notifications.py), whether they have any webhook at all
+    (the caller reads which apply only when one exists), and whether they asked for e-mail.
+    Fences nothing; publishes nothing.
     """
     return text(
         sql.SQL(
