@@ -158,8 +158,9 @@ def call_tool(
 
 def close_sessions() -> None:
     """Close every session of this process (tests; a worker simply exits)."""
-    if _sessions.current() is not None:
-        _run_on_loop(_pool().close_all(), timeout=10)
+    sessions = _sessions.current()
+    if sessions is not None:
+        _run_on_loop(sessions.pool.close_all(), timeout=10)
 
 
 # -- the sessions ---------------------------------------------------------------------
