@@ -63,8 +63,11 @@ function holdEarlyMoves() {
     (event) => {
       if (loaded || event.isComposing) return;
       const send = event.key === "Enter" && !event.shiftKey && event.target === input;
-      const shortcut =
-        event.key === "Escape" || ((event.ctrlKey || event.metaKey) && SHORTCUT_CODES.has(event.code));
+      // An open dialog is closed by the browser itself, and only by this Escape, not held:
+      // a held key is cancelled, which keeps the dialog open, and the copy replayed later
+      // is not the person's, which the browser does not close a dialog for.
+      const escape = event.key === "Escape" && !document.querySelector("dialog[open]");
+      const shortcut = escape || ((event.ctrlKey || event.metaKey) && SHORTCUT_CODES.has(event.code));
       // Arrows and the like on a scripted control (a menu's button); Enter and Space click it
       // (the click is held), Tab moves on by itself.
       const onControl =

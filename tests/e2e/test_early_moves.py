@@ -13,10 +13,11 @@ import time
 import pytest
 from playwright.sync_api import Route, expect
 
-from agents.models import Message
+from agents.models import Conversation, ConversationFolder, Message
 from agents.services.conversations import conversation_create
 from tests.e2e.conftest import MOBILE
 from tests.e2e.test_accessibility import answered_conversation
+from tests.e2e.test_conversations import conversation_with
 
 pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
 
@@ -101,4 +102,29 @@ def test_enter_in_the_box_before_the_script_sends_the_question(stack, open_tab, 
     sent = Message.objects.get(content="Is this kept?")
     assert sent.conversation.owner == user
     assert sent.role == "user"
+    assert tab.errors == []
+
+
+def test_escape_before_the_script_closes_an_open_dialog(open_tab, user):
+    # The sidebar's dialogs work before chat.js; their Escape is the browser's own, and a
+    # held (cancelled) Escape used to leave the dialog open for good.
+    folder = ConversationFolder.objects.create(owner=user, name="Work")
+    Conversation.objects.filter(pk=conversation_with(user, "Report").pk).update(folder=folder)
+    held: list[HeldScript] = []
+    tab = open_tab(user, path="/", before_load=lambda page: held.append(HeldScript(page)))
+    page = tab.page
+    script = held[0]
+
+    with page.expect_request(CHAT_SCRIPT):
+        page.get_by_role("button", name="More actions for the folder Work").click()
+    page.get_by_role("menu", name="Work").get_by_role("menuitem", name="Delete folder").click()
+    dialog = page.get_by_role("dialog", name="Delete the folder “Work”?")
+    expect(dialog).to_be_visible()
+    page.keyboard.press("Escape")
+    expect(dialog).to_be_hidden()
+    script.release()
+
+    expect(page.locator(".folder-group .conversation-link-title")).to_have_text(["Report"])
+    expect(dialog).to_be_hidden()
+    assert ConversationFolder.objects.filter(pk=folder.pk).exists()
     assert tab.errors == []
