@@ -940,6 +940,24 @@ def notification_reach() -> str:
     )
 
 
+@functools.cache
+def notification_insert() -> str:
+    """A new notification, unless one with its key exists: the row of
+    ``row_insert(Notification, ())`` with ``ON CONFLICT (key) DO NOTHING``, the same text on
+    PostgreSQL and SQLite.
+
+    Parameters: the row's values, as ``agents.db.rows.insert`` gives them. Returns the new
+    row's id, or no row when the key was taken (the ending was notified already); a
+    conflict raises nothing, so a caller's transaction goes on. Fences nothing; the caller
+    publishes the notification once it commits.
+    """
+    return text(
+        sql.SQL("{insert} ON CONFLICT ({key}) DO NOTHING RETURNING id").format(
+            insert=sql.SQL(row_insert(Notification, ())), key=_column(Notification, "key")
+        )
+    )
+
+
 # --------------------------------------------------------------------------------------
 # Sockets' session checks (the socket session check)
 # --------------------------------------------------------------------------------------

@@ -13,6 +13,7 @@ webhooks (agents/services/webhooks.py), each delivery a Celery task queued after
 
 from __future__ import annotations
 
+import contextlib
 import logging
 from collections.abc import Sequence
 from typing import NamedTuple
@@ -21,13 +22,13 @@ from celery import current_app
 from django.conf import settings
 from django.contrib.auth.models import User
 from django.core.mail import send_mail
-from django.db import IntegrityError, transaction
+from django.db import transaction
 from django.db.models import QuerySet
 from django.utils import timezone, translation
 from django.utils.translation import gettext as _
 
 from agents import events
-from agents.db import statements
+from agents.db import rows, statements
 from agents.models import (
     AgentRun,
     Notification,
@@ -93,33 +94,50 @@ def _notify(
     schedule_id: int | None,
     detail: str,
 ) -> Notification | None:
-    try:
-        with transaction.atomic():
-            notification = Notification.objects.create(
-                user_id=user_id,
-                kind=kind,
-                key=key,
-                run=run,
-                conversation_id=run.conversation_id if run else None,
-                schedule_id=schedule_id,
-                detail=detail[:500],
-            )
-            reach = _reach(user_id=user_id)
-            events.publish_notification_on_commit(
-                user_id, notification_frame(notification, unread=reach.unread)
-            )
-            if reach.any_webhook:
-                webhooks = _webhooks(user_id=user_id, schedule_id=schedule_id)
-                for webhook_id in webhooks.values_list("pk", flat=True):
-                    delivery = WebhookDelivery.objects.create(
-                        webhook_id=webhook_id, notification=notification
-                    )
-                    task_enqueue_on_commit(WEBHOOK_TASK, delivery.pk)
-            if reach.wants_email:
-                task_enqueue_on_commit(EMAIL_TASK, notification.pk)
-    except IntegrityError:
-        return None  # notified already (its key)
+    notification = Notification(
+        user_id=user_id,
+        kind=kind,
+        key=key,
+        run=run,
+        conversation_id=run.conversation_id if run else None,
+        schedule_id=schedule_id,
+        detail=detail[:500],
+    )
+    # Read first: most owners have neither a webhook nor e-mail, and then the row is all
+    # there is to write, a statement of its own. Otherwise it commits with its deliveries.
+    reach = _reach(user_id=user_id)
+    delivered = reach.any_webhook or reach.wants_email
+    with transaction.atomic() if delivered else contextlib.nullcontext():
+        if not _inserted(notification):
+            return None  # notified already (its key)
+        # Counted before the insert, which the count's read could not see.
+        events.publish_notification_on_commit(
+            user_id, notification_frame(notification, unread=reach.unread + 1)
+        )
+        if reach.any_webhook:
+            webhooks = _webhooks(user_id=user_id, schedule_id=schedule_id)
+            for webhook_id in webhooks.values_list("pk", flat=True):
+                delivery = WebhookDelivery.objects.create(
+                    webhook_id=webhook_id, notification=notification
+                )
+                task_enqueue_on_commit(WEBHOOK_TASK, delivery.pk)
+        if reach.wants_email:
+            task_enqueue_on_commit(EMAIL_TASK, notification.pk)
     return notification
+
+
+def _inserted(notification: Notification) -> bool:
+    """Write the new ``notification`` (its id set) unless its key is taken; whether it was.
+    A plain statement: every run's end writes one (docs/performance.md#after-run), and a
+    taken key is no error that would end a caller's transaction."""
+    _, params = rows.insert(notification)  # sets created_at, as save() would
+    with prepared_cursor() as cursor:
+        cursor.execute(statements.notification_insert(), params)
+        row = cursor.fetchone()
+    if row is None:
+        return False
+    rows.mark_saved(notification, row[0])
+    return True
 
 
 class _Reach(NamedTuple):

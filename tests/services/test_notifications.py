@@ -1,13 +1,15 @@
 """A run's notification reaches its owner alone: the unread count it carries, the webhooks
 it queues and the e-mail it asks for are the owner's, whatever other users have.
 
-The reach is one plain statement (``statements.notification_reach``); these tests hold it to
-the ORM's rules it stands beside (the unread count of ``notifications_unread_count``, the
-webhooks of ``_webhooks``)."""
+The reach and the row are plain statements (``statements.notification_reach`` and
+``notification_insert``); these tests hold them to the ORM's rules they stand beside (the
+unread count of ``notifications_unread_count``, the webhooks of ``_webhooks``), and hold what
+the row's key and the deliveries' transaction promise."""
 
 from __future__ import annotations
 
 import pytest
+from django.db import transaction
 from django.utils import timezone
 
 from agents.models import (
@@ -113,3 +115,58 @@ def test_the_owners_webhooks_apply_as_the_rule_says_and_email_when_asked(
     assert notified_at_its_end(_failed_run(user)) is not None
     assert sorted(sent["tasks"]) == [EMAIL_TASK, WEBHOOK_TASK]
     assert WebhookDelivery.objects.get().webhook == everything
+
+
+@pytest.mark.smoke  # run on SQLite too (make test-sqlite): the insert's ON CONFLICT
+def test_an_ending_notified_twice_is_written_and_published_once(user, sent):
+    run = _failed_run(user)
+
+    first = notified_at_its_end(run)
+    second = notified_at_its_end(run)
+
+    assert first is not None
+    assert first.pk is not None
+    assert second is None
+    assert list(Notification.objects.filter(run=run).values_list("pk", flat=True)) == [first.pk]
+    [(_, frame)] = sent["frames"]
+    assert frame["notification"]["id"] == first.pk
+    assert frame["notification"]["created_at"] == first.created_at.isoformat()
+    assert frame["unread"] == 1
+
+
+@pytest.mark.smoke  # run on SQLite too (make test-sqlite): the insert's ON CONFLICT
+def test_a_taken_key_leaves_the_callers_transaction_usable(user, default_profile, sent):
+    schedule = Schedule.objects.create(
+        owner=user, profile=default_profile, title="s", prompt="p", starts_at=timezone.now()
+    )
+    schedule.paused_at = timezone.now()
+    schedule.paused_reason = "It failed three times."
+
+    with transaction.atomic():
+        assert notifications.notification_schedule_paused(schedule=schedule) is not None
+        assert notifications.notification_schedule_paused(schedule=schedule) is None
+        # A key taken is no database error: the transaction goes on and commits.
+        schedule.save(update_fields=["paused_at", "paused_reason"])
+
+    stored = Notification.objects.get(schedule=schedule)
+    assert stored.kind == Notification.Kind.SCHEDULE_PAUSED
+    assert stored.detail == "It failed three times."
+    assert Schedule.objects.get(pk=schedule.pk).paused_reason == "It failed three times."
+
+
+def test_a_notification_and_its_webhook_deliveries_are_written_together(
+    user, monkeypatch, django_capture_on_commit_callbacks
+):
+    Webhook.objects.create(owner=user, url="http://127.0.0.1:9/all")
+
+    def refused(**_: object) -> None:
+        raise RuntimeError("the delivery could not be written")
+
+    monkeypatch.setattr(WebhookDelivery.objects, "create", refused)
+    run = _failed_run(user)
+    with django_capture_on_commit_callbacks() as after_commit, pytest.raises(RuntimeError):
+        notified_at_its_end(run)
+
+    # Rolled back with its delivery: no row, and nothing left to publish or queue.
+    assert not Notification.objects.filter(run=run).exists()
+    assert after_commit == []
