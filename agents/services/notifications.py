@@ -22,7 +22,7 @@ from celery import current_app
 from django.conf import settings
 from django.contrib.auth.models import User
 from django.core.mail import send_mail
-from django.db import transaction
+from django.db import IntegrityError, transaction
 from django.db.models import QuerySet
 from django.utils import timezone, translation
 from django.utils.translation import gettext as _
@@ -107,22 +107,27 @@ def _notify(
     # there is to write, a statement of its own. Otherwise it commits with its deliveries.
     reach = _reach(user_id=user_id)
     delivered = reach.any_webhook or reach.wants_email
-    with transaction.atomic() if delivered else contextlib.nullcontext():
-        if not _inserted(notification):
-            return None  # notified already (its key)
-        # Counted before the insert, which the count's read could not see.
-        events.publish_notification_on_commit(
-            user_id, notification_frame(notification, unread=reach.unread + 1)
-        )
-        if reach.any_webhook:
-            webhooks = _webhooks(user_id=user_id, schedule_id=schedule_id)
-            for webhook_id in webhooks.values_list("pk", flat=True):
-                delivery = WebhookDelivery.objects.create(
-                    webhook_id=webhook_id, notification=notification
-                )
-                task_enqueue_on_commit(WEBHOOK_TASK, delivery.pk)
-        if reach.wants_email:
-            task_enqueue_on_commit(EMAIL_TASK, notification.pk)
+    try:
+        with transaction.atomic() if delivered else contextlib.nullcontext():
+            if not _inserted(notification):
+                return None  # notified already (its key)
+            # Counted before the insert, which the count's read could not see.
+            events.publish_notification_on_commit(
+                user_id, notification_frame(notification, unread=reach.unread + 1)
+            )
+            if reach.any_webhook:
+                webhooks = _webhooks(user_id=user_id, schedule_id=schedule_id)
+                for webhook_id in webhooks.values_list("pk", flat=True):
+                    delivery = WebhookDelivery.objects.create(
+                        webhook_id=webhook_id, notification=notification
+                    )
+                    task_enqueue_on_commit(WEBHOOK_TASK, delivery.pk)
+            if reach.wants_email:
+                task_enqueue_on_commit(EMAIL_TASK, notification.pk)
+    except IntegrityError:
+        # Its conversation (with the run) was deleted as the run ended: the foreign keys are
+        # checked as the row commits, and nobody is left to tell.
+        return None
     return notification
 
 

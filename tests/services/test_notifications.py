@@ -22,6 +22,7 @@ from agents.models import (
     Webhook,
     WebhookDelivery,
 )
+from agents.selectors import ended_run_get
 from agents.services import notifications
 from agents.services.notifications import (
     EMAIL_TASK,
@@ -170,3 +171,16 @@ def test_a_notification_and_its_webhook_deliveries_are_written_together(
     # Rolled back with its delivery: no row, and nothing left to publish or queue.
     assert not Notification.objects.filter(run=run).exists()
     assert after_commit == []
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_run_whose_conversation_was_deleted_as_it_ended_is_not_notified(user, sent):
+    run = _failed_run(user)
+    ended = ended_run_get(run_id=run.pk)
+    assert ended is not None
+    Conversation.objects.filter(pk=run.conversation_id).delete()
+
+    # The row's foreign keys fail as it commits: no notification, and no error.
+    assert notifications.notification_for_run(ended=ended) is None
+    assert not Notification.objects.exists()
+    assert sent["frames"] == []
