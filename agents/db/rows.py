@@ -128,13 +128,23 @@ def insert(instance: Model, *, computed: dict[str, str] | None = None) -> tuple[
     database. Fields run their ``pre_save`` (``auto_now_add``) and ``get_db_prep_save`` as
     in ``Model.save`` (a value left to a ``db_default`` alone is not supported: psycopg
     refuses it). ``computed`` maps an attname to an SQL expression written in place of its
-    value (another row's new id, from a CTE of the caller's statement)."""
-    shape = tuple(sorted((computed or {}).items()))
-    params = [
-        field.get_db_prep_save(field.pre_save(instance, add=True), connection)
-        for field in _inserted_fields(type(instance), shape)
-    ]
-    return statements.row_insert(type(instance), shape), params
+    value (another row's new id, from a CTE of the caller's statement).
+
+    A value that is None is written as ``NULL`` in the statement, not sent as a parameter: a
+    new run leaves a dozen columns empty, and psycopg parses a statement of more than 50
+    parameters again at every execution instead of once (docs/performance.md#send). Each
+    set of empty columns is its own statement text, prepared once like any other."""
+    model = type(instance)
+    expressions = dict(computed or {})
+    values = {
+        field.attname: field.get_db_prep_save(field.pre_save(instance, add=True), connection)
+        for field in _inserted_fields(model, ())
+        if field.attname not in expressions
+    }
+    expressions.update((name, "NULL") for name, value in values.items() if value is None)
+    shape = tuple(sorted(expressions.items()))
+    params = [values[field.attname] for field in _inserted_fields(model, shape)]
+    return statements.row_insert(model, shape), params
 
 
 @functools.cache

@@ -514,7 +514,8 @@ def row_insert(model: type[Model], computed: tuple[tuple[str, str], ...]) -> str
     """``INSERT`` of one new row of ``model``, as ``agents.db.rows.insert`` sends it inside a
     caller's statement: every local concrete column but the automatic key, in field order.
     Parameters: one per column, except those ``computed`` (attname, SQL expression of the
-    caller's statement, such as another row's new id from one of its CTEs) writes in place.
+    caller's statement, such as another row's new id from one of its CTEs, or ``NULL``)
+    writes in place.
     Returns nothing; fences nothing; publishes nothing."""
     meta = model._meta
     expressions = dict(computed)
@@ -828,6 +829,7 @@ def _send_reads_under_lock(unfinished: int, client_id: bool, parent: bool) -> st
     return text(sql.SQL("SELECT {}").format(sql.SQL(", ").join(reads)))
 
 
+@functools.cache  # composed once per shape of its pieces, not at every send
 def send_continuing_active_branch(
     *, message_insert: str, run_insert: str, entry_insert: str, conversation_bump: str
 ) -> str:
@@ -941,19 +943,19 @@ def notification_reach() -> str:
 
 
 @functools.cache
-def notification_insert() -> str:
-    """A new notification, unless one with its key exists: the row of
-    ``row_insert(Notification, ())`` with ``ON CONFLICT (key) DO NOTHING``, the same text on
-    PostgreSQL and SQLite.
+def notification_insert(row: str) -> str:
+    """A new notification, unless one with its key exists: ``row`` (the notification's
+    ``INSERT``, as ``agents.db.rows.insert`` gives it) with ``ON CONFLICT (key) DO NOTHING``,
+    the same text on PostgreSQL and SQLite.
 
-    Parameters: the row's values, as ``agents.db.rows.insert`` gives them. Returns the new
-    row's id, or no row when the key was taken (the ending was notified already); a
-    conflict raises nothing, so a caller's transaction goes on. Fences nothing; the caller
-    publishes the notification once it commits.
+    Parameters: those of ``row``. Returns the new row's id, or no row when the key was
+    taken (the ending was notified already); a conflict raises nothing, so a caller's
+    transaction goes on. Fences nothing; the caller publishes the notification once it
+    commits.
     """
     return text(
         sql.SQL("{insert} ON CONFLICT ({key}) DO NOTHING RETURNING id").format(
-            insert=sql.SQL(row_insert(Notification, ())), key=_column(Notification, "key")
+            insert=sql.SQL(row), key=_column(Notification, "key")
         )
     )
 

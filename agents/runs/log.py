@@ -7,6 +7,7 @@ PostgreSQL append inside their own statement (``agents/db/statements.py``).
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Mapping, Sequence
 from typing import Any, cast
@@ -133,17 +134,23 @@ def conversation_bump_sql(
     positional parameters: ``%s`` added to ``last_seq``, the fields of ``assign`` set, the
     fields of ``computed`` set to the caller's SQL expressions, for the row ``id = %s``;
     and the values of ``assign``. Built from ``statements.conversation_bump``."""
-    names = tuple(assign)
-    bump = statements.conversation_bump(
-        # The caller's own expressions, over its statement's CTEs.
-        names,
-        tuple((name, sql.SQL(expression)) for name, expression in (computed or {}).items()),
-    )
-    # The statement's named placeholders in order: ``n``, the assigned fields, ``conv``.
-    positional = {"n": "%s", "conv": "%s", **{name: "%s" for name in names}}
-    text = bump.as_string(None) % positional
+    text = _bump_text(tuple(assign), tuple((computed or {}).items()))
     values = []
     for name, value in assign.items():
         field = cast("models.Field[Any, Any]", Conversation._meta.get_field(name))
         values.append(field.get_db_prep_save(value, connection))
     return text, values
+
+
+@functools.cache
+def _bump_text(names: tuple[str, ...], computed: tuple[tuple[str, str], ...]) -> str:
+    """``conversation_bump_sql``'s statement, composed once per shape: every send runs one,
+    and composing it again cost more than binding its values."""
+    bump = statements.conversation_bump(
+        # The caller's own expressions, over its statement's CTEs.
+        names,
+        tuple((name, sql.SQL(expression)) for name, expression in computed),
+    )
+    # The statement's named placeholders in order: ``n``, the assigned fields, ``conv``.
+    positional = {"n": "%s", "conv": "%s", **{name: "%s" for name in names}}
+    return bump.as_string(None) % positional

@@ -135,9 +135,9 @@ def _inserted(notification: Notification) -> bool:
     """Write the new ``notification`` (its id set) unless its key is taken; whether it was.
     A plain statement: every run's end writes one (docs/performance.md#after-run), and a
     taken key is no error that would end a caller's transaction."""
-    _, params = rows.insert(notification)  # sets created_at, as save() would
+    row, params = rows.insert(notification)  # sets created_at, as save() would
     with prepared_cursor() as cursor:
-        cursor.execute(statements.notification_insert(), params)
+        cursor.execute(statements.notification_insert(row), params)
         row = cursor.fetchone()
     if row is None:
         return False

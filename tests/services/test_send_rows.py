@@ -118,3 +118,29 @@ def test_on_postgresql_a_sends_rows_and_its_event_are_one_statement(conversation
     assert conversation.last_seq == last_seq + 1
     assert event.payload == message_created_payload(message)
     assert event.payload["message"]["id"] == message.pk
+
+
+def test_on_postgresql_a_sends_statement_binds_few_enough_values_to_be_parsed_once(
+    conversation, user, monkeypatch
+):
+    """psycopg keeps its parse of a statement's text only up to a number of parameters; above
+    it, the text is parsed again at every send. Empty columns are written as ``NULL``, so a
+    send's one statement stays under the limit."""
+    if connection.vendor != "postgresql":
+        pytest.skip("PostgreSQL's path; SQLite saves the rows one by one (the ORM)")
+    from django.db.backends.utils import CursorWrapper
+    from psycopg import _queries
+
+    bound: list[int] = []
+    execute = CursorWrapper.execute
+
+    def counting(self, sql, params=None):
+        if "new_message" in str(sql):
+            bound.append(len(params))
+        return execute(self, sql, params)
+
+    monkeypatch.setattr(CursorWrapper, "execute", counting)
+    message_send(conversation=conversation, user=user, content="hi", client_id="c")
+
+    [count] = bound
+    assert count <= _queries.MAX_CACHED_STATEMENT_PARAMS
