@@ -111,7 +111,7 @@ def _notify(
         with transaction.atomic() if delivered else contextlib.nullcontext():
             if not _inserted(notification):
                 return None  # notified already (its key)
-            # Counted before the insert, which the count's read could not see.
+            # The count was read before this row existed.
             events.publish_notification_on_commit(
                 user_id, notification_frame(notification, unread=reach.unread + 1)
             )
@@ -135,13 +135,13 @@ def _inserted(notification: Notification) -> bool:
     """Write the new ``notification`` (its id set) unless its key is taken; whether it was.
     A plain statement: every run's end writes one (docs/performance.md#after-run), and a
     taken key is no error that would end a caller's transaction."""
-    row, params = rows.insert(notification)  # sets created_at, as save() would
+    insert, params = rows.insert(notification)  # sets created_at, as save() would
     with prepared_cursor() as cursor:
-        cursor.execute(statements.notification_insert(row), params)
-        row = cursor.fetchone()
-    if row is None:
+        cursor.execute(statements.notification_insert(insert), params)
+        returned = cursor.fetchone()
+    if returned is None:
         return False
-    rows.mark_saved(notification, row[0])
+    rows.mark_saved(notification, returned[0])
     return True
 
 
