@@ -70,7 +70,11 @@ KEY_TTL_MS = 3_600_000
 
 
 def key(conversation_id: int, part: Part) -> str:
-    return f"chatsite:live:{conversation_id}:{part}"
+    # Under the channel layer's prefix, as the frames it goes out with: two sites (or two
+    # test sessions) on one Redis would otherwise append to each other's conversation of the
+    # same id, and a page joining mid-reply would read both.
+    layer: dict[str, Any] = settings.CHANNEL_LAYERS["default"]
+    return f"{layer['CONFIG']['prefix']}:live:{conversation_id}:{part}"
 
 
 def utf16_length(text: str) -> int:

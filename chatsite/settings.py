@@ -164,7 +164,8 @@ REDIS_URL = env.str("REDIS_URL", default="redis://127.0.0.1:6379/0")
 # the list-based core layer (docs/performance.md#pubsub-layer). A message that finds no
 # subscriber is gone, which costs nothing here: every stored frame is replayed from the
 # database by seq. Pub/sub channels ignore Redis's database number, so the prefix carries it:
-# two deployments (or test runs) on one Redis server never hear each other's groups.
+# two deployments (or test runs) on one Redis server never hear each other's groups, nor
+# read each other's live text (agents/live.py keeps it under the same prefix).
 CHANNEL_LAYERS = {
     "default": {
         "BACKEND": "chatsite.server.patches.channels_redis.LocalChannelsPubSubLayer",

@@ -11,6 +11,7 @@ import pytest
 import redis
 from asgiref.sync import async_to_sync
 from django.conf import settings
+from django.test import override_settings
 
 from agents import events, live
 from agents.react.types import (
@@ -48,7 +49,7 @@ def redis_client():
 
 @pytest.fixture
 def conversation_id(redis_client):
-    # Ids far from any test database's, so the keys are this test's alone.
+    # Ids far from any test database's: the suite's own runs write live text too.
     number = 10**9 + uuid.uuid4().int % 10**8
     yield number
     redis_client.delete(*(live.key(number, part) for part in live.PARTS))
@@ -276,6 +277,26 @@ def test_text_without_its_header_is_not_sent(conversation_id, redis_client):
     """A key deleted while a worker appended to it holds only the end of a text."""
     redis_client.append(live.key(conversation_id, "answer"), "the end of it")
     assert snapshot(conversation_id) == []
+
+
+def test_another_sites_live_text_of_a_conversation_with_the_same_id_is_not_read(
+    conversation_id, redis_client
+):
+    """Two sites (or two test sessions) on one Redis number their conversations alike; the
+    live text is kept under the channel layer's prefix, so neither reads the other's."""
+    layer = settings.CHANNEL_LAYERS["default"]
+    another = {"default": {**layer, "CONFIG": {**layer["CONFIG"], "prefix": "another-site.0"}}}
+    with override_settings(CHANNEL_LAYERS=another):
+        theirs = live.key(conversation_id, "answer")
+    mine = live.key(conversation_id, "answer")
+    assert theirs != mine
+    try:
+        redis_client.set(theirs, "7:1.1:Their words")
+        assert snapshot(conversation_id) == []
+        redis_client.set(mine, "7:1.1:My words")
+        assert [frame["text"] for frame in snapshot(conversation_id)] == ["My words"]
+    finally:
+        redis_client.delete(theirs)
 
 
 def test_an_answer_that_was_a_thought_is_taken_back(published, conversation_id):
