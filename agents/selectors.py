@@ -5,8 +5,9 @@ The run inspector's reads at the end serve the admin, where staff read every run
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, cast
+from typing import Any, NamedTuple, cast
 
 from django.contrib.auth.models import AnonymousUser, User
 from django.db import DEFAULT_DB_ALIAS
@@ -564,11 +565,35 @@ def custom_instructions_of(*, user_id: int) -> str:
     return stored or ""
 
 
+class NotificationReach(NamedTuple):
+    """Who a new notification of a user reaches: their unread count before it, whether they
+    have any webhook at all (which ones apply is read only if so), whether they want e-mail."""
+
+    unread: int
+    any_webhook: bool
+    wants_email: bool
+
+
+def notification_reach_get(*, user_id: int) -> NotificationReach:
+    """The user's reach, in one read. A plain statement (``statements.notification_reach``):
+    a notification that is not a run's own reads it (a run's comes with ``ended_run_get``)."""
+    with prepared_cursor() as cursor:
+        cursor.execute(statements.notification_reach(), [user_id] * 3)
+        return _reach(cursor.fetchone())
+
+
+def _reach(values: Sequence[Any]) -> NotificationReach:
+    unread, any_webhook, wants_email = values
+    # SQLite answers EXISTS with 0 or 1.
+    return NotificationReach(unread, bool(any_webhook), bool(wants_email))
+
+
 @dataclass(frozen=True)
 class EndedRun:
     """A run as its drive ended, with what the effects of its end need (agents/services/
     execution.py ``_run_ended``): ``run`` has its status, attempts, error and its
-    conversation's owner; the rest say which effects could apply at all."""
+    conversation's owner; the flags say which effects could apply at all; ``owner_reach``
+    is whom its notification reaches, as the run ended."""
 
     run: AgentRun
     # The schedule whose firing started it (None: not a scheduled run).
@@ -576,6 +601,7 @@ class EndedRun:
     any_budget: bool
     has_children: bool
     replays_a_case: bool
+    owner_reach: NotificationReach
 
 
 def ended_run_get(*, run_id: int) -> EndedRun | None:
@@ -593,7 +619,7 @@ def ended_run_get(*, run_id: int) -> EndedRun | None:
         return None
     fields = statements.ENDED_RUN_FIELDS
     run_values, rest = row[: len(fields)], row[len(fields) :]
-    owner_id, schedule_id, any_budget, has_children, replays_a_case = rest
+    owner_id, schedule_id, any_budget, has_children, replays_a_case = rest[:5]
     run = AgentRun.from_db(DEFAULT_DB_ALIAS, list(fields), list(run_values))
     run.conversation = Conversation.from_db(
         DEFAULT_DB_ALIAS, ["id", "owner_id"], [run.conversation_id, owner_id]
@@ -605,6 +631,7 @@ def ended_run_get(*, run_id: int) -> EndedRun | None:
         any_budget=bool(any_budget),
         has_children=bool(has_children),
         replays_a_case=bool(replays_a_case),
+        owner_reach=_reach(rest[5:]),
     )
 
 

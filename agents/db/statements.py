@@ -892,9 +892,10 @@ def ended_run() -> str:
     """The run as its drive ended, with which effects of its end can apply.
 
     Parameters: the run's id. Returns ``ENDED_RUN_FIELDS``, its conversation's
-    ``owner_id``, the schedule whose firing started it (or NULL), then three flags: whether
-    any usage budget exists, whether the run has child runs, whether it replays an
-    evaluation case. No row: the run is gone. Fences nothing; publishes nothing.
+    ``owner_id``, the schedule whose firing started it (or NULL), three flags (whether any
+    usage budget exists, whether the run has child runs, whether it replays an evaluation
+    case), then the owner's reach as ``notification_reach`` returns it. No row: the run is
+    gone. Fences nothing; publishes nothing.
     """
     return text(
         sql.SQL(
@@ -902,7 +903,8 @@ def ended_run() -> str:
     (SELECT f.schedule_id FROM {firings} AS f WHERE f.run_id = r.id LIMIT 1),
     EXISTS (SELECT 1 FROM {budgets}),
     EXISTS (SELECT 1 FROM {runs} AS child WHERE child.parent_run_id = r.id),
-    EXISTS (SELECT 1 FROM {results} AS e WHERE e.run_id = r.id)
+    EXISTS (SELECT 1 FROM {results} AS e WHERE e.run_id = r.id),
+    {reach}
 FROM {runs} AS r JOIN {conversations} AS c ON c.id = r.conversation_id
 WHERE r.id = %s"""
         ).format(
@@ -914,6 +916,7 @@ WHERE r.id = %s"""
             runs=table(AgentRun),
             results=table(EvalResult),
             conversations=table(Conversation),
+            reach=_reach_columns(sql.SQL("c.owner_id")),
         )
     )
 
@@ -928,17 +931,20 @@ def notification_reach() -> str:
     (the caller reads which apply only when one exists), and whether they asked for e-mail.
     Fences nothing; publishes nothing.
     """
-    return text(
-        sql.SQL(
-            """SELECT
-    (SELECT COUNT(*) FROM {notifications} WHERE user_id = %s AND read_at IS NULL),
-    EXISTS (SELECT 1 FROM {webhooks} WHERE owner_id = %s),
-    EXISTS (SELECT 1 FROM {preferences} WHERE user_id = %s AND email)"""
-        ).format(
-            notifications=table(Notification),
-            webhooks=table(Webhook),
-            preferences=table(NotificationPreference),
-        )
+    return text(sql.SQL("SELECT {}").format(_reach_columns(sql.Placeholder())))
+
+
+def _reach_columns(user: sql.Composable) -> sql.Composed:
+    """The three columns of a user's reach (``notification_reach``), ``user`` their id."""
+    return sql.SQL(
+        """(SELECT COUNT(*) FROM {notifications} WHERE user_id = {user} AND read_at IS NULL),
+    EXISTS (SELECT 1 FROM {webhooks} WHERE owner_id = {user}),
+    EXISTS (SELECT 1 FROM {preferences} WHERE user_id = {user} AND email)"""
+    ).format(
+        notifications=table(Notification),
+        webhooks=table(Webhook),
+        preferences=table(NotificationPreference),
+        user=user,
     )
 
 

@@ -84,7 +84,7 @@ from agents.runs.reads import run_claim_refusal, run_fork_reused_steps, run_prio
 from agents.runs.store import run_store
 from agents.runs.threads import in_database_thread
 from agents.runtime import build_executor, snapshot_tool_configs
-from agents.selectors import ended_run_get
+from agents.selectors import ended_run_get, notification_reach_get
 from agents.services.approvals import (
     approvals_expire,
     budget_pauses_expire,
@@ -282,8 +282,14 @@ def _run_ended(run_id: int) -> None:
         if ended is None:
             return
         run = ended.run
+        paused = None
         if ended.schedule_id is not None:
-            schedule_run_ended(run=run, schedule_id=ended.schedule_id)
+            paused = schedule_run_ended(run=run, schedule_id=ended.schedule_id)
+        if paused is not None:
+            # The schedule told the owner it paused itself: the count read with the run is
+            # one notification short.
+            reach = notification_reach_get(user_id=run.conversation.owner_id)
+            ended = dataclasses.replace(ended, owner_reach=reach)
         # Before the run's notification, on the same socket: an open page shows the notice
         # at once, and a page that has the notification has the notice too.
         if ended.any_budget:

@@ -16,7 +16,6 @@ from __future__ import annotations
 import contextlib
 import logging
 from collections.abc import Sequence
-from typing import NamedTuple
 
 from celery import current_app
 from django.conf import settings
@@ -38,7 +37,7 @@ from agents.models import (
     WebhookDelivery,
 )
 from agents.protocol import notification_frame, notifications_unread_frame
-from agents.selectors import EndedRun
+from agents.selectors import EndedRun, NotificationReach, notification_reach_get
 from chatsite.server.db.prepared import prepared_cursor
 
 logger = logging.getLogger(__name__)
@@ -69,6 +68,7 @@ def notification_for_run(*, ended: EndedRun) -> Notification | None:
         run=run,
         schedule_id=ended.schedule_id,
         detail=run.error_message if kind == Notification.Kind.FAILED else "",
+        reach=ended.owner_reach,
     )
 
 
@@ -82,6 +82,7 @@ def notification_schedule_paused(*, schedule: Schedule) -> Notification | None:
         run=None,
         schedule_id=schedule.pk,
         detail=schedule.paused_reason,
+        reach=notification_reach_get(user_id=schedule.owner_id),
     )
 
 
@@ -93,6 +94,7 @@ def _notify(
     run: AgentRun | None,
     schedule_id: int | None,
     detail: str,
+    reach: NotificationReach,
 ) -> Notification | None:
     notification = Notification(
         user_id=user_id,
@@ -103,9 +105,8 @@ def _notify(
         schedule_id=schedule_id,
         detail=detail[:500],
     )
-    # Read first: most owners have neither a webhook nor e-mail, and then the row is all
-    # there is to write, a statement of its own. Otherwise it commits with its deliveries.
-    reach = _reach(user_id=user_id)
+    # Most owners have neither a webhook nor e-mail, and then the row is all there is to
+    # write, a statement of its own. Otherwise it commits with its deliveries.
     delivered = reach.any_webhook or reach.wants_email
     try:
         with transaction.atomic() if delivered else contextlib.nullcontext():
@@ -143,23 +144,6 @@ def _inserted(notification: Notification) -> bool:
         return False
     rows.mark_saved(notification, returned[0])
     return True
-
-
-class _Reach(NamedTuple):
-    unread: int
-    any_webhook: bool
-    wants_email: bool
-
-
-def _reach(*, user_id: int) -> _Reach:
-    """In one read: the user's unread count, whether they have a webhook at all, and whether
-    they want e-mail (most users have neither, so which webhooks apply is read only if one
-    exists). A plain statement: every run's end reads it (docs/performance.md#after-run)."""
-    with prepared_cursor() as cursor:
-        cursor.execute(statements.notification_reach(), [user_id] * 3)
-        unread, any_webhook, wants_email = cursor.fetchone()
-    # SQLite answers EXISTS with 0 or 1.
-    return _Reach(unread, bool(any_webhook), bool(wants_email))
 
 
 def _webhooks(*, user_id: int, schedule_id: int | None) -> QuerySet[Webhook]:

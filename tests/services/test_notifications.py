@@ -1,10 +1,11 @@
 """A run's notification reaches its owner alone: the unread count it carries, the webhooks
 it queues and the e-mail it asks for are the owner's, whatever other users have.
 
-The reach and the row are plain statements (``statements.notification_reach`` and
-``notification_insert``); these tests hold them to the ORM's rules they stand beside (the
-unread count of ``notifications_unread_count``, the webhooks of ``_webhooks``), and hold what
-the row's key and the deliveries' transaction promise."""
+The reach (read with the run's end, ``statements.ended_run``, or alone,
+``notification_reach``) and the row (``notification_insert``) are plain statements; these
+tests hold them to the ORM's rules they stand beside (the unread count of
+``notifications_unread_count``, the webhooks of ``_webhooks``), and hold what the row's key
+and the deliveries' transaction promise."""
 
 from __future__ import annotations
 
@@ -19,11 +20,12 @@ from agents.models import (
     Notification,
     NotificationPreference,
     Schedule,
+    ScheduleFiring,
     Webhook,
     WebhookDelivery,
 )
-from agents.selectors import ended_run_get
-from agents.services import notifications
+from agents.selectors import ended_run_get, notification_reach_get
+from agents.services import execution, notifications
 from agents.services.notifications import (
     EMAIL_TASK,
     WEBHOOK_TASK,
@@ -79,8 +81,8 @@ def test_the_unread_count_a_notification_carries_is_its_owners_own(user, other_u
     assert user_id == user.pk
     assert frame["unread"] == notifications_unread_count(user_id=user.pk) == 3
     notifications_mark_read(user=user)
-    assert notifications._reach(user_id=user.pk).unread == 0
-    assert notifications._reach(user_id=other_user.pk).unread == 5
+    assert notification_reach_get(user_id=user.pk).unread == 0
+    assert notification_reach_get(user_id=other_user.pk).unread == 5
 
 
 def test_another_users_webhooks_and_email_choice_never_reach_the_owner(
@@ -93,7 +95,7 @@ def test_another_users_webhooks_and_email_choice_never_reach_the_owner(
 
     assert sent["tasks"] == []
     assert not WebhookDelivery.objects.exists()
-    reach = notifications._reach(user_id=other_user.pk)
+    reach = notification_reach_get(user_id=other_user.pk)
     assert (reach.any_webhook, reach.wants_email) == (True, True)
 
 
@@ -184,3 +186,42 @@ def test_a_run_whose_conversation_was_deleted_as_it_ended_is_not_notified(user, 
     assert notifications.notification_for_run(ended=ended) is None
     assert not Notification.objects.exists()
     assert sent["frames"] == []
+
+
+def test_a_failed_scheduled_run_that_pauses_its_schedule_counts_both_notifications(
+    user, default_profile, sent, settings
+):
+    # The run's end reads the owner's unread count with the run; the schedule pausing
+    # itself writes a notification after that read, so the run's own must count it too.
+    settings.SCHEDULE_MAX_FAILURES_IN_A_ROW = 1
+    _unread(user, 2)
+    schedule = Schedule.objects.create(
+        owner=user, profile=default_profile, title="s", prompt="p", starts_at=timezone.now()
+    )
+    run = _failed_run(user)
+    ScheduleFiring.objects.create(schedule=schedule, occurrence=timezone.now(), run=run)
+
+    execution._run_ended(run.pk)
+
+    paused, failed = (frame for _, frame in sent["frames"])
+    assert paused["notification"]["kind"] == Notification.Kind.SCHEDULE_PAUSED
+    assert failed["notification"]["kind"] == Notification.Kind.FAILED
+    assert (paused["unread"], failed["unread"]) == (3, 4)
+    assert notifications_unread_count(user_id=user.pk) == 4
+
+
+def test_a_run_that_ends_without_pausing_anything_counts_what_was_unread(
+    user, default_profile, sent
+):
+    _unread(user, 2, read=1)
+    schedule = Schedule.objects.create(
+        owner=user, profile=default_profile, title="s", prompt="p", starts_at=timezone.now()
+    )
+    run = _failed_run(user)
+    ScheduleFiring.objects.create(schedule=schedule, occurrence=timezone.now(), run=run)
+
+    execution._run_ended(run.pk)
+
+    [(_, failed)] = sent["frames"]
+    assert failed["notification"]["kind"] == Notification.Kind.FAILED
+    assert failed["unread"] == notifications_unread_count(user_id=user.pk) == 3

@@ -393,9 +393,9 @@ def test_the_end_of_a_plain_run_reads_nothing_of_the_effects_that_cannot_apply(
     ]
     assert children_read == []
     # Nor are the run and its firing read again for its notification, nor the owner's
-    # webhooks and e-mail choice one by one: the end is that read, one read of the owner's
-    # unread count, webhooks and e-mail choice, and the notification's insert, with no
-    # transaction around it (an owner with neither webhook nor e-mail has no deliveries).
+    # unread count, webhooks and e-mail choice (that read has them too): the end is that
+    # read and the notification's insert, with no transaction around it (an owner with
+    # neither webhook nor e-mail has no deliveries).
     statements = [query["sql"].split(None, 1)[0] for query in captured.captured_queries]
-    assert statements == ["SELECT", "SELECT", "INSERT"], captured.captured_queries
+    assert statements == ["SELECT", "INSERT"], captured.captured_queries
     assert Notification.objects.filter(run=run, kind=Notification.Kind.FINISHED).count() == 1
