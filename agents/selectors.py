@@ -576,7 +576,8 @@ class NotificationReach(NamedTuple):
 
 def notification_reach_get(*, user_id: int) -> NotificationReach:
     """The user's reach, in one read. A plain statement (``statements.notification_reach``):
-    a notification that is not a run's own reads it (a run's comes with ``ended_run_get``)."""
+    a schedule's pause reads it, and so does the run whose failure paused the schedule; any
+    other run's comes with ``ended_run_get``."""
     with prepared_cursor() as cursor:
         cursor.execute(statements.notification_reach(), [user_id] * 3)
         return _reach(cursor.fetchone())
