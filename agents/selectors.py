@@ -620,7 +620,7 @@ def ended_run_get(*, run_id: int) -> EndedRun | None:
         return None
     fields = statements.ENDED_RUN_FIELDS
     run_values, rest = row[: len(fields)], row[len(fields) :]
-    owner_id, schedule_id, any_budget, has_children, replays_a_case = rest[:5]
+    owner_id, schedule_id, any_budget, has_children, replays_a_case, *reach = rest
     run = AgentRun.from_db(DEFAULT_DB_ALIAS, list(fields), list(run_values))
     run.conversation = Conversation.from_db(
         DEFAULT_DB_ALIAS, ["id", "owner_id"], [run.conversation_id, owner_id]
@@ -632,7 +632,7 @@ def ended_run_get(*, run_id: int) -> EndedRun | None:
         any_budget=bool(any_budget),
         has_children=bool(has_children),
         replays_a_case=bool(replays_a_case),
-        owner_reach=_reach(rest[5:]),
+        owner_reach=_reach(reach),
     )
 
 
