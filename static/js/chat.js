@@ -652,7 +652,9 @@ function startConversation() {
 
   setUpConversationActions(urls);
   setUpShare(urls);
-  input.focus();
+  // The box takes the focus the page starts with, not one the person has already moved
+  // (to the drawer's button, say) while this script was on its way.
+  if (!document.activeElement || document.activeElement === document.body) input.focus();
 }
 
 // ------------------------------------------------------------------ rename and delete

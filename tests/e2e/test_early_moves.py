@@ -81,6 +81,39 @@ def test_a_tap_on_the_drawer_button_before_the_script_opens_the_drawer(
     assert tab.errors == []
 
 
+def test_focus_moved_before_the_script_stays_where_the_person_put_it(
+    stack, open_tab, user, model_name
+):
+    # A conversation's page puts the focus in the message box as its script arrives; a person
+    # who reached the drawer's button first keeps it there, and their Enter opens the drawer.
+    _, conversation = answered_conversation(stack, user, model_name)
+    held: list[HeldScript] = []
+    tab = open_tab(
+        user,
+        viewport=MOBILE,
+        path=f"/c/{conversation.pk}/",
+        before_load=lambda page: held.append(HeldScript(page)),
+    )
+    page = tab.page
+    script = held[0]
+    script.wait_until_asked(page)
+    opener = page.get_by_role("button", name="Open the conversation list")
+    opener.focus()
+    script.release()
+
+    expect(page.locator("html[data-chat-ready]")).to_be_attached()
+    expect(opener).to_be_focused()
+    page.keyboard.press("Enter")
+    expect(page.get_by_role("complementary", name="Conversations")).to_be_visible()
+    expect(opener).to_have_attribute("aria-expanded", "true")
+
+    # Nobody touched this one: its box has the focus once the script is there.
+    untouched = open_tab(user, viewport=MOBILE, path=f"/c/{conversation.pk}/").page
+    expect(untouched.locator("html[data-chat-ready]")).to_be_attached()
+    expect(untouched.get_by_label("Message", exact=True)).to_be_focused()
+    assert tab.errors == []
+
+
 def test_enter_in_the_box_before_the_script_sends_the_question(stack, open_tab, user, model_name):
     conversation_create(owner=user, profile=stack.profile(model_name), title="Older")
     held: list[HeldScript] = []
