@@ -53,21 +53,27 @@ class HeldScript:
             route.continue_()
 
 
-def test_a_tap_on_the_drawer_button_before_the_script_opens_the_drawer(
-    stack, open_tab, user, model_name
-):
-    _, conversation = answered_conversation(stack, user, model_name)
+def conversation_page_waiting_for_its_script(tab_opener, user, conversation):
+    """A phone-sized tab on the conversation's page, its chat.js asked for and held."""
     held: list[HeldScript] = []
-    tab = open_tab(
+    tab = tab_opener(
         user,
         viewport=MOBILE,
         path=f"/c/{conversation.pk}/",
         before_load=lambda page: held.append(HeldScript(page)),
     )
-    page = tab.page
     script = held[0]
-    script.wait_until_asked(page)
+    script.wait_until_asked(tab.page)
     assert script.routes, "a conversation's page asks for chat.js at once"
+    return tab, script
+
+
+def test_a_tap_on_the_drawer_button_before_the_script_opens_the_drawer(
+    stack, open_tab, user, model_name
+):
+    _, conversation = answered_conversation(stack, user, model_name)
+    tab, script = conversation_page_waiting_for_its_script(open_tab, user, conversation)
+    page = tab.page
     opener = page.get_by_role("button", name="Open the conversation list")
     sidebar = page.get_by_role("complementary", name="Conversations")
 
@@ -87,16 +93,8 @@ def test_focus_moved_before_the_script_stays_where_the_person_put_it(
     # A conversation's page puts the focus in the message box as its script arrives; a person
     # who reached the drawer's button first keeps it there, and their Enter opens the drawer.
     _, conversation = answered_conversation(stack, user, model_name)
-    held: list[HeldScript] = []
-    tab = open_tab(
-        user,
-        viewport=MOBILE,
-        path=f"/c/{conversation.pk}/",
-        before_load=lambda page: held.append(HeldScript(page)),
-    )
+    tab, script = conversation_page_waiting_for_its_script(open_tab, user, conversation)
     page = tab.page
-    script = held[0]
-    script.wait_until_asked(page)
     opener = page.get_by_role("button", name="Open the conversation list")
     opener.focus()
     script.release()
