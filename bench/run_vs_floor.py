@@ -47,18 +47,13 @@ import live
 import psutil
 import run_concurrency
 from django.db import connection
+from floor_rows import LOADGEN, PROCESSES, median_row, paired_ratios, total
 
 from agents.llm.scripted import ScriptedServer
 from agents.models import AgentRun
 from tests.processes import DaphneProcess
 
 FLOOR_DIR = live.ROOT.parent / "shared" / "floor"
-PROCESSES = ("worker", "socket", "pg_all", "pg_own", "redis")
-# Not the system's: the load generator (the sockets' clients and the model server: this
-# process and the floor's model server for chatsite, or this process alone with
-# ``--model-server scripted``; two processes for the floor). It shares the two cores with the
-# system, so a dearer one lowers the system's efficiency without showing in its CPU.
-LOADGEN = "loadgen"
 
 
 def postgres_cpu_all() -> float:
@@ -255,25 +250,6 @@ def floor_block(sizes: list[int], python: str, folder: Path, out: Path) -> list[
     ]
 
 
-def median_row(rows: list[dict]) -> dict:
-    med = statistics.median
-    return {
-        "wall": med(r["wall"] for r in rows),
-        "efficiency": med(r["efficiency"] for r in rows),
-        "accepted": med(r["accepted"] for r in rows),
-        "p50": med(r["p50"] for r in rows),
-        "p99": med(r["p99"] for r in rows),
-        "clean": min(r["clean"] for r in rows),
-        "cpu": {k: med(r["cpu"][k] for r in rows) for k in (*PROCESSES, LOADGEN)},
-        "rss": {k: max(r["rss"][k] for r in rows) for k in rows[0]["rss"]},
-    }
-
-
-def total(cpu_ms: dict[str, float]) -> float:
-    """Worker + socket server + PostgreSQL (own) + Redis."""
-    return cpu_ms["worker"] + cpu_ms["socket"] + cpu_ms["pg_own"] + cpu_ms["redis"]
-
-
 def report(sizes: list[int], rows: dict[str, list[dict]], label: str) -> None:
     print(f"\n### {label}: medians of {len(rows['chatsite']) // len(sizes)} repeats\n")
     print("| system | N | wall s | all sends accepted s | efficiency | step p50 / p99 ms | "
@@ -337,15 +313,6 @@ def report_intake(sizes: list[int], rows: list[dict]) -> None:
             f"{cpu_ms['pg_all']:.1f} / redis {cpu_ms['redis']:.1f} (load generator "
             f"{cpu_ms[LOADGEN]:.1f}); cores busy {busy:.2f} of {os.cpu_count()}"
         )
-
-
-def paired_ratios(rows: dict[str, list[dict]], n: int) -> list[float]:
-    """chatsite's CPU per run over the floor's, repeat by repeat: the two blocks of a repeat
-    run one after the other, so a pair shares the machine's state, which on a shared machine
-    moves more between repeats than the ratio does within one."""
-    ours = [r for r in rows["chatsite"] if r["n"] == n]
-    floors = [r for r in rows["floor"] if r["n"] == n]
-    return [total(a["cpu"]) / total(b["cpu"]) for a, b in zip(ours, floors, strict=False)]
 
 
 def main() -> None:
