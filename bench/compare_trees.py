@@ -100,32 +100,27 @@ def main() -> None:
 @contextlib.contextmanager
 def worktree(commit: str) -> Iterator[Path]:
     """``commit`` checked out beside this one, sharing its virtualenvs; removed after."""
-    folder = Path(tempfile.mkdtemp(prefix="compare-")) / "tree"
-    git("worktree", "add", "--detach", str(folder), commit)
-    try:
-        for venv in (".venv", ".venv-floor"):
-            (folder / venv).symlink_to(ROOT / venv)
-        yield folder
-    finally:
-        git("worktree", "remove", "--force", str(folder))
+    with tempfile.TemporaryDirectory(prefix="compare-") as scratch:
+        folder = Path(scratch) / "tree"
+        git("worktree", "add", "--detach", str(folder), commit)
+        try:
+            for venv in (".venv", ".venv-floor"):
+                (folder / venv).symlink_to(ROOT / venv)
+            yield folder
+        finally:
+            git("worktree", "remove", "--force", str(folder))
 
 
-def git(*args: str) -> str:
-    done = subprocess.run(["git", *args], cwd=ROOT, check=True, capture_output=True, text=True)
+def git(*args: str, cwd: Path = ROOT) -> str:
+    done = subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True, text=True)
     return done.stdout.strip()
 
 
 def describe(tree: Path) -> str:
-    head = subprocess.run(
-        ["git", "log", "-1", "--format=%h %s"], cwd=tree, capture_output=True, text=True
-    ).stdout.strip()
-    dirty = subprocess.run(
-        ["git", "status", "--porcelain", "--untracked-files=no"],
-        cwd=tree,
-        capture_output=True,
-        text=True,
-    ).stdout.strip()
-    return head + (" + uncommitted changes" if dirty else "")
+    dirty = git("status", "--porcelain", "--untracked-files=no", cwd=tree)
+    return git("log", "-1", "--format=%h %s", cwd=tree) + (
+        " + uncommitted changes" if dirty else ""
+    )
 
 
 def measure(
@@ -138,14 +133,14 @@ def measure(
 ) -> list[dict]:
     """One ``run_vs_floor.py`` in ``tree`` on a database of its own: its rounds."""
     name = f"{urlsplit(database_url).path.lstrip('/') or 'chatsite'}_compare_{os.getpid()}_{number}"
-    out = Path(tempfile.mkdtemp(prefix="compare-rounds-")) / "rounds.jsonl"
     redis_url = urlunsplit(
         urlsplit(os.environ.get("REDIS_URL", "redis://127.0.0.1:6379"))._replace(
             path=f"/{args.redis_db}"
         )
     )
     redis.Redis.from_url(redis_url).flushdb()
-    with database(database_url, name) as url:
+    with database(database_url, name) as url, tempfile.TemporaryDirectory() as scratch:
+        out = Path(scratch) / "rounds.jsonl"
         env = {**os.environ, "DATABASE_URL": url, "REDIS_URL": redis_url}
         subprocess.run(
             [
@@ -163,7 +158,7 @@ def measure(
             env=env,
             check=True,
         )
-    return [json.loads(line) for line in out.read_text().splitlines()]
+        return [json.loads(line) for line in out.read_text().splitlines()]
 
 
 @contextlib.contextmanager
