@@ -166,18 +166,15 @@ def database(server_url: str, name: str) -> Iterator[str]:
     """A new database on ``server_url``'s server, dropped afterwards: its URL."""
     parts = urlsplit(server_url)
     maintenance = urlunsplit(parts._replace(path="/postgres"))
+    drop = sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name))
     with psycopg.connect(maintenance, autocommit=True) as admin:
-        admin.execute(
-            sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name))
-        )
+        admin.execute(drop)  # left by a killed invocation whose process id this one reuses
         admin.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
     try:
         yield urlunsplit(parts._replace(path=f"/{name}"))
     finally:
         with psycopg.connect(maintenance, autocommit=True) as admin:
-            admin.execute(
-                sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name))
-            )
+            admin.execute(drop)
 
 
 def summarise(tree: str, rounds: list[dict]) -> Invocation:
