@@ -135,9 +135,19 @@ else:
         # The run path's hot statements go through a cursor that psycopg prepares on first
         # use (chatsite/server/db/prepared.py); off behind a pooler that cannot keep prepared
         # statements.
-        DATABASES["default"].setdefault("OPTIONS", {})["prepare_threshold"] = (
-            0 if env.bool("DATABASE_PREPARED_STATEMENTS", default=True) else None
-        )
+        options = DATABASES["default"].setdefault("OPTIONS", {})
+        if env.bool("DATABASE_PREPARED_STATEMENTS", default=True):
+            options["prepare_threshold"] = 0
+            # PostgreSQL plans a prepared statement's first five executions on each
+            # connection for their values, then keeps one generic plan; these statements
+            # all end on the generic plan, and the claim's costs more to plan than to run.
+            # Planning it at once spares each new connection five plans of each statement
+            # (docs/performance.md#generic-plans). Only server-bound statements are planned
+            # this way: Django's own queries arrive as text, planned every time.
+            generic = "-c plan_cache_mode=force_generic_plan"
+            options["options"] = f"{options.get('options', '')} {generic}".strip()
+        else:
+            options["prepare_threshold"] = None
     # A connection pool per process (psycopg_pool): a worker's database threads give their
     # connection back whenever no write is queued (agents/services/execution.py), and a
     # task's set-up closes its own; with a pool that costs a check-out, not a new backend.

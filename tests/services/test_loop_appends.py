@@ -64,6 +64,17 @@ def test_runs_that_arrive_together_share_one_pool_as_it_opens():
     assert loop_pool._pools.current() is first_pool is not None
 
 
+def test_the_loops_connections_plan_their_statements_as_djangos_do():
+    """Django's connection parameters, session settings included: the time zone, and each
+    prepared statement planned once (docs/performance.md#generic-plans)."""
+    rows = run_on_process_loop(
+        loop_pool.fetch_all(
+            "SELECT current_setting('plan_cache_mode'), current_setting('TimeZone')", {}
+        )
+    )
+    assert rows == [("force_generic_plan", connection.timezone_name)]
+
+
 def test_the_loop_sends_statements_only_when_it_has_connections_for_them(settings):
     assert loop_pool.available()
     settings.AGENT_LOOP_DATABASE_CONNECTIONS = 0
