@@ -242,14 +242,22 @@ def _calls() -> sql.Composed:
 
 
 def _ledger() -> sql.Composed:
-    """``ledger``: the calls' tokens added to the run's usage entry, which is created if the
-    run has none (a run queued before the ledger existed), as ``usage_record_run_tokens``
-    (agents/services/usage.py) does: for the conversation's owner, counted on the day the
-    run was created; nothing if the conversation is gone or no call is stored. The contract
-    tests hold the two to the same entry."""
+    """``ledger`` and ``ledger_created``: the calls' tokens added to the run's usage entry,
+    or, if the run has none (a run queued before the ledger existed), the entry created, as
+    ``usage_record_run_tokens`` (agents/services/usage.py) does: for the conversation's
+    owner, counted on the day the run was created; nothing if the conversation is gone or
+    no call is stored. The contract tests hold the two to the same entry.
+
+    The update comes first, as there: a send writes every run's entry, so the insertion
+    (its joins, its conflict check) runs only for the rare run without one (its
+    ``NOT EXISTS`` is decided once, before any row is read)."""
     return sql.SQL(
-        "ledger AS (INSERT INTO {table} AS entry (user_id, kind, run_id, conversation_id, "
-        "model_config_id, profile_id, prompt_price_per_million, "
+        "ledger AS (UPDATE {table} SET prompt_tokens = prompt_tokens + %(prompt)s, "
+        "completion_tokens = completion_tokens + %(completion)s "
+        "WHERE run_id = (SELECT id FROM held) AND jsonb_array_length(%(calls)s::jsonb) > 0 "
+        "RETURNING id), "
+        "ledger_created AS (INSERT INTO {table} AS entry (user_id, kind, run_id, "
+        "conversation_id, model_config_id, profile_id, prompt_price_per_million, "
         "completion_price_per_million, reserved_tokens, prompt_tokens, completion_tokens, "
         "created_at) "
         "SELECT conversation.owner_id, %(ledger_kind)s, held.id, held.conversation_id, "
@@ -261,6 +269,8 @@ def _ledger() -> sql.Composed:
         "held.conversation_id LEFT JOIN {endpoints} AS endpoint ON endpoint.id = "
         "held.model_config_id LEFT JOIN {versions} AS version ON version.id = "
         "held.profile_version_id WHERE jsonb_array_length(%(calls)s::jsonb) > 0 "
+        "AND NOT EXISTS (SELECT 1 FROM ledger) "
+        # Another writer's entry made meanwhile is added to, not duplicated.
         "ON CONFLICT (run_id) DO UPDATE SET "
         "prompt_tokens = entry.prompt_tokens + EXCLUDED.prompt_tokens, "
         "completion_tokens = entry.completion_tokens + EXCLUDED.completion_tokens "
