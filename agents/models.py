@@ -874,6 +874,7 @@ class AgentRun(models.Model):
         null=True,
         blank=True,
         related_name="replays",
+        db_index=False,  # a partial index (Meta)
     )
     replay_unrecorded = models.CharField(
         _("unrecorded calls"),
@@ -894,6 +895,7 @@ class AgentRun(models.Model):
         null=True,
         blank=True,
         related_name="child_runs",
+        db_index=False,  # one_child_run_per_call starts with it
     )
     parent_call_id = models.CharField(
         _("parent call id"), max_length=64, blank=True, default="", db_default=""
@@ -914,6 +916,7 @@ class AgentRun(models.Model):
         null=True,
         blank=True,
         related_name="forks",
+        db_index=False,  # a partial index (Meta)
     )
     fork_before_seq = models.PositiveIntegerField(_("forked before step"), null=True, blank=True)
     # -- "Continue" after Stop (``answer_continue`` in agents/services/conversations.py) --
@@ -926,6 +929,7 @@ class AgentRun(models.Model):
         null=True,
         blank=True,
         related_name="continuations",
+        db_index=False,  # a partial index (Meta)
     )
     # The owner's custom instructions as they were added to this run's prompt (copied when
     # the run first starts, so a resumed attempt and the run inspector see the same text).
@@ -948,6 +952,16 @@ class AgentRun(models.Model):
         # and an update that changes no indexed column stays on its page (a HOT update)
         # instead of adding an entry to every index of the table. The rescue's scan finds
         # the few unfinished runs through the status index (migration 0013).
+        # The links only some runs have are indexed where set: a run's insert and each
+        # change of its status (not HOT: status is indexed) skip them (migration 0031).
+        indexes = [
+            models.Index(fields=[name], condition=Q(**{f"{name}__isnull": False}), name=index)
+            for name, index in (
+                ("replay_of", "agentrun_replay_of"),
+                ("forked_from", "agentrun_forked_from"),
+                ("continues_answer", "agentrun_continues_answer"),
+            )
+        ]
 
     def __str__(self) -> str:
         return f"Run {self.pk} ({self.status})"
@@ -1682,6 +1696,7 @@ class Notification(models.Model):
         null=True,
         blank=True,
         related_name="notifications",
+        db_index=False,  # a partial index (Meta): only a schedule's notifications have one
     )
     # What happened, for this notification only (e.g. why a run failed); the page words
     # the rest from the kind.
@@ -1700,7 +1715,12 @@ class Notification(models.Model):
                 fields=["user", "created_at"],
                 name="unread_notifications",
                 condition=Q(read_at__isnull=True),
-            )
+            ),
+            models.Index(
+                fields=["schedule"],
+                name="notification_schedule",
+                condition=Q(schedule__isnull=False),
+            ),
         ]
 
     def __str__(self) -> str:
