@@ -26,19 +26,27 @@ from agents.services import (
 logger = logging.getLogger(__name__)
 
 
+# Set-ups take turns (settings.AGENT_RUN_SETUPS_AT_ONCE): a thread waiting here holds no
+# database connection, so a burst of runs uses a few pooled connections, not one per thread,
+# while the rest of the pool's threads stay free for slow tasks (summaries, files).
+_run_setups = threading.BoundedSemaphore(settings.AGENT_RUN_SETUPS_AT_ONCE)
+
+
 def _run_execute(run_id: int) -> None:
     if execution.shutting_down():
         # Back to the queue for a worker that stays (acks_late: nothing is lost).
         raise Reject(requeue=True)
-    try:
-        # Returns once the run is on the process's loop, not when it ends.
-        drive = execution.run_execute(run_id=run_id)
-        if drive is not None and current_app.conf.task_always_eager:
-            # An eager app runs a task as a call, to its end: so does the run's.
-            drive.result()
-    finally:
-        # Threads of the pool are reused: give the connection back between tasks.
-        connection.close()
+    with _run_setups:
+        try:
+            # Returns once the run is on the process's loop, not when it ends.
+            drive = execution.run_execute(run_id=run_id)
+        finally:
+            # Threads of the pool are reused: give the connection back between tasks.
+            connection.close()
+    if drive is not None and current_app.conf.task_always_eager:
+        # An eager app runs a task as a call, to its end: so does the run's (outside its
+        # turn, as a run may start others on the way: a sub-agent's).
+        drive.result()
 
 
 run_execute = shared_task(name="agents.run_execute", acks_late=True, ignore_result=True)(

@@ -256,6 +256,11 @@ AGENT_CANCEL_POLL_SECONDS = env.float("AGENT_CANCEL_POLL_SECONDS", default=0.25)
 # every write on SQLite), each with a database connection while writes are queued: the runs
 # themselves share one event loop.
 AGENT_DATABASE_THREADS = env.int("AGENT_DATABASE_THREADS", default=4)
+# How many of a worker process's threads set runs up at once (the claim and the reads before
+# the run goes to the loop; agents/tasks.py). The others wait for a turn without a database
+# connection, so a burst of runs does not open a PostgreSQL backend per Celery thread; a
+# set-up is mostly Python, so more at once would only take turns at the interpreter lock.
+AGENT_RUN_SETUPS_AT_ONCE = env.int("AGENT_RUN_SETUPS_AT_ONCE", default=4)
 # PostgreSQL connections of a worker's event loop, for its runs' stored steps, starts and
 # ends (chatsite/server/db/loop_pool.py); 0 sends those writes through the database threads too.
 AGENT_LOOP_DATABASE_CONNECTIONS = env.int("AGENT_LOOP_DATABASE_CONNECTIONS", default=4)
