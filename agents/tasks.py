@@ -33,10 +33,11 @@ _run_setups = threading.BoundedSemaphore(settings.AGENT_RUN_SETUPS_AT_ONCE)
 
 
 def _run_execute(run_id: int) -> None:
-    if execution.shutting_down():
-        # Back to the queue for a worker that stays (acks_late: nothing is lost).
-        raise Reject(requeue=True)
     with _run_setups:
+        # Asked once the turn comes: the hand-back may have begun while this thread waited.
+        if execution.shutting_down():
+            # Back to the queue for a worker that stays (acks_late: nothing is lost).
+            raise Reject(requeue=True)
         try:
             # Returns once the run is on the process's loop, not when it ends.
             drive = execution.run_execute(run_id=run_id)

@@ -17,8 +17,8 @@ column, so the same on every database this project made).
 from django.db import migrations, models
 from django.db.models import Q
 
-# Model, then the indexes that go: those of the links, made again below as partial ones,
-# and PostgreSQL's LIKE indexes (absent elsewhere).
+# The indexes that go, by model: the links' (made again below as partial ones), then
+# PostgreSQL's LIKE indexes (absent elsewhere), each with its field.
 LINK_INDEXES = {
     "agentrun": (
         ("replay_of", "agents_agentrun_replay_of_id_17af5116"),
@@ -29,8 +29,8 @@ LINK_INDEXES = {
     "notification": (("schedule", "agents_notification_schedule_id_2eeac192"),),
 }
 LIKE_INDEXES = {
-    "agentrun": "agents_agentrun_status_fdbd2cf1_like",
-    "notification": "agents_notification_key_8dfbecfb_like",
+    "agentrun": (("status", "agents_agentrun_status_fdbd2cf1_like"),),
+    "notification": (("key", "agents_notification_key_8dfbecfb_like"),),
 }
 
 
@@ -44,10 +44,9 @@ def drop_full_indexes(apps, schema_editor):
     for model_name, links in LINK_INDEXES.items():
         model = apps.get_model("agents", model_name)
         existing = _existing(schema_editor, model)
-        names = [name for _, name in links] + [LIKE_INDEXES[model_name]]
-        for name in names:
+        for field, name in (*links, *LIKE_INDEXES[model_name]):
             if name in existing:
-                schema_editor.remove_index(model, models.Index(fields=["pk"], name=name))
+                schema_editor.remove_index(model, models.Index(fields=[field], name=name))
 
 
 def add_full_indexes(apps, schema_editor):
