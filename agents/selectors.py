@@ -322,6 +322,12 @@ def active_branch_view(*, conversation: Conversation) -> BranchView:
     return BranchView(message_ids=frozenset(pk for pk, _, _ in branch), run_ids=frozenset(shown))
 
 
+def runs_paused_exist() -> bool:
+    """Whether any run waits paused (for its owner, or for its sub-agents): only then can
+    the sweep's expiries and repairs find anything to do."""
+    return AgentRun.objects.filter(status__in=AgentRun.PAUSED_STATUSES).exists()
+
+
 def run_get(*, user: User | AnonymousUser, run_id: int) -> AgentRun | None:
     return (
         AgentRun.objects.filter(pk=run_id, conversation__owner_id=user.pk)

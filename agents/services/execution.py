@@ -84,7 +84,7 @@ from agents.runs.reads import run_claim_refusal, run_fork_reused_steps, run_prio
 from agents.runs.store import run_store
 from agents.runs.threads import in_database_thread
 from agents.runtime import build_executor, snapshot_tool_configs
-from agents.selectors import ended_run_get, notification_reach_get
+from agents.selectors import ended_run_get, notification_reach_get, runs_paused_exist
 from agents.services.approvals import (
     approvals_expire,
     budget_pauses_expire,
@@ -125,13 +125,16 @@ def runs_rescue(*, enqueue: Callable[[int], None]) -> list[int]:
     interval = settings.AGENT_SWEEP_INTERVAL_SECONDS
     if not cache.add("chat:sweep-lock", worker_id(), timeout=max(1, int(interval * 0.8))):
         return []
-    # Pauses nobody decided in time end as declined, and their runs go on; runs nobody
-    # continued past a budget in time end as stopped.
-    approvals_expire()
-    budget_pauses_expire()
-    # A run waiting for sub-agents none of which is unfinished goes on (a backstop: the
-    # end of its last child queues it already).
-    subagent_waits_repair()
+    # Each of these acts on paused runs only: one read of the status index spares their
+    # three queries at nearly every sweep.
+    if runs_paused_exist():
+        # Pauses nobody decided in time end as declined, and their runs go on; runs nobody
+        # continued past a budget in time end as stopped.
+        approvals_expire()
+        budget_pauses_expire()
+        # A run waiting for sub-agents none of which is unfinished goes on (a backstop:
+        # the end of its last child queues it already).
+        subagent_waits_repair()
     rescued = []
     store = run_store()
     for run_id in store.needing_rescue(queued_for_seconds=settings.AGENT_QUEUED_RESCUE_SECONDS):

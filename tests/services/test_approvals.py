@@ -7,6 +7,7 @@ import uuid
 from datetime import timedelta
 
 import pytest
+from django.core.cache import cache
 from django.utils import timezone
 
 from agents.llm.scripted import Reply
@@ -28,6 +29,7 @@ from agents.services.approvals import (
     run_continue,
 )
 from agents.services.conversations import conversation_create, message_send, run_cancel
+from agents.services.execution import runs_rescue
 from tests.driving import run_execute
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -267,6 +269,27 @@ def test_the_sweep_declines_pauses_older_than_the_setting(
     [observation] = _observations(run)
     assert "declined" in observation
     assert "42" not in observation
+
+
+def test_the_sweep_expires_a_stale_pause_and_asks_once_while_nothing_is_paused(
+    user, scripted_profile, scripted_model, settings, django_assert_num_queries
+):
+    settings.CHAT_APPROVAL_EXPIRES_AFTER = 3600
+    enqueued: list[int] = []
+    # Whether any run is paused, then the runs to rescue: the expiries' queries are skipped.
+    with django_assert_num_queries(2):
+        assert runs_rescue(enqueue=enqueued.append) == []
+
+    run, _ = _paused_run(user, scripted_profile, Reply(FINAL))
+    approval = ToolApproval.objects.get(run=run)
+    ToolApproval.objects.filter(pk=approval.pk).update(
+        requested_at=timezone.now() - timedelta(seconds=3601)
+    )
+    cache.delete("chat:sweep-lock")  # the last sweep's, which would keep this one out
+    runs_rescue(enqueue=enqueued.append)
+
+    approval.refresh_from_db()
+    assert approval.decision == "expired"
 
 
 def test_a_run_stopped_at_its_step_budget_continues_where_it_stopped(
