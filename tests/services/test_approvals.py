@@ -271,7 +271,7 @@ def test_the_sweep_declines_pauses_older_than_the_setting(
     assert "42" not in observation
 
 
-def test_the_sweep_expires_a_stale_pause_and_asks_once_while_nothing_is_paused(
+def test_the_sweep_skips_the_expiries_while_nothing_is_paused_and_expires_a_stale_pause(
     user, scripted_profile, scripted_model, settings, django_assert_num_queries
 ):
     settings.CHAT_APPROVAL_EXPIRES_AFTER = 3600
