@@ -1,5 +1,6 @@
-"""The server plumbing as a Django app: it has no models, only the system checks of
-``chatsite/server/patches/``, registered here so that ``manage.py check`` runs them."""
+"""The server plumbing as a Django app: it has no models, only system checks, registered
+here so that ``manage.py check`` runs them: those of ``chatsite/server/patches/``, and the
+database settings' deploy check (``chatsite/server/db/checks.py``)."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ class ServerConfig(AppConfig):
     verbose_name = "server plumbing"
 
     def ready(self) -> None:
+        from chatsite.server.db.checks import check_connection_pool
         from chatsite.server.patches import (
             autobahn,
             channels,
@@ -25,3 +27,4 @@ class ServerConfig(AppConfig):
 
         for patch in (autobahn, kombu, channels_redis, openai, mcp, daphne, channels):
             checks.register(patch.check)
+        checks.register(check_connection_pool, deploy=True)

@@ -1,4 +1,5 @@
-"""``manage.py check --deploy`` is clean with the settings production runs with."""
+"""``manage.py check --deploy`` is clean with the settings production runs with, and says
+which of them is missing."""
 
 from __future__ import annotations
 
@@ -7,7 +8,10 @@ import secrets
 import subprocess
 import sys
 
+import pytest
 from django.conf import settings
+
+from chatsite.server.db.checks import connection_pool_warnings
 
 # Set by tests/processes.py or a developer's shell to run over plain http; production does
 # not set them, so the check must see the defaults.
@@ -36,8 +40,12 @@ def _check_deploy(**env: str) -> subprocess.CompletedProcess:
     )
 
 
+# What docs/deploy.md's environment sets besides the database's address.
+PRODUCTION = {"DJANGO_DEBUG": "0", "DATABASE_POOL_MAX_SIZE": "20"}
+
+
 def test_check_deploy_is_clean_with_production_settings():
-    result = _check_deploy(DJANGO_DEBUG="0", DJANGO_SECRET_KEY=secrets.token_urlsafe(64))
+    result = _check_deploy(**PRODUCTION, DJANGO_SECRET_KEY=secrets.token_urlsafe(64))
 
     output = result.stdout + result.stderr
     assert result.returncode == 0, output
@@ -48,7 +56,43 @@ def test_check_deploy_is_clean_with_production_settings():
 
 def test_check_deploy_flags_a_debug_server():
     """The check is really looking: the same command with DEBUG on fails."""
-    result = _check_deploy(DJANGO_DEBUG="1", DJANGO_SECRET_KEY=secrets.token_urlsafe(64))
+    result = _check_deploy(
+        **{**PRODUCTION, "DJANGO_DEBUG": "1"}, DJANGO_SECRET_KEY=secrets.token_urlsafe(64)
+    )
 
     assert result.returncode != 0
     assert "security.W018" in result.stdout + result.stderr
+
+
+@pytest.mark.skipif(
+    settings.DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3",
+    reason="the pool is PostgreSQL's: the check is silent on SQLite (tested below)",
+)
+def test_check_deploy_flags_postgresql_without_a_pool():
+    """The same command with the pool left out fails on the pool's warning alone."""
+    production = {k: v for k, v in PRODUCTION.items() if k != "DATABASE_POOL_MAX_SIZE"}
+    result = _check_deploy(
+        **production, DATABASE_POOL_MAX_SIZE="0", DJANGO_SECRET_KEY=secrets.token_urlsafe(64)
+    )
+
+    output = result.stdout + result.stderr
+    assert result.returncode != 0, output
+    assert "chatsite.server.W001" in output
+    assert "DATABASE_POOL_MAX_SIZE" in output
+    assert "security.W" not in output
+
+
+@pytest.mark.parametrize(
+    ("database", "warned"),
+    [
+        ({"ENGINE": "django.db.backends.postgresql", "OPTIONS": {}}, True),
+        ({"ENGINE": "django.db.backends.postgresql"}, True),
+        ({"ENGINE": "django.db.backends.postgresql", "OPTIONS": {"pool": {"max_size": 20}}}, False),
+        ({"ENGINE": "chatsite.server.db.postgres", "OPTIONS": {"pool": {"max_size": 20}}}, False),
+        ({"ENGINE": "django.db.backends.sqlite3", "OPTIONS": {"timeout": 30}}, False),
+    ],
+)
+def test_the_pool_check_reads_the_engine_and_its_pool(database, warned):
+    found = [message.id for message in connection_pool_warnings({**database, "NAME": "chatsite"})]
+
+    assert found == (["chatsite.server.W001"] if warned else [])
