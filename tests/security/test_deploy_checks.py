@@ -70,9 +70,8 @@ def test_check_deploy_flags_a_debug_server():
 )
 def test_check_deploy_flags_postgresql_without_a_pool():
     """The same command with the pool left out fails on the pool's warning alone."""
-    production = {k: v for k, v in PRODUCTION.items() if k != "DATABASE_POOL_MAX_SIZE"}
     result = _check_deploy(
-        **production, DATABASE_POOL_MAX_SIZE="0", DJANGO_SECRET_KEY=secrets.token_urlsafe(64)
+        **{**PRODUCTION, "DATABASE_POOL_MAX_SIZE": "0"}, DJANGO_SECRET_KEY=secrets.token_urlsafe(64)
     )
 
     output = result.stdout + result.stderr
