@@ -28,8 +28,8 @@ def connection_pool_warnings(database: dict[str, Any]) -> list[checks.CheckMessa
         checks.Warning(
             "PostgreSQL without a connection pool: each process opens a new connection "
             "whenever a thread needs one after idling, a worker at least two for every run.",
-            hint="Set DATABASE_POOL_MAX_SIZE (docs/deploy.md says 20 and how to budget "
-            "max_connections for it).",
+            hint='Set DATABASE_POOL_MAX_SIZE (docs/deploy.md, "Database connections": '
+            "its size, and the max_connections it needs).",
             id="chatsite.server.W001",
         )
     ]
